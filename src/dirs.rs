@@ -1,0 +1,40 @@
+//! Where Switchboard keeps its files: config, data and runtime directories.
+
+use std::path::PathBuf;
+
+use directories::ProjectDirs;
+
+/// Environment variable that overrides the config file location.
+pub const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
+
+/// Environment variable that overrides the runtime directory (process-group records, sockets).
+pub const RUNTIME_DIR_ENV: &str = "SWITCHBOARD_RUNTIME_DIR";
+
+fn project_dirs() -> Option<ProjectDirs> {
+    ProjectDirs::from("", "", "switchboard")
+}
+
+/// The default config file: `~/.config/switchboard/config.toml` on Linux.
+pub fn default_config_path() -> PathBuf {
+    if let Some(path) = std::env::var_os(CONFIG_ENV) {
+        return PathBuf::from(path);
+    }
+    match project_dirs() {
+        Some(dirs) => dirs.config_dir().join("config.toml"),
+        None => PathBuf::from("switchboard.toml"),
+    }
+}
+
+/// The runtime directory: `$XDG_RUNTIME_DIR/switchboard`, else a per-user folder in the data dir.
+pub fn runtime_dir() -> PathBuf {
+    if let Some(path) = std::env::var_os(RUNTIME_DIR_ENV) {
+        return PathBuf::from(path);
+    }
+    match project_dirs() {
+        Some(dirs) => match dirs.runtime_dir() {
+            Some(runtime) => runtime.to_path_buf(),
+            None => dirs.data_local_dir().join("run"),
+        },
+        None => std::env::temp_dir().join(format!("switchboard-{}", nix::unistd::getuid())),
+    }
+}

@@ -1,0 +1,282 @@
+//! The JSON-RPC 2.0 envelope, read without touching the payload.
+//!
+//! Only `id`, `method`, `params`, `result` and `error` are located; each stays a borrowed slice of
+//! the original bytes, so unknown fields and future protocol features pass through untouched.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Invalid JSON was received.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON sent is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist or is not available.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters.
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal error.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// The backend that owns the request is down, stopping or gone (implementation-defined range).
+pub const BACKEND_UNAVAILABLE: i64 = -32001;
+/// The request ran past its deadline.
+pub const REQUEST_TIMEOUT: i64 = -32002;
+/// The message was larger than the configured limit.
+pub const MESSAGE_TOO_LARGE: i64 = -32003;
+
+/// The top-level fields of one JSON-RPC message, borrowed from its bytes.
+#[derive(Debug, Deserialize)]
+pub struct Envelope<'a> {
+    #[serde(borrow, default)]
+    pub id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
+}
+
+/// What a message is, judged from its envelope.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+    Invalid,
+}
+
+impl<'a> Envelope<'a> {
+    /// Parses the envelope of one message. Fails on invalid JSON or a non-object.
+    pub fn parse(bytes: &'a [u8]) -> Result<Envelope<'a>, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    pub fn kind(&self) -> Kind {
+        match (
+            &self.method,
+            self.id,
+            self.result.is_some() || self.error.is_some(),
+        ) {
+            (Some(_), Some(_), false) => Kind::Request,
+            (Some(_), None, false) => Kind::Notification,
+            (None, Some(_), true) => Kind::Response,
+            _ => Kind::Invalid,
+        }
+    }
+}
+
+/// A JSON-RPC error object, as sent on the wire.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct ErrorObject {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+impl ErrorObject {
+    pub fn new(code: i64, message: impl Into<String>) -> ErrorObject {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+/// Builds `{"jsonrpc":"2.0","id":ID,"method":M,"params":P}` followed by a newline.
+pub fn request_line(id: &str, method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(64 + method.len() + params.map_or(0, |p| p.get().len()));
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(id.as_bytes());
+    push_method_and_params(&mut line, method, params);
+    line
+}
+
+/// Builds `{"jsonrpc":"2.0","method":M,"params":P}` followed by a newline.
+pub fn notification_line(method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(64 + method.len() + params.map_or(0, |p| p.get().len()));
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+    push_method_and_params(&mut line, method, params);
+    line
+}
+
+/// Builds a response carrying `result` (raw) for `id` (raw), followed by a newline.
+pub fn result_line(id: &RawValue, result: &RawValue) -> Vec<u8> {
+    let mut line = Vec::with_capacity(48 + id.get().len() + result.get().len());
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(id.get().as_bytes());
+    line.extend_from_slice(b",\"result\":");
+    line.extend_from_slice(result.get().as_bytes());
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+/// Builds an error response for `id` (raw; `null` when the request's id is unknown).
+pub fn error_line(id: Option<&RawValue>, error: &ErrorObject) -> Vec<u8> {
+    let id = id.map_or("null", RawValue::get);
+    let error = serde_json::to_string(error).expect("an error object always serializes");
+    let mut line = Vec::with_capacity(48 + id.len() + error.len());
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(id.as_bytes());
+    line.extend_from_slice(b",\"error\":");
+    line.extend_from_slice(error.as_bytes());
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+fn push_method_and_params(line: &mut Vec<u8>, method: &str, params: Option<&RawValue>) {
+    line.extend_from_slice(b",\"method\":");
+    serde_json::to_writer(&mut *line, method).expect("writing a string to a Vec cannot fail");
+    if let Some(params) = params {
+        line.extend_from_slice(b",\"params\":");
+        line.extend_from_slice(params.get().as_bytes());
+    }
+    line.extend_from_slice(b"}\n");
+}
+
+/// Finds the top-level numeric `"id"` in the first bytes of a message too large to parse.
+///
+/// Scans only outside strings and at nesting depth one, so an `"id"` inside the payload is
+/// never mistaken for the message's own.
+pub fn sniff_numeric_id(head: &[u8]) -> Option<u64> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < head.len() {
+        match head[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let end = string_end(head, i)?;
+                if depth == 1 && &head[i..=end] == b"\"id\"" {
+                    return number_after_colon(&head[end + 1..]);
+                }
+                i = end;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Finds a numeric `"id"` that closes a message too large to parse (`..."id":42}`).
+pub fn sniff_trailing_numeric_id(tail: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(tail).ok().or_else(|| {
+        let start = tail.len().saturating_sub(64);
+        std::str::from_utf8(&tail[start..]).ok()
+    })?;
+    let trimmed = text.trim_end().strip_suffix('}')?.trim_end();
+    let digits_start = trimmed.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let digits = &trimmed[digits_start..];
+    let before = trimmed[..digits_start]
+        .trim_end()
+        .strip_suffix(':')?
+        .trim_end();
+    if before.ends_with("\"id\"") {
+        digits.parse().ok()
+    } else {
+        None
+    }
+}
+
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn number_after_colon(rest: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(&rest[..rest.len().min(64)]).ok()?;
+    let after = text.trim_start().strip_prefix(':')?.trim_start();
+    let digits: &str = &after[..after
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(after.len())];
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_kinds() {
+        let request = br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"x":1}}"#;
+        let envelope = Envelope::parse(request).expect("valid JSON");
+        assert_eq!(envelope.kind(), Kind::Request);
+        assert_eq!(envelope.id.expect("has id").get(), "\"a\"");
+        assert_eq!(envelope.params.expect("has params").get(), "{\"x\":1}");
+
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#;
+        assert_eq!(
+            Envelope::parse(note).expect("valid").kind(),
+            Kind::Notification
+        );
+
+        let response = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"x-new":true}}"#;
+        let envelope = Envelope::parse(response).expect("valid");
+        assert_eq!(envelope.kind(), Kind::Response);
+        assert_eq!(
+            envelope.result.expect("has result").get(),
+            r#"{"content":[],"x-new":true}"#
+        );
+
+        assert_eq!(
+            Envelope::parse(br#"{"id":1}"#).expect("valid").kind(),
+            Kind::Invalid
+        );
+        assert!(Envelope::parse(b"[1,2]").is_err());
+        assert!(Envelope::parse(b"not json").is_err());
+    }
+
+    #[test]
+    fn lines_carry_raw_payloads_unchanged() {
+        let params = RawValue::from_string(r#"{"b": 2, "a" : [1,2]}"#.into()).expect("valid");
+        let line = request_line("17", "tools/call", Some(&params));
+        assert_eq!(
+            String::from_utf8(line).expect("utf-8"),
+            "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\",\"params\":{\"b\": 2, \"a\" : [1,2]}}\n"
+        );
+        let note = notification_line("notifications/initialized", None);
+        assert_eq!(
+            note,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+        );
+        let error = error_line(None, &ErrorObject::new(PARSE_ERROR, "bad \"json\""));
+        let parsed: serde_json::Value = serde_json::from_slice(&error).expect("valid JSON");
+        assert_eq!(parsed["error"]["code"], PARSE_ERROR);
+        assert_eq!(parsed["id"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn sniffs_the_top_level_id_only() {
+        assert_eq!(
+            sniff_numeric_id(br#"{"jsonrpc":"2.0","id": 42,"result":{"te"#),
+            Some(42)
+        );
+        assert_eq!(
+            sniff_numeric_id(br#"{"result":{"id":5,"text":"\"id\":6"},"id":9,"#),
+            Some(9)
+        );
+        assert_eq!(
+            sniff_numeric_id(br#"{"result":{"content":[{"text":"xxxxx"#),
+            None
+        );
+        assert_eq!(sniff_trailing_numeric_id(br#"xxxx"}]},"id":12}"#), Some(12));
+        assert_eq!(
+            sniff_trailing_numeric_id(br#"xxxx"}]},"id" : 12 }  "#),
+            Some(12)
+        );
+        assert_eq!(sniff_trailing_numeric_id(br#"xxxx"}]},"other":12}"#), None);
+    }
+}

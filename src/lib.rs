@@ -1,0 +1,9 @@
+//! Switchboard's core: supervises local MCP servers and offers them to editors.
+//!
+//! See `ARCHITECTURE.md` for the codemap and the invariants.
+
+pub mod dirs;
+pub mod framing;
+pub mod jsonrpc;
+pub mod output;
+pub mod status;

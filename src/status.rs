@@ -1,0 +1,172 @@
+//! Plain data that the endpoint, API, UI and tray read. Nothing here owns a process or a task.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::output::OutputLine;
+
+/// The states of a backend, as published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendState {
+    Stopped,
+    Starting,
+    Ready,
+    /// Waiting before an automatic restart.
+    Backoff,
+    /// The restart budget is spent; waits for a manual start or a config change.
+    CrashLoop,
+    Stopping,
+}
+
+impl std::fmt::Display for BackendState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            BackendState::Stopped => "stopped",
+            BackendState::Starting => "starting",
+            BackendState::Ready => "ready",
+            BackendState::Backoff => "backoff",
+            BackendState::CrashLoop => "crash_loop",
+            BackendState::Stopping => "stopping",
+        };
+        f.write_str(text)
+    }
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExitDescription {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl ExitDescription {
+    pub fn from_status(status: std::process::ExitStatus) -> ExitDescription {
+        use std::os::unix::process::ExitStatusExt;
+        ExitDescription {
+            code: status.code(),
+            signal: status.signal(),
+        }
+    }
+}
+
+impl std::fmt::Display for ExitDescription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code, self.signal) {
+            (Some(code), _) => write!(f, "exit code {code}"),
+            (None, Some(signal)) => match nix::sys::signal::Signal::try_from(signal) {
+                Ok(name) => write!(f, "signal {signal} ({name})"),
+                Err(_) => write!(f, "signal {signal}"),
+            },
+            (None, None) => f.write_str("unknown exit status"),
+        }
+    }
+}
+
+/// Why a backend's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Crash,
+    Unresponsive,
+    HandshakeFailed,
+    StoppedByUser,
+    RestartedByUser,
+    ConfigChanged,
+    Shutdown,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            StopReason::Crash => "crashed",
+            StopReason::Unresponsive => "stopped answering pings",
+            StopReason::HandshakeFailed => "handshake failed",
+            StopReason::StoppedByUser => "stopped by user",
+            StopReason::RestartedByUser => "restarted by user",
+            StopReason::ConfigChanged => "config changed",
+            StopReason::Shutdown => "shutdown",
+        };
+        f.write_str(text)
+    }
+}
+
+/// One entry of a backend's restart history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryEntry {
+    /// When the process ended, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    pub reason: StopReason,
+    /// How the process ended; `None` when it never started.
+    pub exit: Option<ExitDescription>,
+    /// How long it had been running, in milliseconds.
+    pub uptime_ms: u64,
+    /// A description of what went wrong, when there is more to say than the reason.
+    pub detail: Option<String>,
+    /// The last lines the backend printed before it ended.
+    pub output_tail: Vec<OutputLine>,
+}
+
+/// What a backend offers, as its server listed it (raw JSON, unknown fields kept).
+#[derive(Debug, Default, Serialize)]
+pub struct Catalog {
+    pub tools: Vec<Box<RawValue>>,
+    pub resources: Vec<Box<RawValue>>,
+    pub resource_templates: Vec<Box<RawValue>>,
+    pub prompts: Vec<Box<RawValue>>,
+}
+
+/// What the server said about itself in the handshake.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerDescription {
+    pub protocol_version: String,
+    pub server_info: Box<RawValue>,
+    pub capabilities: Box<RawValue>,
+    pub instructions: Option<String>,
+}
+
+/// The published status of one backend.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendStatus {
+    pub name: String,
+    pub state: BackendState,
+    pub pid: Option<u32>,
+    /// Since when the current process has been ready, in milliseconds since the Unix epoch.
+    pub ready_since_ms: Option<u64>,
+    /// When the next automatic restart is due, while in backoff.
+    pub restart_at_ms: Option<u64>,
+    /// Automatic restarts since Switchboard started.
+    pub restarts: u32,
+    /// The last thing that went wrong (a failed start, for instance), cleared when ready.
+    pub last_error: Option<String>,
+    /// Newest last; bounded.
+    pub history: Arc<Vec<HistoryEntry>>,
+    pub server: Option<Arc<ServerDescription>>,
+    pub catalog: Arc<Catalog>,
+}
+
+impl BackendStatus {
+    pub fn new(name: &str) -> BackendStatus {
+        BackendStatus {
+            name: name.to_owned(),
+            state: BackendState::Stopped,
+            pid: None,
+            ready_since_ms: None,
+            restart_at_ms: None,
+            restarts: 0,
+            last_error: None,
+            history: Arc::default(),
+            server: None,
+            catalog: Arc::default(),
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_millis(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
