@@ -6,4 +6,5 @@ pub mod dirs;
 pub mod framing;
 pub mod jsonrpc;
 pub mod output;
+pub mod spawn;
 pub mod status;
