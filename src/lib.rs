@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
+pub mod config;
 pub mod dirs;
 pub mod framing;
 pub mod jsonrpc;

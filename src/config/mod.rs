@@ -1,0 +1,521 @@
+//! The config file, parsed and validated once into typed backends plus diagnostics.
+//!
+//! The file is TOML (`[servers.NAME]` tables) or, when its name ends in `.json`, the Claude
+//! Desktop `mcpServers` shape. Both are turned into the same position-aware tree and checked by
+//! the same code, so every diagnostic points at a line and column of the user's file.
+//!
+//! A syntax error or a wrong top-level shape rejects the whole file ([`ConfigError::Invalid`]),
+//! so that a caller can keep running on the last good config. A problem inside one server only
+//! leaves that server out: the others still load, and the problem is listed in
+//! [`Config::diagnostics`].
+
+mod report;
+mod server;
+mod tree;
+mod values;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use toml::de::DeTable;
+
+use report::Reporter;
+use tree::{Entry, Node, NodeValue};
+
+/// Default deadline of one request forwarded to a backend.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default deadline of the MCP `initialize` handshake after a backend starts.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time between two health pings.
+pub const DEFAULT_HEALTH_INTERVAL: Duration = Duration::from_secs(30);
+/// Default deadline of one health ping.
+pub const DEFAULT_HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default limit of one line (one JSON-RPC message) read from a backend.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 128 * 1024 * 1024;
+/// Default wait after closing a backend's stdin, and again after SIGTERM.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(2);
+/// Longest server name: names become prefixes of tool names, which MCP clients limit to 64.
+pub const MAX_SERVER_NAME_LEN: usize = 48;
+
+/// A loaded config: the backends that are valid, and everything worth telling the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub path: PathBuf,
+    /// Valid backends, in file order. A backend with any error is left out.
+    pub backends: Vec<BackendConfig>,
+    /// Errors (each one left a backend out) and warnings, ordered by position in the file.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Config {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+}
+
+/// One backend MCP server, as the config describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendConfig {
+    pub name: String,
+    /// As written: a path, or a name looked up in `PATH` when the backend starts.
+    pub command: String,
+    pub args: Vec<String>,
+    /// Added to the environment Switchboard passes on; `${env:NAME}` references are expanded.
+    pub env: BTreeMap<String, String>,
+    /// Absolute when the config gave one: `~` is expanded and a relative path is taken from the
+    /// config file's directory.
+    pub cwd: Option<PathBuf>,
+    pub enabled: bool,
+    pub request_timeout: Duration,
+    pub handshake_timeout: Duration,
+    /// `None` when health pings are off.
+    pub health_interval: Option<Duration>,
+    pub health_timeout: Duration,
+    /// Longest line (one message) accepted from the backend, in bytes.
+    pub max_message_size: usize,
+    pub stop_grace: Duration,
+    pub restart: RestartPolicy,
+}
+
+impl BackendConfig {
+    /// A backend with every optional setting at its default.
+    pub fn new(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        BackendConfig {
+            name: name.into(),
+            command: command.into(),
+            args,
+            env: BTreeMap::new(),
+            cwd: None,
+            enabled: true,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            health_interval: Some(DEFAULT_HEALTH_INTERVAL),
+            health_timeout: DEFAULT_HEALTH_TIMEOUT,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            stop_grace: DEFAULT_STOP_GRACE,
+            restart: RestartPolicy::default(),
+        }
+    }
+}
+
+/// When and how often a backend that exited on its own is started again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Delay before the first restart; it doubles for each further one.
+    pub backoff_base: Duration,
+    /// Longest delay between two restarts.
+    pub backoff_cap: Duration,
+    /// Restarts allowed within `window` before the backend counts as crash-looping.
+    pub max_restarts: u32,
+    pub window: Duration,
+    /// Uptime after which the restart budget and the backoff start over.
+    pub stable_after: Duration,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy {
+            backoff_base: Duration::from_secs(1),
+            backoff_cap: Duration::from_secs(60),
+            max_restarts: 5,
+            window: Duration::from_secs(60),
+            stable_after: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A problem found in the config file, with its position, as a compiler would report it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub file: PathBuf,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, counted in characters.
+    pub column: usize,
+    /// Dotted path of the offending field, like `servers.demo.command`; empty for syntax errors.
+    pub field: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Severity::Error => f.write_str("error"),
+            Severity::Warning => f.write_str("warning"),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}: ",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.severity
+        )?;
+        if !self.field.is_empty() {
+            write!(f, "{}: ", self.field)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("cannot write config file {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+    /// The file as a whole cannot be used: a syntax error or a wrong top-level structure.
+    #[error("config file {} cannot be used:\n{}", path.display(), render_diagnostics(diagnostics))]
+    Invalid {
+        path: PathBuf,
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+fn render_diagnostics(diagnostics: &[Diagnostic]) -> String {
+    diagnostics
+        .iter()
+        .map(Diagnostic::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Reads and parses the config file at `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    match String::from_utf8(bytes) {
+        Ok(text) => parse(path, &text),
+        Err(error) => {
+            let valid_len = error.utf8_error().valid_up_to();
+            let valid_text = std::str::from_utf8(&error.as_bytes()[..valid_len])
+                .expect("valid_up_to() marks the end of valid UTF-8");
+            let mut reporter = Reporter::new(path, valid_text);
+            reporter.error(valid_len, "", "the file is not valid UTF-8");
+            Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                diagnostics: reporter.into_diagnostics(),
+            })
+        }
+    }
+}
+
+/// Parses config `text` as if read from `path` (a `.json` name selects the JSON form).
+///
+/// Pure except for what validation must look at: Switchboard's own environment for
+/// `${env:NAME}`, the `PATH` search for each command, and the existence of each `cwd`.
+pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    let format = Format::of(path);
+    let mut reporter = Reporter::new(path, text);
+    let servers = match format {
+        Format::Toml => toml_servers(text, &mut reporter),
+        Format::Json => json_servers(text, &mut reporter),
+    };
+    if reporter.n_errors() > 0 {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            diagnostics: reporter.into_diagnostics(),
+        });
+    }
+    // A relative `cwd` is meant relative to the file, not to wherever Switchboard was started.
+    let config_dir = path.parent().unwrap_or(Path::new(""));
+    let backends = read_servers(&mut reporter, format, config_dir, &servers);
+    Ok(Config {
+        path: path.to_path_buf(),
+        backends,
+        diagnostics: reporter.into_diagnostics(),
+    })
+}
+
+/// Loads the config at `path`, first writing the default one there if there is no file yet.
+pub fn load_or_create_default(path: &Path) -> Result<Config, ConfigError> {
+    if !path.exists() {
+        write_default_config(path).map_err(|source| ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    load(path)
+}
+
+/// The config written on first start: one `demo` backend running `<switchboard_exe>
+/// demo-server`, every other option shown commented out with its default.
+pub fn default_config_text(switchboard_exe: &Path) -> String {
+    let command = toml::Value::String(switchboard_exe.to_string_lossy().into_owned());
+    let restart = RestartPolicy::default();
+    let duration = values::format_duration;
+    format!(
+        r#"# Switchboard configuration.
+#
+# Each [servers.NAME] table is one local MCP server that Switchboard starts, keeps alive and
+# offers to every connected editor. NAME may use letters, digits, `_` and `-` (at most {max_name}).
+#
+# Edits apply live: when this file is saved, Switchboard starts added servers, stops removed
+# ones and restarts only the ones that changed. A mistake inside one server leaves out just
+# that server; a file that cannot be read at all leaves everything running as it was. Either
+# way Switchboard shows the mistake with its line and column.
+#
+# Durations are written like "250ms", "30s", "5m" or "1h"; sizes like "64MiB".
+# Every commented-out option below shows its default.
+
+[servers.demo]
+# A small server built into Switchboard, to try things out. Replace it with your own.
+command = {command}
+args = ["demo-server"]
+# Added to the environment Switchboard passes on. ${{env:NAME}} is taken from Switchboard's own
+# environment (an unknown NAME is an error); write $${{ for a literal ${{.
+# env = {{ API_KEY = "${{env:MY_API_KEY}}" }}
+# cwd = "~/projects"            # working directory; `~` is your home, and it must exist
+# enabled = true
+# request_timeout = "{request_timeout}"
+# handshake_timeout = "{handshake_timeout}"
+# health_interval = "{health_interval}"       # "off" disables health pings
+# health_timeout = "{health_timeout}"
+# max_message_size = "{max_message_size}"  # longest single message the server may send
+# stop_grace = "{stop_grace}"             # wait after closing stdin, and again after SIGTERM
+
+# What to do when the server exits on its own: restart it after a delay that doubles each
+# time, and give up (crash loop) after too many restarts within one window.
+# [servers.demo.restart]
+# backoff_base = "{backoff_base}"
+# backoff_cap = "{backoff_cap}"
+# max_restarts = {max_restarts}
+# window = "{window}"
+# stable_after = "{stable_after}"          # uptime after which the restart budget starts over
+"#,
+        max_name = MAX_SERVER_NAME_LEN,
+        request_timeout = duration(DEFAULT_REQUEST_TIMEOUT),
+        handshake_timeout = duration(DEFAULT_HANDSHAKE_TIMEOUT),
+        health_interval = duration(DEFAULT_HEALTH_INTERVAL),
+        health_timeout = duration(DEFAULT_HEALTH_TIMEOUT),
+        max_message_size = values::format_size(DEFAULT_MAX_MESSAGE_SIZE),
+        stop_grace = duration(DEFAULT_STOP_GRACE),
+        backoff_base = duration(restart.backoff_base),
+        backoff_cap = duration(restart.backoff_cap),
+        max_restarts = restart.max_restarts,
+        window = duration(restart.window),
+        stable_after = duration(restart.stable_after),
+    )
+}
+
+fn write_default_config(path: &Path) -> io::Result<()> {
+    // Without our own path the demo backend cannot be spelled out exactly; the bare name is
+    // still found on PATH when Switchboard is installed, and is reported otherwise.
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("switchboard"));
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    // `create_new` so that a file created meanwhile (another instance, the user) is never
+    // overwritten.
+    let mut file = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    file.write_all(default_config_text(&exe).as_bytes())?;
+    tracing::info!(path = %path.display(), "wrote the default config file");
+    Ok(())
+}
+
+/// Which of the two accepted shapes a file has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Toml,
+    Json,
+}
+
+impl Format {
+    fn of(path: &Path) -> Format {
+        let is_json = path
+            .extension()
+            .is_some_and(|extension| extension.eq_ignore_ascii_case("json"));
+        if is_json { Format::Json } else { Format::Toml }
+    }
+
+    /// The key that holds the servers, first part of every diagnostic's field path.
+    fn servers_key(self) -> &'static str {
+        match self {
+            Format::Toml => "servers",
+            Format::Json => "mcpServers",
+        }
+    }
+}
+
+/// The `[servers]` entries of a TOML document; anything wrong at the top level is an error.
+fn toml_servers(text: &str, reporter: &mut Reporter<'_>) -> Vec<Entry> {
+    // Only the first syntax error: the parser can go on, but what it finds after one mistake
+    // is mostly the same mistake seen again from further along.
+    let document = match DeTable::parse(text) {
+        Ok(document) => document,
+        Err(error) => {
+            let offset = error.span().map_or(0, |span| span.start);
+            reporter.error(offset, "", error.message());
+            return Vec::new();
+        }
+    };
+    let mut servers = Vec::new();
+    for entry in tree::toml_entries(document.get_ref()) {
+        match (entry.key.as_str(), entry.value.value) {
+            ("servers", NodeValue::Table(entries)) => servers = entries,
+            ("servers", _) => reporter.error(
+                entry.value.offset,
+                "servers",
+                "expected a table of servers, written as [servers.NAME] sections",
+            ),
+            (key, _) => reporter.error(
+                entry.key_offset,
+                key,
+                format!(
+                    "unknown top-level field `{key}`; the file holds only [servers.NAME] sections"
+                ),
+            ),
+        }
+    }
+    servers
+}
+
+/// The `mcpServers` entries of a JSON document; other top-level keys are someone else's.
+fn json_servers(text: &str, reporter: &mut Reporter<'_>) -> Vec<Entry> {
+    let document: &RawValue = match serde_json::from_str(text) {
+        Ok(document) => document,
+        Err(error) => {
+            let offset = reporter.offset_of_json_position(error.line(), error.column());
+            reporter.error(offset, "", tree::json_error_message(&error));
+            return Vec::new();
+        }
+    };
+    let top_level = match tree::json_entries(text, document) {
+        Ok(Some(entries)) => entries,
+        Ok(None) => {
+            reporter.error(
+                tree::offset_in(text, document.get()),
+                "",
+                "expected a JSON object with an \"mcpServers\" object in it",
+            );
+            return Vec::new();
+        }
+        Err(error) => {
+            reporter.error(error.offset, "", error.message);
+            return Vec::new();
+        }
+    };
+    let mut servers = Vec::new();
+    let mut servers_seen = false;
+    for entry in top_level.iter().filter(|entry| entry.key == "mcpServers") {
+        if servers_seen {
+            reporter.error(
+                entry.key_offset,
+                "mcpServers",
+                "\"mcpServers\" is given twice",
+            );
+            continue;
+        }
+        servers_seen = true;
+        match tree::json_node(text, entry.value) {
+            Ok(Node {
+                value: NodeValue::Table(entries),
+                ..
+            }) => servers = entries,
+            Ok(node) => reporter.error(
+                node.offset,
+                "mcpServers",
+                format!(
+                    "expected an object of servers, found {}",
+                    node.describe(Format::Json)
+                ),
+            ),
+            Err(error) => reporter.error(error.offset, "mcpServers", error.message),
+        }
+    }
+    if !servers_seen {
+        reporter.warning(0, "", "no \"mcpServers\" object; no servers are configured");
+    }
+    servers
+}
+
+/// Checks names (validity, clashes) and reads each server; returns the valid ones in order.
+fn read_servers(
+    reporter: &mut Reporter<'_>,
+    format: Format,
+    config_dir: &Path,
+    servers: &[Entry],
+) -> Vec<BackendConfig> {
+    // Lower-cased name -> the name as first written and where. Names differing only in case
+    // would be confusing in tool prefixes, so they clash.
+    let mut first_uses: HashMap<String, (&str, usize)> = HashMap::new();
+    let mut backends = Vec::new();
+    for server in servers {
+        let field = format!("{}.{}", format.servers_key(), server.key);
+        if !is_valid_server_name(&server.key) {
+            reporter.error(
+                server.key_offset,
+                &field,
+                format!(
+                    "invalid server name {:?}: use 1 to {MAX_SERVER_NAME_LEN} ASCII letters, \
+                     digits, `_` or `-`",
+                    server.key
+                ),
+            );
+            continue;
+        }
+        let folded_name = server.key.to_ascii_lowercase();
+        if let Some(&(first_name, first_offset)) = first_uses.get(&folded_name) {
+            let first_line = reporter.line_of(first_offset);
+            let message = if first_name == server.key {
+                format!(
+                    "duplicate server name `{first_name}` (first defined on line {first_line}); \
+                     this definition is ignored"
+                )
+            } else {
+                format!(
+                    "server name `{}` clashes with `{first_name}` on line {first_line} (names \
+                     are compared ignoring case); this definition is ignored",
+                    server.key
+                )
+            };
+            reporter.error(server.key_offset, &field, message);
+            continue;
+        }
+        first_uses.insert(folded_name, (&server.key, server.key_offset));
+        if let Some(backend) = server::read_backend(reporter, format, config_dir, server) {
+            backends.push(backend);
+        }
+    }
+    backends
+}
+
+fn is_valid_server_name(name: &str) -> bool {
+    (1..=MAX_SERVER_NAME_LEN).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}

@@ -1,0 +1,513 @@
+//! Turns one server's entry into a [`BackendConfig`], reporting every problem it finds.
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::report::Reporter;
+use super::tree::{Entry, Node, NodeValue};
+use super::values::{self, ValueError};
+use super::{BackendConfig, Format, RestartPolicy};
+
+const SERVER_FIELDS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "enabled",
+    "request_timeout",
+    "handshake_timeout",
+    "health_interval",
+    "health_timeout",
+    "max_message_size",
+    "stop_grace",
+    "restart",
+];
+
+const RESTART_FIELDS: &[&str] = &[
+    "backoff_base",
+    "backoff_cap",
+    "max_restarts",
+    "window",
+    "stable_after",
+];
+
+/// JSON `type` values of servers reached over the network rather than started as a process.
+const REMOTE_TYPES: &[&str] = &["http", "sse", "streamable-http", "streamableHttp"];
+
+/// The backend `server` describes, or `None` if it has any error (each one reported) or is a
+/// kind of server that is skipped with a warning.
+pub(super) fn read_backend(
+    reporter: &mut Reporter<'_>,
+    format: Format,
+    config_dir: &Path,
+    server: &Entry,
+) -> Option<BackendConfig> {
+    let errors_before = reporter.n_errors();
+    let mut reader = BackendReader {
+        reporter,
+        format,
+        config_dir,
+    };
+    let backend = reader.read(server)?;
+    (reader.reporter.n_errors() == errors_before).then_some(backend)
+}
+
+struct BackendReader<'r, 't> {
+    reporter: &'r mut Reporter<'t>,
+    format: Format,
+    config_dir: &'r Path,
+}
+
+/// Whether a duration of zero makes sense for a field.
+#[derive(Clone, Copy)]
+enum Zero {
+    Allowed,
+    Rejected,
+}
+
+impl BackendReader<'_, '_> {
+    fn read(&mut self, server: &Entry) -> Option<BackendConfig> {
+        let prefix = format!("{}.{}", self.format.servers_key(), server.key);
+        let entries = self.table(&server.value, &prefix)?;
+        if self.format == Format::Json && is_remote(entries) {
+            self.reporter.warning(
+                server.key_offset,
+                &prefix,
+                "remote servers are not supported yet; this server is skipped",
+            );
+            return None;
+        }
+
+        let mut backend = BackendConfig::new(server.key.as_str(), "", Vec::new());
+        // Offset of the command's value, kept to point at it if the command cannot be found.
+        let mut command_offset = None;
+        for entry in self.unique_entries(entries, &prefix) {
+            let field = format!("{prefix}.{}", entry.key);
+            let value = &entry.value;
+            match entry.key.as_str() {
+                "command" => {
+                    if let Some(command) = self.string(value, &field) {
+                        if command.is_empty() {
+                            self.reporter
+                                .error(value.offset, &field, "the command is empty");
+                        } else {
+                            backend.command = command;
+                            command_offset = Some(value.offset);
+                        }
+                    }
+                }
+                "args" => set(&mut backend.args, self.strings(value, &field)),
+                "env" => set(&mut backend.env, self.env(value, &field)),
+                "cwd" => backend.cwd = self.cwd(value, &field),
+                "enabled" => set(&mut backend.enabled, self.boolean(value, &field)),
+                "request_timeout" => {
+                    set(
+                        &mut backend.request_timeout,
+                        self.duration(value, &field, Zero::Rejected),
+                    );
+                }
+                "handshake_timeout" => {
+                    set(
+                        &mut backend.handshake_timeout,
+                        self.duration(value, &field, Zero::Rejected),
+                    );
+                }
+                "health_interval" => {
+                    set(
+                        &mut backend.health_interval,
+                        self.health_interval(value, &field),
+                    );
+                }
+                "health_timeout" => {
+                    set(
+                        &mut backend.health_timeout,
+                        self.duration(value, &field, Zero::Rejected),
+                    );
+                }
+                "max_message_size" => set(&mut backend.max_message_size, self.size(value, &field)),
+                "stop_grace" => {
+                    set(
+                        &mut backend.stop_grace,
+                        self.duration(value, &field, Zero::Allowed),
+                    );
+                }
+                "restart" => set(&mut backend.restart, self.restart(entry, &field)),
+                // Editors' configs mark local servers this way; remote ones were skipped above.
+                "type" if self.format == Format::Json => {
+                    if let Some(kind) = self.string(value, &field)
+                        && kind != "stdio"
+                    {
+                        self.reporter.error(
+                            value.offset,
+                            &field,
+                            format!("unknown server type {kind:?}; expected \"stdio\""),
+                        );
+                    }
+                }
+                _ => self.unknown_field(entry, &field, SERVER_FIELDS),
+            }
+        }
+
+        match command_offset {
+            Some(offset) => self.check_command(&backend, offset, &prefix),
+            // Unless the command was there but wrong, which has been reported already.
+            None if !entries.iter().any(|entry| entry.key == "command") => {
+                self.reporter.error(
+                    server.key_offset,
+                    &prefix,
+                    "missing field `command`: the program to start",
+                );
+            }
+            None => {}
+        }
+        Some(backend)
+    }
+
+    /// Reports a command that cannot be started, looking it up the way spawning will: in the
+    /// backend's own `PATH` if its `env` sets one.
+    fn check_command(&mut self, backend: &BackendConfig, offset: usize, prefix: &str) {
+        let search_path = match backend.env.get("PATH") {
+            Some(path) => OsStr::new(path),
+            None => crate::spawn::search_path(),
+        };
+        if crate::spawn::find_command(&backend.command, search_path).is_some() {
+            return;
+        }
+        let message = if backend.command.contains('/') {
+            format!("`{}` does not exist or is not executable", backend.command)
+        } else if backend.env.contains_key("PATH") {
+            format!(
+                "`{}` was not found in the PATH set in `env`",
+                backend.command
+            )
+        } else {
+            format!("`{}` was not found on PATH", backend.command)
+        };
+        self.reporter
+            .error(offset, &format!("{prefix}.command"), message);
+    }
+
+    fn restart(&mut self, restart_entry: &Entry, field: &str) -> Option<RestartPolicy> {
+        let entries = self.table(&restart_entry.value, field)?;
+        let mut restart = RestartPolicy::default();
+        // Where the cap or the base was written, to point at it if they contradict each other.
+        let mut backoff_offset = None;
+        for entry in self.unique_entries(entries, field) {
+            let field = format!("{field}.{}", entry.key);
+            let value = &entry.value;
+            match entry.key.as_str() {
+                "backoff_base" => {
+                    set(
+                        &mut restart.backoff_base,
+                        self.duration(value, &field, Zero::Rejected),
+                    );
+                    backoff_offset = backoff_offset.or(Some(value.offset));
+                }
+                "backoff_cap" => {
+                    set(
+                        &mut restart.backoff_cap,
+                        self.duration(value, &field, Zero::Rejected),
+                    );
+                    backoff_offset = Some(value.offset);
+                }
+                "max_restarts" => set(&mut restart.max_restarts, self.count(value, &field)),
+                "window" => set(
+                    &mut restart.window,
+                    self.duration(value, &field, Zero::Rejected),
+                ),
+                "stable_after" => {
+                    set(
+                        &mut restart.stable_after,
+                        self.duration(value, &field, Zero::Allowed),
+                    );
+                }
+                _ => self.unknown_field(entry, &field, RESTART_FIELDS),
+            }
+        }
+        if restart.backoff_cap < restart.backoff_base {
+            self.reporter.error(
+                backoff_offset.unwrap_or(restart_entry.key_offset),
+                &format!("{field}.backoff_cap"),
+                format!(
+                    "backoff_cap ({}) is shorter than backoff_base ({})",
+                    values::format_duration(restart.backoff_cap),
+                    values::format_duration(restart.backoff_base)
+                ),
+            );
+        }
+        Some(restart)
+    }
+
+    fn env(&mut self, node: &Node, field: &str) -> Option<BTreeMap<String, String>> {
+        let entries = self.table(node, field)?;
+        let mut env = BTreeMap::new();
+        for entry in self.unique_entries(entries, field) {
+            let field = format!("{field}.{}", entry.key);
+            if entry.key.is_empty() || entry.key.contains(['=', '\0']) {
+                self.reporter.error(
+                    entry.key_offset,
+                    &field,
+                    format!(
+                        "invalid environment variable name {:?}: it must be non-empty and \
+                         contain neither `=` nor NUL",
+                        entry.key
+                    ),
+                );
+                continue;
+            }
+            let Some(raw_value) = self.string(&entry.value, &field) else {
+                continue;
+            };
+            match values::expand_env_references(&raw_value, |name| std::env::var_os(name)) {
+                Ok(value) => {
+                    env.insert(entry.key.clone(), value);
+                }
+                Err(error) => self.value_error(&entry.value, &field, &error),
+            }
+        }
+        Some(env)
+    }
+
+    fn cwd(&mut self, node: &Node, field: &str) -> Option<PathBuf> {
+        let written = self.string(node, field)?;
+        let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+        let expanded = match values::expand_home(&written, home.as_deref()) {
+            Ok(expanded) => expanded,
+            Err(error) => {
+                self.value_error(node, field, &error);
+                return None;
+            }
+        };
+        let cwd = self.config_dir.join(expanded);
+        if !cwd.is_dir() {
+            self.reporter.error(
+                node.offset,
+                field,
+                format!("{} is not an existing directory", cwd.display()),
+            );
+            return None;
+        }
+        Some(cwd)
+    }
+
+    /// `Some(None)` when pings are turned off with "off" or a zero interval.
+    fn health_interval(&mut self, node: &Node, field: &str) -> Option<Option<Duration>> {
+        if let NodeValue::String(text) = &node.value
+            && text.trim() == "off"
+        {
+            return Some(None);
+        }
+        let interval = self.duration(node, field, Zero::Allowed)?;
+        Some((!interval.is_zero()).then_some(interval))
+    }
+
+    fn duration(&mut self, node: &Node, field: &str, zero: Zero) -> Option<Duration> {
+        let duration = match &node.value {
+            NodeValue::String(text) => match values::parse_duration(text) {
+                Ok(duration) => duration,
+                Err(error) => {
+                    self.value_error(node, field, &error);
+                    return None;
+                }
+            },
+            NodeValue::Integer(seconds) => match u64::try_from(*seconds) {
+                Ok(seconds) => Duration::from_secs(seconds),
+                Err(_) => {
+                    self.reporter.error(
+                        node.offset,
+                        field,
+                        format!("expected a duration, found the integer {seconds}"),
+                    );
+                    return None;
+                }
+            },
+            _ => {
+                self.type_error(node, field, "a duration like \"30s\"");
+                return None;
+            }
+        };
+        if duration.is_zero() && matches!(zero, Zero::Rejected) {
+            self.reporter
+                .error(node.offset, field, "must be longer than zero");
+            return None;
+        }
+        Some(duration)
+    }
+
+    fn size(&mut self, node: &Node, field: &str) -> Option<usize> {
+        let size = match &node.value {
+            NodeValue::String(text) => match values::parse_size(text) {
+                Ok(size) => size,
+                Err(error) => {
+                    self.value_error(node, field, &error);
+                    return None;
+                }
+            },
+            NodeValue::Integer(bytes) => match usize::try_from(*bytes) {
+                Ok(bytes) => bytes,
+                Err(_) => {
+                    self.reporter.error(
+                        node.offset,
+                        field,
+                        format!("expected a size in bytes, found the integer {bytes}"),
+                    );
+                    return None;
+                }
+            },
+            _ => {
+                self.type_error(node, field, "a size like \"64MiB\"");
+                return None;
+            }
+        };
+        if size == 0 {
+            self.reporter
+                .error(node.offset, field, "must be larger than zero");
+            return None;
+        }
+        Some(size)
+    }
+
+    fn count(&mut self, node: &Node, field: &str) -> Option<u32> {
+        let NodeValue::Integer(count) = &node.value else {
+            self.type_error(node, field, "a whole number");
+            return None;
+        };
+        match u32::try_from(*count) {
+            Ok(count) => Some(count),
+            Err(_) => {
+                self.reporter.error(
+                    node.offset,
+                    field,
+                    format!(
+                        "expected a whole number from 0 to {}, found {count}",
+                        u32::MAX
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, node: &Node, field: &str) -> Option<String> {
+        match &node.value {
+            NodeValue::String(text) => Some(text.clone()),
+            _ => {
+                self.type_error(node, field, "a string");
+                None
+            }
+        }
+    }
+
+    fn strings(&mut self, node: &Node, field: &str) -> Option<Vec<String>> {
+        let NodeValue::Array(items) = &node.value else {
+            self.type_error(node, field, "an array of strings");
+            return None;
+        };
+        let mut strings = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            strings.push(self.string(item, &format!("{field}[{index}]"))?);
+        }
+        Some(strings)
+    }
+
+    fn boolean(&mut self, node: &Node, field: &str) -> Option<bool> {
+        match node.value {
+            NodeValue::Boolean(flag) => Some(flag),
+            _ => {
+                self.type_error(node, field, "true or false");
+                None
+            }
+        }
+    }
+
+    fn table<'n>(&mut self, node: &'n Node, field: &str) -> Option<&'n [Entry]> {
+        match &node.value {
+            NodeValue::Table(entries) => Some(entries),
+            _ => {
+                let expected = match self.format {
+                    Format::Toml => "a table",
+                    Format::Json => "an object",
+                };
+                self.type_error(node, field, expected);
+                None
+            }
+        }
+    }
+
+    /// The entries of a table with repeated keys (possible only in JSON) reported and dropped.
+    fn unique_entries<'e>(&mut self, entries: &'e [Entry], field: &str) -> Vec<&'e Entry> {
+        let mut keys_seen = HashSet::new();
+        let mut unique = Vec::with_capacity(entries.len());
+        for entry in entries {
+            if keys_seen.insert(entry.key.as_str()) {
+                unique.push(entry);
+            } else {
+                self.reporter.error(
+                    entry.key_offset,
+                    &format!("{field}.{}", entry.key),
+                    format!("`{}` is given more than once", entry.key),
+                );
+            }
+        }
+        unique
+    }
+
+    /// An error in our own TOML format; a warning in JSON, a foreign format whose other tools
+    /// add fields of their own.
+    fn unknown_field(&mut self, entry: &Entry, field: &str, known: &[&str]) {
+        match self.format {
+            Format::Toml => self.reporter.error(
+                entry.key_offset,
+                field,
+                format!(
+                    "unknown field `{}`, expected one of {}",
+                    entry.key,
+                    known
+                        .iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+            Format::Json => self.reporter.warning(
+                entry.key_offset,
+                field,
+                format!("unknown field `{}` is ignored", entry.key),
+            ),
+        }
+    }
+
+    fn type_error(&mut self, node: &Node, field: &str, expected: &str) {
+        let found = node.describe(self.format);
+        self.reporter.error(
+            node.offset,
+            field,
+            format!("expected {expected}, found {found}"),
+        );
+    }
+
+    fn value_error(&mut self, node: &Node, field: &str, error: &ValueError) {
+        self.reporter.error(node.offset, field, error.to_string());
+    }
+}
+
+/// Overwrites a default with a value that was read; a value that was not read has been
+/// reported, and the default stays so that the other fields can still be checked.
+fn set<T>(target: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *target = value;
+    }
+}
+
+/// Whether a JSON server entry describes a remote server: a `url`, or a network `type`.
+fn is_remote(entries: &[Entry]) -> bool {
+    entries
+        .iter()
+        .any(|entry| match (entry.key.as_str(), &entry.value.value) {
+            ("url", _) => true,
+            ("type", NodeValue::String(kind)) => REMOTE_TYPES.contains(&kind.as_str()),
+            _ => false,
+        })
+}

@@ -1,0 +1,773 @@
+use std::os::unix::fs::PermissionsExt as _;
+
+use super::*;
+
+/// A command that exists on every machine the tests run on.
+const SHELL: &str = "sh";
+
+const MISSING_COMMAND: &str = "switchboard-test-no-such-command-7f3a";
+
+fn parse_toml(text: &str) -> Config {
+    parse(Path::new("/etc/switchboard/config.toml"), text).expect("the file as a whole is usable")
+}
+
+fn parse_json(text: &str) -> Config {
+    parse(Path::new("/etc/claude/claude_desktop_config.json"), text)
+        .expect("the file as a whole is usable")
+}
+
+fn invalid_diagnostics(result: Result<Config, ConfigError>) -> Vec<Diagnostic> {
+    match result {
+        Err(ConfigError::Invalid { diagnostics, .. }) => diagnostics,
+        other => panic!("expected ConfigError::Invalid, got {other:?}"),
+    }
+}
+
+/// (severity, line, column, field) of each diagnostic, the parts tests compare exactly.
+fn positions(diagnostics: &[Diagnostic]) -> Vec<(Severity, usize, usize, &str)> {
+    diagnostics
+        .iter()
+        .map(|d| (d.severity, d.line, d.column, d.field.as_str()))
+        .collect()
+}
+
+fn names(config: &Config) -> Vec<&str> {
+    config.backends.iter().map(|b| b.name.as_str()).collect()
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|item| item.to_string()).collect()
+}
+
+#[test]
+fn a_minimal_backend_gets_every_default() {
+    let config = parse_toml("[servers.demo]\ncommand = \"sh\"\n");
+
+    assert_eq!(config.diagnostics, vec![]);
+    assert!(!config.has_errors());
+    assert_eq!(config.path, Path::new("/etc/switchboard/config.toml"));
+    assert_eq!(
+        config.backends,
+        vec![BackendConfig::new("demo", SHELL, vec![])]
+    );
+    let backend = &config.backends[0];
+    assert!(backend.enabled);
+    assert_eq!(backend.env, BTreeMap::new());
+    assert_eq!(backend.cwd, None);
+    assert_eq!(backend.request_timeout, Duration::from_secs(60));
+    assert_eq!(backend.handshake_timeout, Duration::from_secs(30));
+    assert_eq!(backend.health_interval, Some(Duration::from_secs(30)));
+    assert_eq!(backend.health_timeout, Duration::from_secs(10));
+    assert_eq!(backend.max_message_size, 128 * 1024 * 1024);
+    assert_eq!(backend.stop_grace, Duration::from_secs(2));
+    assert_eq!(
+        backend.restart,
+        RestartPolicy {
+            backoff_base: Duration::from_secs(1),
+            backoff_cap: Duration::from_secs(60),
+            max_restarts: 5,
+            window: Duration::from_secs(60),
+            stable_after: Duration::from_secs(30),
+        }
+    );
+}
+
+#[test]
+fn every_option_is_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("work")).expect("create cwd");
+    let text = r#"
+# comments allowed
+[servers.full]
+command = "sh"
+args = ["-c", "exec cat"]
+env = { GREETING = "hello", SEARCH = "${env:PATH}", LITERAL = "$${env:PATH}" }
+cwd = "work"
+enabled = false
+request_timeout = "90s"
+handshake_timeout = "250ms"
+health_interval = "5m"
+health_timeout = 3
+max_message_size = "64MiB"
+stop_grace = "0s"
+
+[servers.full.restart]
+backoff_base = "500ms"
+backoff_cap = "1h"
+max_restarts = 0
+window = "10m"
+stable_after = "0s"
+"#;
+    let config = parse(&dir.path().join("config.toml"), text).expect("usable");
+
+    assert_eq!(config.diagnostics, vec![]);
+    let path_variable = std::env::var("PATH").expect("tests run with a PATH");
+    let expected = BackendConfig {
+        name: "full".to_owned(),
+        command: "sh".to_owned(),
+        args: strings(&["-c", "exec cat"]),
+        env: BTreeMap::from([
+            ("GREETING".to_owned(), "hello".to_owned()),
+            ("SEARCH".to_owned(), path_variable),
+            ("LITERAL".to_owned(), "${env:PATH}".to_owned()),
+        ]),
+        cwd: Some(dir.path().join("work")),
+        enabled: false,
+        request_timeout: Duration::from_secs(90),
+        handshake_timeout: Duration::from_millis(250),
+        health_interval: Some(Duration::from_secs(300)),
+        health_timeout: Duration::from_secs(3),
+        max_message_size: 64 * 1024 * 1024,
+        stop_grace: Duration::ZERO,
+        restart: RestartPolicy {
+            backoff_base: Duration::from_millis(500),
+            backoff_cap: Duration::from_secs(3600),
+            max_restarts: 0,
+            window: Duration::from_secs(600),
+            stable_after: Duration::ZERO,
+        },
+    };
+    assert_eq!(config.backends, vec![expected]);
+}
+
+#[test]
+fn backends_keep_file_order() {
+    let config = parse_toml(
+        "[servers.zeta]\ncommand = \"sh\"\n[servers.alpha]\ncommand = \"sh\"\n\
+         [servers.mid]\ncommand = \"sh\"\n",
+    );
+    assert_eq!(names(&config), ["zeta", "alpha", "mid"]);
+}
+
+#[test]
+fn an_unknown_field_leaves_only_its_backend_out() {
+    let text = r#"[servers.good]
+command = "sh"
+
+[servers.bad]
+command = "sh"
+colour = "blue"
+"#;
+    let config = parse_toml(text);
+
+    assert_eq!(names(&config), ["good"]);
+    assert!(config.has_errors());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 6, 1, "servers.bad.colour")]
+    );
+    assert!(
+        config.diagnostics[0]
+            .message
+            .starts_with("unknown field `colour`, expected one of `command`, `args`,"),
+        "{}",
+        config.diagnostics[0].message
+    );
+}
+
+#[test]
+fn an_unknown_restart_field_is_an_error() {
+    let config = parse_toml("[servers.demo]\ncommand = \"sh\"\nrestart = { max_restart = 3 }\n");
+
+    assert_eq!(names(&config), Vec::<&str>::new());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 3, 13, "servers.demo.restart.max_restart")]
+    );
+}
+
+#[test]
+fn a_missing_command_points_at_the_server_header() {
+    let text = "[servers.first]\ncommand = \"sh\"\n\n[servers.second]\nargs = [\"x\"]\n";
+    let config = parse_toml(text);
+
+    assert_eq!(names(&config), ["first"]);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 4, 10, "servers.second")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "missing field `command`: the program to start"
+    );
+}
+
+#[test]
+fn names_that_differ_only_in_case_clash() {
+    let text = "[servers.demo]\ncommand = \"sh\"\n\n[servers.Demo]\ncommand = \"sh\"\n";
+    let config = parse_toml(text);
+
+    assert_eq!(names(&config), ["demo"]);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 4, 10, "servers.Demo")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "server name `Demo` clashes with `demo` on line 1 (names are compared ignoring case); \
+         this definition is ignored"
+    );
+}
+
+#[test]
+fn a_repeated_toml_table_is_a_syntax_error() {
+    let text = "[servers.demo]\ncommand = \"sh\"\n[servers.demo]\ncommand = \"sh\"\n";
+    let diagnostics = invalid_diagnostics(parse(Path::new("config.toml"), text));
+
+    assert_eq!(positions(&diagnostics), [(Severity::Error, 3, 10, "")]);
+    assert_eq!(diagnostics[0].message, "duplicate key");
+}
+
+#[test]
+fn invalid_names_are_errors() {
+    let longest = "n".repeat(48);
+    let too_long = "x".repeat(49);
+    let text = format!(
+        "[servers.\"has space\"]\ncommand = \"sh\"\n\n[servers.\"\"]\ncommand = \"sh\"\n\n\
+         [servers.{too_long}]\ncommand = \"sh\"\n\n[servers.{longest}]\ncommand = \"sh\"\n\n\
+         [servers.\"caf\u{e9}\"]\ncommand = \"sh\"\n\n[servers.ok_name-2]\ncommand = \"sh\"\n"
+    );
+    let config = parse_toml(&text);
+
+    assert_eq!(names(&config), [longest.as_str(), "ok_name-2"]);
+    let too_long_field = format!("servers.{too_long}");
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Error, 1, 10, "servers.has space"),
+            (Severity::Error, 4, 10, "servers."),
+            (Severity::Error, 7, 10, too_long_field.as_str()),
+            (Severity::Error, 13, 10, "servers.caf\u{e9}"),
+        ]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "invalid server name \"has space\": use 1 to 48 ASCII letters, digits, `_` or `-`"
+    );
+}
+
+#[test]
+fn an_unknown_env_reference_is_an_error_at_its_value() {
+    let text = "[servers.demo]\ncommand = \"sh\"\nenv = { TOKEN = \"${env:SWITCHBOARD_TEST_UNSET_7F3A}\" }\n";
+    let config = parse_toml(text);
+
+    assert_eq!(names(&config), Vec::<&str>::new());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 3, 17, "servers.demo.env.TOKEN")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "environment variable `SWITCHBOARD_TEST_UNSET_7F3A` is not set in Switchboard's environment"
+    );
+}
+
+#[test]
+fn a_command_that_cannot_be_found_is_an_error_at_its_value() {
+    let text = format!(
+        "[servers.by_name]\ncommand = \"{MISSING_COMMAND}\"\n\n\
+         [servers.by_path]\ncommand = \"/nonexistent/bin/server\"\n\n\
+         [servers.empty]\ncommand = \"\"\n"
+    );
+    let config = parse_toml(&text);
+
+    assert_eq!(names(&config), Vec::<&str>::new());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Error, 2, 11, "servers.by_name.command"),
+            (Severity::Error, 5, 11, "servers.by_path.command"),
+            (Severity::Error, 8, 11, "servers.empty.command"),
+        ]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        format!("`{MISSING_COMMAND}` was not found on PATH")
+    );
+    assert_eq!(
+        config.diagnostics[1].message,
+        "`/nonexistent/bin/server` does not exist or is not executable"
+    );
+    assert_eq!(config.diagnostics[2].message, "the command is empty");
+}
+
+#[test]
+fn a_command_is_looked_up_in_the_path_the_backend_sets() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tool = dir.path().join("switchboard-test-tool");
+    std::fs::write(&tool, "#!/bin/sh\n").expect("write tool");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let bin = dir.path().display();
+    let text = format!(
+        "[servers.own_path]\ncommand = \"switchboard-test-tool\"\nenv = {{ PATH = \"{bin}\" }}\n\n\
+         [servers.inherited_path]\ncommand = \"switchboard-test-tool\"\n"
+    );
+    let config = parse_toml(&text);
+
+    assert_eq!(names(&config), ["own_path"]);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 6, 11, "servers.inherited_path.command")]
+    );
+}
+
+#[test]
+fn cwd_expands_home_and_must_exist() {
+    let home = directories::BaseDirs::new()
+        .expect("tests run with a home directory")
+        .home_dir()
+        .to_path_buf();
+    let text = "[servers.home]\ncommand = \"sh\"\ncwd = \"~\"\n\n\
+                [servers.nowhere]\ncommand = \"sh\"\ncwd = \"/nonexistent/switchboard-test\"\n";
+    let config = parse_toml(text);
+
+    assert_eq!(names(&config), ["home"]);
+    assert_eq!(config.backends[0].cwd, Some(home));
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 7, 7, "servers.nowhere.cwd")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "/nonexistent/switchboard-test is not an existing directory"
+    );
+}
+
+#[test]
+fn wrong_values_are_each_reported_at_their_position() {
+    let text = r#"[servers.demo]
+command = "sh"
+args = ["a", 1]
+enabled = "yes"
+request_timeout = 1.5
+handshake_timeout = "0s"
+health_timeout = "soon"
+max_message_size = 0
+stop_grace = -2
+[servers.demo.restart]
+max_restarts = -1
+backoff_base = "2m"
+"#;
+    let config = parse_toml(text);
+
+    assert_eq!(names(&config), Vec::<&str>::new());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Error, 3, 14, "servers.demo.args[1]"),
+            (Severity::Error, 4, 11, "servers.demo.enabled"),
+            (Severity::Error, 5, 19, "servers.demo.request_timeout"),
+            (Severity::Error, 6, 21, "servers.demo.handshake_timeout"),
+            (Severity::Error, 7, 18, "servers.demo.health_timeout"),
+            (Severity::Error, 8, 20, "servers.demo.max_message_size"),
+            (Severity::Error, 9, 14, "servers.demo.stop_grace"),
+            (Severity::Error, 11, 16, "servers.demo.restart.max_restarts"),
+            (Severity::Error, 12, 16, "servers.demo.restart.backoff_cap"),
+        ]
+    );
+    let messages: Vec<&str> = config
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "expected a string, found an integer",
+            "expected true or false, found a string",
+            "expected a duration like \"30s\", found a float",
+            "must be longer than zero",
+            "expected a duration like \"250ms\", \"30s\", \"5m\" or \"1h\", found \"soon\"",
+            "must be larger than zero",
+            "expected a duration, found the integer -2",
+            "expected a whole number from 0 to 4294967295, found -1",
+            "backoff_cap (60s) is shorter than backoff_base (120s)",
+        ]
+    );
+}
+
+#[test]
+fn durations_and_sizes_take_several_spellings() {
+    let text = r#"[servers.integers]
+command = "sh"
+request_timeout = 5
+health_interval = 0
+max_message_size = 1048576
+
+[servers.strings]
+command = "sh"
+request_timeout = "1h"
+health_interval = "off"
+max_message_size = "512KiB"
+
+[servers.zero]
+command = "sh"
+health_interval = "0s"
+"#;
+    let config = parse_toml(text);
+
+    assert_eq!(config.diagnostics, vec![]);
+    let [integers, strings, zero] = &config.backends[..] else {
+        panic!("expected three backends, got {:?}", config.backends);
+    };
+    assert_eq!(integers.request_timeout, Duration::from_secs(5));
+    assert_eq!(integers.health_interval, None);
+    assert_eq!(integers.max_message_size, 1024 * 1024);
+    assert_eq!(strings.request_timeout, Duration::from_secs(3600));
+    assert_eq!(strings.health_interval, None);
+    assert_eq!(strings.max_message_size, 512 * 1024);
+    assert_eq!(zero.health_interval, None);
+}
+
+#[test]
+fn a_server_that_is_not_a_table_is_an_error() {
+    let config = parse_toml("[servers]\ndemo = \"sh\"\n\n[servers.good]\ncommand = \"sh\"\n");
+
+    assert_eq!(names(&config), ["good"]);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 2, 8, "servers.demo")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "expected a table, found a string"
+    );
+}
+
+#[test]
+fn only_the_first_syntax_error_is_reported() {
+    // The parser would also complain about `"sh"`, a consequence of the same mistake.
+    let text = "[servers.good]\ncommand = \"sh\"\n\n[servers.demo]\ncommand = = \"sh\"\n";
+    let result = parse(Path::new("/etc/switchboard/config.toml"), text);
+    let error = result.expect_err("a syntax error rejects the file");
+
+    assert_eq!(
+        error.to_string(),
+        "config file /etc/switchboard/config.toml cannot be used:\n\
+         /etc/switchboard/config.toml:5:11: error: extra `=`, expected nothing"
+    );
+    let diagnostics = invalid_diagnostics(Err(error));
+    assert_eq!(positions(&diagnostics), [(Severity::Error, 5, 11, "")]);
+}
+
+#[test]
+fn a_wrong_top_level_structure_makes_the_file_invalid() {
+    let diagnostics = invalid_diagnostics(parse(
+        Path::new("config.toml"),
+        "[server.demo]\ncommand = \"sh\"\n",
+    ));
+    assert_eq!(positions(&diagnostics), [(Severity::Error, 1, 2, "server")]);
+    assert_eq!(
+        diagnostics[0].message,
+        "unknown top-level field `server`; the file holds only [servers.NAME] sections"
+    );
+
+    let diagnostics = invalid_diagnostics(parse(Path::new("config.toml"), "servers = 1\n"));
+    assert_eq!(
+        positions(&diagnostics),
+        [(Severity::Error, 1, 11, "servers")]
+    );
+
+    let diagnostics = invalid_diagnostics(parse(
+        Path::new("config.toml"),
+        "[[servers]]\ncommand = \"sh\"\n",
+    ));
+    assert_eq!(
+        positions(&diagnostics),
+        [(Severity::Error, 1, 1, "servers")]
+    );
+}
+
+#[test]
+fn an_empty_file_has_no_backends_and_no_complaints() {
+    let config = parse_toml("# nothing yet\n");
+    assert_eq!(config.backends, vec![]);
+    assert_eq!(config.diagnostics, vec![]);
+}
+
+#[test]
+fn a_claude_desktop_file_is_accepted_unchanged() {
+    let text = r#"{
+  "globalShortcut": "Ctrl+Space",
+  "mcpServers": {
+    "files": {
+      "command": "sh",
+      "args": ["-c", "exec cat"],
+      "env": {"GREETING": "hello"}
+    },
+    "remote": {"url": "https://example.com/mcp"},
+    "events": {"type": "sse", "endpoint": "/sse"},
+    "cline": {"command": "sh", "disabled": false, "autoApprove": []},
+    "typed": {"type": "stdio", "command": "sh", "health_interval": "off"}
+  },
+  "preferences": {"nested": [1, 2.5, {"deep": null}]}
+}"#;
+    let config = parse_json(text);
+
+    assert_eq!(names(&config), ["files", "cline", "typed"]);
+    let mut files = BackendConfig::new("files", SHELL, strings(&["-c", "exec cat"]));
+    files.env.insert("GREETING".to_owned(), "hello".to_owned());
+    assert_eq!(config.backends[0], files);
+    assert_eq!(config.backends[2].health_interval, None);
+    assert!(!config.has_errors());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Warning, 9, 5, "mcpServers.remote"),
+            (Severity::Warning, 10, 5, "mcpServers.events"),
+            (Severity::Warning, 11, 32, "mcpServers.cline.disabled"),
+            (Severity::Warning, 11, 51, "mcpServers.cline.autoApprove"),
+        ]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "remote servers are not supported yet; this server is skipped"
+    );
+    assert_eq!(
+        config.diagnostics[2].message,
+        "unknown field `disabled` is ignored"
+    );
+}
+
+#[test]
+fn a_json_syntax_error_has_its_line_and_column() {
+    let text = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"sh\",}\n  }\n}\n";
+    let diagnostics = invalid_diagnostics(parse(Path::new("servers.json"), text));
+
+    assert_eq!(positions(&diagnostics), [(Severity::Error, 3, 27, "")]);
+    assert_eq!(diagnostics[0].message, "key must be a string");
+}
+
+#[test]
+fn json_columns_count_characters_not_bytes() {
+    let text = r#"{"mcpServers": {"café": {"command": "sh"}, "ok": {"command": 1}}}"#;
+    let config = parse_json(text);
+
+    assert_eq!(names(&config), Vec::<&str>::new());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Error, 1, 17, "mcpServers.café"),
+            (Severity::Error, 1, 62, "mcpServers.ok.command"),
+        ]
+    );
+}
+
+#[test]
+fn json_duplicates_and_missing_commands_are_errors() {
+    let text = r#"{"mcpServers": {
+  "demo": {"command": "sh"},
+  "demo": {"command": "sh"},
+  "Demo": {"args": []},
+  "nocommand": {"args": ["x"]},
+  "twice": {"command": "sh", "command": "cat"}
+}}"#;
+    let config = parse_json(text);
+
+    assert_eq!(names(&config), ["demo"]);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Error, 3, 3, "mcpServers.demo"),
+            (Severity::Error, 4, 3, "mcpServers.Demo"),
+            (Severity::Error, 5, 3, "mcpServers.nocommand"),
+            (Severity::Error, 6, 30, "mcpServers.twice.command"),
+        ]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "duplicate server name `demo` (first defined on line 2); this definition is ignored"
+    );
+    assert_eq!(
+        config.diagnostics[3].message,
+        "`command` is given more than once"
+    );
+}
+
+#[test]
+fn a_json_file_without_servers_loads_with_a_warning() {
+    let config = parse_json(r#"{"globalShortcut": ""}"#);
+
+    assert_eq!(config.backends, vec![]);
+    assert!(!config.has_errors());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Warning, 1, 1, "")]
+    );
+}
+
+#[test]
+fn a_wrong_json_top_level_makes_the_file_invalid() {
+    let diagnostics = invalid_diagnostics(parse(Path::new("a.json"), "\n  [1, 2]"));
+    assert_eq!(positions(&diagnostics), [(Severity::Error, 2, 3, "")]);
+
+    let diagnostics = invalid_diagnostics(parse(Path::new("a.json"), r#"{"mcpServers": []}"#));
+    assert_eq!(
+        positions(&diagnostics),
+        [(Severity::Error, 1, 16, "mcpServers")]
+    );
+    assert_eq!(
+        diagnostics[0].message,
+        "expected an object of servers, found an array"
+    );
+
+    let diagnostics = invalid_diagnostics(parse(Path::new("a.json"), ""));
+    assert_eq!(positions(&diagnostics), [(Severity::Error, 1, 1, "")]);
+}
+
+#[test]
+fn the_default_config_has_one_demo_backend() {
+    let exe = std::env::current_exe().expect("test binary path");
+    let text = default_config_text(&exe);
+    let config = parse_toml(&text);
+
+    assert_eq!(config.diagnostics, vec![]);
+    let command = exe.to_str().expect("test binary path is UTF-8");
+    assert_eq!(
+        config.backends,
+        vec![BackendConfig::new(
+            "demo",
+            command,
+            strings(&["demo-server"])
+        )]
+    );
+    assert!(text.contains("apply live"), "{text}");
+}
+
+#[test]
+fn the_default_config_shows_the_true_defaults() {
+    let exe = std::env::current_exe().expect("test binary path");
+    // Uncomment every option whose value can apply anywhere (not the env and cwd examples).
+    let options = [
+        "enabled",
+        "request_timeout",
+        "handshake_timeout",
+        "health_interval",
+        "health_timeout",
+        "max_message_size",
+        "stop_grace",
+        "[servers.demo.restart]",
+        "backoff_base",
+        "backoff_cap",
+        "max_restarts",
+        "window",
+        "stable_after",
+    ];
+    let mut n_uncommented = 0;
+    let text: String = default_config_text(&exe)
+        .lines()
+        .map(|line| match line.strip_prefix("# ") {
+            Some(option) if options.contains(&option.split(' ').next().unwrap_or_default()) => {
+                n_uncommented += 1;
+                format!("{option}\n")
+            }
+            _ => format!("{line}\n"),
+        })
+        .collect();
+    assert_eq!(n_uncommented, options.len(), "{text}");
+    assert!(text.contains("\n# env = "), "{text}");
+    assert!(text.contains("\n# cwd = "), "{text}");
+
+    let config = parse_toml(&text);
+    let command = exe.to_str().expect("test binary path is UTF-8");
+    assert_eq!(config.diagnostics, vec![]);
+    assert_eq!(
+        config.backends,
+        vec![BackendConfig::new(
+            "demo",
+            command,
+            strings(&["demo-server"])
+        )]
+    );
+}
+
+#[test]
+fn load_or_create_default_writes_the_file_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir
+        .path()
+        .join("nested")
+        .join("switchboard")
+        .join("config.toml");
+
+    let config = load_or_create_default(&path).expect("default config loads");
+    assert_eq!(config.path, path);
+    assert_eq!(names(&config), ["demo"]);
+    assert_eq!(config.diagnostics, vec![]);
+    let exe = std::env::current_exe().expect("test binary path");
+    assert_eq!(
+        config.backends[0].command,
+        exe.to_str().expect("UTF-8 path")
+    );
+
+    std::fs::write(&path, "[servers.mine]\ncommand = \"sh\"\n").expect("edit the file");
+    let config = load_or_create_default(&path).expect("edited config loads");
+    assert_eq!(names(&config), ["mine"]);
+}
+
+#[test]
+fn load_reports_a_missing_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("absent.toml");
+
+    match load(&path) {
+        Err(ConfigError::Read {
+            path: error_path,
+            source,
+        }) => {
+            assert_eq!(error_path, path);
+            assert_eq!(source.kind(), io::ErrorKind::NotFound);
+        }
+        other => panic!("expected ConfigError::Read, got {other:?}"),
+    }
+}
+
+#[test]
+fn load_reports_where_a_file_stops_being_utf8() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, b"# ok\n# caf\xff\n").expect("write file");
+
+    let diagnostics = invalid_diagnostics(load(&path));
+    assert_eq!(positions(&diagnostics), [(Severity::Error, 2, 6, "")]);
+    assert_eq!(diagnostics[0].message, "the file is not valid UTF-8");
+}
+
+#[test]
+fn load_reads_json_by_extension() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("claude_desktop_config.JSON");
+    std::fs::write(&path, r#"{"mcpServers": {"demo": {"command": "sh"}}}"#).expect("write");
+
+    let config = load(&path).expect("usable");
+    assert_eq!(
+        config.backends,
+        vec![BackendConfig::new("demo", SHELL, vec![])]
+    );
+}
+
+#[test]
+fn diagnostics_print_like_a_compiler() {
+    let mut diagnostic = Diagnostic {
+        severity: Severity::Error,
+        file: PathBuf::from("/etc/switchboard/config.toml"),
+        line: 3,
+        column: 11,
+        field: "servers.demo.command".to_owned(),
+        message: "`nope` was not found on PATH".to_owned(),
+    };
+    assert_eq!(
+        diagnostic.to_string(),
+        "/etc/switchboard/config.toml:3:11: error: servers.demo.command: `nope` was not found on PATH"
+    );
+    let json = serde_json::to_value(&diagnostic).expect("serializable");
+    assert_eq!(json["severity"], "error");
+    assert_eq!(json["line"], 3);
+
+    diagnostic.severity = Severity::Warning;
+    diagnostic.field.clear();
+    assert_eq!(
+        diagnostic.to_string(),
+        "/etc/switchboard/config.toml:3:11: warning: `nope` was not found on PATH"
+    );
+}
