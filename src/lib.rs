@@ -7,5 +7,6 @@ pub mod dirs;
 pub mod framing;
 pub mod jsonrpc;
 pub mod output;
+pub mod rpc;
 pub mod spawn;
 pub mod status;

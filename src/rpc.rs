@@ -1,0 +1,527 @@
+//! One JSON-RPC connection to a backend over its pipes.
+//!
+//! A writer task owns the backend's stdin and a reader task owns its stdout. Requests get ids from
+//! our own space, wait in a pending map with a deadline, and tell the backend when they are
+//! abandoned. Closing the connection wakes every waiter at once with an error that says why.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::framing::{Frame, LineReader};
+use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::output::{OutputLog, OutputStream};
+use crate::status::ExitDescription;
+
+/// How many incoming notifications and requests may wait for the consumer before the reader
+/// stops reading (and so the backend blocks on its stdout).
+const INCOMING_CAPACITY: usize = 1024;
+/// How many outgoing messages may wait for the writer.
+const OUTGOING_CAPACITY: usize = 1024;
+const PIPE_BUFFER: usize = 64 * 1024;
+
+/// Why a connection stopped carrying requests.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CloseReason {
+    #[error("exited ({0})")]
+    Exited(ExitDescription),
+    #[error("closed its stdout")]
+    StdoutClosed,
+    #[error("is stopping")]
+    Stopping,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RpcError {
+    #[error("backend {backend} answered {method} with error {}: {}", error.code, error.message)]
+    Remote {
+        backend: Arc<str>,
+        method: String,
+        error: ErrorObject,
+    },
+    #[error("backend {backend} {reason} before answering {method}")]
+    Closed {
+        backend: Arc<str>,
+        method: String,
+        reason: CloseReason,
+    },
+    #[error("backend {backend} did not answer {method} within {} ms", timeout.as_millis())]
+    Timeout {
+        backend: Arc<str>,
+        method: String,
+        timeout: Duration,
+    },
+    #[error(
+        "backend {backend} answered {method} with {len} bytes, over the limit of {limit} bytes"
+    )]
+    TooLarge {
+        backend: Arc<str>,
+        method: String,
+        len: usize,
+        limit: usize,
+    },
+}
+
+impl RpcError {
+    /// The JSON-RPC error object an editor should receive for this failure.
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            RpcError::Remote { error, .. } => error.clone(),
+            RpcError::Closed { .. } => {
+                ErrorObject::new(jsonrpc::BACKEND_UNAVAILABLE, self.to_string())
+            }
+            RpcError::Timeout { .. } => {
+                ErrorObject::new(jsonrpc::REQUEST_TIMEOUT, self.to_string())
+            }
+            RpcError::TooLarge { .. } => {
+                ErrorObject::new(jsonrpc::MESSAGE_TOO_LARGE, self.to_string())
+            }
+        }
+    }
+}
+
+/// A message the backend sent that is not an answer to us.
+#[derive(Debug)]
+pub enum Incoming {
+    Notification {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    Request {
+        id: Box<RawValue>,
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+}
+
+/// Settings of one connection.
+#[derive(Clone)]
+pub struct ConnectionOptions {
+    /// Largest message accepted from the backend, in bytes.
+    pub max_message_size: usize,
+    /// Where lines on stdout that are not JSON-RPC are recorded.
+    pub log: Arc<OutputLog>,
+}
+
+/// The parts of a started connection that its owner keeps.
+pub struct Started {
+    pub connection: Connection,
+    /// Notifications and requests from the backend, in the order it sent them.
+    pub incoming: mpsc::Receiver<Incoming>,
+    /// Cancelled when the backend's stdout reaches end of file.
+    pub stdout_closed: CancellationToken,
+}
+
+/// A cheap, cloneable handle for sending requests to one backend.
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    backend: Arc<str>,
+    next_id: AtomicU64,
+    pending: Mutex<Pending>,
+    outgoing: mpsc::Sender<Vec<u8>>,
+    stop_writing: CancellationToken,
+    max_message_size: usize,
+}
+
+enum Pending {
+    Open(HashMap<u64, Waiter>),
+    Closed(CloseReason),
+}
+
+struct Waiter {
+    method: String,
+    reply: oneshot::Sender<Result<Box<RawValue>, RpcError>>,
+}
+
+impl Connection {
+    /// Starts the reader and writer tasks over a backend's stdout and stdin.
+    pub fn start<W, R>(backend: &str, stdin: W, stdout: R, options: ConnectionOptions) -> Started
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+        R: AsyncRead + Send + Unpin + 'static,
+    {
+        let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_CAPACITY);
+        let (incoming_tx, incoming) = mpsc::channel(INCOMING_CAPACITY);
+        let inner = Arc::new(Inner {
+            backend: Arc::from(backend),
+            next_id: AtomicU64::new(1),
+            pending: Mutex::new(Pending::Open(HashMap::new())),
+            outgoing,
+            stop_writing: CancellationToken::new(),
+            max_message_size: options.max_message_size,
+        });
+        tokio::spawn(write_loop(stdin, outgoing_rx, inner.stop_writing.clone()));
+        let inner_for_reader = inner.clone();
+        let stdout_closed = CancellationToken::new();
+        let closed_on_exit = stdout_closed.clone().drop_guard();
+        tokio::spawn(async move {
+            let _closed_on_exit = closed_on_exit;
+            read_loop(inner_for_reader, stdout, incoming_tx, options).await;
+        });
+        Started {
+            connection: Connection { inner },
+            incoming,
+            stdout_closed,
+        }
+    }
+
+    pub fn backend(&self) -> &str {
+        &self.inner.backend
+    }
+
+    /// Sends a request and waits for its answer, at most `timeout`.
+    ///
+    /// If the answer does not come in time, or the returned future is dropped first, the
+    /// backend receives `notifications/cancelled` for it.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, RpcError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut pending = self
+                .inner
+                .pending
+                .lock()
+                .expect("pending map lock is never poisoned");
+            match &mut *pending {
+                Pending::Closed(reason) => {
+                    return Err(self.inner.closed_error(method, reason.clone()));
+                }
+                Pending::Open(waiters) => {
+                    waiters.insert(
+                        id,
+                        Waiter {
+                            method: method.to_owned(),
+                            reply,
+                        },
+                    );
+                }
+            }
+        }
+        let mut guard = AbandonGuard {
+            inner: &self.inner,
+            id,
+            reason: "request abandoned by the caller",
+        };
+        let line = jsonrpc::request_line(&id.to_string(), method, params);
+        let exchange = async {
+            if self.inner.outgoing.send(line).await.is_err() {
+                return Err(self.inner.closed_error(method, CloseReason::Stopping));
+            }
+            answer
+                .await
+                .unwrap_or_else(|_| Err(self.inner.closed_error(method, CloseReason::Stopping)))
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => {
+                guard.reason = "timeout";
+                Err(RpcError::Timeout {
+                    backend: self.inner.backend.clone(),
+                    method: method.to_owned(),
+                    timeout,
+                })
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
+        self.send_line(method, jsonrpc::notification_line(method, params))
+            .await
+    }
+
+    /// Answers a request the backend sent us.
+    pub async fn respond(
+        &self,
+        id: &RawValue,
+        result: Result<&RawValue, &ErrorObject>,
+    ) -> Result<(), RpcError> {
+        let line = match result {
+            Ok(result) => jsonrpc::result_line(id, result),
+            Err(error) => jsonrpc::error_line(Some(id), error),
+        };
+        self.send_line("response", line).await
+    }
+
+    /// Stops accepting requests, wakes every waiter with `reason`, and closes the backend's stdin.
+    pub fn close(&self, reason: CloseReason) {
+        let waiters = {
+            let mut pending = self
+                .inner
+                .pending
+                .lock()
+                .expect("pending map lock is never poisoned");
+            match std::mem::replace(&mut *pending, Pending::Closed(reason.clone())) {
+                Pending::Open(waiters) => waiters,
+                Pending::Closed(earlier) => {
+                    *pending = Pending::Closed(earlier);
+                    HashMap::new()
+                }
+            }
+        };
+        for waiter in waiters.into_values() {
+            let error = self.inner.closed_error(&waiter.method, reason.clone());
+            let _ = waiter.reply.send(Err(error));
+        }
+        self.inner.stop_writing.cancel();
+    }
+
+    /// How many requests are waiting for an answer.
+    pub fn pending_count(&self) -> usize {
+        match &*self
+            .inner
+            .pending
+            .lock()
+            .expect("pending map lock is never poisoned")
+        {
+            Pending::Open(waiters) => waiters.len(),
+            Pending::Closed(_) => 0,
+        }
+    }
+
+    async fn send_line(&self, method: &str, line: Vec<u8>) -> Result<(), RpcError> {
+        if let Pending::Closed(reason) = &*self
+            .inner
+            .pending
+            .lock()
+            .expect("pending map lock is never poisoned")
+        {
+            return Err(self.inner.closed_error(method, reason.clone()));
+        }
+        self.inner
+            .outgoing
+            .send(line)
+            .await
+            .map_err(|_| self.inner.closed_error(method, CloseReason::Stopping))
+    }
+}
+
+impl Inner {
+    fn closed_error(&self, method: &str, reason: CloseReason) -> RpcError {
+        RpcError::Closed {
+            backend: self.backend.clone(),
+            method: method.to_owned(),
+            reason,
+        }
+    }
+
+    fn take_waiter(&self, id: u64) -> Option<Waiter> {
+        match &mut *self
+            .pending
+            .lock()
+            .expect("pending map lock is never poisoned")
+        {
+            Pending::Open(waiters) => waiters.remove(&id),
+            Pending::Closed(_) => None,
+        }
+    }
+
+    fn deliver(&self, id: &RawValue, result: Result<&RawValue, &RawValue>) {
+        let Some(waiter) = id
+            .get()
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| self.take_waiter(id))
+        else {
+            tracing::debug!(backend = %self.backend, id = id.get(), "answer to no waiting request");
+            return;
+        };
+        let outcome = match result {
+            Ok(result) => Ok(result.to_owned()),
+            Err(error) => {
+                let error = serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|_| {
+                    ErrorObject::new(
+                        jsonrpc::INTERNAL_ERROR,
+                        format!("malformed error object: {}", error.get()),
+                    )
+                });
+                Err(RpcError::Remote {
+                    backend: self.backend.clone(),
+                    method: waiter.method.clone(),
+                    error,
+                })
+            }
+        };
+        let _ = waiter.reply.send(outcome);
+    }
+
+    fn deliver_too_large(&self, id: u64, len: usize) -> bool {
+        let Some(waiter) = self.take_waiter(id) else {
+            return false;
+        };
+        let error = RpcError::TooLarge {
+            backend: self.backend.clone(),
+            method: waiter.method.clone(),
+            len,
+            limit: self.max_message_size,
+        };
+        let _ = waiter.reply.send(Err(error));
+        true
+    }
+}
+
+/// Removes an unanswered request from the pending map and tells the backend it was cancelled.
+struct AbandonGuard<'a> {
+    inner: &'a Inner,
+    id: u64,
+    reason: &'static str,
+}
+
+impl Drop for AbandonGuard<'_> {
+    fn drop(&mut self) {
+        if self.inner.take_waiter(self.id).is_none() {
+            return;
+        }
+        let params = serde_json::json!({ "requestId": self.id, "reason": self.reason });
+        let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
+        let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
+        if self.inner.outgoing.try_send(line).is_err() {
+            tracing::debug!(backend = %self.inner.backend, id = self.id, "could not send cancellation");
+        }
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    stdin: W,
+    mut outgoing: mpsc::Receiver<Vec<u8>>,
+    stop: CancellationToken,
+) {
+    let mut writer = BufWriter::with_capacity(PIPE_BUFFER, stdin);
+    loop {
+        let line = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            line = outgoing.recv() => match line {
+                Some(line) => line,
+                None => break,
+            },
+        };
+        let written = async {
+            writer.write_all(&line).await?;
+            // Batch whatever else is already queued before paying for a flush.
+            while let Ok(line) = outgoing.try_recv() {
+                writer.write_all(&line).await?;
+            }
+            writer.flush().await
+        };
+        let result = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            result = written => result,
+        };
+        if result.is_err() {
+            break;
+        }
+    }
+    // Dropping the writer closes the backend's stdin, which asks a well-behaved server to exit.
+    let _ = writer.shutdown().await;
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(
+    inner: Arc<Inner>,
+    stdout: R,
+    incoming: mpsc::Sender<Incoming>,
+    options: ConnectionOptions,
+) {
+    let mut lines = LineReader::new(
+        BufReader::with_capacity(PIPE_BUFFER, stdout),
+        options.max_message_size,
+    );
+    loop {
+        match lines.next_frame().await {
+            Ok(Some(Frame::Line(line))) => {
+                handle_line(&inner, &line, &incoming, &options.log).await
+            }
+            Ok(Some(Frame::Oversized { len, head, tail })) => {
+                let id = jsonrpc::sniff_numeric_id(&head)
+                    .or_else(|| jsonrpc::sniff_trailing_numeric_id(&tail));
+                let delivered = id.is_some_and(|id| inner.deliver_too_large(id, len));
+                options.log.push(
+                    OutputStream::StdoutNoise,
+                    &format!(
+                        "dropped a {len}-byte message over the {}-byte limit{}",
+                        inner.max_message_size,
+                        if delivered {
+                            "; its request failed"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+            }
+            Ok(None) => break,
+            Err(error) => {
+                tracing::debug!(backend = %inner.backend, %error, "reading stdout failed");
+                break;
+            }
+        }
+    }
+}
+
+async fn handle_line(
+    inner: &Inner,
+    line: &[u8],
+    incoming: &mpsc::Sender<Incoming>,
+    log: &OutputLog,
+) {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let Ok(envelope) = Envelope::parse(line) else {
+        log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line));
+        return;
+    };
+    match envelope.kind() {
+        Kind::Response => {
+            let id = envelope.id.expect("a response has an id");
+            match (envelope.result, envelope.error) {
+                (Some(result), _) => inner.deliver(id, Ok(result)),
+                (None, Some(error)) => inner.deliver(id, Err(error)),
+                (None, None) => unreachable!("a response has a result or an error"),
+            }
+        }
+        Kind::Request if envelope.method.as_deref() == Some("ping") => {
+            let id = envelope.id.expect("a request has an id");
+            let empty = RawValue::from_string("{}".into()).expect("{} is valid JSON");
+            let _ = inner.outgoing.send(jsonrpc::result_line(id, &empty)).await;
+        }
+        Kind::Request => {
+            let message = Incoming::Request {
+                id: envelope.id.expect("a request has an id").to_owned(),
+                method: envelope
+                    .method
+                    .expect("a request has a method")
+                    .into_owned(),
+                params: envelope.params.map(ToOwned::to_owned),
+            };
+            let _ = incoming.send(message).await;
+        }
+        Kind::Notification => {
+            let message = Incoming::Notification {
+                method: envelope
+                    .method
+                    .expect("a notification has a method")
+                    .into_owned(),
+                params: envelope.params.map(ToOwned::to_owned),
+            };
+            let _ = incoming.send(message).await;
+        }
+        Kind::Invalid => log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line)),
+    }
+}
