@@ -7,6 +7,7 @@ pub mod dirs;
 pub mod framing;
 pub mod jsonrpc;
 pub mod output;
+pub mod policy;
 pub mod rpc;
 pub mod spawn;
 pub mod status;
