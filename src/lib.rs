@@ -3,6 +3,7 @@
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
 pub mod config;
+pub mod demo;
 pub mod dirs;
 pub mod framing;
 pub mod jsonrpc;
