@@ -12,3 +12,4 @@ pub mod policy;
 pub mod rpc;
 pub mod spawn;
 pub mod status;
+pub mod supervisor;
