@@ -1,0 +1,250 @@
+//! `switchboard serve` and `switchboard check` as real processes: no backend process outlives
+//! Switchboard, however it ends.
+#![allow(clippy::disallowed_methods)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use support::*;
+
+struct Serve {
+    child: Child,
+}
+
+/// Writes a config with one misbehaving backend whose grandchild ignores SIGTERM.
+fn write_family_config(dir: &Path) -> PathBuf {
+    let config = dir.join("config.toml");
+    let text = format!(
+        r#"
+[servers.family]
+command = "python3"
+args = [{script:?}, "--grandchild", "--ignore-sigterm", "--pidfile", {pidfile:?}]
+stop_grace = "300ms"
+"#,
+        script = misbehave_script().to_string_lossy(),
+        pidfile = dir.join("pids").to_string_lossy(),
+    );
+    std::fs::write(&config, text).expect("write config");
+    config
+}
+
+fn start_serve(dir: &Path, config: &Path) -> Serve {
+    let child = Command::new(switchboard_exe())
+        .args(["serve", "--config"])
+        .arg(config)
+        .env("SWITCHBOARD_RUNTIME_DIR", dir.join("run"))
+        .env("SWITCHBOARD_LOG", "debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("switchboard serve starts");
+    Serve { child }
+}
+
+impl Serve {
+    fn pid(&self) -> Pid {
+        Pid::from_raw(self.child.id() as i32)
+    }
+
+    /// Reads the log until a line contains `needle`; returns every line read.
+    fn wait_for_log(&mut self, needle: &str) -> Vec<String> {
+        let stderr = self.child.stderr.as_mut().expect("stderr piped");
+        let mut reader = BufReader::new(stderr);
+        let mut lines = Vec::new();
+        loop {
+            let mut line = String::new();
+            let read = reader.read_line(&mut line).expect("read log");
+            assert!(read > 0, "log ended before {needle:?}: {lines:#?}");
+            let found = line.contains(needle);
+            lines.push(line);
+            if found {
+                return lines;
+            }
+        }
+    }
+
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + EVENT_LIMIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "switchboard serve did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The guardian process that this serve started.
+fn guardian_of(serve: Pid) -> u32 {
+    for entry in std::fs::read_dir("/proc").expect("proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok());
+        if ppid == Some(serve.as_raw()) && cmdline.windows(10).any(|w| w == b"__guardian") {
+            return pid;
+        }
+    }
+    panic!("no guardian process found for {serve}");
+}
+
+#[tokio::test]
+async fn sigterm_stops_every_backend_process_including_the_grandchild() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_family_config(dir.path());
+    let mut serve = start_serve(dir.path(), &config);
+    let (pid, grandchild) = read_pidfile(&dir.path().join("pids")).await;
+    serve.wait_for_log("ready");
+
+    kill(serve.pid(), Signal::SIGTERM).expect("signal serve");
+    let status = serve.wait_exit();
+    assert!(status.success(), "clean exit after SIGTERM: {status:?}");
+    assert!(!alive(pid), "the backend leader is gone when serve exits");
+    assert!(
+        wait_gone(grandchild).await,
+        "the grandchild that ignores SIGTERM is gone"
+    );
+}
+
+#[tokio::test]
+async fn sigkill_of_serve_still_leaves_no_backend_process() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_family_config(dir.path());
+    let mut serve = start_serve(dir.path(), &config);
+    let (pid, grandchild) = read_pidfile(&dir.path().join("pids")).await;
+    serve.wait_for_log("ready");
+
+    kill(serve.pid(), Signal::SIGKILL).expect("kill serve");
+    serve.wait_exit();
+    assert!(wait_gone(pid).await, "the leader dies with its parent");
+    assert!(
+        wait_gone(grandchild).await,
+        "the guardian kills the rest of the group"
+    );
+}
+
+#[tokio::test]
+async fn groups_left_by_a_run_that_died_are_reaped_on_the_next_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_family_config(dir.path());
+    let mut first = start_serve(dir.path(), &config);
+    let (pid, grandchild) = read_pidfile(&dir.path().join("pids")).await;
+    first.wait_for_log("ready");
+
+    // The worst case: the guardian dies too, so only the record on disk is left.
+    let guardian = guardian_of(first.pid());
+    kill(Pid::from_raw(guardian as i32), Signal::SIGKILL).expect("kill guardian");
+    assert!(wait_gone(guardian).await);
+    kill(first.pid(), Signal::SIGKILL).expect("kill serve");
+    first.wait_exit();
+    assert!(
+        wait_gone(pid).await,
+        "the leader dies with its parent (parent-death signal)"
+    );
+    assert!(
+        alive(grandchild),
+        "without the guardian the grandchild is orphaned, for now"
+    );
+
+    std::fs::remove_file(dir.path().join("pids")).expect("remove old pidfile");
+    let mut second = start_serve(dir.path(), &config);
+    let log = second.wait_for_log("ready");
+    assert!(
+        wait_gone(grandchild).await,
+        "the next start reaps the orphaned group"
+    );
+    assert!(
+        log.iter()
+            .any(|line| line.contains("left behind by an earlier run")),
+        "the reaping is logged: {log:#?}"
+    );
+    kill(second.pid(), Signal::SIGTERM).expect("signal serve");
+    assert!(second.wait_exit().success());
+}
+
+#[tokio::test]
+async fn first_run_writes_a_default_config_with_the_demo_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("fresh/config.toml");
+    let mut serve = start_serve(dir.path(), &config);
+    let log = serve.wait_for_log("ready");
+    assert!(log.iter().any(|line| line.contains("demo")), "{log:#?}");
+    let text = std::fs::read_to_string(&config).expect("default config written");
+    assert!(
+        text.contains("[servers.demo]") && text.contains("demo-server"),
+        "{text}"
+    );
+    kill(serve.pid(), Signal::SIGTERM).expect("signal serve");
+    assert!(serve.wait_exit().success());
+}
+
+#[test]
+fn check_reports_every_problem_with_its_position_and_exits_1() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("broken.toml");
+    std::fs::write(
+        &config,
+        "[servers.good]\ncommand = \"python3\"\n\n[servers.nocommand]\nargs = []\n\n[servers.typo]\ncommand = \"python3\"\nargz = []\n\n[servers.missing]\ncommand = \"surely-not-a-command-xyz\"\n\n[servers.env]\ncommand = \"python3\"\nenv = { KEY = \"${env:SWITCHBOARD_TEST_UNSET_VARIABLE}\" }\n",
+    )
+    .expect("write config");
+    let output = Command::new(switchboard_exe())
+        .args(["check", "--config"])
+        .arg(&config)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let path = config.display().to_string();
+    for expected in [
+        format!("{path}:4:10: error: servers.nocommand: missing field `command`"),
+        format!("{path}:9:1: error: servers.typo.argz"),
+        format!("{path}:12:11: error: servers.missing.command"),
+        format!("{path}:16:"),
+    ] {
+        assert!(
+            stderr.contains(&expected),
+            "missing {expected:?} in:\n{stderr}"
+        );
+    }
+    assert!(stderr.contains("surely-not-a-command-xyz"), "{stderr}");
+    assert!(
+        stderr.contains("SWITCHBOARD_TEST_UNSET_VARIABLE"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 valid backend(s): good"), "{stderr}");
+
+    std::fs::write(&config, "[servers.good\ncommand = 1").expect("write config");
+    let output = Command::new(switchboard_exe())
+        .args(["check", "--config"])
+        .arg(&config)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!("{path}:1:")),
+        "a syntax error names its line: {stderr}"
+    );
+}
