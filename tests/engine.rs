@@ -606,3 +606,80 @@ async fn server_everything_from_npm_is_supervised_end_to_end() {
     assert!(!alive(pid));
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn restart_by_hand_replaces_the_process_and_records_why() {
+    let engine = engine(vec![misbehave("again", &[])]);
+    let backend = engine.backend("again").expect("configured").clone();
+    let first = wait_state(&backend, BackendState::Ready)
+        .await
+        .pid
+        .expect("running");
+    backend.restart().await.expect("restarts");
+    let status = backend.status();
+    assert_eq!(status.state, BackendState::Ready);
+    let second = status.pid.expect("running again");
+    assert_ne!(first, second);
+    assert!(!alive(first), "the old process is gone");
+    assert_eq!(
+        status.history.last().expect("entry").reason,
+        StopReason::RestartedByUser
+    );
+    assert_eq!(
+        status.restarts, 0,
+        "a manual restart is not counted as an automatic one"
+    );
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_older_supported_protocol_version_is_accepted() {
+    let engine = engine(vec![misbehave(
+        "old",
+        &["--protocol-version", "2024-11-05"],
+    )]);
+    let backend = engine.backend("old").expect("configured").clone();
+    let status = wait_state(&backend, BackendState::Ready).await;
+    assert_eq!(
+        status.server.expect("described").protocol_version,
+        "2024-11-05"
+    );
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_notifications_arrive_in_order_with_the_tokens_the_caller_chose() {
+    let engine = engine(vec![demo("progress")]);
+    let backend = engine.backend("progress").expect("configured").clone();
+    wait_state(&backend, BackendState::Ready).await;
+    let mut notifications = engine.notifications();
+    let params = serde_json::json!({
+        "name": "sleep",
+        "arguments": { "ms": 100 },
+        "_meta": { "progressToken": "token-7" },
+    });
+    let params = serde_json::value::RawValue::from_string(params.to_string()).expect("json");
+    let result = backend
+        .request("tools/call", Some(&params))
+        .await
+        .expect("answered");
+    assert_eq!(first_text(&json(&result)), "slept 100 ms");
+
+    let mut progress = Vec::new();
+    while progress.len() < 10 {
+        let note = tokio::time::timeout(EVENT_LIMIT, notifications.recv())
+            .await
+            .expect("in time")
+            .expect("open");
+        if note.method == "notifications/progress" {
+            let params = json(note.params.as_deref().expect("params"));
+            assert_eq!(params["progressToken"], "token-7");
+            progress.push(params["progress"].as_f64().expect("a number"));
+        }
+    }
+    assert!(
+        progress.windows(2).all(|pair| pair[0] < pair[1]),
+        "in order: {progress:?}"
+    );
+    engine.shutdown().await;
+}
