@@ -78,14 +78,9 @@ impl RestartBudget {
 mod tests {
     use super::*;
 
+    /// The defaults: base 1 s, cap 60 s, 5 restarts per 60 s, stable after 30 s.
     fn policy() -> RestartPolicy {
-        RestartPolicy {
-            backoff_base: Duration::from_secs(1),
-            backoff_cap: Duration::from_secs(60),
-            max_restarts: 5,
-            window: Duration::from_secs(60),
-            stable_after: Duration::from_secs(30),
-        }
+        RestartPolicy::default()
     }
 
     fn delays(budget: &mut RestartBudget, start: Instant, n: usize, jitter: f64) -> Vec<Decision> {
