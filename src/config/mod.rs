@@ -1,13 +1,15 @@
 //! The config file, parsed and validated once into typed backends plus diagnostics.
 //!
-//! The file is TOML (`[servers.NAME]` tables) or, when its name ends in `.json`, the Claude
-//! Desktop `mcpServers` shape. Both are turned into the same position-aware tree and checked by
-//! the same code, so every diagnostic points at a line and column of the user's file.
+//! The file is TOML (`[servers.NAME]` tables and an optional `[endpoint]` table) or, when its
+//! name ends in `.json`, the Claude Desktop `mcpServers` shape. Both are turned into the same
+//! position-aware tree and checked by the same code, so every diagnostic points at a line and
+//! column of the user's file.
 //!
 //! A syntax error or a wrong top-level shape rejects the whole file ([`ConfigError::Invalid`]),
 //! so that a caller can keep running on the last good config. A problem inside one server only
 //! leaves that server out: the others still load, and the problem is listed in
-//! [`Config::diagnostics`].
+//! [`Config::diagnostics`]. A problem inside `[endpoint]` leaves that one setting at its
+//! default.
 
 mod report;
 mod server;
@@ -21,6 +23,7 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Write as _};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -44,6 +47,12 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 128 * 1024 * 1024;
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(2);
 /// Longest server name: names become prefixes of tool names, which MCP clients limit to 64.
 pub const MAX_SERVER_NAME_LEN: usize = 48;
+/// Longest `prefix` of tool and prompt names, for the same reason.
+pub const MAX_PREFIX_LEN: usize = MAX_SERVER_NAME_LEN;
+/// Default address of the endpoint editors connect to.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
+/// Default limit of one request body sent to the endpoint.
+pub const DEFAULT_MAX_BODY_SIZE: usize = 16 * 1024 * 1024;
 
 /// A loaded config: the backends that are valid, and everything worth telling the user.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,7 +60,10 @@ pub struct Config {
     pub path: PathBuf,
     /// Valid backends, in file order. A backend with any error is left out.
     pub backends: Vec<BackendConfig>,
-    /// Errors (each one left a backend out) and warnings, ordered by position in the file.
+    /// The `[endpoint]` table; a setting with an error keeps its default.
+    pub endpoint: EndpointConfig,
+    /// Errors (each one left a backend out, or an endpoint setting at its default) and
+    /// warnings, ordered by position in the file.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -85,13 +97,23 @@ pub struct BackendConfig {
     pub max_message_size: usize,
     pub stop_grace: Duration,
     pub restart: RestartPolicy,
+    /// Tools and prompts are offered as `<prefix>__<name>`; the backend's name by default.
+    pub prefix: String,
+    /// Glob patterns (`*`, `?`) of the backend's own tool names to offer; empty offers all.
+    pub tools_allow: Vec<String>,
+    /// Glob patterns of the backend's own tool names never to offer, even if allowed.
+    pub tools_deny: Vec<String>,
+    /// Whether a call to the backend while it is stopped starts it.
+    pub start_on_demand: bool,
 }
 
 impl BackendConfig {
     /// A backend with every optional setting at its default.
     pub fn new(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        let name = name.into();
         BackendConfig {
-            name: name.into(),
+            prefix: name.clone(),
+            name,
             command: command.into(),
             args,
             env: BTreeMap::new(),
@@ -104,6 +126,32 @@ impl BackendConfig {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             stop_grace: DEFAULT_STOP_GRACE,
             restart: RestartPolicy::default(),
+            tools_allow: Vec::new(),
+            tools_deny: Vec::new(),
+            start_on_demand: true,
+        }
+    }
+}
+
+/// The endpoint editors connect to: the `[endpoint]` table (TOML only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointConfig {
+    pub listen: SocketAddr,
+    /// When set, every request to `/mcp` must carry `Authorization: Bearer <token>`.
+    /// `${env:NAME}` references are expanded.
+    pub token: Option<String>,
+    /// Longest request body accepted, in bytes.
+    pub max_body_size: usize,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            listen: DEFAULT_LISTEN
+                .parse()
+                .expect("DEFAULT_LISTEN is a valid socket address"),
+            token: None,
+            max_body_size: DEFAULT_MAX_BODY_SIZE,
         }
     }
 }
@@ -232,9 +280,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
     let format = Format::of(path);
     let mut reporter = Reporter::new(path, text);
-    let servers = match format {
-        Format::Toml => toml_servers(text, &mut reporter),
-        Format::Json => json_servers(text, &mut reporter),
+    let (servers, endpoint) = match format {
+        Format::Toml => toml_sections(text, &mut reporter),
+        // The rest of a JSON file belongs to other programs; the endpoint keeps its defaults.
+        Format::Json => (json_servers(text, &mut reporter), None),
     };
     if reporter.n_errors() > 0 {
         return Err(ConfigError::Invalid {
@@ -245,9 +294,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
     // A relative `cwd` is meant relative to the file, not to wherever Switchboard was started.
     let config_dir = path.parent().unwrap_or(Path::new(""));
     let backends = read_servers(&mut reporter, format, config_dir, &servers);
+    let endpoint = match endpoint {
+        Some(entry) => server::read_endpoint(&mut reporter, &entry),
+        None => EndpointConfig::default(),
+    };
     Ok(Config {
         path: path.to_path_buf(),
         backends,
+        endpoint,
         diagnostics: reporter.into_diagnostics(),
     })
 }
@@ -283,6 +337,14 @@ pub fn default_config_text(switchboard_exe: &Path) -> String {
 # Durations are written like "250ms", "30s", "5m" or "1h"; sizes like "64MiB".
 # Every commented-out option below shows its default.
 
+# The endpoint editors connect to (MCP over Streamable HTTP, at /mcp).
+# [endpoint]
+# listen = "{listen}"     # other than 127.0.0.1 or ::1, it lets other machines connect
+# max_body_size = "{max_body_size}"       # largest request an editor may send
+# If set, every request to /mcp must carry `Authorization: Bearer TOKEN`; ${{env:NAME}} is
+# expanded as in `env` below.
+# token = "${{env:SWITCHBOARD_MCP_TOKEN}}"
+
 [servers.demo]
 # A small server built into Switchboard, to try things out. Replace it with your own.
 command = {command}
@@ -292,6 +354,12 @@ args = ["demo-server"]
 # env = {{ API_KEY = "${{env:MY_API_KEY}}" }}
 # cwd = "~/projects"            # working directory; `~` is your home, and it must exist
 # enabled = true
+# start_on_demand = true        # a call to this server while it is stopped starts it
+# prefix = "demo"               # its tools and prompts are offered as demo__NAME
+# Which tools editors see, by the server's own tool names; in patterns `*` stands for any run
+# of characters and `?` for one character.
+# tools_allow = []              # offer only tools that match one, like ["read_*"]; [] offers all
+# tools_deny = []               # never offer tools that match one, like ["delete_*"]
 # request_timeout = "{request_timeout}"
 # handshake_timeout = "{handshake_timeout}"
 # health_interval = "{health_interval}"       # "off" disables health pings
@@ -309,6 +377,8 @@ args = ["demo-server"]
 # stable_after = "{stable_after}"          # uptime after which the restart budget starts over
 "#,
         max_name = MAX_SERVER_NAME_LEN,
+        listen = DEFAULT_LISTEN,
+        max_body_size = values::format_size(DEFAULT_MAX_BODY_SIZE),
         request_timeout = duration(DEFAULT_REQUEST_TIMEOUT),
         handshake_timeout = duration(DEFAULT_HANDSHAKE_TIMEOUT),
         health_interval = duration(DEFAULT_HEALTH_INTERVAL),
@@ -370,8 +440,9 @@ impl Format {
     }
 }
 
-/// The `[servers]` entries of a TOML document; anything wrong at the top level is an error.
-fn toml_servers(text: &str, reporter: &mut Reporter<'_>) -> Vec<Entry> {
+/// The `[servers]` entries and the `[endpoint]` entry of a TOML document; anything else at the
+/// top level is an error. What is wrong inside `[endpoint]` is reported when it is read.
+fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> (Vec<Entry>, Option<Entry>) {
     // Only the first syntax error: the parser can go on, but what it finds after one mistake
     // is mostly the same mistake seen again from further along.
     let document = match DeTable::parse(text) {
@@ -379,11 +450,16 @@ fn toml_servers(text: &str, reporter: &mut Reporter<'_>) -> Vec<Entry> {
         Err(error) => {
             let offset = error.span().map_or(0, |span| span.start);
             reporter.error(offset, "", error.message());
-            return Vec::new();
+            return (Vec::new(), None);
         }
     };
     let mut servers = Vec::new();
+    let mut endpoint = None;
     for entry in tree::toml_entries(document.get_ref()) {
+        if entry.key == "endpoint" {
+            endpoint = Some(entry);
+            continue;
+        }
         match (entry.key.as_str(), entry.value.value) {
             ("servers", NodeValue::Table(entries)) => servers = entries,
             ("servers", _) => reporter.error(
@@ -395,12 +471,13 @@ fn toml_servers(text: &str, reporter: &mut Reporter<'_>) -> Vec<Entry> {
                 entry.key_offset,
                 key,
                 format!(
-                    "unknown top-level field `{key}`; the file holds only [servers.NAME] sections"
+                    "unknown top-level field `{key}`; the file holds only [servers.NAME] \
+                     sections and an [endpoint] table"
                 ),
             ),
         }
     }
-    servers
+    (servers, endpoint)
 }
 
 /// The `mcpServers` entries of a JSON document; other top-level keys are someone else's.
@@ -514,8 +591,13 @@ fn read_servers(
 }
 
 fn is_valid_server_name(name: &str) -> bool {
-    (1..=MAX_SERVER_NAME_LEN).contains(&name.len())
-        && name
+    is_valid_identifier(name, MAX_SERVER_NAME_LEN)
+}
+
+/// 1 to `max_len` ASCII letters, digits, `_` or `-`: safe inside tool names as they are.
+fn is_valid_identifier(text: &str, max_len: usize) -> bool {
+    (1..=max_len).contains(&text.len())
+        && text
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
 }

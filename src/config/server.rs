@@ -1,14 +1,16 @@
-//! Turns one server's entry into a [`BackendConfig`], reporting every problem it finds.
+//! Turns one server's entry into a [`BackendConfig`], and the `[endpoint]` table into an
+//! [`EndpointConfig`], reporting every problem found.
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsStr;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::values::{self, ValueError};
-use super::{BackendConfig, Format, RestartPolicy};
+use super::{BackendConfig, DEFAULT_LISTEN, EndpointConfig, Format, MAX_PREFIX_LEN, RestartPolicy};
 
 const SERVER_FIELDS: &[&str] = &[
     "command",
@@ -23,6 +25,10 @@ const SERVER_FIELDS: &[&str] = &[
     "max_message_size",
     "stop_grace",
     "restart",
+    "prefix",
+    "tools_allow",
+    "tools_deny",
+    "start_on_demand",
 ];
 
 const RESTART_FIELDS: &[&str] = &[
@@ -32,6 +38,8 @@ const RESTART_FIELDS: &[&str] = &[
     "window",
     "stable_after",
 ];
+
+const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "max_body_size"];
 
 /// JSON `type` values of servers reached over the network rather than started as a process.
 const REMOTE_TYPES: &[&str] = &["http", "sse", "streamable-http", "streamableHttp"];
@@ -45,7 +53,7 @@ pub(super) fn read_backend(
     server: &Entry,
 ) -> Option<BackendConfig> {
     let errors_before = reporter.n_errors();
-    let mut reader = BackendReader {
+    let mut reader = Reader {
         reporter,
         format,
         config_dir,
@@ -54,7 +62,20 @@ pub(super) fn read_backend(
     (reader.reporter.n_errors() == errors_before).then_some(backend)
 }
 
-struct BackendReader<'r, 't> {
+/// The endpoint the `[endpoint]` table describes; each setting with an error is reported and
+/// keeps its default, and so does everything if the entry is not a table.
+pub(super) fn read_endpoint(reporter: &mut Reporter<'_>, endpoint: &Entry) -> EndpointConfig {
+    let mut reader = Reader {
+        reporter,
+        // Only the TOML form has an endpoint, and none of its settings is a path.
+        format: Format::Toml,
+        config_dir: Path::new(""),
+    };
+    reader.endpoint(endpoint)
+}
+
+/// Reads typed values out of the tree, reporting each problem at its position.
+struct Reader<'r, 't> {
     reporter: &'r mut Reporter<'t>,
     format: Format,
     config_dir: &'r Path,
@@ -67,7 +88,7 @@ enum Zero {
     Rejected,
 }
 
-impl BackendReader<'_, '_> {
+impl Reader<'_, '_> {
     fn read(&mut self, server: &Entry) -> Option<BackendConfig> {
         let prefix = format!("{}.{}", self.format.servers_key(), server.key);
         let entries = self.table(&server.value, &prefix)?;
@@ -134,6 +155,12 @@ impl BackendReader<'_, '_> {
                     );
                 }
                 "restart" => set(&mut backend.restart, self.restart(entry, &field)),
+                "prefix" => set(&mut backend.prefix, self.prefix(value, &field)),
+                "tools_allow" => set(&mut backend.tools_allow, self.strings(value, &field)),
+                "tools_deny" => set(&mut backend.tools_deny, self.strings(value, &field)),
+                "start_on_demand" => {
+                    set(&mut backend.start_on_demand, self.boolean(value, &field));
+                }
                 // Editors' configs mark local servers this way; remote ones were skipped above.
                 "type" if self.format == Format::Json => {
                     if let Some(kind) = self.string(value, &field)
@@ -187,6 +214,99 @@ impl BackendReader<'_, '_> {
         };
         self.reporter
             .error(offset, &format!("{prefix}.command"), message);
+    }
+
+    fn endpoint(&mut self, endpoint_entry: &Entry) -> EndpointConfig {
+        let prefix = endpoint_entry.key.as_str();
+        let mut endpoint = EndpointConfig::default();
+        let Some(entries) = self.table(&endpoint_entry.value, prefix) else {
+            return endpoint;
+        };
+        for entry in self.unique_entries(entries, prefix) {
+            let field = format!("{prefix}.{}", entry.key);
+            let value = &entry.value;
+            match entry.key.as_str() {
+                "listen" => set(&mut endpoint.listen, self.listen(value, &field)),
+                "token" => endpoint.token = self.token(value, &field),
+                "max_body_size" => set(&mut endpoint.max_body_size, self.size(value, &field)),
+                _ => self.unknown_field(entry, &field, ENDPOINT_FIELDS),
+            }
+        }
+        endpoint
+    }
+
+    /// An address that is not loopback is allowed, with a warning about what it exposes.
+    fn listen(&mut self, node: &Node, field: &str) -> Option<SocketAddr> {
+        let text = self.string(node, field)?;
+        let Ok(address) = text.parse::<SocketAddr>() else {
+            self.reporter.error(
+                node.offset,
+                field,
+                format!(
+                    "expected an IP address and a port like \"{DEFAULT_LISTEN}\" (not a host \
+                     name), found {text:?}"
+                ),
+            );
+            return None;
+        };
+        if !address.ip().to_canonical().is_loopback() {
+            self.reporter.warning(
+                node.offset,
+                field,
+                format!(
+                    "{address} is not a loopback address: other machines that can reach it can \
+                     use the endpoint, and through it every server configured here; listen on \
+                     127.0.0.1 unless that is intended, and then set a `token`"
+                ),
+            );
+        }
+        Some(address)
+    }
+
+    /// The token with `${env:NAME}` expanded. Messages never show it: it is a secret.
+    fn token(&mut self, node: &Node, field: &str) -> Option<String> {
+        let written = self.string(node, field)?;
+        let token = match values::expand_env_references(&written, |name| std::env::var_os(name)) {
+            Ok(token) => token,
+            Err(error) => {
+                self.value_error(node, field, &error);
+                return None;
+            }
+        };
+        if token.is_empty() {
+            self.reporter.error(
+                node.offset,
+                field,
+                "the token is empty; remove `token` to accept requests without one",
+            );
+            return None;
+        }
+        // It travels in an `Authorization` header, which holds visible ASCII.
+        if !token.bytes().all(|byte| byte.is_ascii_graphic()) {
+            self.reporter.error(
+                node.offset,
+                field,
+                "the token may contain only visible ASCII characters, without spaces",
+            );
+            return None;
+        }
+        Some(token)
+    }
+
+    fn prefix(&mut self, node: &Node, field: &str) -> Option<String> {
+        let prefix = self.string(node, field)?;
+        if !super::is_valid_identifier(&prefix, MAX_PREFIX_LEN) {
+            self.reporter.error(
+                node.offset,
+                field,
+                format!(
+                    "invalid prefix {prefix:?}: use 1 to {MAX_PREFIX_LEN} ASCII letters, digits, \
+                     `_` or `-`"
+                ),
+            );
+            return None;
+        }
+        Some(prefix)
     }
 
     fn restart(&mut self, restart_entry: &Entry, field: &str) -> Option<RestartPolicy> {

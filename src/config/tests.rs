@@ -1,3 +1,4 @@
+use std::net::{Ipv6Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt as _;
 
 use super::*;
@@ -60,6 +61,10 @@ fn a_minimal_backend_gets_every_default() {
     assert_eq!(backend.health_timeout, Duration::from_secs(10));
     assert_eq!(backend.max_message_size, 128 * 1024 * 1024);
     assert_eq!(backend.stop_grace, Duration::from_secs(2));
+    assert_eq!(backend.prefix, "demo");
+    assert_eq!(backend.tools_allow, Vec::<String>::new());
+    assert_eq!(backend.tools_deny, Vec::<String>::new());
+    assert!(backend.start_on_demand);
     assert_eq!(
         backend.restart,
         RestartPolicy {
@@ -70,6 +75,15 @@ fn a_minimal_backend_gets_every_default() {
             stable_after: Duration::from_secs(30),
         }
     );
+    assert_eq!(
+        config.endpoint,
+        EndpointConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8765)),
+            token: None,
+            max_body_size: 16 * 1024 * 1024,
+        }
+    );
+    assert_eq!(config.endpoint, EndpointConfig::default());
 }
 
 #[test]
@@ -90,6 +104,10 @@ health_interval = "5m"
 health_timeout = 3
 max_message_size = "64MiB"
 stop_grace = "0s"
+prefix = "fs"
+tools_allow = ["read_*", "list_?"]
+tools_deny = ["*_secret"]
+start_on_demand = false
 
 [servers.full.restart]
 backoff_base = "500ms"
@@ -126,6 +144,10 @@ stable_after = "0s"
             window: Duration::from_secs(600),
             stable_after: Duration::ZERO,
         },
+        prefix: "fs".to_owned(),
+        tools_allow: strings(&["read_*", "list_?"]),
+        tools_deny: strings(&["*_secret"]),
+        start_on_demand: false,
     };
     assert_eq!(config.backends, vec![expected]);
 }
@@ -459,7 +481,8 @@ fn a_wrong_top_level_structure_makes_the_file_invalid() {
     assert_eq!(positions(&diagnostics), [(Severity::Error, 1, 2, "server")]);
     assert_eq!(
         diagnostics[0].message,
-        "unknown top-level field `server`; the file holds only [servers.NAME] sections"
+        "unknown top-level field `server`; the file holds only [servers.NAME] sections and an \
+         [endpoint] table"
     );
 
     let diagnostics = invalid_diagnostics(parse(Path::new("config.toml"), "servers = 1\n"));
@@ -483,6 +506,276 @@ fn an_empty_file_has_no_backends_and_no_complaints() {
     let config = parse_toml("# nothing yet\n");
     assert_eq!(config.backends, vec![]);
     assert_eq!(config.diagnostics, vec![]);
+}
+
+#[test]
+fn tool_settings_are_read() {
+    let text = r#"[servers.filtered]
+command = "sh"
+prefix = "Files-2_x"
+tools_allow = []
+tools_deny = ["delete_*", "*"]
+start_on_demand = true
+"#;
+    let config = parse_toml(text);
+
+    assert_eq!(config.diagnostics, vec![]);
+    let backend = &config.backends[0];
+    assert_eq!(backend.prefix, "Files-2_x");
+    assert_eq!(backend.tools_allow, Vec::<String>::new());
+    assert_eq!(backend.tools_deny, strings(&["delete_*", "*"]));
+    assert!(backend.start_on_demand);
+}
+
+#[test]
+fn wrong_tool_settings_are_reported_at_their_values() {
+    let longest = "p".repeat(48);
+    let too_long = "p".repeat(49);
+    let text = format!(
+        "[servers.dotted]\ncommand = \"sh\"\nprefix = \"fs.v2\"\n\n\
+         [servers.empty]\ncommand = \"sh\"\nprefix = \"\"\n\n\
+         [servers.long]\ncommand = \"sh\"\nprefix = \"{too_long}\"\n\n\
+         [servers.longest]\ncommand = \"sh\"\nprefix = \"{longest}\"\n\n\
+         [servers.lists]\ncommand = \"sh\"\nprefix = 7\ntools_allow = \"read_*\"\n\
+         tools_deny = [\"ok\", 1]\nstart_on_demand = \"yes\"\n"
+    );
+    let config = parse_toml(&text);
+
+    assert_eq!(names(&config), ["longest"]);
+    assert_eq!(config.backends[0].prefix, longest);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Error, 3, 10, "servers.dotted.prefix"),
+            (Severity::Error, 7, 10, "servers.empty.prefix"),
+            (Severity::Error, 11, 10, "servers.long.prefix"),
+            (Severity::Error, 19, 10, "servers.lists.prefix"),
+            (Severity::Error, 20, 15, "servers.lists.tools_allow"),
+            (Severity::Error, 21, 21, "servers.lists.tools_deny[1]"),
+            (Severity::Error, 22, 19, "servers.lists.start_on_demand"),
+        ]
+    );
+    let messages: Vec<&str> = config
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        messages[..2],
+        [
+            "invalid prefix \"fs.v2\": use 1 to 48 ASCII letters, digits, `_` or `-`",
+            "invalid prefix \"\": use 1 to 48 ASCII letters, digits, `_` or `-`",
+        ]
+    );
+    assert_eq!(
+        messages[3..],
+        [
+            "expected a string, found an integer",
+            "expected an array of strings, found a string",
+            "expected a string, found an integer",
+            "expected true or false, found a string",
+        ]
+    );
+}
+
+#[test]
+fn the_endpoint_table_is_read() {
+    let text = r#"[endpoint]
+listen = "[::1]:9000"
+token = "s3cret-$${env:literally}"
+max_body_size = "1MiB"
+
+[servers.demo]
+command = "sh"
+"#;
+    let config = parse_toml(text);
+
+    assert_eq!(config.diagnostics, vec![]);
+    assert_eq!(names(&config), ["demo"]);
+    assert_eq!(
+        config.endpoint,
+        EndpointConfig {
+            listen: SocketAddr::from((Ipv6Addr::LOCALHOST, 9000)),
+            token: Some("s3cret-${env:literally}".to_owned()),
+            max_body_size: 1024 * 1024,
+        }
+    );
+
+    let config = parse_toml("[endpoint]\nmax_body_size = 4096\n");
+    assert_eq!(config.diagnostics, vec![]);
+    assert_eq!(
+        config.endpoint,
+        EndpointConfig {
+            max_body_size: 4096,
+            ..EndpointConfig::default()
+        }
+    );
+    assert_eq!(DEFAULT_LISTEN, "127.0.0.1:8765");
+}
+
+#[test]
+fn wrong_endpoint_settings_keep_their_defaults_and_spare_the_backends() {
+    let text = r#"[servers.demo]
+command = "sh"
+
+[endpoint]
+listen = "localhost:8765"
+token = ""
+max_body_size = 0
+port = 80
+"#;
+    let config = parse_toml(text);
+
+    assert_eq!(names(&config), ["demo"]);
+    assert_eq!(config.endpoint, EndpointConfig::default());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Error, 5, 10, "endpoint.listen"),
+            (Severity::Error, 6, 9, "endpoint.token"),
+            (Severity::Error, 7, 17, "endpoint.max_body_size"),
+            (Severity::Error, 8, 1, "endpoint.port"),
+        ]
+    );
+    let messages: Vec<&str> = config
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "expected an IP address and a port like \"127.0.0.1:8765\" (not a host name), \
+             found \"localhost:8765\"",
+            "the token is empty; remove `token` to accept requests without one",
+            "must be larger than zero",
+            "unknown field `port`, expected one of `listen`, `token`, `max_body_size`",
+        ]
+    );
+}
+
+#[test]
+fn a_wrong_token_is_reported_without_showing_it() {
+    let text = "[endpoint]\ntoken = \"two words\"\n\n\
+                [servers.demo]\ncommand = \"sh\"\n\n\
+                [servers.other]\ncommand = \"sh\"\n";
+    let config = parse_toml(text);
+
+    assert_eq!(names(&config), ["demo", "other"]);
+    assert_eq!(config.endpoint.token, None);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 2, 9, "endpoint.token")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "the token may contain only visible ASCII characters, without spaces"
+    );
+
+    let config =
+        parse_toml("[endpoint]\ntoken = \"${env:SWITCHBOARD_TEST_UNSET_7F3A}\"\nlisten = 8765\n");
+    assert_eq!(config.endpoint, EndpointConfig::default());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [
+            (Severity::Error, 2, 9, "endpoint.token"),
+            (Severity::Error, 3, 10, "endpoint.listen"),
+        ]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "environment variable `SWITCHBOARD_TEST_UNSET_7F3A` is not set in Switchboard's environment"
+    );
+    assert_eq!(
+        config.diagnostics[1].message,
+        "expected a string, found an integer"
+    );
+}
+
+#[test]
+fn an_address_beyond_this_machine_is_a_warning() {
+    for loopback in [
+        "127.0.0.1:1",
+        "127.0.0.2:8765",
+        "[::1]:8765",
+        "[::ffff:127.0.0.1]:8765",
+    ] {
+        let config = parse_toml(&format!("[endpoint]\nlisten = \"{loopback}\"\n"));
+        assert_eq!(config.diagnostics, vec![], "{loopback}");
+        assert_eq!(
+            config.endpoint.listen,
+            loopback.parse().expect("an address")
+        );
+    }
+
+    let config = parse_toml("[endpoint]\nlisten = \"0.0.0.0:8765\"\n");
+    assert!(!config.has_errors());
+    assert_eq!(
+        config.endpoint.listen,
+        SocketAddr::from(([0, 0, 0, 0], 8765))
+    );
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Warning, 2, 10, "endpoint.listen")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "0.0.0.0:8765 is not a loopback address: other machines that can reach it can use the \
+         endpoint, and through it every server configured here; listen on 127.0.0.1 unless that \
+         is intended, and then set a `token`"
+    );
+
+    let config = parse_toml("[endpoint]\nlisten = \"[2001:db8::1]:80\"\n");
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Warning, 2, 10, "endpoint.listen")]
+    );
+}
+
+#[test]
+fn an_endpoint_that_is_not_a_table_is_an_error() {
+    let config = parse_toml("endpoint = \"127.0.0.1:1\"\n\n[servers.demo]\ncommand = \"sh\"\n");
+
+    assert_eq!(names(&config), ["demo"]);
+    assert_eq!(config.endpoint, EndpointConfig::default());
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 1, 12, "endpoint")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "expected a table, found a string"
+    );
+}
+
+#[test]
+fn json_reads_tool_settings_and_ignores_an_endpoint() {
+    let text = r#"{
+  "endpoint": {"listen": "nonsense", "colour": 1},
+  "mcpServers": {
+    "files": {
+      "command": "sh",
+      "prefix": "fs",
+      "tools_allow": ["read_*"],
+      "tools_deny": ["read_secret"],
+      "start_on_demand": false
+    },
+    "bad": {"command": "sh", "prefix": "f s"}
+  }
+}"#;
+    let config = parse_json(text);
+
+    assert_eq!(names(&config), ["files"]);
+    assert_eq!(config.endpoint, EndpointConfig::default());
+    let files = &config.backends[0];
+    assert_eq!(files.prefix, "fs");
+    assert_eq!(files.tools_allow, strings(&["read_*"]));
+    assert_eq!(files.tools_deny, strings(&["read_secret"]));
+    assert!(!files.start_on_demand);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 11, 40, "mcpServers.bad.prefix")]
+    );
 }
 
 #[test]
@@ -639,7 +932,14 @@ fn the_default_config_shows_the_true_defaults() {
     let exe = std::env::current_exe().expect("test binary path");
     // Uncomment every option whose value can apply anywhere (not the env and cwd examples).
     let options = [
+        "[endpoint]",
+        "listen",
+        "max_body_size",
         "enabled",
+        "start_on_demand",
+        "prefix",
+        "tools_allow",
+        "tools_deny",
         "request_timeout",
         "handshake_timeout",
         "health_interval",
@@ -667,10 +967,12 @@ fn the_default_config_shows_the_true_defaults() {
     assert_eq!(n_uncommented, options.len(), "{text}");
     assert!(text.contains("\n# env = "), "{text}");
     assert!(text.contains("\n# cwd = "), "{text}");
+    assert!(text.contains("\n# token = "), "{text}");
 
     let config = parse_toml(&text);
     let command = exe.to_str().expect("test binary path is UTF-8");
     assert_eq!(config.diagnostics, vec![]);
+    assert_eq!(config.endpoint, EndpointConfig::default());
     assert_eq!(
         config.backends,
         vec![BackendConfig::new(
