@@ -29,6 +29,8 @@ pub const MESSAGE_TOO_LARGE: i64 = -32003;
 #[derive(Debug, Deserialize)]
 pub struct Envelope<'a> {
     #[serde(borrow, default)]
+    pub jsonrpc: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     pub id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub method: Option<Cow<'a, str>>,

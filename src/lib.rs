@@ -6,6 +6,7 @@ pub mod config;
 pub mod demo;
 pub mod dirs;
 pub mod framing;
+pub mod hub;
 pub mod jsonrpc;
 pub mod output;
 pub mod policy;

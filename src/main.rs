@@ -91,7 +91,13 @@ async fn serve(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let runtime_dir = switchboard::dirs::runtime_dir();
     let groups = switchboard::spawn::GroupRegistry::open(&runtime_dir, Some(&exe))
         .with_context(|| format!("cannot use the runtime directory {}", runtime_dir.display()))?;
-    let engine = Engine::start(config.backends, EngineOptions { groups });
+    let engine = Engine::start(
+        config.backends,
+        EngineOptions {
+            groups,
+            server_requests: None,
+        },
+    );
 
     wait_for_signal().await?;
     tracing::info!("shutting down");

@@ -81,10 +81,22 @@ pub struct BackendNotification {
     pub params: Option<Arc<RawValue>>,
 }
 
+/// A request a backend sent to its client (sampling, elicitation, roots), to be answered through
+/// `connection`.
+pub struct ServerRequest {
+    pub backend: Arc<str>,
+    pub id: Box<RawValue>,
+    pub method: String,
+    pub params: Option<Box<RawValue>>,
+    pub connection: Connection,
+}
+
 /// Settings shared by every backend of an engine.
 #[derive(Clone)]
 pub struct EngineOptions {
     pub groups: Arc<GroupRegistry>,
+    /// Where requests from backends go; without it they are answered with an error.
+    pub server_requests: Option<mpsc::UnboundedSender<ServerRequest>>,
 }
 
 /// All supervised backends.
@@ -101,7 +113,7 @@ impl Engine {
         let mut backends = BTreeMap::new();
         for config in configs {
             let enabled = config.enabled;
-            let handle = BackendTask::launch(config, options.groups.clone(), notifications.clone());
+            let handle = BackendTask::launch(config, &options, notifications.clone());
             if enabled {
                 handle.send(Command::Start(None));
             }
@@ -153,7 +165,7 @@ pub struct BackendHandle {
     status: watch::Receiver<BackendStatus>,
     connection: watch::Receiver<Option<Connection>>,
     output: Arc<OutputLog>,
-    request_timeout: Duration,
+    config: Arc<BackendConfig>,
 }
 
 type Ack = oneshot::Sender<Result<(), ControlError>>;
@@ -168,6 +180,11 @@ enum Command {
 impl BackendHandle {
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The config the backend runs with.
+    pub fn config(&self) -> &Arc<BackendConfig> {
+        &self.config
     }
 
     /// Starts the backend (and resets its restart budget); returns once it is ready.
@@ -206,7 +223,7 @@ impl BackendHandle {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, CallError> {
-        self.request_with_timeout(method, params, self.request_timeout)
+        self.request_with_timeout(method, params, self.config.request_timeout)
             .await
     }
 
@@ -220,6 +237,18 @@ impl BackendHandle {
         let connection = self.connection.borrow().clone();
         match connection {
             Some(connection) => Ok(connection.request(method, params, timeout).await?),
+            None => Err(CallError::Unavailable {
+                backend: self.name.to_string(),
+                state: self.status.borrow().state,
+            }),
+        }
+    }
+
+    /// Sends a notification to the backend, if it is ready.
+    pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
+        let connection = self.connection.borrow().clone();
+        match connection {
+            Some(connection) => Ok(connection.notify(method, params).await?),
             None => Err(CallError::Unavailable {
                 backend: self.name.to_string(),
                 state: self.status.borrow().state,
@@ -317,6 +346,7 @@ struct BackendTask {
     notifications: broadcast::Sender<BackendNotification>,
     output: Arc<OutputLog>,
     groups: Arc<GroupRegistry>,
+    server_requests: Option<mpsc::UnboundedSender<ServerRequest>>,
     budget: RestartBudget,
     generation: u64,
     restarts: u32,
@@ -338,7 +368,7 @@ enum Flow {
 impl BackendTask {
     fn launch(
         config: BackendConfig,
-        groups: Arc<GroupRegistry>,
+        options: &EngineOptions,
         notifications: broadcast::Sender<BackendNotification>,
     ) -> BackendHandle {
         let name: Arc<str> = Arc::from(config.name.as_str());
@@ -353,7 +383,7 @@ impl BackendTask {
             status: status_rx,
             connection: connection_rx,
             output: output.clone(),
-            request_timeout: config.request_timeout,
+            config: Arc::new(config.clone()),
         };
         let task = BackendTask {
             budget: RestartBudget::new(config.restart),
@@ -367,7 +397,8 @@ impl BackendTask {
             reports,
             notifications,
             output,
-            groups,
+            groups: options.groups.clone(),
+            server_requests: options.server_requests.clone(),
             generation: 0,
             restarts: 0,
             history: Vec::new(),
@@ -732,18 +763,31 @@ impl BackendTask {
                     params,
                 });
             }
-            Incoming::Request { id, method, .. } => {
+            Incoming::Request { id, method, params } => {
                 let State::Ready(running) = &self.state else {
                     return;
                 };
-                let error = ErrorObject::new(
-                    jsonrpc::METHOD_NOT_FOUND,
-                    format!(
-                        "no connected editor can answer {method} for backend {}",
-                        self.name
-                    ),
-                );
-                let _ = running.connection.respond(&id, Err(&error)).await;
+                let request = ServerRequest {
+                    backend: self.name.clone(),
+                    id,
+                    method,
+                    params,
+                    connection: running.connection.clone(),
+                };
+                let unrouted = match &self.server_requests {
+                    Some(router) => router.send(request).err().map(|error| error.0),
+                    None => Some(request),
+                };
+                if let Some(request) = unrouted {
+                    let error = ErrorObject::new(
+                        jsonrpc::METHOD_NOT_FOUND,
+                        format!(
+                            "no connected editor can answer {} for backend {}",
+                            request.method, self.name
+                        ),
+                    );
+                    let _ = request.connection.respond(&request.id, Err(&error)).await;
+                }
             }
         }
     }
@@ -1010,7 +1054,7 @@ struct ServerCapabilities {
 async fn handshake(connection: &Connection, config: &BackendConfig) -> Result<Handshake, String> {
     let params = serde_json::json!({
         "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
-        "capabilities": {},
+        "capabilities": { "sampling": {}, "elicitation": {}, "roots": { "listChanged": true } },
         "clientInfo": { "name": "switchboard", "version": env!("CARGO_PKG_VERSION") },
     });
     let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");

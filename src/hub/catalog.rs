@@ -1,0 +1,339 @@
+//! The merged catalog: every backend's tools, prompts, resources and templates under the names
+//! editors see, with the route back to the owning backend.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::names::{self, Offered};
+use super::rewrite::{ObjectEntries, json_string};
+use crate::config::BackendConfig;
+use crate::status::{BackendState, BackendStatus, Catalog};
+
+/// Where an exposed tool or prompt goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub backend: Arc<str>,
+    /// The name the backend knows it by.
+    pub name: String,
+}
+
+/// What every session sees, rebuilt whenever a backend's status or catalog changes.
+#[derive(Default)]
+pub struct MergedCatalog {
+    /// `{"tools":[…]}` with exposed names, ready to send.
+    pub tools_result: String,
+    pub prompts_result: String,
+    pub resources_result: String,
+    pub templates_result: String,
+    pub tools: HashMap<String, Route>,
+    pub prompts: HashMap<String, Route>,
+    /// Tools and prompts of backends that are down and not listed now, so that a call to one gets
+    /// a clear "backend is down" error instead of "unknown tool".
+    pub unlisted_tools: HashMap<String, Route>,
+    pub unlisted_prompts: HashMap<String, Route>,
+    /// Resource URI → the backends listing it.
+    pub resources: HashMap<String, Vec<Arc<str>>>,
+    /// Literal prefix of a URI template (before its first `{`) → backend.
+    pub templates: Vec<(String, Arc<str>)>,
+    /// Backends that offer resources at all.
+    pub resource_backends: Vec<Arc<str>>,
+}
+
+/// Which lists differ between two catalogs.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
+}
+
+impl MergedCatalog {
+    pub fn changes_from(&self, before: &MergedCatalog) -> Changes {
+        Changes {
+            tools: self.tools_result != before.tools_result,
+            prompts: self.prompts_result != before.prompts_result,
+            resources: self.resources_result != before.resources_result
+                || self.templates_result != before.templates_result,
+        }
+    }
+
+    /// The backend serving `uri`: an exact listing, else the longest template prefix, else the
+    /// only backend with resources.
+    pub fn resource_owner(&self, uri: &str) -> Result<Arc<str>, String> {
+        if let Some(owners) = self.resources.get(uri) {
+            return match owners.as_slice() {
+                [owner] => Ok(owner.clone()),
+                many => Err(ambiguous(uri, many)),
+            };
+        }
+        let longest = self
+            .templates
+            .iter()
+            .filter(|(prefix, _)| !prefix.is_empty() && uri.starts_with(prefix.as_str()))
+            .map(|(prefix, _)| prefix.len())
+            .max();
+        if let Some(longest) = longest {
+            let mut owners: Vec<Arc<str>> = self
+                .templates
+                .iter()
+                .filter(|(prefix, _)| prefix.len() == longest && uri.starts_with(prefix.as_str()))
+                .map(|(_, backend)| backend.clone())
+                .collect();
+            owners.dedup();
+            return match owners.as_slice() {
+                [owner] => Ok(owner.clone()),
+                many => Err(ambiguous(uri, many)),
+            };
+        }
+        match self.resource_backends.as_slice() {
+            [only] => Ok(only.clone()),
+            _ => Err(format!("no backend serves the resource {uri}")),
+        }
+    }
+}
+
+fn ambiguous(uri: &str, owners: &[Arc<str>]) -> String {
+    let names: Vec<&str> = owners.iter().map(|owner| &**owner).collect();
+    format!(
+        "the resource {uri} is ambiguous: it is served by {}",
+        names.join(", ")
+    )
+}
+
+/// One backend's contribution: its routing config and its catalog.
+pub struct Source<'a> {
+    pub config: &'a BackendConfig,
+    /// The live catalog, or else the last known one.
+    pub catalog: Option<Arc<Catalog>>,
+    /// Whether the catalog is listed now (see [`is_listed`]).
+    pub listed: bool,
+}
+
+/// Whether a backend's tools are offered in its current state: when ready, while it is on its
+/// way there, and when stopped but a call would start it.
+pub fn is_listed(config: &BackendConfig, status: &BackendStatus) -> bool {
+    match status.state {
+        BackendState::Ready | BackendState::Starting | BackendState::Backoff => true,
+        BackendState::Stopped => config.enabled && config.start_on_demand,
+        BackendState::CrashLoop | BackendState::Stopping => false,
+    }
+}
+
+/// Builds the merged catalog from every backend (in config order).
+pub fn merge(sources: &[Source<'_>]) -> MergedCatalog {
+    let mut merged = MergedCatalog::default();
+    let mut tool_items = Vec::new();
+    let mut prompt_items = Vec::new();
+    let mut resource_items: Vec<&RawValue> = Vec::new();
+    let mut template_items: Vec<&RawValue> = Vec::new();
+    for source in sources {
+        let Some(catalog) = &source.catalog else {
+            continue;
+        };
+        let backend: Arc<str> = Arc::from(source.config.name.as_str());
+        let prefix = source.config.prefix.as_str();
+        for tool in &catalog.tools {
+            if let Some(name) = item_str(tool, "name")
+                && names::tool_allowed(&name, &source.config.tools_allow, &source.config.tools_deny)
+            {
+                tool_items.push(Item {
+                    backend: backend.clone(),
+                    prefix,
+                    name,
+                    raw: tool,
+                    listed: source.listed,
+                });
+            }
+        }
+        for prompt in &catalog.prompts {
+            if let Some(name) = item_str(prompt, "name") {
+                prompt_items.push(Item {
+                    backend: backend.clone(),
+                    prefix,
+                    name,
+                    raw: prompt,
+                    listed: source.listed,
+                });
+            }
+        }
+        if !source.listed {
+            continue;
+        }
+        if !catalog.resources.is_empty() || !catalog.resource_templates.is_empty() {
+            merged.resource_backends.push(backend.clone());
+        }
+        for resource in &catalog.resources {
+            if let Some(uri) = item_str(resource, "uri") {
+                merged
+                    .resources
+                    .entry(uri)
+                    .or_default()
+                    .push(backend.clone());
+            }
+            resource_items.push(resource);
+        }
+        for template in &catalog.resource_templates {
+            if let Some(uri_template) = item_str(template, "uriTemplate") {
+                let prefix = uri_template
+                    .split('{')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                merged.templates.push((prefix, backend.clone()));
+            }
+            template_items.push(template);
+        }
+    }
+    let (tools_json, tools, unlisted_tools) = expose(&tool_items);
+    let (prompts_json, prompts, unlisted_prompts) = expose(&prompt_items);
+    merged.tools = tools;
+    merged.prompts = prompts;
+    merged.unlisted_tools = unlisted_tools;
+    merged.unlisted_prompts = unlisted_prompts;
+    merged.tools_result = list_result("tools", tools_json.iter().map(String::as_str));
+    merged.prompts_result = list_result("prompts", prompts_json.iter().map(String::as_str));
+    merged.resources_result =
+        list_result("resources", resource_items.iter().map(|item| item.get()));
+    merged.templates_result = list_result(
+        "resourceTemplates",
+        template_items.iter().map(|item| item.get()),
+    );
+    merged
+}
+
+/// A tool or prompt as one backend offers it.
+struct Item<'a> {
+    backend: Arc<str>,
+    prefix: &'a str,
+    name: String,
+    raw: &'a RawValue,
+    listed: bool,
+}
+
+/// Renames items to their exposed names (all together, so names do not depend on which backends
+/// are up); returns the JSON of the listed ones, their routes, and the routes of the others.
+fn expose(items: &[Item<'_>]) -> (Vec<String>, HashMap<String, Route>, HashMap<String, Route>) {
+    let offered: Vec<Offered<'_>> = items
+        .iter()
+        .map(|item| Offered {
+            backend: &item.backend,
+            prefix: item.prefix,
+            name: &item.name,
+        })
+        .collect();
+    let exposed = names::expose(&offered);
+    let mut json = Vec::with_capacity(items.len());
+    let mut routes = HashMap::with_capacity(items.len());
+    let mut unlisted = HashMap::new();
+    for (item, exposed) in items.iter().zip(exposed) {
+        let route = Route {
+            backend: item.backend.clone(),
+            name: item.name.clone(),
+        };
+        if !item.listed {
+            unlisted.insert(exposed, route);
+            continue;
+        }
+        let Ok(mut entries) = ObjectEntries::parse(item.raw.get()) else {
+            continue;
+        };
+        entries.set("name", json_string(&exposed));
+        json.push(entries.to_json());
+        routes.insert(exposed, route);
+    }
+    (json, routes, unlisted)
+}
+
+fn list_result<'a>(field: &str, items: impl Iterator<Item = &'a str>) -> String {
+    let mut out = format!("{{\"{field}\":[");
+    for (index, item) in items.enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+    out.push_str("]}");
+    out
+}
+
+fn item_str(item: &RawValue, key: &str) -> Option<String> {
+    ObjectEntries::parse(item.get())
+        .ok()?
+        .get_str(key)
+        .map(|value| value.into_owned())
+}
+
+/// The last known catalogs of backends, kept on disk so tools stay listed while a backend is down.
+pub struct CatalogCache {
+    dir: Option<PathBuf>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CachedCatalog {
+    tools: Vec<Box<RawValue>>,
+    prompts: Vec<Box<RawValue>>,
+    resources: Vec<Box<RawValue>>,
+    #[serde(rename = "resourceTemplates")]
+    resource_templates: Vec<Box<RawValue>>,
+}
+
+impl CatalogCache {
+    pub fn new(dir: Option<PathBuf>) -> CatalogCache {
+        CatalogCache { dir }
+    }
+
+    fn path(&self, backend: &str) -> Option<PathBuf> {
+        Some(self.dir.as_ref()?.join(format!("{backend}.json")))
+    }
+
+    pub fn load(&self, backend: &str) -> Option<Arc<Catalog>> {
+        let text = std::fs::read_to_string(self.path(backend)?).ok()?;
+        let cached: CachedCatalog = serde_json::from_str(&text).ok()?;
+        Some(Arc::new(Catalog {
+            tools: cached.tools,
+            resources: cached.resources,
+            resource_templates: cached.resource_templates,
+            prompts: cached.prompts,
+        }))
+    }
+
+    /// Writes the catalog with owner-only permissions; failures are logged, never fatal.
+    pub fn store(&self, backend: &str, catalog: &Catalog) {
+        let Some(path) = self.path(backend) else {
+            return;
+        };
+        let cached = CachedCatalog {
+            tools: catalog.tools.clone(),
+            prompts: catalog.prompts.clone(),
+            resources: catalog.resources.clone(),
+            resource_templates: catalog.resource_templates.clone(),
+        };
+        let text = serde_json::to_string(&cached).expect("raw JSON values serialize");
+        if let Err(error) = write_private(&path, text.as_bytes()) {
+            tracing::warn!(%error, path = %path.display(), "could not cache the catalog");
+        }
+    }
+}
+
+/// Writes a file readable by its owner only, atomically.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let temporary = path.with_extension("tmp");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
+}

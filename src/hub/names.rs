@@ -1,0 +1,390 @@
+//! The names under which the hub offers each backend's tools and prompts, and tool filters.
+//!
+//! These rules are user-facing and stable: editors remember tool names (in allow lists, in
+//! saved chats), so a name must not change between runs, machines or versions.
+//!
+//! - A tool or prompt `NAME` of a backend whose prefix is `PREFIX` (by default the backend's
+//!   name) is offered as `PREFIX__NAME`.
+//! - Every character of `PREFIX` or `NAME` outside `A-Z`, `a-z`, `0-9`, `_` and `-` becomes
+//!   `_`, so `my.tool` is offered as `PREFIX__my_tool`.
+//! - A name is at most 64 characters long. A longer one keeps its first 55 characters and
+//!   ends in `_` and 8 lowercase hex digits of a hash, 64 characters in all. The hash is the
+//!   64-bit FNV-1a hash of the prefix and the name as the backend wrote them (before `_`
+//!   replaced anything), separated by one NUL byte; the 8 digits are its upper 32 bits.
+//! - When two different tools (a different backend or a different original name) would be
+//!   offered under the same name, like `a.b` and `a_b`, neither keeps that name: both take
+//!   the hashed form, their first characters cut so that the name stays within 64 characters.
+//! - If names are still the same after that (two backends given the same prefix offering the
+//!   same tool, or a backend listing one tool twice), the first in backend order keeps its
+//!   name and the next ones end in `_2`, `_3` and so on, again within 64 characters.
+//!
+//! Tool filters (`tools_allow`, `tools_deny` in the config) are glob patterns: `*` matches any
+//! run of characters, possibly empty, `?` matches exactly one character, and every other
+//! character matches itself, case-sensitively. A pattern must match the whole name.
+
+use std::collections::{HashMap, HashSet};
+
+/// Longest name an exposed tool or prompt may have; MCP clients reject longer ones.
+pub const MAX_EXPOSED_LEN: usize = 64;
+
+/// Between the prefix and the backend's own name.
+const SEPARATOR: &str = "__";
+
+/// Hex digits of the hash that ends a shortened or disambiguated name.
+const HASH_LEN: usize = 8;
+
+/// One name as a backend offers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offered<'a> {
+    pub backend: &'a str,
+    pub prefix: &'a str,
+    pub name: &'a str,
+}
+
+/// Exposed names for every offered name, in the same order; unique.
+pub fn expose(offered: &[Offered<'_>]) -> Vec<String> {
+    let plain_names: Vec<String> = offered
+        .iter()
+        .map(|item| exposed_name(item.prefix, item.name))
+        .collect();
+
+    // Which distinct tools want each plain name.
+    let mut claimants: HashMap<&str, HashSet<(&str, &str)>> = HashMap::new();
+    for (item, plain_name) in offered.iter().zip(&plain_names) {
+        claimants
+            .entry(plain_name)
+            .or_default()
+            .insert((item.backend, item.name));
+    }
+
+    let mut taken: HashSet<String> = HashSet::with_capacity(offered.len());
+    let mut exposed = Vec::with_capacity(offered.len());
+    for (item, plain_name) in offered.iter().zip(&plain_names) {
+        let candidate = if claimants[plain_name.as_str()].len() > 1 {
+            hashed_name(item.prefix, item.name)
+        } else {
+            plain_name.clone()
+        };
+        let unique = if taken.contains(&candidate) {
+            numbered_name(&candidate, &taken)
+        } else {
+            candidate
+        };
+        taken.insert(unique.clone());
+        exposed.push(unique);
+    }
+    exposed
+}
+
+/// The exposed name of one tool or prompt, without looking at any other name.
+pub fn exposed_name(prefix: &str, name: &str) -> String {
+    let mut exposed = String::with_capacity(prefix.len() + SEPARATOR.len() + name.len());
+    push_sanitized(&mut exposed, prefix);
+    exposed.push_str(SEPARATOR);
+    push_sanitized(&mut exposed, name);
+    if exposed.len() <= MAX_EXPOSED_LEN {
+        return exposed;
+    }
+    hashed_name(prefix, name)
+}
+
+/// Glob match with `*` (any run, possibly empty) and `?` (one char); whole-string match;
+/// case-sensitive.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    // The last `*` seen and the text position it is currently thought to stop at. Only the
+    // last star ever needs to grow: whatever an earlier star would absorb instead, the last
+    // one can absorb as well, so the loop runs in O(pattern × text) at worst and in linear
+    // time for patterns like `a*a*a*b`.
+    let mut last_star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                last_star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match last_star {
+                Some((star, star_end)) => {
+                    // Let the star take one more character and try the rest again.
+                    last_star = Some((star, star_end + 1));
+                    p = star + 1;
+                    t = star_end + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
+
+/// A tool passes when it matches any allow pattern (or allow is empty) and no deny pattern.
+pub fn tool_allowed(name: &str, allow: &[String], deny: &[String]) -> bool {
+    let allowed = allow.is_empty() || allow.iter().any(|pattern| glob_match(pattern, name));
+    allowed && !deny.iter().any(|pattern| glob_match(pattern, name))
+}
+
+/// `PREFIX__NAME` sanitized, cut to leave room for `_` and the hash, then `_` and the hash.
+fn hashed_name(prefix: &str, name: &str) -> String {
+    let mut exposed = String::with_capacity(MAX_EXPOSED_LEN);
+    push_sanitized(&mut exposed, prefix);
+    exposed.push_str(SEPARATOR);
+    push_sanitized(&mut exposed, name);
+    // Sanitized text is ASCII, so any byte length is a character boundary.
+    exposed.truncate(MAX_EXPOSED_LEN - 1 - HASH_LEN);
+    let hash = fnv1a_64(&[prefix.as_bytes(), b"\0", name.as_bytes()]);
+    exposed.push('_');
+    exposed.push_str(&format!("{:08x}", hash >> 32));
+    exposed
+}
+
+/// `name` ending in `_N` for the smallest N from 2 up that gives a name not yet taken.
+fn numbered_name(name: &str, taken: &HashSet<String>) -> String {
+    (2usize..)
+        .map(|number| {
+            let suffix = format!("_{number}");
+            let kept = name.len().min(MAX_EXPOSED_LEN - suffix.len());
+            // Exposed names are ASCII, so any byte length is a character boundary.
+            format!("{}{suffix}", &name[..kept])
+        })
+        .find(|candidate| !taken.contains(candidate))
+        .expect("only finitely many names are taken")
+}
+
+fn push_sanitized(target: &mut String, text: &str) {
+    target.extend(text.chars().map(|c| {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            c
+        } else {
+            '_'
+        }
+    }));
+}
+
+/// The 64-bit FNV-1a hash of `parts` concatenated: simple, fixed by its definition, and the
+/// same on every machine, unlike the standard library's seeded hashers.
+fn fnv1a_64(parts: &[&[u8]]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET_BASIS;
+    for &byte in parts.iter().flat_map(|part| part.iter()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(PRIME);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offered<'a>(backend: &'a str, name: &'a str) -> Offered<'a> {
+        Offered {
+            backend,
+            prefix: backend,
+            name,
+        }
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|item| item.to_string()).collect()
+    }
+
+    #[test]
+    fn plain_names_are_prefixed() {
+        assert_eq!(exposed_name("fs", "read_file"), "fs__read_file");
+        assert_eq!(
+            exposed_name("my-server", "Get-Thing2"),
+            "my-server__Get-Thing2"
+        );
+        assert_eq!(exposed_name("fs", ""), "fs__");
+        assert_eq!(
+            expose(&[offered("fs", "read"), offered("git", "read")]),
+            ["fs__read", "git__read"]
+        );
+    }
+
+    #[test]
+    fn characters_outside_the_alphabet_become_underscores() {
+        assert_eq!(
+            exposed_name("my.server", "files/read"),
+            "my_server__files_read"
+        );
+        assert_eq!(exposed_name("fs", "caf\u{e9} \u{1f600}!"), "fs__caf____");
+    }
+
+    #[test]
+    fn a_name_of_exactly_64_characters_is_kept() {
+        let name = "n".repeat(MAX_EXPOSED_LEN - "fs__".len());
+        let exposed = exposed_name("fs", &name);
+        assert_eq!(exposed.len(), 64);
+        assert_eq!(exposed, format!("fs__{name}"));
+    }
+
+    #[test]
+    fn a_longer_name_is_shortened_to_64_with_a_fixed_hash() {
+        let name = "n".repeat(MAX_EXPOSED_LEN - "fs__".len() + 1);
+        let exposed = exposed_name("fs", &name);
+        assert_eq!(exposed.len(), 64);
+        // A fixed expectation: names must not change between versions.
+        assert_eq!(
+            exposed,
+            "fs__nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn_cf320adb"
+        );
+        assert_eq!(exposed_name("fs", &name), exposed);
+
+        let other = exposed_name("fs", &format!("{name}x"));
+        assert_eq!(other.len(), 64);
+        assert_ne!(other, exposed);
+        assert_eq!(&other[..55], &exposed[..55]);
+    }
+
+    #[test]
+    fn the_hash_is_of_the_names_as_written() {
+        let long = "x".repeat(70);
+        let dotted = exposed_name("a.b", &long);
+        let underscored = exposed_name("a_b", &long);
+        assert_eq!(dotted.len(), 64);
+        assert_eq!(dotted[..55], underscored[..55]);
+        assert_ne!(dotted, underscored);
+    }
+
+    #[test]
+    fn fnv1a_matches_its_reference_values() {
+        assert_eq!(fnv1a_64(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a_64(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a_64(&[b"foo", b"bar"]), fnv1a_64(&[b"foobar"]));
+        assert_eq!(fnv1a_64(&[b"foobar"]), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn colliding_names_both_take_the_hashed_form() {
+        let exposed = expose(&[
+            offered("fs", "a.b"),
+            offered("fs", "other"),
+            offered("fs", "a_b"),
+        ]);
+        assert_eq!(exposed[1], "fs__other");
+        assert_ne!(exposed[0], exposed[2]);
+        for name in [&exposed[0], &exposed[2]] {
+            assert!(name.starts_with("fs__a_b_"), "{name}");
+            assert_eq!(name.len(), "fs__a_b_".len() + HASH_LEN);
+        }
+        assert_eq!(exposed[0], hashed_name("fs", "a.b"));
+        assert_eq!(exposed[2], hashed_name("fs", "a_b"));
+        // The same input gives the same names in another order.
+        let reversed = expose(&[offered("fs", "a_b"), offered("fs", "a.b")]);
+        assert_eq!(reversed, [exposed[2].clone(), exposed[0].clone()]);
+    }
+
+    #[test]
+    fn backends_colliding_through_their_prefixes_are_told_apart() {
+        let exposed = expose(&[
+            offered("a.b", "tool"),
+            offered("a_b", "tool"),
+            Offered {
+                backend: "third",
+                prefix: "a_b",
+                name: "tool",
+            },
+        ]);
+        assert_eq!(exposed[0], hashed_name("a.b", "tool"));
+        assert_eq!(exposed[1], hashed_name("a_b", "tool"));
+        // Same prefix and same name: the hash is the same, so a number tells them apart.
+        assert_eq!(exposed[2], format!("{}_2", exposed[1]));
+        assert_eq!(unique_count(&exposed), 3);
+    }
+
+    #[test]
+    fn a_repeated_tool_is_numbered() {
+        let exposed = expose(&[
+            offered("fs", "read"),
+            offered("fs", "read"),
+            offered("fs", "read"),
+        ]);
+        assert_eq!(exposed, ["fs__read", "fs__read_2", "fs__read_3"]);
+    }
+
+    #[test]
+    fn numbered_long_names_stay_within_64() {
+        let long = "l".repeat(80);
+        let exposed = expose(&[offered("fs", &long), offered("fs", &long)]);
+        assert_eq!(exposed[0], exposed_name("fs", &long));
+        assert_eq!(exposed[1].len(), 64);
+        assert!(exposed[1].ends_with("_2"), "{}", exposed[1]);
+        assert_eq!(unique_count(&exposed), 2);
+    }
+
+    #[test]
+    fn a_number_never_reuses_a_name_that_is_taken() {
+        let exposed = expose(&[
+            offered("fs", "read_2"),
+            offered("fs", "read"),
+            offered("fs", "read"),
+        ]);
+        assert_eq!(exposed, ["fs__read_2", "fs__read", "fs__read_3"]);
+    }
+
+    fn unique_count(names: &[String]) -> usize {
+        names.iter().collect::<HashSet<_>>().len()
+    }
+
+    #[test]
+    fn globs_match_whole_names() {
+        assert!(glob_match("*", ""));
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("read_*", "read_file"));
+        assert!(glob_match("read_*", "read_"));
+        assert!(!glob_match("read_*", "xread_file"));
+        assert!(glob_match("*_file", "read_file"));
+        assert!(!glob_match("*_file", "read_files"));
+        assert!(glob_match("r??d", "read"));
+        assert!(!glob_match("r??d", "red"));
+        assert!(glob_match("?", "\u{e9}"));
+        assert!(glob_match("a*b*c", "aXbYbZc"));
+        assert!(glob_match("**", "x"));
+        assert!(!glob_match("Read_*", "read_file"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exactly"));
+    }
+
+    #[test]
+    fn an_empty_pattern_matches_only_the_empty_name() {
+        assert!(glob_match("", ""));
+        assert!(!glob_match("", "a"));
+        assert!(!glob_match("a", ""));
+    }
+
+    #[test]
+    fn a_pathological_glob_is_fast() {
+        let text = "a".repeat(100_000);
+        let started = std::time::Instant::now();
+        assert!(!glob_match("a*a*a*a*b", &text));
+        assert!(glob_match("a*a*a*a*a", &text));
+        assert!(!glob_match("*a*a*a*a*?b", &text));
+        // Quadratic behaviour would take minutes here; linear takes milliseconds.
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn tools_pass_the_allow_list_and_not_the_deny_list() {
+        let none: Vec<String> = Vec::new();
+        assert!(tool_allowed("anything", &none, &none));
+
+        let allow = strings(&["read_*", "list"]);
+        assert!(tool_allowed("read_file", &allow, &none));
+        assert!(tool_allowed("list", &allow, &none));
+        assert!(!tool_allowed("write_file", &allow, &none));
+
+        let deny = strings(&["*_secret", "delete_*"]);
+        assert!(tool_allowed("read_file", &none, &deny));
+        assert!(!tool_allowed("delete_all", &none, &deny));
+        assert!(!tool_allowed("read_secret", &allow, &deny));
+        assert!(tool_allowed("read_file", &allow, &deny));
+    }
+}
