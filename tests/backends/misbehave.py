@@ -29,6 +29,9 @@ Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   cancelled_ids      -> JSON array of cancelled request ids
   pid                -> {"pid": ..., "grandchild": ...}
   fail               -> result with "isError": true
+  ask {method,params}-> sends that request to the client; answers with its reply as JSON text
+  update {uri}       -> sends notifications/resources/updated for uri
+  log {text}         -> sends notifications/message with text
 A cancelled tools/call never gets a response. stdin EOF -> exit 0; a broken
 stdout pipe -> quiet exit 0.
 """
@@ -52,6 +55,8 @@ grandchild_pid = None
 answered_calls = 0
 cancelled_ids = []   # raw request ids, in the order the cancellations arrived
 in_flight = {}       # key(id) -> threading.Event, set when the request is cancelled
+asked = {}           # id of a request we sent the client -> [threading.Event, reply message]
+subscribed = []      # URIs the client subscribed to
 
 
 def key(req_id):
@@ -77,6 +82,10 @@ TOOLS = [
     tool("cancelled_ids", "List the request ids cancelled so far"),
     tool("pid", "Report own pid and grandchild pid"),
     tool("fail", "Answer with isError: true"),
+    tool("ask", "Send `method` with `params` to the client and answer with its reply as JSON",
+         {"method": {"type": "string"}, "params": {"type": "object"}}),
+    tool("update", "Send notifications/resources/updated for `uri`", {"uri": {"type": "string"}}),
+    tool("log", "Send notifications/message with `text`", {"text": {"type": "string"}}),
 ]
 RESOURCES = [
     {"uri": "test://a", "name": "a", "mimeType": "text/plain", **EXTRA},
@@ -216,6 +225,21 @@ def run_tool(req_id, params, cancel):
         return text_result(json.dumps({"pid": os.getpid(), "grandchild": grandchild_pid}))
     if name == "fail":
         return text_result("failed on purpose", isError=True)
+    if name == "ask":
+        with state_lock:
+            ask_id = "ask-%d" % len(asked)
+            waiter = asked[ask_id] = [threading.Event(), None]
+        send({"jsonrpc": "2.0", "id": ask_id, "method": a.get("method"), "params": a.get("params") or {}})
+        if not waiter[0].wait(30):
+            return text_result("no reply", isError=True)
+        answer = waiter[1]
+        return text_result(json.dumps(answer.get("result", answer.get("error"))))
+    if name == "update":
+        notify("notifications/resources/updated", {"uri": a.get("uri")})
+        return text_result("updated")
+    if name == "log":
+        notify("notifications/message", {"level": "info", "data": a.get("text")})
+        return text_result("logged")
     raise RpcError(-32602, "Unknown tool: %s" % name)
 
 
@@ -270,7 +294,7 @@ def initialize(req_id, params):
     reply(req_id, {
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": True},
-                         "resources": {"subscribe": False, "listChanged": True},
+                         "resources": {"subscribe": True, "listChanged": True},
                          "prompts": {"listChanged": True}},
         "serverInfo": SERVER_INFO})
     if args.banner:
@@ -285,6 +309,8 @@ SIMPLE = {
     "prompts/list": lambda p: paginate(PROMPTS, p, "prompts", 10),
     "resources/read": read_resource,
     "prompts/get": get_prompt,
+    "resources/subscribe": lambda p: subscribed.append(p.get("uri")) or {},
+    "resources/unsubscribe": lambda p: (p.get("uri") in subscribed and subscribed.remove(p.get("uri"))) or {},
 }
 
 
@@ -296,7 +322,13 @@ def handle(msg):
     if not isinstance(method, str):
         if is_request and "result" not in msg and "error" not in msg:
             reply_error(req_id, -32600, "Invalid Request")
-        return  # responses from the client are ignored
+            return
+        with state_lock:
+            waiter = asked.get(req_id) if isinstance(req_id, str) else None
+        if waiter is not None:  # the client's reply to an `ask`
+            waiter[1] = msg
+            waiter[0].set()
+        return
     if method == "notifications/cancelled":
         rid = params.get("requestId")
         with state_lock:

@@ -1,0 +1,607 @@
+//! The hub through its session API, against real backend processes.
+#![allow(clippy::disallowed_methods)]
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use switchboard::config::BackendConfig;
+use switchboard::hub::{Hub, HubOptions, Inbound, Session, SessionEvents};
+use switchboard::status::BackendState;
+
+fn hub(configs: Vec<BackendConfig>) -> Hub {
+    Hub::start(
+        configs,
+        switchboard::spawn::GroupRegistry::in_memory(),
+        HubOptions::default(),
+    )
+}
+
+/// Waits until the backend is ready and the hub lists its tools.
+async fn ready(hub: &Hub, name: &str) {
+    wait_state(
+        hub.engine().backend(name).expect("configured"),
+        BackendState::Ready,
+    )
+    .await;
+    let (session, _) = hub.open_session();
+    let prefix = format!("\"{name}__");
+    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
+    loop {
+        let tools = request(&session, json!(1), "tools/list", json!({})).await;
+        if tools.to_string().contains(&prefix) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name}'s tools were never listed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    session.close();
+}
+
+/// Sends one message; returns every message of its reply (the response last).
+async fn exchange(session: &Session, message: Value) -> Vec<Value> {
+    match session.receive(message.to_string().as_bytes()) {
+        Inbound::Request(mut reply) => {
+            let mut messages = Vec::new();
+            while let Some(message) = tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
+                .await
+                .expect("reply in time")
+            {
+                messages.push(serde_json::from_slice(&message).expect("JSON"));
+            }
+            messages
+        }
+        Inbound::Rejected(error) => vec![serde_json::from_slice(&error).expect("JSON")],
+        Inbound::Accepted => Vec::new(),
+    }
+}
+
+async fn request(session: &Session, id: Value, method: &str, params: Value) -> Value {
+    let messages = exchange(
+        session,
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+    )
+    .await;
+    messages.last().cloned().expect("a response")
+}
+
+async fn initialized(hub: &Hub, capabilities: Value) -> (Session, SessionEvents) {
+    let (session, events) = hub.open_session();
+    let answer = request(
+        &session,
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": capabilities, "clientInfo": {"name": "test", "version": "1"}}),
+    )
+    .await;
+    assert_eq!(answer["result"]["protocolVersion"], "2025-06-18");
+    session.receive(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    (session, events)
+}
+
+async fn next_event(events: &mut SessionEvents) -> Value {
+    let message = tokio::time::timeout(EVENT_LIMIT, events.recv())
+        .await
+        .expect("event in time")
+        .expect("open");
+    serde_json::from_slice(&message).expect("JSON")
+}
+
+#[tokio::test]
+async fn initialize_negotiates_the_version_and_lists_prefixed_tools_with_unknown_fields_intact() {
+    let hub = hub(vec![misbehave("mis", &[]), demo("demo")]);
+    ready(&hub, "mis").await;
+    ready(&hub, "demo").await;
+    let (session, _events) = hub.open_session();
+    let answer = request(
+        &session,
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "1999-01-01", "capabilities": {}}),
+    )
+    .await;
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2025-11-25",
+        "an unknown version gets the newest"
+    );
+    assert_eq!(answer["result"]["serverInfo"]["name"], "switchboard");
+    assert_eq!(
+        answer["result"]["capabilities"]["tools"]["listChanged"],
+        true
+    );
+
+    let tools = request(&session, json!(2), "tools/list", json!({})).await;
+    let tools = tools["result"]["tools"].as_array().expect("tools").clone();
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("name"))
+        .collect();
+    assert!(
+        names.contains(&"mis__echo") && names.contains(&"demo__echo"),
+        "{names:?}"
+    );
+    let echo = tools
+        .iter()
+        .find(|tool| tool["name"] == "mis__echo")
+        .expect("listed");
+    assert_eq!(
+        echo["x-switchboard-test"],
+        json!({"kept": true}),
+        "unknown fields arrive unchanged"
+    );
+
+    let call = request(
+        &session,
+        json!("s"),
+        "tools/call",
+        json!({"name": "demo__add", "arguments": {"a": 2, "b": 40}}),
+    )
+    .await;
+    assert_eq!(call["id"], "s");
+    assert_eq!(call["result"]["content"][0]["text"], "42");
+    let echo = request(
+        &session,
+        json!(3),
+        "tools/call",
+        json!({"name": "mis__echo", "arguments": {"text": "hi"}}),
+    )
+    .await;
+    assert_eq!(
+        echo["result"]["x-extra"], 1,
+        "unknown fields of results arrive unchanged"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_sessions_sending_the_same_ids_each_get_their_own_answers() {
+    let hub = hub(vec![misbehave("mis", &[])]);
+    ready(&hub, "mis").await;
+    let (first, _) = initialized(&hub, json!({})).await;
+    let (second, _) = initialized(&hub, json!({})).await;
+    let mut calls = Vec::new();
+    for i in 0..50 {
+        for (label, session) in [("first", first.clone()), ("second", second.clone())] {
+            calls.push(tokio::spawn(async move {
+                let text = format!("{label} {i}");
+                let params = json!({"name": "mis__slow", "arguments": {"ms": i % 7}});
+                let slow = request(&session, json!(i), "tools/call", params);
+                let echo = request(
+                    &session,
+                    json!(1000 + i),
+                    "tools/call",
+                    json!({"name": "mis__echo", "arguments": {"text": text}}),
+                );
+                let (slow, echo) = tokio::join!(slow, echo);
+                assert_eq!(slow["id"], i);
+                assert_eq!(echo["id"], 1000 + i);
+                assert_eq!(echo["result"]["content"][0]["text"], text);
+            }));
+        }
+    }
+    for call in calls {
+        call.await.expect("every answer went to the right session");
+    }
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_tokens_are_remapped_back_to_the_callers_own() {
+    let hub = hub(vec![misbehave("mis", &[])]);
+    ready(&hub, "mis").await;
+    let (first, _) = initialized(&hub, json!({})).await;
+    let (second, _) = initialized(&hub, json!({})).await;
+    let params =
+        json!({"name": "mis__slow", "arguments": {"ms": 100}, "_meta": {"progressToken": 7}});
+    let message =
+        |id| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let (a, b) = tokio::join!(exchange(&first, message(1)), exchange(&second, message(1)));
+    for messages in [a, b] {
+        let (response, progress) = messages.split_last().expect("messages");
+        assert_eq!(response["result"]["content"][0]["text"], "slept 100");
+        assert!(progress.len() >= 3, "progress arrived: {progress:?}");
+        for note in progress {
+            assert_eq!(note["method"], "notifications/progress");
+            assert_eq!(
+                note["params"]["progressToken"], 7,
+                "the client's own token, as a number"
+            );
+        }
+    }
+    let without = request(
+        &first,
+        json!(2),
+        "tools/call",
+        json!({"name": "mis__slow", "arguments": {"ms": 50}}),
+    )
+    .await;
+    assert_eq!(
+        without["result"]["content"][0]["text"], "slept 50",
+        "no token is injected when none was sent"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_cancelled_at_the_backend_and_gets_no_response() {
+    let hub = hub(vec![misbehave("mis", &[])]);
+    ready(&hub, "mis").await;
+    let (session, _) = initialized(&hub, json!({})).await;
+    let Inbound::Request(mut reply) = session.receive(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mis__hang"}})
+            .to_string()
+            .as_bytes(),
+    ) else {
+        panic!("a request");
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let accepted = session.receive(
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#,
+    );
+    assert!(matches!(accepted, Inbound::Accepted));
+    let end = tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
+        .await
+        .expect("closed in time");
+    assert!(
+        end.is_none(),
+        "no response after a cancellation: {:?}",
+        end.map(|m| String::from_utf8_lossy(&m).into_owned())
+    );
+
+    let ids = request(
+        &session,
+        json!(6),
+        "tools/call",
+        json!({"name": "mis__cancelled_ids"}),
+    )
+    .await;
+    let ids: Vec<Value> =
+        serde_json::from_str(ids["result"]["content"][0]["text"].as_str().expect("text"))
+            .expect("ids");
+    assert_eq!(ids.len(), 1, "the backend was told");
+
+    // A client that goes away mid-call (drops the reply) cancels it too.
+    let Inbound::Request(reply) = session.receive(
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "mis__hang"}})
+            .to_string()
+            .as_bytes(),
+    ) else {
+        panic!("a request");
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(reply);
+    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
+    loop {
+        let ids = request(
+            &session,
+            json!(8),
+            "tools/call",
+            json!({"name": "mis__cancelled_ids"}),
+        )
+        .await;
+        let ids: Vec<Value> =
+            serde_json::from_str(ids["result"]["content"][0]["text"].as_str().expect("text"))
+                .expect("ids");
+        if ids.len() == 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the dropped call was never cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_right_json_rpc_errors() {
+    let hub = hub(vec![misbehave("mis", &[])]);
+    ready(&hub, "mis").await;
+    let (session, _) = initialized(&hub, json!({})).await;
+    let raw = |text: &str| match session.receive(text.as_bytes()) {
+        Inbound::Rejected(error) => serde_json::from_slice::<Value>(&error).expect("JSON"),
+        _ => panic!("{text} should be rejected"),
+    };
+    assert_eq!(raw("{not json")["error"]["code"], -32700);
+    assert_eq!(raw("{not json")["id"], Value::Null);
+    assert_eq!(raw(r#"{"jsonrpc":"2.0","id":1}"#)["error"]["code"], -32600);
+    assert_eq!(raw(r#"{"id":1,"method":"ping"}"#)["error"]["code"], -32600);
+    assert_eq!(raw(r#"[1,2]"#)["error"]["code"], -32700);
+    assert_eq!(
+        raw(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#)["error"]["code"],
+        -32600
+    );
+
+    let unknown = request(&session, json!(1), "no/such/method", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+    let tool = request(
+        &session,
+        json!(2),
+        "tools/call",
+        json!({"name": "mis__nope"}),
+    )
+    .await;
+    assert_eq!(tool["error"]["code"], -32602);
+    assert!(
+        tool["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("mis__nope")
+    );
+    let no_params = request(&session, json!(3), "tools/call", json!(null)).await;
+    assert_eq!(no_params["error"]["code"], -32602);
+
+    let ping = request(&session, json!(4), "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "the hub itself keeps answering");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_to_a_backend_that_is_down_names_it_and_its_state() {
+    let mut manual = misbehave("manual", &[]);
+    manual.start_on_demand = false;
+    let hub = hub(vec![manual]);
+    ready(&hub, "manual").await;
+    let (session, _) = initialized(&hub, json!({})).await;
+    hub.engine()
+        .backend("manual")
+        .expect("configured")
+        .stop()
+        .await
+        .expect("stops");
+    let call = request(
+        &session,
+        json!(1),
+        "tools/call",
+        json!({"name": "manual__echo", "arguments": {"text": "x"}}),
+    )
+    .await;
+    assert_eq!(call["error"]["code"], -32001);
+    let message = call["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("manual") && message.contains("stopped"),
+        "{message}"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_listed() {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let mut lazy = misbehave("lazy", &[]);
+    lazy.start_on_demand = true;
+    let mut manual = misbehave("manual", &[]);
+    manual.start_on_demand = false;
+    let options = HubOptions {
+        catalog_cache: Some(cache.path().to_owned()),
+    };
+    let hub = Hub::start(
+        vec![lazy, manual],
+        switchboard::spawn::GroupRegistry::in_memory(),
+        options,
+    );
+    ready(&hub, "lazy").await;
+    ready(&hub, "manual").await;
+    let (session, _) = initialized(&hub, json!({})).await;
+    for name in ["lazy", "manual"] {
+        hub.engine()
+            .backend(name)
+            .expect("configured")
+            .stop()
+            .await
+            .expect("stops");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let tools = request(&session, json!(1), "tools/list", json!({})).await;
+    let names: Vec<String> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name").to_owned())
+        .collect();
+    assert!(
+        names.contains(&"lazy__echo".to_owned()),
+        "a stopped on-demand backend stays listed: {names:?}"
+    );
+    assert!(
+        !names.iter().any(|name| name.starts_with("manual__")),
+        "{names:?}"
+    );
+    let file = cache.path().join("lazy.json");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&file).expect("cached").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+
+    let call = request(
+        &session,
+        json!(2),
+        "tools/call",
+        json!({"name": "lazy__echo", "arguments": {"text": "woke"}}),
+    )
+    .await;
+    assert_eq!(call["result"]["content"][0]["text"], "woke");
+    assert_eq!(
+        hub.engine()
+            .backend("lazy")
+            .expect("configured")
+            .status()
+            .state,
+        BackendState::Ready
+    );
+    hub.shutdown().await;
+
+    // A new hub lists the cached tools before the backend has even started.
+    let mut lazy = misbehave("lazy", &["--slow-start", "3000"]);
+    lazy.handshake_timeout = Duration::from_secs(20);
+    let options = HubOptions {
+        catalog_cache: Some(cache.path().to_owned()),
+    };
+    let hub = Hub::start(
+        vec![lazy],
+        switchboard::spawn::GroupRegistry::in_memory(),
+        options,
+    );
+    let (session, _) = initialized(&hub, json!({})).await;
+    let tools = request(&session, json!(1), "tools/list", json!({})).await;
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|t| t["name"] == "lazy__echo")
+    );
+    assert_ne!(
+        hub.engine()
+            .backend("lazy")
+            .expect("configured")
+            .status()
+            .state,
+        BackendState::Ready
+    );
+    let call = request(
+        &session,
+        json!(2),
+        "tools/call",
+        json!({"name": "lazy__echo", "arguments": {"text": "waited"}}),
+    )
+    .await;
+    assert_eq!(
+        call["result"]["content"][0]["text"], "waited",
+        "the call waits for the start"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_to_client_requests_go_to_the_session_whose_call_caused_them() {
+    let hub = hub(vec![misbehave("mis", &[])]);
+    ready(&hub, "mis").await;
+    let (_bystander, _) = initialized(&hub, json!({"sampling": {}})).await;
+    let (caller, _) = initialized(&hub, json!({"sampling": {}, "elicitation": {}})).await;
+    let params = json!({"name": "mis__ask", "arguments": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}});
+    let Inbound::Request(mut reply) = caller.receive(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+            .to_string()
+            .as_bytes(),
+    ) else {
+        panic!("a request");
+    };
+    let asked: Value = serde_json::from_slice(
+        &tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
+            .await
+            .expect("in time")
+            .expect("asked"),
+    )
+    .expect("JSON");
+    assert_eq!(asked["method"], "sampling/createMessage");
+    assert_eq!(asked["params"]["maxTokens"], 5);
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}});
+    assert!(matches!(
+        caller.receive(answer.to_string().as_bytes()),
+        Inbound::Accepted
+    ));
+    let response: Value = serde_json::from_slice(
+        &tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
+            .await
+            .expect("in time")
+            .expect("answered"),
+    )
+    .expect("JSON");
+    let relayed: Value = serde_json::from_str(
+        response["result"]["content"][0]["text"]
+            .as_str()
+            .expect("text"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        relayed["content"]["text"], "sampled",
+        "the backend got the editor's answer"
+    );
+
+    // Without a capable session the backend gets a proper JSON-RPC error.
+    let asked = request(
+        &caller,
+        json!(2),
+        "tools/call",
+        json!({"name": "mis__ask", "arguments": {"method": "roots/list"}}),
+    )
+    .await;
+    let relayed: Value = serde_json::from_str(
+        asked["result"]["content"][0]["text"]
+            .as_str()
+            .expect("text"),
+    )
+    .expect("JSON");
+    assert_eq!(relayed["code"], -32601);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn list_changed_and_subscribed_updates_reach_the_right_sessions() {
+    let hub = hub(vec![misbehave("mis", &[])]);
+    ready(&hub, "mis").await;
+    let (subscriber, mut subscriber_events) = initialized(&hub, json!({})).await;
+    let (other, mut other_events) = initialized(&hub, json!({})).await;
+    let subscribed = request(
+        &subscriber,
+        json!(1),
+        "resources/subscribe",
+        json!({"uri": "test://a"}),
+    )
+    .await;
+    assert_eq!(subscribed["result"], json!({}));
+    let read = request(
+        &other,
+        json!(1),
+        "resources/read",
+        json!({"uri": "test://items/9"}),
+    )
+    .await;
+    assert_eq!(
+        read["result"]["contents"][0]["text"], "content of test://items/9",
+        "templates route too"
+    );
+
+    request(
+        &other,
+        json!(2),
+        "tools/call",
+        json!({"name": "mis__update", "arguments": {"uri": "test://a"}}),
+    )
+    .await;
+    let update = next_event(&mut subscriber_events).await;
+    assert_eq!(update["method"], "notifications/resources/updated");
+    assert_eq!(update["params"]["uri"], "test://a");
+
+    request(
+        &other,
+        json!(3),
+        "tools/call",
+        json!({"name": "mis__change_tools"}),
+    )
+    .await;
+    for events in [&mut subscriber_events, &mut other_events] {
+        let changed = next_event(events).await;
+        assert_eq!(changed["method"], "notifications/tools/list_changed");
+    }
+    let tools = request(&other, json!(4), "tools/list", json!({})).await;
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|tool| tool["name"] == "mis__added_later")
+    );
+    assert!(
+        other_events.try_recv().is_err(),
+        "the non-subscriber got no resource update"
+    );
+    hub.shutdown().await;
+}
