@@ -49,7 +49,13 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     let groups = switchboard::spawn::GroupRegistry::in_memory();
     let mut config = BackendConfig::new("demo", DEMO, vec!["demo-server".to_owned()]);
     config.health_interval = None;
-    let engine = Engine::start(vec![config], EngineOptions { groups });
+    let engine = Engine::start(
+        vec![config],
+        EngineOptions {
+            groups,
+            server_requests: None,
+        },
+    );
     let backend = engine.backend("demo").expect("configured").clone();
     let mut status = backend.watch_status();
     status

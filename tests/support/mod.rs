@@ -55,7 +55,13 @@ pub fn fast_restarts() -> RestartPolicy {
 /// Starts an engine over the given backends with an in-memory process-group registry.
 pub fn engine(configs: Vec<BackendConfig>) -> Engine {
     let groups = switchboard::spawn::GroupRegistry::in_memory();
-    Engine::start(configs, EngineOptions { groups })
+    Engine::start(
+        configs,
+        EngineOptions {
+            groups,
+            server_requests: None,
+        },
+    )
 }
 
 /// Waits until the backend's published status satisfies `check`, and returns that status.
