@@ -129,6 +129,8 @@ struct Inner {
     backend: Arc<str>,
     next_id: AtomicU64,
     pending: Mutex<Pending>,
+    /// Progress token (its JSON text) → where that request's progress notifications go.
+    progress: Mutex<HashMap<String, mpsc::UnboundedSender<Box<RawValue>>>>,
     outgoing: mpsc::Sender<Vec<u8>>,
     stop_writing: CancellationToken,
     max_message_size: usize,
@@ -157,6 +159,7 @@ impl Connection {
             backend: Arc::from(backend),
             next_id: AtomicU64::new(1),
             pending: Mutex::new(Pending::Open(HashMap::new())),
+            progress: Mutex::new(HashMap::new()),
             outgoing,
             stop_writing: CancellationToken::new(),
             max_message_size: options.max_message_size,
@@ -190,6 +193,21 @@ impl Connection {
         params: Option<&RawValue>,
         timeout: Duration,
     ) -> Result<Box<RawValue>, RpcError> {
+        self.request_with_progress(method, params, timeout, None)
+            .await
+    }
+
+    /// Like [`Connection::request`], and the backend's progress notifications for this request
+    /// go to `progress` — in the order the backend sent them, and all of them before the
+    /// answer is returned.
+    pub async fn request_with_progress(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Duration,
+        progress: Option<ProgressSink>,
+    ) -> Result<Box<RawValue>, RpcError> {
+        let _progress = progress.map(|sink| ProgressGuard::register(&self.inner, sink));
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         {
@@ -376,6 +394,50 @@ impl Inner {
     }
 }
 
+/// Where the progress notifications of one request go, and the token that marks them.
+pub struct ProgressSink {
+    /// The progress token as JSON text (`"abc"` with its quotes, or `7`).
+    pub token: String,
+    pub sender: mpsc::UnboundedSender<Box<RawValue>>,
+}
+
+/// Keeps a progress sink registered for as long as its request runs.
+struct ProgressGuard<'a> {
+    inner: &'a Inner,
+    token: String,
+}
+
+impl<'a> ProgressGuard<'a> {
+    fn register(inner: &'a Inner, sink: ProgressSink) -> ProgressGuard<'a> {
+        let mut routes = inner
+            .progress
+            .lock()
+            .expect("progress lock is never poisoned");
+        routes.insert(sink.token.clone(), sink.sender);
+        ProgressGuard {
+            inner,
+            token: sink.token,
+        }
+    }
+}
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        let mut routes = self
+            .inner
+            .progress
+            .lock()
+            .expect("progress lock is never poisoned");
+        routes.remove(&self.token);
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ProgressParams<'a> {
+    #[serde(borrow, rename = "progressToken")]
+    token: &'a RawValue,
+}
+
 /// Removes an unanswered request from the pending map and tells the backend it was cancelled.
 struct AbandonGuard<'a> {
     inner: &'a Inner,
@@ -513,6 +575,21 @@ async fn handle_line(
             let _ = incoming.send(message).await;
         }
         Kind::Notification => {
+            // Progress for a request that asked for it goes straight to its caller, from this
+            // task, so that it cannot fall behind the answer.
+            if envelope.method.as_deref() == Some("notifications/progress")
+                && let Some(params) = envelope.params
+                && let Ok(progress) = serde_json::from_str::<ProgressParams<'_>>(params.get())
+            {
+                let routes = inner
+                    .progress
+                    .lock()
+                    .expect("progress lock is never poisoned");
+                if let Some(sink) = routes.get(progress.token.get()) {
+                    let _ = sink.send(params.to_owned());
+                    return;
+                }
+            }
             let message = Incoming::Notification {
                 method: envelope
                     .method

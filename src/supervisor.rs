@@ -18,7 +18,9 @@ use crate::framing::{Frame, LineReader};
 use crate::jsonrpc::{self, ErrorObject};
 use crate::output::{OutputLog, OutputStream};
 use crate::policy::{Decision, RestartBudget};
-use crate::rpc::{CloseReason, Connection, ConnectionOptions, Incoming, RpcError, Started};
+use crate::rpc::{
+    CloseReason, Connection, ConnectionOptions, Incoming, ProgressSink, RpcError, Started,
+};
 use crate::spawn::{self, BackendProcess, GroupRegistry, SpawnSpec};
 use crate::status::{
     BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, ServerDescription,
@@ -225,6 +227,27 @@ impl BackendHandle {
     ) -> Result<Box<RawValue>, CallError> {
         self.request_with_timeout(method, params, self.config.request_timeout)
             .await
+    }
+
+    /// Sends a request whose progress notifications go to `progress` (see
+    /// [`Connection::request_with_progress`]).
+    pub async fn request_with_progress(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Duration,
+        progress: Option<ProgressSink>,
+    ) -> Result<Box<RawValue>, CallError> {
+        let connection = self.connection.borrow().clone();
+        match connection {
+            Some(connection) => Ok(connection
+                .request_with_progress(method, params, timeout, progress)
+                .await?),
+            None => Err(CallError::Unavailable {
+                backend: self.name.to_string(),
+                state: self.status.borrow().state,
+            }),
+        }
     }
 
     /// Sends a request with an explicit deadline.

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::BackendConfig;
 use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::rpc::ProgressSink;
 use crate::spawn::GroupRegistry;
 use crate::status::BackendState;
 use crate::supervisor::{
@@ -83,15 +84,8 @@ struct HubInner {
 /// Correlations that outlive one call of `receive`.
 #[derive(Default)]
 struct Routes {
-    /// Our progress token → where its notifications go.
-    progress: HashMap<String, ProgressRoute>,
     /// Our id of a request sent to a client → the backend request it stands for.
     to_clients: HashMap<u64, ClientBound>,
-}
-
-struct ProgressRoute {
-    client_token: Box<RawValue>,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
 }
 
 struct ClientBound {
@@ -382,7 +376,7 @@ impl Session {
                         progress,
                         subscription,
                     };
-                    self.start_call(hub, id, call, reply.clone());
+                    self.start_call(id, call, reply.clone());
                     None
                 }
                 Err(error) => Some(Err(error)),
@@ -564,13 +558,7 @@ impl Session {
         })
     }
 
-    fn start_call(
-        &self,
-        hub: &Arc<HubInner>,
-        id: &RawValue,
-        call: Call,
-        reply: mpsc::UnboundedSender<Vec<u8>>,
-    ) {
+    fn start_call(&self, id: &RawValue, call: Call, reply: mpsc::UnboundedSender<Vec<u8>>) {
         let id_key = id.get().to_owned();
         let cancel = self.shared.closed.child_token();
         {
@@ -593,22 +581,14 @@ impl Session {
                 },
             );
         }
-        if let Some(token) = &call.progress {
-            let route = ProgressRoute {
-                client_token: token.original.clone(),
-                reply: reply.clone(),
-            };
-            hub.lock_routes().progress.insert(token.ours.clone(), route);
-        }
         let id = id.to_owned();
         let session = self.clone();
-        let hub = Arc::downgrade(hub);
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => None,
                 _ = reply.closed() => None,
-                result = call.run() => Some(result),
+                result = call.run(&reply) => Some(result),
             };
             {
                 let mut state = session.lock_state();
@@ -620,9 +600,6 @@ impl Session {
                         state.subscriptions.remove(uri);
                     }
                 }
-            }
-            if let (Some(token), Some(hub)) = (&call.progress, hub.upgrade()) {
-                hub.lock_routes().progress.remove(&token.ours);
             }
             if let Some(result) = outcome {
                 let _ = reply.send(response(&id, result));
@@ -776,19 +753,66 @@ struct Call {
 
 impl Call {
     /// Sends the call once the backend is ready, starting it on demand, within its deadline.
-    async fn run(&self) -> Result<String, ErrorObject> {
+    /// Its progress notifications go to `reply` with the client's own token, all before the
+    /// answer.
+    async fn run(&self, reply: &mpsc::UnboundedSender<Vec<u8>>) -> Result<String, ErrorObject> {
         let deadline = self.backend.config().request_timeout;
         let started = Instant::now();
         ready_backend(&self.backend, deadline).await?;
         let remaining = deadline.saturating_sub(started.elapsed());
-        match self
-            .backend
-            .request_with_timeout(&self.method, Some(&self.params), remaining)
-            .await
-        {
+        let (sink, mut progress) = match &self.progress {
+            Some(token) => {
+                let (sender, progress) = mpsc::unbounded_channel();
+                let token_json = json_string(&token.ours).get().to_owned();
+                (
+                    Some(ProgressSink {
+                        token: token_json,
+                        sender,
+                    }),
+                    Some(progress),
+                )
+            }
+            None => (None, None),
+        };
+        let call =
+            self.backend
+                .request_with_progress(&self.method, Some(&self.params), remaining, sink);
+        tokio::pin!(call);
+        let result = loop {
+            let next_progress = async {
+                match progress.as_mut() {
+                    Some(progress) => progress.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                result = &mut call => break result,
+                Some(params) = next_progress => self.forward_progress(reply, &params),
+            }
+        };
+        // Progress sent before the answer was queued before it too.
+        if let Some(progress) = progress.as_mut() {
+            while let Ok(params) = progress.try_recv() {
+                self.forward_progress(reply, &params);
+            }
+        }
+        match result {
             Ok(result) => Ok(result.get().to_owned()),
             Err(error) => Err(error.to_error_object()),
         }
+    }
+
+    /// Sends a progress notification on with the client's own token.
+    fn forward_progress(&self, reply: &mpsc::UnboundedSender<Vec<u8>>, params: &RawValue) {
+        let (Some(token), Ok(mut entries)) = (&self.progress, ObjectEntries::parse(params.get()))
+        else {
+            return;
+        };
+        entries.set("progressToken", token.original.clone());
+        let params =
+            RawValue::from_string(entries.to_json()).expect("rewritten objects are valid JSON");
+        let _ = reply.send(notification("notifications/progress", Some(&params)));
     }
 }
 
@@ -1047,23 +1071,9 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
     let params = note.params.as_deref();
     let entries = params.and_then(|params| ObjectEntries::parse(params.get()).ok());
     match note.method.as_str() {
-        "notifications/progress" => {
-            let Some(mut entries) = entries else { return };
-            let Some(token) = entries
-                .get_str("progressToken")
-                .map(|token| token.into_owned())
-            else {
-                return;
-            };
-            let routes = hub.lock_routes();
-            let Some(route) = routes.progress.get(&token) else {
-                return;
-            };
-            entries.set("progressToken", route.client_token.clone());
-            let params =
-                RawValue::from_string(entries.to_json()).expect("rewritten objects are valid JSON");
-            let _ = route.reply.send(notification(&note.method, Some(&params)));
-        }
+        // Progress of a call in flight goes straight to its caller (see `Call::run`); what
+        // arrives here belongs to no call any more.
+        "notifications/progress" => {}
         "notifications/resources/updated" => {
             let Some(uri) = entries.as_ref().and_then(|entries| entries.get_str("uri")) else {
                 return;
@@ -1139,52 +1149,94 @@ async fn route_server_requests(
     }
 }
 
-/// When a session's latest call to a backend started, and where its related messages go.
-type LatestCall = (Instant, mpsc::UnboundedSender<Vec<u8>>);
-
-fn route_server_request(hub: &HubInner, request: ServerRequest) {
+/// Picks the session that should answer a backend's request.
+///
+/// Over stdio nothing in the request says which call caused it. If exactly one session has
+/// calls in flight at that backend, it caused the request. If several do, the hub cannot tell
+/// which, and guessing could show one editor's prompt to another: the backend gets an error
+/// instead. With no call in flight (roots/list after a start, say), any session that declared
+/// the capability answers, the most recently active first.
+fn choose_session(
+    hub: &HubInner,
+    request: &ServerRequest,
+) -> Result<(Session, Option<mpsc::UnboundedSender<Vec<u8>>>), ErrorObject> {
     let capable = |capabilities: ClientCapabilities| match request.method.as_str() {
         "sampling/createMessage" => capabilities.sampling,
         "elicitation/create" => capabilities.elicitation,
         "roots/list" => capabilities.roots,
         _ => true,
     };
-    // The session with the most recent call to this backend caused it, most likely.
-    let mut best: Option<(Session, Option<LatestCall>)> = None;
+    let mut callers = Vec::new();
+    let mut idle: Option<(Instant, Session)> = None;
     for session in hub.sessions() {
         let state = session.lock_state();
-        if !capable(state.capabilities) {
-            continue;
-        }
         let latest = state
             .in_flight
             .values()
             .filter(|call| call.backend == request.backend)
             .max_by_key(|call| call.started)
-            .map(|call| (call.started, call.reply.clone()));
-        let better = match (&best, &latest) {
-            (None, _) => true,
-            (Some((_, None)), Some(_)) => true,
-            (Some((_, Some((current, _)))), Some((candidate, _))) => candidate > current,
-            _ => false,
-        };
+            .map(|call| call.reply.clone());
+        let active = state.last_active;
+        let able = capable(state.capabilities);
         drop(state);
-        if better {
-            best = Some((session, latest));
+        match latest {
+            Some(reply) => callers.push((session, able, reply)),
+            None if able => {
+                let active = active.unwrap_or_else(Instant::now);
+                if idle.as_ref().is_none_or(|(best, _)| active > *best) {
+                    idle = Some((active, session));
+                }
+            }
+            None => {}
         }
     }
-    let Some((session, related)) = best else {
-        let error = ErrorObject::new(
-            jsonrpc::METHOD_NOT_FOUND,
-            format!(
-                "no connected editor supports {} (asked by backend {})",
-                request.method, request.backend
-            ),
-        );
-        tokio::spawn(async move {
-            let _ = request.connection.respond(&request.id, Err(&error)).await;
-        });
-        return;
+    match callers.len() {
+        0 => idle.map(|(_, session)| (session, None)).ok_or_else(|| {
+            ErrorObject::new(
+                jsonrpc::METHOD_NOT_FOUND,
+                format!(
+                    "no connected editor supports {} (asked by backend {})",
+                    request.method, request.backend
+                ),
+            )
+        }),
+        1 => {
+            let (session, able, reply) = callers.pop().expect("one caller");
+            if able {
+                Ok((session, Some(reply)))
+            } else {
+                Err(ErrorObject::new(
+                    jsonrpc::METHOD_NOT_FOUND,
+                    format!(
+                        "the editor calling backend {} does not support {}",
+                        request.backend, request.method
+                    ),
+                ))
+            }
+        }
+        n => {
+            tracing::warn!(backend = %request.backend, method = %request.method, editors = n,
+                "cannot tell which editor's call caused this request; refusing it");
+            Err(ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!(
+                    "{n} editors have calls in flight at backend {}, and nothing tells which one {} is for",
+                    request.backend, request.method
+                ),
+            ))
+        }
+    }
+}
+
+fn route_server_request(hub: &HubInner, request: ServerRequest) {
+    let (session, related) = match choose_session(hub, &request) {
+        Ok(chosen) => chosen,
+        Err(error) => {
+            tokio::spawn(async move {
+                let _ = request.connection.respond(&request.id, Err(&error)).await;
+            });
+            return;
+        }
     };
     let our_id = hub.next_id.fetch_add(1, Ordering::Relaxed);
     let id = RawValue::from_string(our_id.to_string()).expect("a number is valid JSON");
@@ -1198,7 +1250,7 @@ fn route_server_request(hub: &HubInner, request: ServerRequest) {
         },
     );
     match related {
-        Some((_, reply)) if reply.send(message.clone()).is_ok() => {}
+        Some(reply) if reply.send(message.clone()).is_ok() => {}
         _ => session.send_event(message),
     }
 }
