@@ -38,3 +38,17 @@ pub fn runtime_dir() -> PathBuf {
         None => std::env::temp_dir().join(format!("switchboard-{}", nix::unistd::getuid())),
     }
 }
+
+/// Environment variable that overrides the data directory (token, cached catalogs).
+pub const DATA_DIR_ENV: &str = "SWITCHBOARD_DATA_DIR";
+
+/// The data directory: `~/.local/share/switchboard` on Linux.
+pub fn data_dir() -> PathBuf {
+    if let Some(path) = std::env::var_os(DATA_DIR_ENV) {
+        return PathBuf::from(path);
+    }
+    match project_dirs() {
+        Some(dirs) => dirs.data_local_dir().to_path_buf(),
+        None => std::env::temp_dir().join(format!("switchboard-data-{}", nix::unistd::getuid())),
+    }
+}

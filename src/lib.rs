@@ -3,6 +3,7 @@
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
 pub mod config;
+pub mod connect;
 pub mod demo;
 pub mod dirs;
 pub mod framing;
@@ -11,6 +12,7 @@ pub mod jsonrpc;
 pub mod output;
 pub mod policy;
 pub mod rpc;
+pub mod serve;
 pub mod spawn;
 pub mod status;
 pub mod supervisor;

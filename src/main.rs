@@ -1,5 +1,6 @@
 //! The `switchboard` command line: `serve`, `check`, `demo-server`.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -7,7 +8,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use switchboard::config;
-use switchboard::supervisor::{Engine, EngineOptions};
+use switchboard::hub::{Hub, HubOptions};
+use switchboard::serve::{http, socket};
+use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 /// How long shutdown may take before Switchboard exits anyway (the guardian then kills leftovers).
@@ -31,9 +34,18 @@ enum Command {
         /// Config file (TOML, or a Claude Desktop style JSON file).
         #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
+        /// Address of the HTTP endpoint (default: the config's `endpoint.listen`, 127.0.0.1:8765).
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
     },
     /// Validate a config file and print every problem; exits 1 on errors.
     Check {
+        #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
+        config: Option<PathBuf>,
+    },
+    /// Attach an editor's stdio to the running Switchboard (starting one if none runs).
+    Connect {
+        /// Config file for a headless instance started by this command.
         #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
     },
@@ -47,8 +59,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     let result = match cli.command {
-        Command::Serve { config } => runtime().block_on(serve(config)),
+        Command::Serve { config, listen } => {
+            single_thread_runtime().block_on(serve(config, listen))
+        }
         Command::Check { config } => check(config),
+        Command::Connect { config } => runtime().block_on(connect(config)),
         Command::DemoServer => runtime()
             .block_on(switchboard::demo::run())
             .map(|()| ExitCode::SUCCESS),
@@ -73,35 +88,89 @@ fn runtime() -> tokio::runtime::Runtime {
 fn init_logging() {
     let filter =
         EnvFilter::try_from_env("SWITCHBOARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only for a person at a terminal; logs read by programs stay plain.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_target(false)
         .init();
 }
 
-async fn serve(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+async fn serve(
+    config_path: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+) -> anyhow::Result<ExitCode> {
     let path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
     let config = config::load_or_create_default(&path)?;
     for diagnostic in &config.diagnostics {
         tracing::warn!("{diagnostic}");
     }
+    let token_invalid = config.diagnostics.iter().any(|diagnostic| {
+        diagnostic.severity == config::Severity::Error
+            && diagnostic.field.starts_with("endpoint.token")
+    });
+    if token_invalid {
+        anyhow::bail!(
+            "the endpoint token in {} is invalid; refusing to serve without it",
+            path.display()
+        );
+    }
+    let endpoint = config.endpoint.clone();
+    let listen = listen.unwrap_or(endpoint.listen);
+    if !listen.ip().is_loopback() {
+        tracing::warn!(%listen, "the MCP endpoint listens beyond this machine");
+    }
     tracing::info!(config = %path.display(), backends = config.backends.len(), "starting");
+
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
     let runtime_dir = switchboard::dirs::runtime_dir();
     let groups = switchboard::spawn::GroupRegistry::open(&runtime_dir, Some(&exe))
         .with_context(|| format!("cannot use the runtime directory {}", runtime_dir.display()))?;
-    let engine = Engine::start(
-        config.backends,
-        EngineOptions {
-            groups,
-            server_requests: None,
-        },
-    );
+    let socket_path = socket::socket_path(&runtime_dir);
+    let socket_listener = socket::bind(&socket_path).with_context(|| {
+        format!(
+            "cannot listen on {} (is another Switchboard running?)",
+            socket_path.display()
+        )
+    })?;
+    let tcp_listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| {
+            format!("cannot listen on {listen} (set another address with --listen)")
+        })?;
+    let bound = tcp_listener.local_addr().context("no local address")?;
+
+    let options = HubOptions {
+        catalog_cache: Some(switchboard::dirs::data_dir().join("catalog")),
+    };
+    let hub = Hub::start(config.backends, groups, options);
+    let stop = CancellationToken::new();
+    let http_options = http::HttpOptions {
+        port: bound.port(),
+        token: endpoint.token.clone(),
+        max_body_size: endpoint.max_body_size,
+        extra_origins: Vec::new(),
+    };
+    let http_server = tokio::spawn(http::serve(
+        tcp_listener,
+        http::app(hub.clone(), http_options),
+        stop.clone(),
+    ));
+    let socket_server = tokio::spawn(socket::serve_socket(
+        socket_listener,
+        hub.clone(),
+        endpoint.max_body_size,
+        stop.clone(),
+    ));
+    let url = format!("http://{bound}{}", http::MCP_PATH);
+    tracing::info!(%url, socket = %socket_path.display(), "listening");
 
     wait_for_signal().await?;
     tracing::info!("shutting down");
-    if tokio::time::timeout(SHUTDOWN_LIMIT, engine.shutdown())
+    stop.cancel();
+    if tokio::time::timeout(SHUTDOWN_LIMIT, hub.shutdown())
         .await
         .is_err()
     {
@@ -110,6 +179,8 @@ async fn serve(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             SHUTDOWN_LIMIT.as_secs()
         );
     }
+    let _ = tokio::time::timeout(Duration::from_secs(1), socket_server).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), http_server).await;
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -123,6 +194,18 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         _ = interrupt.recv() => {}
     }
     Ok(())
+}
+
+async fn connect(config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
+    let runtime_dir = switchboard::dirs::runtime_dir();
+    switchboard::connect::run(switchboard::connect::ConnectOptions {
+        runtime_dir,
+        exe,
+        config,
+    })
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -157,4 +240,11 @@ fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     } else {
         Ok(ExitCode::SUCCESS)
     }
+}
+
+fn single_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("the tokio runtime starts")
 }

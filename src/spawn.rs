@@ -546,3 +546,39 @@ fn process_has_env(pid: u32, entry: &str) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// Starts `program args` detached from us: in a new session (so the terminal or editor that
+/// started us cannot signal it), with stdin from `/dev/null`, stdout and stderr appended to `log`
+/// (created 0600), and `env` added to our environment. It is meant to outlive us: no parent-death
+/// signal, and a thread reaps it should it exit first. Returns its pid.
+pub fn spawn_detached(
+    program: &Path,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+    log: &Path,
+) -> std::io::Result<u32> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let log_file = options.open(log)?;
+    let mut command = std::process::Command::new(program);
+    command
+        .args(args)
+        .envs(env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file);
+    // SAFETY: the closure runs between fork and exec and only calls setsid, which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = command.spawn()?;
+    let pid = child.id();
+    std::thread::spawn(move || child.wait());
+    Ok(pid)
+}

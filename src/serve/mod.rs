@@ -1,0 +1,4 @@
+//! The transports that offer the hub to editors.
+
+pub mod http;
+pub mod socket;
