@@ -36,9 +36,10 @@ stop_grace = "300ms"
 
 fn start_serve(dir: &Path, config: &Path) -> Serve {
     let child = Command::new(switchboard_exe())
-        .args(["serve", "--config"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(config)
         .env("SWITCHBOARD_RUNTIME_DIR", dir.join("run"))
+        .env("SWITCHBOARD_DATA_DIR", dir.join("data"))
         .env("SWITCHBOARD_LOG", "debug")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

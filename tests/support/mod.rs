@@ -142,3 +142,203 @@ pub fn first_text(result: &serde_json::Value) -> String {
         .expect("a text content block")
         .to_owned()
 }
+
+/// A backend that [`ServeProcess`] can put behind `switchboard serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedBackend {
+    /// `switchboard demo-server`, as `demo`.
+    Demo,
+    /// The official `@modelcontextprotocol/server-everything` from node_modules, as `everything`.
+    Everything,
+    /// `tests/backends/misbehave.py`, as `mis`.
+    Misbehave,
+}
+
+impl ServedBackend {
+    /// The backend's name in the config, which prefixes its tools.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServedBackend::Demo => "demo",
+            ServedBackend::Everything => "everything",
+            ServedBackend::Misbehave => "mis",
+        }
+    }
+
+    fn config_entry(self) -> String {
+        let (command, args) = match self {
+            ServedBackend::Demo => (switchboard_exe(), vec!["demo-server".to_owned()]),
+            ServedBackend::Everything => (everything_server(), vec!["stdio".to_owned()]),
+            ServedBackend::Misbehave => (
+                PathBuf::from("python3"),
+                vec![misbehave_script().to_string_lossy().into_owned()],
+            ),
+        };
+        format!(
+            "[servers.{name}]\ncommand = {command:?}\nargs = {args:?}\n\n",
+            name = self.name(),
+            command = command.to_string_lossy(),
+        )
+    }
+}
+
+/// The repository's node_modules (installed by `npm ci`, as `scripts/test` does).
+pub fn node_modules() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules")
+}
+
+/// The official "everything" MCP server; fails the test clearly when npm packages are missing.
+pub fn everything_server() -> PathBuf {
+    let path = node_modules().join(".bin/mcp-server-everything");
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm ci` in {} first",
+        path.display(),
+        env!("CARGO_MANIFEST_DIR")
+    );
+    path
+}
+
+/// A real `switchboard serve` on a free loopback port, with its own config, runtime and data
+/// directories. Dropping it stops it with SIGTERM (SIGKILL if it does not exit in time), so no
+/// backend outlives the test.
+pub struct ServeProcess {
+    child: std::process::Child,
+    url: String,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    dir: tempfile::TempDir,
+}
+
+impl ServeProcess {
+    /// Starts `switchboard serve` over `backends` and waits until it listens and every backend
+    /// is ready.
+    pub fn start(backends: &[ServedBackend]) -> ServeProcess {
+        use std::io::BufRead;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config: String = backends
+            .iter()
+            .map(|backend| backend.config_entry())
+            .collect();
+        std::fs::write(dir.path().join("config.toml"), config).expect("write config");
+        let mut child = std::process::Command::new(switchboard_exe())
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(dir.path().join("config.toml"))
+            .envs(Self::env_in(dir.path()))
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("switchboard serve starts");
+
+        // A thread reads the log for as long as serve runs, so serve never blocks on a full pipe
+        // and a failing test can show what serve said.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+        let stderr = child.stderr.take().expect("stderr piped");
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let line = strip_ansi(&line);
+                kept.lock().expect("log lock").push(line.clone());
+                let _ = lines_tx.send(line);
+            }
+        });
+
+        let mut serve = ServeProcess {
+            child,
+            url: String::new(),
+            log,
+            dir,
+        };
+        let mut waiting_for: Vec<String> = backends
+            .iter()
+            .map(|backend| format!("backend{{name={}}}: ready", backend.name()))
+            .collect();
+        let deadline = std::time::Instant::now() + EVENT_LIMIT;
+        while serve.url.is_empty() || !waiting_for.is_empty() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok(line) = lines.recv_timeout(left) else {
+                panic!(
+                    "serve did not listen with {waiting_for:?} ready within {EVENT_LIMIT:?}; log:\n{}",
+                    serve.log()
+                );
+            };
+            if line.contains("listening")
+                && let Some((_, rest)) = line.split_once("url=")
+            {
+                serve.url = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+            }
+            waiting_for.retain(|needle| !line.contains(needle.as_str()));
+        }
+        serve
+    }
+
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
+    /// What `switchboard connect` needs in its environment to attach to this serve.
+    pub fn env(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut env = Self::env_in(self.dir.path());
+        env.push(("SWITCHBOARD_CONFIG", self.config_path()));
+        env
+    }
+
+    fn env_in(dir: &std::path::Path) -> Vec<(&'static str, PathBuf)> {
+        vec![
+            ("SWITCHBOARD_RUNTIME_DIR", dir.join("run")),
+            ("SWITCHBOARD_DATA_DIR", dir.join("data")),
+            ("SWITCHBOARD_LOG", PathBuf::from("info")),
+        ]
+    }
+
+    /// Everything serve has logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().expect("log lock").join("\n")
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = std::time::Instant::now() + EVENT_LIMIT;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `line` without ANSI colour sequences (`ESC [ ... m`).
+pub fn strip_ansi(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}

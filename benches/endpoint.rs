@@ -1,0 +1,295 @@
+//! Tool-call latency and throughput through Switchboard's endpoint, against the same fast backend
+//! (`switchboard demo-server`) in the same run: a direct stdio client, Streamable HTTP at `/mcp`,
+//! and `switchboard connect`. Then the idle memory of `switchboard serve` with 10 backends.
+//!
+//! Run: `cargo bench --bench endpoint` (options: `-- --sequential N --concurrent N --in-flight N`).
+#![allow(clippy::print_stdout, clippy::disallowed_methods)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use serde_json::value::RawValue;
+
+fn main() {
+    let sequential = option("--sequential", 5000);
+    let concurrent = option("--concurrent", 50_000);
+    let in_flight = option("--in-flight", 64);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run(sequential, concurrent, in_flight));
+    idle_memory(10);
+}
+
+/// A `switchboard serve` child with its own runtime and data directories.
+struct Serve {
+    child: Child,
+    url: String,
+    runtime_dir: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    fn start(backends: usize) -> Serve {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("config.toml");
+        let mut text = String::new();
+        for i in 0..backends {
+            text.push_str(&format!(
+                "[servers.demo{i}]\ncommand = {SWITCHBOARD:?}\nargs = [\"demo-server\"]\nhealth_interval = \"off\"\n\n"
+            ));
+        }
+        std::fs::write(&config, text).expect("write config");
+        let runtime_dir = dir.path().join("run");
+        let mut child = Command::new(SWITCHBOARD)
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .env("SWITCHBOARD_RUNTIME_DIR", &runtime_dir)
+            .env("SWITCHBOARD_DATA_DIR", dir.path().join("data"))
+            .env("SWITCHBOARD_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("serve starts");
+        let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+        let mut url = None;
+        let mut ready = 0;
+        while url.is_none() || ready < backends {
+            let line = lines
+                .next()
+                .expect("serve keeps logging")
+                .expect("read log");
+            if line.contains(" ready") {
+                ready += 1;
+            }
+            if let Some(found) = line.split("url=").nth(1) {
+                url = found.split_whitespace().next().map(str::to_owned);
+            }
+        }
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Serve {
+            child,
+            url: url.expect("url logged"),
+            runtime_dir,
+            _dir: dir,
+        }
+    }
+
+    fn rss_kib(&self) -> u64 {
+        rss_kib(self.child.id())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// A Streamable HTTP client as editors use it: JSON or SSE answers on keep-alive connections.
+#[derive(Clone)]
+struct HttpClient {
+    client: reqwest::Client,
+    url: String,
+    session: String,
+}
+
+impl HttpClient {
+    async fn start(url: &str) -> HttpClient {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .build()
+            .expect("client");
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{INITIALIZE_PARAMS}}}"#
+        );
+        let response = client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+            .await
+            .expect("initialize");
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        let http = HttpClient {
+            client,
+            url: url.to_owned(),
+            session,
+        };
+        let status = http
+            .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned())
+            .await
+            .0;
+        assert_eq!(status, 202);
+        http
+    }
+
+    async fn post(&self, body: String) -> (u16, String) {
+        let response = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body)
+            .send()
+            .await
+            .expect("POST");
+        let status = response.status().as_u16();
+        (status, response.text().await.expect("body"))
+    }
+
+    async fn call(&self, id: u64, params: &RawValue) -> bool {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{}}}"#,
+            params.get()
+        );
+        let (status, text) = self.post(body).await;
+        status == 200 && text.contains("\"result\"")
+    }
+}
+
+async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
+    let serve = Serve::start(1);
+    let direct = StdioClient::start(
+        SWITCHBOARD,
+        &["demo-server"],
+        std::iter::empty::<(&str, &str)>(),
+    )
+    .await;
+    let connect = StdioClient::start(
+        SWITCHBOARD,
+        &["connect"],
+        [("SWITCHBOARD_RUNTIME_DIR", serve.runtime_dir.as_os_str())],
+    )
+    .await;
+    let http = HttpClient::start(&serve.url).await;
+
+    let direct_params: Arc<RawValue> = Arc::from(
+        RawValue::from_string(r#"{"name":"echo","arguments":{"text":"hello"}}"#.to_owned())
+            .expect("json"),
+    );
+    let hub_params: Arc<RawValue> = Arc::from(
+        RawValue::from_string(r#"{"name":"demo0__echo","arguments":{"text":"hello"}}"#.to_owned())
+            .expect("json"),
+    );
+    let stdio_call = |client: &StdioClient, params: &Arc<RawValue>| {
+        let (client, params) = (client.clone(), params.clone());
+        move || {
+            let (client, params) = (client.clone(), params.clone());
+            async move {
+                let answer = client
+                    .request("tools/call", &params)
+                    .await
+                    .expect("answered");
+                assert!(answer.contains("\"result\""), "{answer}");
+            }
+        }
+    };
+    let direct_call = stdio_call(&direct, &direct_params);
+    let connect_call = stdio_call(&connect, &hub_params);
+    let http_call = {
+        let (http, params) = (http.clone(), hub_params.clone());
+        let ids = Arc::new(std::sync::atomic::AtomicU64::new(1));
+        move || {
+            let (http, params, ids) = (http.clone(), params.clone(), ids.clone());
+            async move {
+                let id = ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                assert!(http.call(id, &params).await);
+            }
+        }
+    };
+
+    for _ in 0..2 {
+        measure_sequential(500, direct_call.clone()).await;
+        measure_sequential(500, http_call.clone()).await;
+        measure_sequential(500, connect_call.clone()).await;
+    }
+    println!(
+        "tools/call `echo` on `switchboard demo-server`; {sequential} sequential, {concurrent} with {in_flight} in flight"
+    );
+    print_header();
+    let direct_seq = measure_sequential(sequential, direct_call.clone()).await;
+    let http_seq = measure_sequential(sequential, http_call.clone()).await;
+    let connect_seq = measure_sequential(sequential, connect_call.clone()).await;
+    direct_seq.print("direct stdio, sequential");
+    http_seq.print("HTTP /mcp, sequential");
+    connect_seq.print("switchboard connect, sequential");
+    let direct_par = measure_concurrent(concurrent, in_flight, direct_call).await;
+    let http_par = measure_concurrent(concurrent, in_flight, http_call).await;
+    let connect_par = measure_concurrent(concurrent, in_flight, connect_call).await;
+    direct_par.print(&format!("direct stdio, {in_flight} in flight"));
+    http_par.print(&format!("HTTP /mcp, {in_flight} in flight"));
+    connect_par.print(&format!("switchboard connect, {in_flight} in flight"));
+    println!();
+    println!(
+        "sequential p50 / direct:   HTTP {:.2}x, connect {:.2}x",
+        http_seq.p50() / direct_seq.p50(),
+        connect_seq.p50() / direct_seq.p50()
+    );
+    println!(
+        "{in_flight} in flight calls/s / direct: HTTP {:.0}%, connect {:.0}%",
+        100.0 * http_par.rate / direct_par.rate,
+        100.0 * connect_par.rate / direct_par.rate
+    );
+    println!("serve RSS after the load: {} KiB", serve.rss_kib());
+}
+
+fn idle_memory(backends: usize) {
+    let serve = Serve::start(backends);
+    std::thread::sleep(Duration::from_secs(2));
+    let own = serve.rss_kib();
+    let children: u64 = children_of(serve.child.id()).into_iter().map(rss_kib).sum();
+    println!();
+    println!(
+        "idle `switchboard serve` with {backends} backends: {:.1} MiB RSS (backends not counted; they use {:.1} MiB)",
+        own as f64 / 1024.0,
+        children as f64 / 1024.0
+    );
+}
+
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    stat.rsplit_once(')')
+                        .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                })
+                == Some(parent)
+        })
+        .collect()
+}

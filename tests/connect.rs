@@ -1,0 +1,526 @@
+//! `switchboard connect` as a real process, attached to a real `switchboard serve` that runs the
+//! built-in demo server: sessions, shared backends, auto-start, restarts and bad input.
+#![allow(clippy::disallowed_methods)]
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use support::*;
+
+/// A place for one Switchboard: config, runtime and data directories. Dropping it stops every
+/// `serve` that uses its runtime directory, including one that `connect` started.
+struct Place {
+    dir: tempfile::TempDir,
+}
+
+impl Place {
+    fn new() -> Place {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = format!(
+            "[endpoint]\nlisten = \"127.0.0.1:0\"\n\n[servers.demo]\ncommand = {exe:?}\nargs = [\"demo-server\"]\n",
+            exe = switchboard_exe().to_string_lossy(),
+        );
+        std::fs::write(dir.path().join("config.toml"), config).expect("write config");
+        Place { dir }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
+    fn runtime_dir(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(switchboard_exe());
+        command
+            .args(args)
+            .arg("--config")
+            .arg(self.config())
+            .env("SWITCHBOARD_RUNTIME_DIR", self.runtime_dir())
+            .env("SWITCHBOARD_DATA_DIR", self.dir.path().join("data"))
+            .env("SWITCHBOARD_LOG", "debug");
+        command
+    }
+
+    /// Starts `switchboard serve` and waits until it listens with the demo backend ready.
+    fn serve(&self) -> Serve {
+        let mut child = self
+            .command(&["serve"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("switchboard serve starts");
+        let mut log = BufReader::new(child.stderr.take().expect("stderr piped"));
+        let mut lines = Vec::new();
+        let (mut listening, mut ready) = (false, false);
+        while !(listening && ready) {
+            let mut line = String::new();
+            let read = log.read_line(&mut line).expect("read the log");
+            assert!(read > 0, "serve ended before it listened: {lines:#?}");
+            listening |= line.contains("listening");
+            ready |= line.contains("ready");
+            lines.push(line);
+        }
+        // Keep draining the log so that serve never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+        Serve { child }
+    }
+
+    /// Starts `switchboard connect` with piped stdio.
+    fn connect(&self) -> Connect {
+        let mut child = self
+            .command(&["connect"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("switchboard connect starts");
+        let stdin = child.stdin.take().expect("stdin piped");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout piped"));
+        let (lines, received) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Connect {
+            child,
+            stdin: Some(stdin),
+            received,
+        }
+    }
+
+    /// Every `switchboard serve` process using this place's runtime directory.
+    fn serve_processes(&self) -> Vec<u32> {
+        let marker = format!("SWITCHBOARD_RUNTIME_DIR={}", self.runtime_dir().display());
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                alive(pid)
+                    && cmdline.split(|&b| b == 0).nth(1) == Some(b"serve".as_slice())
+                    && environ
+                        .split(|&b| b == 0)
+                        .any(|item| item == marker.as_bytes())
+            })
+            .collect()
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        for pid in self.serve_processes() {
+            stop(pid);
+        }
+    }
+}
+
+/// SIGTERM, a bounded wait, then SIGKILL.
+fn stop(pid: u32) {
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+    let deadline = Instant::now() + EVENT_LIMIT;
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+}
+
+struct Serve {
+    child: Child,
+}
+
+impl Serve {
+    fn terminate(&mut self) {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).expect("signal serve");
+    }
+
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + EVENT_LIMIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "switchboard serve did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            stop(self.child.id());
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The editor's side of a `switchboard connect` process.
+struct Connect {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    received: mpsc::Receiver<String>,
+}
+
+impl Connect {
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{line}").expect("write to connect");
+        stdin.flush().expect("flush");
+    }
+
+    fn send(&mut self, message: Value) {
+        self.send_line(&message.to_string());
+    }
+
+    /// The next message on stdout; every line must be JSON.
+    fn next(&mut self) -> Value {
+        let line = self
+            .received
+            .recv_timeout(EVENT_LIMIT)
+            .expect("a message from connect in time");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|error| panic!("stdout carries only JSON ({error}): {line:?}"))
+    }
+
+    /// Skips messages until one satisfies `check`.
+    fn next_matching(&mut self, check: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let message = self.next();
+            if check(&message) {
+                return message;
+            }
+        }
+    }
+
+    fn response(&mut self, id: &Value) -> Value {
+        self.next_matching(|message| {
+            &message["id"] == id
+                && (message.get("result").is_some() || message.get("error").is_some())
+        })
+    }
+
+    fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.response(&id)
+    }
+
+    fn handshake(&mut self) -> Value {
+        let answer = self.request(
+            json!(0),
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "connect-test", "version": "1"}}),
+        );
+        assert_eq!(
+            answer["result"]["protocolVersion"], "2025-06-18",
+            "{answer}"
+        );
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        answer
+    }
+
+    /// Waits until `tools/list` names `tool`, re-listing whenever the hub says the list changed.
+    fn wait_for_tool(&mut self, tool: &str) {
+        for n in 0.. {
+            let id = json!(format!("list-{n}"));
+            let tools = self.request(id, "tools/list", json!({}));
+            let names: Vec<&str> = tools["result"]["tools"]
+                .as_array()
+                .expect("a tool list")
+                .iter()
+                .filter_map(|tool| tool["name"].as_str())
+                .collect();
+            if names.contains(&tool) {
+                return;
+            }
+            self.next_matching(|message| message["method"] == "notifications/tools/list_changed");
+        }
+    }
+
+    fn echo(&mut self, id: Value, text: &str) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": "demo__echo", "arguments": {"text": text}}),
+        )
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + EVENT_LIMIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "switchboard connect did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Connect {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn echoed(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text result: {answer}"))
+}
+
+#[test]
+fn connect_carries_a_session_to_the_running_instance() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let mut editor = place.connect();
+
+    let answer = editor.handshake();
+    assert!(
+        answer["result"]["serverInfo"]["name"].is_string(),
+        "{answer}"
+    );
+    editor.wait_for_tool("demo__echo");
+    let tools = editor.request(json!(1), "tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("a tool list")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    for expected in ["demo__echo", "demo__add", "demo__sleep"] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    let answer = editor.echo(json!(2), "hello through the socket");
+    assert_eq!(echoed(&answer), "hello through the socket");
+}
+
+#[test]
+fn two_editors_using_the_same_ids_each_get_their_own_answers() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let mut first = place.connect();
+    let mut second = place.connect();
+    first.handshake();
+    second.handshake();
+    first.wait_for_tool("demo__echo");
+
+    for round in 0..20 {
+        let call = |text: String| json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "demo__echo", "arguments": {"text": text}}});
+        first.send(call(format!("first {round}")));
+        second.send(call(format!("second {round}")));
+        assert_eq!(echoed(&first.response(&json!(7))), format!("first {round}"));
+        assert_eq!(
+            echoed(&second.response(&json!(7))),
+            format!("second {round}")
+        );
+    }
+}
+
+#[test]
+fn connect_starts_an_instance_when_none_runs() {
+    let place = Place::new();
+    assert!(place.serve_processes().is_empty());
+    let mut editor = place.connect();
+
+    editor.handshake();
+    editor.wait_for_tool("demo__echo");
+    assert_eq!(echoed(&editor.echo(json!(1), "auto")), "auto");
+
+    let started = place.serve_processes();
+    assert_eq!(
+        started.len(),
+        1,
+        "exactly one instance was started: {started:?}"
+    );
+    let log = std::fs::read_to_string(place.runtime_dir().join("serve.log")).expect("its log");
+    assert!(log.contains("listening"), "{log}");
+    assert!(
+        log.contains(&place.config().display().to_string()),
+        "the instance uses the config passed to connect: {log}"
+    );
+
+    // A second editor attaches to the same instance instead of starting another.
+    let mut other = place.connect();
+    other.handshake();
+    assert_eq!(echoed(&other.echo(json!(1), "shared")), "shared");
+    assert_eq!(place.serve_processes(), started);
+
+    // The instance outlives the editors that started it; it ends only when told to.
+    drop(editor);
+    drop(other);
+    assert!(alive(started[0]));
+    stop(started[0]);
+    assert!(!alive(started[0]));
+}
+
+#[test]
+fn a_restart_fails_the_call_in_flight_and_the_session_carries_on() {
+    let place = Place::new();
+    let mut serve = place.serve();
+    let mut editor = place.connect();
+    editor.handshake();
+    editor.wait_for_tool("demo__sleep");
+
+    editor.send(json!({
+        "jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "demo__sleep", "arguments": {"ms": 5000}, "_meta": {"progressToken": "nap"}}
+    }));
+    // The first progress notification shows the call is running at the backend.
+    editor.next_matching(|message| message["method"] == "notifications/progress");
+    let signalled = Instant::now();
+    serve.terminate();
+    let lost = editor.response(&json!(10));
+    assert_eq!(lost["error"]["code"], -32001, "{lost}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "the call fails at once, not when the sleep would end: {:?}",
+        signalled.elapsed()
+    );
+
+    let _second = place.serve();
+    assert!(serve.wait_exit().success());
+    let socket = switchboard::serve::socket::socket_path(&place.runtime_dir());
+    assert!(
+        socket.exists(),
+        "the old instance, exiting, leaves the new instance's socket alone"
+    );
+    let answer = editor.echo(json!(11), "after the restart");
+    assert_eq!(echoed(&answer), "after the restart", "{answer}");
+    let tools = editor.request(json!(12), "tools/list", json!({}));
+    assert!(
+        tools["result"]["tools"].is_array(),
+        "still initialized: {tools}"
+    );
+}
+
+#[test]
+fn malformed_input_gets_a_parse_error_and_the_session_carries_on() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let mut editor = place.connect();
+    editor.handshake();
+
+    editor.send_line("not json");
+    let error = editor.next();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert_eq!(error["id"], Value::Null, "{error}");
+
+    editor.wait_for_tool("demo__echo");
+    assert_eq!(echoed(&editor.echo(json!(1), "still here")), "still here");
+}
+
+#[test]
+fn closing_stdin_delivers_the_answers_still_due_and_exits_0() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let mut editor = place.connect();
+    editor.handshake();
+    editor.wait_for_tool("demo__sleep");
+
+    editor.send(json!({
+        "jsonrpc": "2.0", "id": "last", "method": "tools/call",
+        "params": {"name": "demo__sleep", "arguments": {"ms": 300}}
+    }));
+    editor.close_stdin();
+    let answer = editor.response(&json!("last"));
+    assert_eq!(echoed(&answer), "slept 300 ms", "{answer}");
+    assert!(editor.wait_exit().success());
+}
+
+/// The socket file is private to the user.
+#[test]
+fn the_socket_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let place = Place::new();
+    let _serve = place.serve();
+    let socket = switchboard::serve::socket::socket_path(&place.runtime_dir());
+    let mode = std::fs::metadata(&socket)
+        .expect("the socket exists")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let mode = std::fs::metadata(place.runtime_dir())
+        .expect("runtime dir")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+}
+
+#[test]
+fn an_editor_that_leaves_while_switchboard_is_away_starts_nothing() {
+    let place = Place::new();
+    let mut serve = place.serve();
+    let mut editor = place.connect();
+    editor.handshake();
+    serve.terminate();
+    assert!(serve.wait_exit().success());
+    editor.close_stdin();
+    assert!(editor.wait_exit().success());
+    assert!(
+        place.serve_processes().is_empty(),
+        "no headless instance was started for an editor that is gone"
+    );
+}
+
+#[test]
+fn every_progress_notification_comes_before_its_response() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let mut editor = place.connect();
+    editor.handshake();
+    editor.wait_for_tool("demo__sleep");
+    for round in 0..30 {
+        let id = json!(100 + round);
+        editor.send(json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "demo__sleep", "arguments": {"ms": 20}, "_meta": {"progressToken": round}}
+        }));
+        let mut progress = Vec::new();
+        loop {
+            let message = editor.next();
+            if message["method"] == "notifications/progress" {
+                assert_eq!(
+                    message["params"]["progressToken"], round,
+                    "the editor's own token"
+                );
+                progress.push(message["params"]["progress"].as_f64().expect("a number"));
+            } else if message["id"] == id {
+                assert_eq!(message["result"]["content"][0]["text"], "slept 20 ms");
+                break;
+            }
+        }
+        assert_eq!(
+            progress,
+            (1..=10).map(f64::from).collect::<Vec<_>>(),
+            "round {round}"
+        );
+    }
+}
