@@ -1149,6 +1149,9 @@ async fn route_server_requests(
     }
 }
 
+/// A session to ask, and the reply channel of its call that caused the request, if known.
+type ChosenSession = (Session, Option<mpsc::UnboundedSender<Vec<u8>>>);
+
 /// Picks the session that should answer a backend's request.
 ///
 /// Over stdio nothing in the request says which call caused it. If exactly one session has
@@ -1156,10 +1159,7 @@ async fn route_server_requests(
 /// which, and guessing could show one editor's prompt to another: the backend gets an error
 /// instead. With no call in flight (roots/list after a start, say), any session that declared
 /// the capability answers, the most recently active first.
-fn choose_session(
-    hub: &HubInner,
-    request: &ServerRequest,
-) -> Result<(Session, Option<mpsc::UnboundedSender<Vec<u8>>>), ErrorObject> {
+fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSession, ErrorObject> {
     let capable = |capabilities: ClientCapabilities| match request.method.as_str() {
         "sampling/createMessage" => capabilities.sampling,
         "elicitation/create" => capabilities.elicitation,
