@@ -273,6 +273,12 @@ impl Session {
         self.lock_state().protocol_version.clone()
     }
 
+    /// Whether the client declared it can be asked things (sampling, elicitation or roots).
+    pub fn can_be_asked(&self) -> bool {
+        let capabilities = self.lock_state().capabilities;
+        capabilities.sampling || capabilities.elicitation || capabilities.roots
+    }
+
     /// Ends the session: cancels its requests at the backends and fails what it was asked.
     pub fn close(&self) {
         match self.shared.hub.upgrade() {

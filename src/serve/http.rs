@@ -9,10 +9,12 @@
 //! - `initialize` is always answered as `application/json`, even when the client accepts
 //!   `text/event-stream`. The session is kept only when the answer is a result; after an error
 //!   response it is closed and no `Mcp-Session-Id` is sent.
-//! - Other requests are answered as an SSE stream when `Accept` lists `text/event-stream`, else as
-//!   plain JSON. In the JSON case, messages that belong to the request but come before its
-//!   response (progress, server-to-client requests) go to the session's open `GET` stream; when
-//!   none is open they are dropped with a debug log.
+//! - Other requests are answered as an SSE stream when `Accept` lists `text/event-stream` and the
+//!   stream may carry something besides the response: the request asked for progress, or the
+//!   client can be asked things (sampling, elicitation, roots) and has no `GET` stream open.
+//!   Otherwise the answer is plain JSON, which costs less. In the JSON case, messages that belong
+//!   to the request but come before its response go to the session's open `GET` stream; when none
+//!   is open they are dropped with a debug log.
 //! - A batch (2025-03-26) is accepted whatever the negotiated version, needs a session (so it
 //!   cannot carry `initialize`), and is always answered as one JSON array in the order of its
 //!   elements; a batch without requests or errors gets `202 Accepted`.
@@ -56,6 +58,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+use crate::hub::rewrite::ObjectEntries;
 use crate::hub::{Hub, Inbound, SUPPORTED_PROTOCOL_VERSIONS, Session, SessionEvents};
 use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
@@ -441,6 +444,10 @@ async fn post_message(
     let Some(record) = endpoint.sessions.find(session_id) else {
         return unknown_session(id);
     };
+    let answer = match answer {
+        Answer::Stream(_) if !may_relate_messages(&envelope, &record) => Answer::Json,
+        answer => answer,
+    };
     let activity = Activity::begin(record);
     match activity.record().session.receive(body) {
         Inbound::Accepted => StatusCode::ACCEPTED.into_response(),
@@ -462,6 +469,22 @@ async fn post_message(
             }
         },
     }
+}
+
+/// Whether answering this request may involve more than its response on the POST stream:
+/// progress it asked for, or requests to a client that has no `GET` stream to receive them.
+fn may_relate_messages(envelope: &Envelope<'_>, record: &SessionRecord) -> bool {
+    let wants_progress = envelope
+        .params
+        .and_then(|params| ObjectEntries::parse(params.get()).ok())
+        .and_then(|params| params.get("_meta").map(|meta| meta.get().to_owned()))
+        .and_then(|meta| {
+            ObjectEntries::parse(&meta)
+                .ok()
+                .map(|meta| meta.get("progressToken").is_some())
+        })
+        .unwrap_or(false);
+    wants_progress || (record.session.can_be_asked() && !record.has_get_stream())
 }
 
 /// Opens a session for an `initialize` sent without a session id, and keeps it if it succeeds.
@@ -742,6 +765,11 @@ impl Drop for Sessions {
 }
 
 impl SessionRecord {
+    /// Whether a `GET` stream of this session is open.
+    fn has_get_stream(&self) -> bool {
+        lock(&self.live).related.is_some()
+    }
+
     fn idle_longer_than(&self, timeout: Duration, now: Instant) -> bool {
         let live = lock(&self.live);
         live.n_active == 0 && now.saturating_duration_since(live.last_used) > timeout
@@ -893,21 +921,25 @@ impl Drop for EventStream {
     }
 }
 
-/// Waits for the reply's channel to close and returns its last message, the response; earlier
-/// messages go to the session's `GET` stream.
+/// Returns the reply's response; the messages before it go to the session's `GET` stream.
 async fn final_message(
     mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
     record: Option<&SessionRecord>,
 ) -> Option<Vec<u8>> {
-    let mut last = messages.recv().await?;
-    while let Some(next) = messages.recv().await {
-        let related = std::mem::replace(&mut last, next);
+    // Everything before the response goes on at once: a request to the client among it must be
+    // answered before the response can come.
+    while let Some(message) = messages.recv().await {
+        let is_response =
+            Envelope::parse(&message).is_ok_and(|envelope| envelope.kind() == Kind::Response);
+        if is_response {
+            return Some(message);
+        }
         match record {
-            Some(record) => record.send_related(related),
+            Some(record) => record.send_related(message),
             None => tracing::debug!("dropped a message related to a request answered as JSON"),
         }
     }
-    Some(last)
+    None
 }
 
 fn message_event(message: &[u8]) -> Event {
@@ -1815,12 +1847,28 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 1, "result": {}})
         );
 
+        // Nothing but the response can come (no progress asked for, the client cannot be asked
+        // anything), so even a client that accepts both gets plain JSON.
         let response = send(&app, post(Some(&session), BOTH, &ping(2))).await;
-        let mut events = SseReader::new(response);
+        assert_eq!(content_type(&response), "application/json");
         assert_eq!(
-            events.next().await,
-            Some(json!({"jsonrpc": "2.0", "id": 2, "result": {}}))
+            body_json(response).await,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {}})
         );
+
+        let response = send(
+            &app,
+            post(
+                Some(&session),
+                BOTH,
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"progressToken":"t"}}}"#,
+            ),
+        )
+        .await;
+        let mut events = SseReader::new(response);
+        let tools = events.next().await.expect("the response");
+        assert_eq!(tools["id"], 3);
+        assert_eq!(tools["result"]["tools"], json!([]));
         assert_eq!(
             events.next().await,
             None,
@@ -1832,29 +1880,11 @@ mod tests {
             post(
                 Some(&session),
                 BOTH,
-                r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
-            ),
-        )
-        .await;
-        let mut events = SseReader::new(response);
-        let tools = events.next().await.expect("the response");
-        assert_eq!(tools["id"], 3);
-        assert_eq!(tools["result"]["tools"], json!([]));
-
-        let response = send(
-            &app,
-            post(
-                Some(&session),
-                BOTH,
                 r#"{"jsonrpc":"2.0","id":4,"method":"no/such"}"#,
             ),
         )
         .await;
-        let mut events = SseReader::new(response);
-        assert_eq!(
-            events.next().await.expect("an error")["error"]["code"],
-            -32601
-        );
+        assert_eq!(body_json(response).await["error"]["code"], -32601);
     }
 
     #[tokio::test]
