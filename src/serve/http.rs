@@ -1,10 +1,12 @@
-//! The Streamable HTTP transport of the MCP endpoint: `POST`, `GET` and `DELETE` on `/mcp`.
+//! The HTTP transports of the MCP endpoint: Streamable HTTP (`POST`, `GET` and `DELETE` on
+//! `/mcp`) and, for clients that only speak protocol version 2024-11-05, the older HTTP+SSE
+//! transport (`GET /sse` and `POST /messages`).
 //!
 //! [`app`] builds the whole HTTP surface as a `Router` that tests drive without a socket;
-//! [`serve`] runs it on a listener until a shutdown token fires. Every request first passes the
-//! [`Guard`] (Host, Origin, token), which the control API reuses.
+//! [`serve`] runs it on a listener until a shutdown token fires. Every request, on every route,
+//! first passes the [`Guard`] (Host, Origin, token), which the control API reuses.
 //!
-//! Choices where the specification leaves room:
+//! Choices where the Streamable HTTP specification leaves room:
 //!
 //! - `initialize` is always answered as `application/json`, even when the client accepts
 //!   `text/event-stream`. The session is kept only when the answer is a result; after an error
@@ -30,6 +32,24 @@
 //!   `max_sessions` are kept; a new one closes the least recently used, idle ones first.
 //! - On shutdown, SSE streams end (which cancels their requests) and connections get a short
 //!   grace to finish what they are answering.
+//!
+//! The HTTP+SSE transport of 2024-11-05:
+//!
+//! - `GET /sse` (with `Accept: text/event-stream`, else `406`) opens a hub session that lives
+//!   exactly as long as this stream. Its first event is `endpoint`, whose data is the relative URI
+//!   `/messages?sessionId=<id>`; every later event is a `message` carrying one JSON-RPC message:
+//!   the session's own events and every message of the replies to what the client posted,
+//!   responses included. When the client goes away, the session is closed, which cancels its
+//!   calls. Legacy sessions are bounded like Streamable ones (at most `max_sessions` of each
+//!   kind; a new one closes, and so ends the stream of, the least recently used) but never
+//!   expire while their stream is open. Streams do not carry event ids and cannot be resumed.
+//! - `POST /messages?sessionId=<id>` takes one JSON-RPC message and answers `202 Accepted`
+//!   before anything is done with it; the answer comes on the stream. An absent `sessionId` gets
+//!   `400`, one naming no open stream `404`, a `Content-Type` other than `application/json`
+//!   `415` and a body over the limit `413`, each with a JSON-RPC error body like `/mcp`. A body
+//!   that is not a message object (invalid JSON, another shape, a batch, which 2024-11-05 does
+//!   not have) still gets `202`, and its JSON-RPC error (`id` null) goes on the stream.
+//!   `MCP-Protocol-Version` is not looked at: the old transport has no such header.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -43,11 +63,11 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::{Extension, Router};
 use futures_core::Stream;
@@ -64,6 +84,12 @@ use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
+
+/// The path where a client of the HTTP+SSE transport (2024-11-05) opens its event stream.
+pub const LEGACY_SSE_PATH: &str = "/sse";
+
+/// The path where a client of the HTTP+SSE transport posts its messages, with `?sessionId=<id>`.
+pub const LEGACY_MESSAGES_PATH: &str = "/messages";
 
 /// The header that carries the session id after `initialize`.
 pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -107,7 +133,7 @@ impl fmt::Debug for HttpOptions {
     }
 }
 
-/// The HTTP surface: `/mcp` behind the guard.
+/// The HTTP surface: `/mcp`, `/sse` and `/messages` behind the guard.
 pub fn app(hub: Hub, options: HttpOptions) -> Router {
     app_with_limits(hub, options, SessionLimits::default())
 }
@@ -357,22 +383,24 @@ fn app_with_limits(hub: Hub, options: HttpOptions, limits: SessionLimits) -> Rou
         options.extra_origins,
     ));
     let endpoint = Arc::new(Endpoint {
-        sessions: Sessions {
-            hub,
-            limits,
-            by_id: Mutex::new(HashMap::new()),
-        },
+        sessions: Sessions::new(hub.clone(), limits),
+        legacy_sessions: Sessions::new(hub, limits),
         max_body_size: options.max_body_size,
     });
     let routes = Router::new()
         .route(MCP_PATH, get(get_mcp).post(post_mcp).delete(delete_mcp))
+        .route(LEGACY_SSE_PATH, get(get_legacy_sse))
+        .route(LEGACY_MESSAGES_PATH, post(post_legacy_message))
         .with_state(endpoint);
     guard.protect(routes)
 }
 
-/// The state of the `/mcp` handlers.
+/// The state of the handlers.
 struct Endpoint {
+    /// Sessions of the Streamable HTTP transport (`/mcp`).
     sessions: Sessions,
+    /// Sessions of the HTTP+SSE transport, each one alive while its `GET /sse` stream is open.
+    legacy_sessions: Sessions,
     max_body_size: usize,
 }
 
@@ -653,6 +681,139 @@ async fn delete_mcp(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -
     }
 }
 
+/// Opens a session of the HTTP+SSE transport and streams everything it says.
+async fn get_legacy_sse(
+    State(endpoint): State<Arc<Endpoint>>,
+    shutdown: Option<Extension<Shutdown>>,
+    headers: HeaderMap,
+) -> Response {
+    if !accepts(&headers, "text/event-stream") {
+        return jsonrpc_error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "GET /sse opens a server-sent event stream; send Accept: text/event-stream",
+        );
+    }
+    let sessions = &endpoint.legacy_sessions;
+    let (session, events) = sessions.hub.open_session();
+    let messages_uri = format!("{LEGACY_MESSAGES_PATH}?sessionId={}", session.id());
+    tracing::debug!(session = session.id(), "HTTP+SSE session opened");
+    let record = sessions.insert(session, events);
+    let messages = EventStream::open(record, shutdown.map(|s| s.0))
+        .expect("nothing took the events of a session just opened");
+    let stream = LegacyStream {
+        endpoint_event: Some(Event::default().event("endpoint").data(messages_uri)),
+        messages,
+        endpoint: Arc::clone(&endpoint),
+    };
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// Takes one message for a session of the HTTP+SSE transport; whatever answers it goes on the
+/// session's stream.
+async fn post_legacy_message(
+    State(endpoint): State<Arc<Endpoint>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let Some(session_id) = legacy_session_id(&uri) else {
+        return jsonrpc_error_response(
+            StatusCode::BAD_REQUEST,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "missing sessionId: open GET /sse first and post to the endpoint it names",
+        );
+    };
+    if !content_type_is_json(&headers) {
+        return jsonrpc_error_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "the body must be JSON (Content-Type: application/json)",
+        );
+    }
+    // A session whose stream has just ended has no sender any more: it is as good as gone.
+    let Some((record, stream)) = endpoint
+        .legacy_sessions
+        .find(session_id)
+        .and_then(|record| record.stream_sender().map(|stream| (record, stream)))
+    else {
+        return jsonrpc_error_response(
+            StatusCode::NOT_FOUND,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "unknown or closed session: open GET /sse for a new one",
+        );
+    };
+    let body = match read_body(&headers, body, endpoint.max_body_size).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let activity = Activity::begin(record);
+    let error = match body.iter().find(|byte| !byte.is_ascii_whitespace()) {
+        Some(b'{') if Envelope::parse(&body).is_ok() => {
+            match activity.record().session.receive(&body) {
+                Inbound::Request(reply) => {
+                    // Ends with the reply, or when the stream goes away (which cancels the call).
+                    tokio::spawn(forward_legacy_reply(reply.messages, stream, activity));
+                    return StatusCode::ACCEPTED.into_response();
+                }
+                Inbound::Accepted => None,
+                Inbound::Rejected(error) => Some(error),
+            }
+        }
+        Some(b'[') => Some(error_body(
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "batches are not supported on the HTTP+SSE transport; post one message at a time",
+        )),
+        _ => Some(unparsable_body(&body)),
+    };
+    if let Some(error) = error
+        && stream.send(error).is_err()
+    {
+        tracing::debug!(
+            session = activity.record().session.id(),
+            "the SSE stream ended before an error could be sent on it"
+        );
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// The `sessionId` of a `/messages` URI. Session ids are plain hex, so it is not decoded.
+fn legacy_session_id(uri: &Uri) -> Option<&str> {
+    uri.query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("sessionId="))
+}
+
+/// Sends every message of one reply to the session's stream, its response last.
+///
+/// Returns when the reply ends or when the stream is gone; dropping the reply then cancels the
+/// request at the backend.
+async fn forward_legacy_reply(
+    mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    stream: mpsc::UnboundedSender<Vec<u8>>,
+    _activity: Activity,
+) {
+    loop {
+        let message = tokio::select! {
+            () = stream.closed() => return,
+            message = messages.recv() => message,
+        };
+        let Some(message) = message else {
+            return;
+        };
+        if stream.send(message).is_err() {
+            return;
+        }
+    }
+}
+
 /// The sessions of one endpoint, by id.
 struct Sessions {
     hub: Hub,
@@ -679,6 +840,14 @@ struct Liveness {
 }
 
 impl Sessions {
+    fn new(hub: Hub, limits: SessionLimits) -> Sessions {
+        Sessions {
+            hub,
+            limits,
+            by_id: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// The session with this id, unless it is unknown or has expired (then it is closed).
     fn find(&self, id: &str) -> Option<Arc<SessionRecord>> {
         let now = Instant::now();
@@ -695,7 +864,7 @@ impl Sessions {
     }
 
     /// Keeps a new session, first closing expired ones and, when full, the least recently used.
-    fn insert(&self, session: Session, events: SessionEvents) {
+    fn insert(&self, session: Session, events: SessionEvents) -> Arc<SessionRecord> {
         let now = Instant::now();
         let record = Arc::new(SessionRecord {
             session,
@@ -733,7 +902,7 @@ impl Sessions {
                         .expect("the id was just found"),
                 );
             }
-            by_id.insert(record.session.id().to_owned(), record);
+            by_id.insert(record.session.id().to_owned(), Arc::clone(&record));
         }
         for record in expired {
             self.close(&record, "expired");
@@ -741,6 +910,7 @@ impl Sessions {
         for record in evicted {
             self.close(&record, "evicted: too many sessions");
         }
+        record
     }
 
     fn remove(&self, id: &str) -> Option<Arc<SessionRecord>> {
@@ -773,6 +943,11 @@ impl SessionRecord {
     fn idle_longer_than(&self, timeout: Duration, now: Instant) -> bool {
         let live = lock(&self.live);
         live.n_active == 0 && now.saturating_duration_since(live.last_used) > timeout
+    }
+
+    /// Where messages for the open `GET` stream go; `None` while none is open.
+    fn stream_sender(&self) -> Option<mpsc::UnboundedSender<Vec<u8>>> {
+        lock(&self.live).related.clone()
     }
 
     /// Passes a message related to a request answered as plain JSON to the open `GET` stream.
@@ -921,6 +1096,40 @@ impl Drop for EventStream {
     }
 }
 
+/// The SSE body of `GET /sse`: the `endpoint` event, then every message for the session.
+///
+/// The session lives as long as this stream: dropping it (the client went away, the server shut
+/// down, or the session was evicted) closes the session, which cancels its calls.
+struct LegacyStream {
+    /// Sent before anything else; `None` once sent.
+    endpoint_event: Option<Event>,
+    messages: EventStream,
+    endpoint: Arc<Endpoint>,
+}
+
+impl Stream for LegacyStream {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if let Some(event) = this.endpoint_event.take() {
+            return Poll::Ready(Some(Ok(event)));
+        }
+        Pin::new(&mut this.messages).poll_next(cx)
+    }
+}
+
+impl Drop for LegacyStream {
+    fn drop(&mut self) {
+        let sessions = &self.endpoint.legacy_sessions;
+        let id = self.messages.activity.record().session.id();
+        // Already gone when it was evicted; then it was closed at that moment.
+        if let Some(record) = sessions.remove(id) {
+            sessions.close(&record, "its SSE stream ended");
+        }
+    }
+}
+
 /// Returns the reply's response; the messages before it go to the session's `GET` stream.
 async fn final_message(
     mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
@@ -1042,6 +1251,11 @@ fn essence(media_type: &str) -> &str {
 /// The answer to a body that is not a message object or a batch: invalid JSON (-32700) or valid
 /// JSON of another shape (-32600).
 fn unparsable(body: &[u8]) -> Response {
+    json_response(StatusCode::BAD_REQUEST, unparsable_body(body))
+}
+
+/// The JSON-RPC error (`id` null) for a body that is not a message object or a batch.
+fn unparsable_body(body: &[u8]) -> Vec<u8> {
     let (code, message) = match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
         Ok(_) => (
             jsonrpc::INVALID_REQUEST,
@@ -1052,7 +1266,7 @@ fn unparsable(body: &[u8]) -> Response {
             format!("the body is not valid JSON: {error}"),
         ),
     };
-    jsonrpc_error_response(StatusCode::BAD_REQUEST, None, code, message)
+    error_body(None, code, message)
 }
 
 fn missing_session(id: Option<&RawValue>) -> Response {
@@ -1256,7 +1470,11 @@ mod tests {
     }
 
     fn with_headers(method: Method, headers: &[(&str, &str)], body: &str) -> Request {
-        let mut builder = Request::builder().method(method).uri(MCP_PATH);
+        with_uri(method, MCP_PATH, headers, body)
+    }
+
+    fn with_uri(method: Method, uri: &str, headers: &[(&str, &str)], body: &str) -> Request {
+        let mut builder = Request::builder().method(method).uri(uri);
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }
@@ -1365,6 +1583,13 @@ mod tests {
 
         /// The next message, or `None` when the stream ends.
         async fn next(&mut self) -> Option<Value> {
+            let (event, data) = self.next_event().await?;
+            assert_eq!(event, "message", "{data:?}");
+            Some(serde_json::from_str(&data).expect("JSON data"))
+        }
+
+        /// The next event's type and data, or `None` when the stream ends.
+        async fn next_event(&mut self) -> Option<(String, String)> {
             loop {
                 if let Some(end) = self.buffer.find("\n\n") {
                     let block: String = self.buffer.drain(..end + 2).collect();
@@ -1375,8 +1600,12 @@ mod tests {
                     if data.is_empty() {
                         continue; // a keep-alive comment
                     }
-                    assert!(block.contains("event: message\n"), "{block:?}");
-                    return Some(serde_json::from_str(&data.join("\n")).expect("JSON data"));
+                    let event = block
+                        .lines()
+                        .find_map(|line| line.strip_prefix("event: "))
+                        .unwrap_or("")
+                        .to_owned();
+                    return Some((event, data.join("\n")));
                 }
                 let frame = tokio::time::timeout(EVENT_LIMIT, self.body.frame())
                     .await
@@ -2155,6 +2384,309 @@ mod tests {
         }
     }
 
+    // --- The HTTP+SSE transport (2024-11-05) -----------------------------------------------
+
+    const INITIALIZE_2024: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
+
+    fn legacy_get(headers: &[(&str, &str)]) -> Request {
+        with_uri(Method::GET, LEGACY_SSE_PATH, headers, "")
+    }
+
+    fn legacy_post(uri: &str, body: &str) -> Request {
+        let host = loopback();
+        let headers = [
+            ("host", host.as_str()),
+            ("content-type", "application/json"),
+        ];
+        with_uri(Method::POST, uri, &headers, body)
+    }
+
+    /// Opens `GET /sse`; returns the stream past its `endpoint` event, and that event's URI.
+    async fn open_legacy(app: &Router) -> (SseReader, String) {
+        let host = loopback();
+        let request = legacy_get(&[("host", &host), ("accept", "text/event-stream")]);
+        let mut stream = SseReader::new(send(app, request).await);
+        let (event, uri) = stream.next_event().await.expect("an endpoint event");
+        assert_eq!(event, "endpoint", "the first event names the endpoint");
+        (stream, uri)
+    }
+
+    fn legacy_session(uri: &str) -> &str {
+        uri.split_once("?sessionId=").expect("a session id").1
+    }
+
+    /// Posts one message, which must get `202` and an empty body.
+    async fn legacy_send(app: &Router, uri: &str, body: &str) {
+        let response = send(app, legacy_post(uri, body)).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED, "{body}");
+        assert!(body_bytes(response).await.is_empty());
+    }
+
+    /// Posts one message and returns the next message of the stream.
+    async fn legacy_exchange(app: &Router, stream: &mut SseReader, uri: &str, body: &str) -> Value {
+        legacy_send(app, uri, body).await;
+        stream.next().await.expect("an answer on the stream")
+    }
+
+    /// Opens a legacy session and initializes it with protocol version 2024-11-05.
+    async fn initialize_legacy(app: &Router) -> (SseReader, String) {
+        let (mut stream, uri) = open_legacy(app).await;
+        let answer = legacy_exchange(app, &mut stream, &uri, INITIALIZE_2024).await;
+        assert_eq!(answer["id"], 0);
+        assert_eq!(
+            answer["result"]["protocolVersion"], "2024-11-05",
+            "{answer}"
+        );
+        legacy_send(app, &uri, INITIALIZED).await;
+        (stream, uri)
+    }
+
+    #[tokio::test]
+    async fn legacy_sse_first_names_a_relative_endpoint_with_the_session_id() {
+        let hub = hub(Vec::new());
+        let app = app(hub.clone(), options());
+        let (mut stream, uri) = open_legacy(&app).await;
+        let session = legacy_session(&uri);
+        assert_eq!(uri, format!("/messages?sessionId={session}"), "relative");
+        assert!(hub.session(session).is_some(), "the hub knows the session");
+        let answer = legacy_exchange(&app, &mut stream, &uri, &ping(1)).await;
+        assert_eq!(answer, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+    }
+
+    #[tokio::test]
+    async fn legacy_initialize_list_and_call_are_answered_on_the_stream() {
+        let app = app(misbehave_hub().await, options());
+        let (mut stream, uri) = initialize_legacy(&app).await;
+
+        let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        let tools = legacy_exchange(&app, &mut stream, &uri, list).await;
+        assert_eq!(tools["id"], 1);
+        let names: Vec<&str> = tools["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|tool| tool["name"].as_str())
+            .collect();
+        assert!(names.contains(&"mis__echo"), "{names:?}");
+
+        let request = call(2, "mis__echo", json!({"text": "over HTTP+SSE"}), None);
+        let result = legacy_exchange(&app, &mut stream, &uri, &request).await;
+        assert_eq!(result["id"], 2);
+        assert_eq!(
+            result["result"]["content"][0]["text"], "over HTTP+SSE",
+            "{result}"
+        );
+
+        // Every message of a reply comes on the stream: progress first, then the response.
+        legacy_send(
+            &app,
+            &uri,
+            &call(3, "mis__slow", json!({"ms": 100}), Some(5)),
+        )
+        .await;
+        let mut progress = 0;
+        let response = loop {
+            let message = stream.next().await.expect("a message");
+            if message["method"] == "notifications/progress" {
+                assert_eq!(message["params"]["progressToken"], 5);
+                progress += 1;
+                continue;
+            }
+            break message;
+        };
+        assert_eq!(response["id"], 3);
+        assert_eq!(response["result"]["content"][0]["text"], "slept 100");
+        assert!(progress > 0, "progress came before the response");
+
+        // Requests run side by side: one that never ends does not hold up the next.
+        legacy_send(&app, &uri, &call(4, "mis__hang", json!({}), None)).await;
+        let request = call(5, "mis__echo", json!({"text": "meanwhile"}), None);
+        let result = legacy_exchange(&app, &mut stream, &uri, &request).await;
+        assert_eq!(result["id"], 5, "{result}");
+    }
+
+    #[tokio::test]
+    async fn legacy_session_events_reach_the_stream() {
+        let app = app(misbehave_hub().await, options());
+        let (mut stream, uri) = initialize_legacy(&app).await;
+        legacy_send(&app, &uri, &call(1, "mis__change_tools", json!({}), None)).await;
+        let mut methods = Vec::new();
+        while methods.len() < 2 {
+            let message = stream.next().await.expect("a message");
+            methods.push(message["method"].as_str().unwrap_or("response").to_owned());
+        }
+        assert!(
+            methods
+                .iter()
+                .any(|m| m == "notifications/tools/list_changed"),
+            "{methods:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn legacy_bad_bodies_are_answered_on_the_stream_after_202() {
+        let app = app(hub(Vec::new()), options());
+        let (mut stream, uri) = open_legacy(&app).await;
+        for (body, code) in [
+            ("{not json", -32700),
+            ("", -32700),
+            ("42", -32600),
+            (r#"{"jsonrpc":"2.0","id":1,"method":5}"#, -32600),
+            (&format!("[{}]", ping(1)), -32600),
+        ] {
+            let answer = legacy_exchange(&app, &mut stream, &uri, body).await;
+            assert_eq!(answer["error"]["code"], code, "{body:?}: {answer}");
+            assert_eq!(answer["id"], Value::Null, "{body:?}");
+        }
+        let rejected = r#"{"jsonrpc":"1.0","id":9,"method":"ping"}"#;
+        let answer = legacy_exchange(&app, &mut stream, &uri, rejected).await;
+        assert_eq!(answer["id"], 9);
+        assert_eq!(answer["error"]["code"], -32600);
+    }
+
+    #[tokio::test]
+    async fn legacy_oversized_and_non_json_bodies_are_refused_over_http() {
+        let app = app(
+            hub(Vec::new()),
+            HttpOptions {
+                max_body_size: 100,
+                ..options()
+            },
+        );
+        let (_stream, uri) = open_legacy(&app).await;
+        let response = send(&app, legacy_post(&uri, &"x".repeat(101))).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(body_json(response).await["error"]["code"], -32600);
+
+        let host = loopback();
+        let headers = [("host", host.as_str()), ("content-type", "text/plain")];
+        let request = with_uri(Method::POST, &uri, &headers, &ping(1));
+        let response = send(&app, request).await;
+        assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    }
+
+    #[tokio::test]
+    async fn legacy_unknown_or_missing_session_is_refused() {
+        let app = app(hub(Vec::new()), options());
+        let response = send(&app, legacy_post("/messages?sessionId=no-such", &ping(1))).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_eq!(body_json(response).await["error"]["code"], -32600);
+        for uri in ["/messages", "/messages?session=x", "/messages?sessionId"] {
+            let response = send(&app, legacy_post(uri, &ping(1))).await;
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{uri}");
+        }
+        let response = send(&app, legacy_post("/messages?sessionId=", &ping(1))).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+
+        let host = loopback();
+        let response = send(&app, legacy_get(&[("host", &host)])).await;
+        assert_eq!(response.status(), StatusCode::NOT_ACCEPTABLE);
+        let request = with_uri(Method::GET, LEGACY_MESSAGES_PATH, &[("host", &host)], "");
+        let response = send(&app, request).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
+
+    #[tokio::test]
+    async fn legacy_routes_sit_behind_the_guard() {
+        let hub = hub(Vec::new());
+        let app = app(hub.clone(), options());
+        let evil_host = format!("localhost.evil.com:{PORT}");
+        let request = legacy_get(&[("host", &evil_host), ("accept", "text/event-stream")]);
+        assert_refused(&app, request, StatusCode::FORBIDDEN, "forbidden_host").await;
+        assert_eq!(hub.session_count(), 0, "no session was opened");
+
+        let (mut stream, uri) = open_legacy(&app).await;
+        let host = loopback();
+        for (name, value, code) in [
+            ("host", evil_host.as_str(), "forbidden_host"),
+            ("origin", "http://evil.com", "forbidden_origin"),
+        ] {
+            let mut headers = vec![("content-type", "application/json")];
+            if name == "origin" {
+                headers.push(("host", &host));
+            }
+            headers.push((name, value));
+            let request = with_uri(Method::POST, &uri, &headers, &ping(1));
+            assert_refused(&app, request, StatusCode::FORBIDDEN, code).await;
+        }
+        let answer = legacy_exchange(&app, &mut stream, &uri, &ping(2)).await;
+        assert_eq!(
+            answer["id"], 2,
+            "the refused messages never reached the session"
+        );
+
+        let app = guarded_app(token_options());
+        let request = legacy_get(&[("host", &host), ("accept", "text/event-stream")]);
+        assert_refused(&app, request, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    }
+
+    #[tokio::test]
+    async fn dropping_the_legacy_stream_closes_the_session_and_cancels_its_calls() {
+        let hub = misbehave_hub().await;
+        let app = app(hub.clone(), options());
+        let (mut stream, uri) = initialize_legacy(&app).await;
+        let session = legacy_session(&uri).to_owned();
+        let request = call(1, "mis__slow", json!({"ms": 600_000}), Some(9));
+        legacy_send(&app, &uri, &request).await;
+        let progress = stream.next().await.expect("progress: the call runs");
+        assert_eq!(progress["method"], "notifications/progress");
+
+        drop(stream);
+        assert!(hub.session(&session).is_none(), "the hub closed it");
+        let response = send(&app, legacy_post(&uri, &ping(2))).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+
+        let (mut stream, uri) = initialize_legacy(&app).await;
+        let deadline = Instant::now() + EVENT_LIMIT;
+        for id in 10.. {
+            let request = call(id, "mis__cancelled_ids", json!({}), None);
+            let answer = legacy_exchange(&app, &mut stream, &uri, &request).await;
+            let text = answer["result"]["content"][0]["text"]
+                .as_str()
+                .expect("text");
+            let ids: Vec<Value> = serde_json::from_str(text).expect("ids");
+            if ids.len() == 1 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the call of the closed session was never cancelled"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn legacy_sessions_are_bounded_apart_from_streamable_ones() {
+        let hub = hub(Vec::new());
+        let limits = SessionLimits {
+            max_sessions: 1,
+            ..SessionLimits::default()
+        };
+        let app = app_with_limits(hub.clone(), options(), limits);
+        let streamable = initialize(&app).await;
+        let (mut first, first_uri) = open_legacy(&app).await;
+        let (mut second, second_uri) = open_legacy(&app).await;
+
+        assert_eq!(
+            first.next().await,
+            None,
+            "the evicted session's stream ended"
+        );
+        assert!(hub.session(legacy_session(&first_uri)).is_none());
+        let response = send(&app, legacy_post(&first_uri, &ping(1))).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+
+        let answer = legacy_exchange(&app, &mut second, &second_uri, &ping(2)).await;
+        assert_eq!(answer["id"], 2);
+        let response = send(&app, post(Some(&streamable), "application/json", &ping(3))).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::OK,
+            "the Streamable session stayed"
+        );
+    }
+
     // --- A real socket -----------------------------------------------------------------------
 
     /// Serves a fresh endpoint on an ephemeral loopback port.
@@ -2245,6 +2777,63 @@ mod tests {
         client.cancel().await.expect("closed");
         assert_eq!(hub.session_count(), 0, "the client deleted its session");
         stopped(shutdown, server).await;
+    }
+
+    /// Reads from `socket` into `seen` until `pattern` shows up.
+    async fn read_until(socket: &mut tokio::net::TcpStream, seen: &mut String, pattern: &str) {
+        while !seen.contains(pattern) {
+            let mut chunk = [0u8; 4096];
+            let n = tokio::time::timeout(EVENT_LIMIT, socket.read(&mut chunk))
+                .await
+                .unwrap_or_else(|_| panic!("{pattern:?} in time; got {seen:?}"))
+                .expect("read");
+            assert!(n > 0, "the server closed before {pattern:?}; got {seen:?}");
+            seen.push_str(std::str::from_utf8(&chunk[..n]).expect("UTF-8"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_legacy_client_is_served_over_a_real_socket() {
+        let hub = hub(Vec::new());
+        let (address, shutdown, server) = serve_on_loopback(hub.clone()).await;
+        let host = address.to_string();
+        let mut sse = tokio::net::TcpStream::connect(address)
+            .await
+            .expect("connect");
+        let request =
+            format!("GET /sse HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n");
+        sse.write_all(request.as_bytes()).await.expect("write");
+        let mut seen = String::new();
+        read_until(&mut sse, &mut seen, "event: endpoint\ndata: ").await;
+        assert!(seen.starts_with("HTTP/1.1 200 "), "{seen}");
+        let start = seen.find("data: ").expect("data") + "data: ".len();
+        read_until(&mut sse, &mut seen, "\n\n").await;
+        let uri = seen[start..].lines().next().expect("a line").to_owned();
+        assert!(uri.starts_with("/messages?sessionId="), "{uri}");
+
+        let body = INITIALIZE_2024;
+        let post = format!(
+            "POST {uri} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let response = raw_exchange(address, &post).await;
+        assert!(response.starts_with("HTTP/1.1 202 "), "{response}");
+        read_until(&mut sse, &mut seen, r#""protocolVersion":"2024-11-05""#).await;
+        assert!(seen.contains("event: message\ndata: {"), "{seen}");
+        assert_eq!(hub.session_count(), 1);
+
+        stopped(shutdown, server).await;
+        let mut rest = Vec::new();
+        tokio::time::timeout(EVENT_LIMIT, sse.read_to_end(&mut rest))
+            .await
+            .expect("the stream ends on shutdown")
+            .expect("read");
+        assert_eq!(
+            hub.session_count(),
+            0,
+            "the ended stream closed its session"
+        );
     }
 
     #[tokio::test]
