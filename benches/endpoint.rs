@@ -191,6 +191,11 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     )
     .await;
     let http = HttpClient::start(&serve.url).await;
+    let socket = tokio::net::UnixStream::connect(serve.runtime_dir.join("switchboard.sock"))
+        .await
+        .expect("socket");
+    let (socket_reader, socket_writer) = socket.into_split();
+    let socket = StdioClient::over(socket_reader, socket_writer, None).await;
 
     let direct_params: Arc<RawValue> = Arc::from(
         RawValue::from_string(r#"{"name":"echo","arguments":{"text":"hello"}}"#.to_owned())
@@ -215,6 +220,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     };
     let direct_call = stdio_call(&direct, &direct_params);
     let connect_call = stdio_call(&connect, &hub_params);
+    let socket_call = stdio_call(&socket, &hub_params);
     let http_call = {
         let (http, params) = (http.clone(), hub_params.clone());
         let ids = Arc::new(std::sync::atomic::AtomicU64::new(1));
@@ -231,6 +237,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         measure_sequential(500, direct_call.clone()).await;
         measure_sequential(500, http_call.clone()).await;
         measure_sequential(500, connect_call.clone()).await;
+        measure_sequential(500, socket_call.clone()).await;
     }
     println!(
         "tools/call `echo` on `switchboard demo-server`; {sequential} sequential, {concurrent} with {in_flight} in flight"
@@ -239,9 +246,11 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     let direct_seq = measure_sequential(sequential, direct_call.clone()).await;
     let http_seq = measure_sequential(sequential, http_call.clone()).await;
     let connect_seq = measure_sequential(sequential, connect_call.clone()).await;
+    let socket_seq = measure_sequential(sequential, socket_call).await;
     direct_seq.print("direct stdio, sequential");
     http_seq.print("HTTP /mcp, sequential");
     connect_seq.print("switchboard connect, sequential");
+    socket_seq.print("serve's socket (no shim), sequential");
     let direct_par = measure_concurrent(concurrent, in_flight, direct_call).await;
     let http_par = measure_concurrent(concurrent, in_flight, http_call).await;
     let connect_par = measure_concurrent(concurrent, in_flight, connect_call).await;

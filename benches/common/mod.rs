@@ -9,20 +9,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 
 /// The `switchboard` binary under test.
 pub const SWITCHBOARD: &str = env!("CARGO_BIN_EXE_switchboard");
 
-/// The plainest correct async client over a child's stdio: writes each request straight to the
-/// pipe under a lock and matches answers by id in a reader task.
+/// The plainest correct async client over a child's stdio (or a socket): writes each request
+/// straight to the pipe under a lock and matches answers by id in a reader task.
 #[derive(Clone)]
 pub struct StdioClient {
-    stdin: Arc<tokio::sync::Mutex<tokio::process::ChildStdin>>,
+    stdin: Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>>,
     pending: Arc<Mutex<HashMap<u64, oneshot::Sender<String>>>>,
     next_id: Arc<AtomicU64>,
-    _child: Arc<tokio::process::Child>,
+    _child: Option<Arc<tokio::process::Child>>,
 }
 
 impl StdioClient {
@@ -44,6 +44,21 @@ impl StdioClient {
             .expect("the client's server starts");
         let stdout = child.stdout.take().expect("piped");
         let stdin = child.stdin.take().expect("piped");
+        StdioClient::over(stdout, stdin, Some(child)).await
+    }
+
+    /// A client over any byte stream (a unix socket, say), after the MCP handshake.
+    pub async fn over<R, W>(
+        reader: R,
+        writer: W,
+        child: Option<tokio::process::Child>,
+    ) -> StdioClient
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let stdout = reader;
+        let stdin: Box<dyn AsyncWrite + Send + Unpin> = Box::new(writer);
         let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<String>>>> = Arc::default();
         let reader_pending = pending.clone();
         tokio::spawn(async move {
@@ -62,7 +77,7 @@ impl StdioClient {
             stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
             pending,
             next_id: Arc::new(AtomicU64::new(1)),
-            _child: Arc::new(child),
+            _child: child.map(Arc::new),
         };
         let init = RawValue::from_string(INITIALIZE_PARAMS.to_owned()).expect("json");
         client
