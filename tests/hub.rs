@@ -605,3 +605,57 @@ async fn list_changed_and_subscribed_updates_reach_the_right_sessions() {
     );
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn completion_and_log_levels_reach_the_backends_with_names_rewritten() {
+    let hub = hub(vec![misbehave("mis", &[]), misbehave("other", &[])]);
+    ready(&hub, "mis").await;
+    ready(&hub, "other").await;
+    let (session, _) = initialized(&hub, json!({})).await;
+    let completed = request(
+        &session,
+        json!(1),
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "mis__hello"}, "argument": {"name": "name", "value": "Ad"}}),
+    )
+    .await;
+    assert_eq!(
+        completed["result"]["completion"]["values"],
+        json!(["hello:Ad"]),
+        "the backend saw its own prompt name"
+    );
+    let by_uri = request(
+        &session,
+        json!(2),
+        "completion/complete",
+        json!({"ref": {"type": "ref/resource", "uri": "test://items/{id}"}, "argument": {"name": "id", "value": "4"}}),
+    )
+    .await;
+    assert_eq!(
+        by_uri["error"]["code"], -32002,
+        "two backends serve that template: {by_uri}"
+    );
+
+    let set = request(
+        &session,
+        json!(3),
+        "logging/setLevel",
+        json!({"level": "debug"}),
+    )
+    .await;
+    assert_eq!(set["result"], json!({}));
+    for name in ["mis", "other"] {
+        let level = request(
+            &session,
+            json!(4),
+            "tools/call",
+            json!({"name": format!("{name}__log_level")}),
+        )
+        .await;
+        assert_eq!(
+            level["result"]["content"][0]["text"], "debug",
+            "{name} got the level"
+        );
+    }
+    hub.shutdown().await;
+}

@@ -32,6 +32,8 @@ Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   ask {method,params}-> sends that request to the client; answers with its reply as JSON text
   update {uri}       -> sends notifications/resources/updated for uri
   log {text}         -> sends notifications/message with text
+  log_level          -> the level of the last logging/setLevel
+Also answers logging/setLevel and completion/complete (values: "<ref name or uri>:<value>").
 A cancelled tools/call never gets a response. stdin EOF -> exit 0; a broken
 stdout pipe -> quiet exit 0.
 """
@@ -57,6 +59,7 @@ cancelled_ids = []   # raw request ids, in the order the cancellations arrived
 in_flight = {}       # key(id) -> threading.Event, set when the request is cancelled
 asked = {}           # id of a request we sent the client -> [threading.Event, reply message]
 subscribed = []      # URIs the client subscribed to
+log_level = None     # the level of the last logging/setLevel
 
 
 def key(req_id):
@@ -86,6 +89,7 @@ TOOLS = [
          {"method": {"type": "string"}, "params": {"type": "object"}}),
     tool("update", "Send notifications/resources/updated for `uri`", {"uri": {"type": "string"}}),
     tool("log", "Send notifications/message with `text`", {"text": {"type": "string"}}),
+    tool("log_level", "Report the level of the last logging/setLevel"),
 ]
 RESOURCES = [
     {"uri": "test://a", "name": "a", "mimeType": "text/plain", **EXTRA},
@@ -237,6 +241,8 @@ def run_tool(req_id, params, cancel):
     if name == "update":
         notify("notifications/resources/updated", {"uri": a.get("uri")})
         return text_result("updated")
+    if name == "log_level":
+        return text_result(str(log_level))
     if name == "log":
         notify("notifications/message", {"level": "info", "data": a.get("text")})
         return text_result("logged")
@@ -295,7 +301,8 @@ def initialize(req_id, params):
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": True},
                          "resources": {"subscribe": True, "listChanged": True},
-                         "prompts": {"listChanged": True}},
+                         "prompts": {"listChanged": True},
+                         "logging": {}, "completions": {}},
         "serverInfo": SERVER_INFO})
     if args.banner:
         write_raw(b"noise\n")
@@ -310,8 +317,18 @@ SIMPLE = {
     "resources/read": read_resource,
     "prompts/get": get_prompt,
     "resources/subscribe": lambda p: subscribed.append(p.get("uri")) or {},
+    "logging/setLevel": lambda p: set_log_level(p.get("level")),
+    "completion/complete": lambda p: {"completion": {"values": [
+        "%s:%s" % (p.get("ref", {}).get("name") or p.get("ref", {}).get("uri"),
+                   p.get("argument", {}).get("value", ""))], "hasMore": False}},
     "resources/unsubscribe": lambda p: (p.get("uri") in subscribed and subscribed.remove(p.get("uri"))) or {},
 }
+
+
+def set_log_level(level):
+    global log_level
+    log_level = level
+    return {}
 
 
 def handle(msg):
