@@ -238,16 +238,10 @@ impl BackendHandle {
         timeout: Duration,
         progress: Option<ProgressSink>,
     ) -> Result<Box<RawValue>, CallError> {
-        let connection = self.connection.borrow().clone();
-        match connection {
-            Some(connection) => Ok(connection
-                .request_with_progress(method, params, timeout, progress)
-                .await?),
-            None => Err(CallError::Unavailable {
-                backend: self.name.to_string(),
-                state: self.status.borrow().state,
-            }),
-        }
+        let connection = self.ready_connection()?;
+        Ok(connection
+            .request_with_progress(method, params, timeout, progress)
+            .await?)
     }
 
     /// Sends a request with an explicit deadline.
@@ -257,26 +251,24 @@ impl BackendHandle {
         params: Option<&RawValue>,
         timeout: Duration,
     ) -> Result<Box<RawValue>, CallError> {
-        let connection = self.connection.borrow().clone();
-        match connection {
-            Some(connection) => Ok(connection.request(method, params, timeout).await?),
-            None => Err(CallError::Unavailable {
-                backend: self.name.to_string(),
-                state: self.status.borrow().state,
-            }),
-        }
+        Ok(self
+            .ready_connection()?
+            .request(method, params, timeout)
+            .await?)
     }
 
     /// Sends a notification to the backend, if it is ready.
     pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
+        Ok(self.ready_connection()?.notify(method, params).await?)
+    }
+
+    /// The connection of the running process, or why there is none.
+    fn ready_connection(&self) -> Result<Connection, CallError> {
         let connection = self.connection.borrow().clone();
-        match connection {
-            Some(connection) => Ok(connection.notify(method, params).await?),
-            None => Err(CallError::Unavailable {
-                backend: self.name.to_string(),
-                state: self.status.borrow().state,
-            }),
-        }
+        connection.ok_or_else(|| CallError::Unavailable {
+            backend: self.name.to_string(),
+            state: self.status.borrow().state,
+        })
     }
 
     fn send(&self, command: Command) {
