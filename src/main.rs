@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use switchboard::config;
 use switchboard::hub::{Hub, HubOptions};
-use switchboard::serve::{http, socket};
+use switchboard::serve::{api, http, socket, token};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
@@ -141,9 +141,15 @@ async fn serve(
             format!("cannot listen on {listen} (set another address with --listen)")
         })?;
     let bound = tcp_listener.local_addr().context("no local address")?;
+    let data_dir = switchboard::dirs::data_dir();
+    let api_token =
+        token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
+    // Kept for a config reloader, which will send each new state through it.
+    let (_config_updates, config_state) =
+        tokio::sync::watch::channel(api::ConfigState::loaded(&config));
 
     let options = HubOptions {
-        catalog_cache: Some(switchboard::dirs::data_dir().join("catalog")),
+        catalog_cache: Some(data_dir.join("catalog")),
     };
     let hub = Hub::start(config.backends, groups, options);
     let stop = CancellationToken::new();
@@ -153,9 +159,18 @@ async fn serve(
         max_body_size: endpoint.max_body_size,
         extra_origins: Vec::new(),
     };
+    let api_options = api::ApiOptions {
+        address: bound,
+        token: api_token,
+        mcp_token: endpoint.token.clone(),
+        extra_origins: Vec::new(),
+        exe: exe.clone(),
+    };
+    let api_state = api::ApiState::new(hub.clone(), config_state, api_options, stop.clone());
+    let dashboard_url = api_state.dashboard_url();
     let http_server = tokio::spawn(http::serve(
         tcp_listener,
-        http::app(hub.clone(), http_options),
+        http::app(hub.clone(), http_options).merge(api::router(api_state)),
         stop.clone(),
     ));
     let socket_server = tokio::spawn(socket::serve_socket(
@@ -166,6 +181,8 @@ async fn serve(
     ));
     let url = format!("http://{bound}{}", http::MCP_PATH);
     tracing::info!(%url, socket = %socket_path.display(), "listening");
+    // Printed, not logged: the link carries the dashboard token.
+    eprintln!("dashboard: {dashboard_url}");
 
     wait_for_signal().await?;
     tracing::info!("shutting down");

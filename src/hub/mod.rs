@@ -223,6 +223,40 @@ impl Hub {
         self.inner.lock_sessions().len()
     }
 
+    /// Calls `tool`, the backend's own name for it (not the exposed one), the way an editor's
+    /// call goes: the backend is started on demand and the whole call has its request deadline.
+    /// For the control API; no session, no progress.
+    pub async fn call_tool(
+        &self,
+        backend: &str,
+        tool: &str,
+        arguments: Option<Box<RawValue>>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let handle = self.inner.engine.backend(backend).ok_or_else(|| {
+            ErrorObject::new(
+                jsonrpc::BACKEND_UNAVAILABLE,
+                format!("backend {backend} is not configured"),
+            )
+        })?;
+        let deadline = handle.config().request_timeout;
+        let started = Instant::now();
+        ready_backend(handle, deadline).await?;
+        let params = match &arguments {
+            Some(arguments) => format!(
+                r#"{{"name":{},"arguments":{}}}"#,
+                json_string(tool).get(),
+                arguments.get()
+            ),
+            None => format!(r#"{{"name":{}}}"#, json_string(tool).get()),
+        };
+        let params = RawValue::from_string(params).expect("a name and a JSON value are valid JSON");
+        let remaining = deadline.saturating_sub(started.elapsed());
+        handle
+            .request_with_timeout("tools/call", Some(&params), remaining)
+            .await
+            .map_err(|error| error.to_error_object())
+    }
+
     /// Closes every session and stops every backend.
     pub async fn shutdown(&self) {
         let sessions: Vec<Session> = self

@@ -1,4 +1,6 @@
 //! The transports that offer the hub to editors.
 
+pub mod api;
 pub mod http;
 pub mod socket;
+pub mod token;
