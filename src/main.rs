@@ -87,7 +87,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn init_logging() {
     let filter =
-        EnvFilter::try_from_env("SWITCHBOARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+        EnvFilter::try_from_env("SWITCHBOARD_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     // Colours only for a person at a terminal; logs read by programs stay plain.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
