@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use switchboard::config;
 use switchboard::hub::{Hub, HubOptions};
-use switchboard::serve::{api, http, socket, token};
+use switchboard::serve::{api, http, socket, token, ui};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
@@ -37,6 +37,9 @@ enum Command {
         /// Address of the HTTP endpoint (default: the config's `endpoint.listen`, 127.0.0.1:8765).
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+        /// Serve the dashboard from this folder instead of the copy built in (for UI work).
+        #[arg(long)]
+        ui_dir: Option<PathBuf>,
     },
     /// Validate a config file and print every problem; exits 1 on errors.
     Check {
@@ -59,9 +62,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     let result = match cli.command {
-        Command::Serve { config, listen } => {
-            single_thread_runtime().block_on(serve(config, listen))
-        }
+        Command::Serve {
+            config,
+            listen,
+            ui_dir,
+        } => single_thread_runtime().block_on(serve(config, listen, ui_dir)),
         Command::Check { config } => check(config),
         Command::Connect { config } => runtime().block_on(connect(config)),
         Command::DemoServer => runtime()
@@ -86,8 +91,8 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn init_logging() {
-    let filter =
-        EnvFilter::try_from_env("SWITCHBOARD_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    let filter = EnvFilter::try_from_env("SWITCHBOARD_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     // Colours only for a person at a terminal; logs read by programs stay plain.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
@@ -101,6 +106,7 @@ fn init_logging() {
 async fn serve(
     config_path: Option<PathBuf>,
     listen: Option<SocketAddr>,
+    ui_dir: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
     let config = config::load_or_create_default(&path)?;
@@ -166,7 +172,8 @@ async fn serve(
         extra_origins: Vec::new(),
         exe: exe.clone(),
     };
-    let api_state = api::ApiState::new(hub.clone(), config_state, api_options, stop.clone());
+    let api_state = api::ApiState::new(hub.clone(), config_state, api_options, stop.clone())
+        .with_ui(ui::router(ui_dir));
     let dashboard_url = api_state.dashboard_url();
     let http_server = tokio::spawn(http::serve(
         tcp_listener,

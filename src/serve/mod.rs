@@ -4,3 +4,4 @@ pub mod api;
 pub mod http;
 pub mod socket;
 pub mod token;
+pub mod ui;

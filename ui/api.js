@@ -1,0 +1,132 @@
+// The control API, same-origin with the session cookie. Every call resolves to parsed JSON or
+// throws an ApiError carrying the API's `{code, message}` (or a description of what failed).
+
+/** @typedef {import('./types.js').BackendSummary} BackendSummary */
+/** @typedef {import('./types.js').BackendDetail} BackendDetail */
+/** @typedef {import('./types.js').ActionResult} ActionResult */
+/** @typedef {import('./types.js').ToolResult} ToolResult */
+/** @typedef {import('./types.js').ConfigStatus} ConfigStatus */
+/** @typedef {import('./types.js').ClientSnippet} ClientSnippet */
+
+/** A failed API call: `code` is the API's code, or `network` / `http_<status>` / `bad_json`. */
+export class ApiError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {number} status HTTP status; 0 when no answer came.
+   */
+  constructor(code, message, status) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** Where the API lives: `/api/` of the origin that served the page. */
+const API_ROOT = new URL("/api/", location.href);
+
+/**
+ * @param {string} path below /api/, already encoded
+ * @returns {string}
+ */
+export function apiUrl(path) {
+  return new URL(path, API_ROOT).href;
+}
+
+/**
+ * @param {string} name
+ * @returns {string}
+ */
+function seg(name) {
+  return encodeURIComponent(name);
+}
+
+/**
+ * @param {string} path
+ * @param {RequestInit} [init]
+ * @returns {Promise<unknown>}
+ */
+async function request(path, init) {
+  let response;
+  try {
+    response = await fetch(apiUrl(path), {
+      credentials: "same-origin",
+      headers: { Accept: "application/json", ...(init?.body !== undefined ? { "Content-Type": "application/json" } : {}) },
+      ...init,
+    });
+  } catch (error) {
+    throw new ApiError("network", `Switchboard did not answer (${String(error)})`, 0);
+  }
+  const text = await response.text();
+  /** @type {unknown} */
+  let body = null;
+  if (text !== "") {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      if (response.ok) throw new ApiError("bad_json", `The answer of ${path} is not JSON`, response.status);
+    }
+  }
+  if (!response.ok) {
+    if (isErrorBody(body)) throw new ApiError(body.code, body.message, response.status);
+    const hint = response.status === 401 || response.status === 403
+      ? "Not authorized: open the dashboard from the Switchboard tray menu or with the link `switchboard serve` prints."
+      : `${response.status} ${response.statusText}`.trim();
+    throw new ApiError(`http_${response.status}`, hint, response.status);
+  }
+  return body;
+}
+
+/**
+ * @param {unknown} body
+ * @returns {body is import('./types.js').ApiErrorBody}
+ */
+function isErrorBody(body) {
+  return typeof body === "object" && body !== null
+    && typeof (/** @type {{code?: unknown}} */ (body).code) === "string"
+    && typeof (/** @type {{message?: unknown}} */ (body).message) === "string";
+}
+
+/** @returns {Promise<BackendSummary[]>} */
+export async function listBackends() {
+  return /** @type {BackendSummary[]} */ (await request("backends"));
+}
+
+/**
+ * @param {string} name
+ * @returns {Promise<BackendDetail>}
+ */
+export async function getBackend(name) {
+  return /** @type {BackendDetail} */ (await request(`backends/${seg(name)}`));
+}
+
+/**
+ * @param {string} name
+ * @param {"start" | "stop" | "restart"} action
+ * @returns {Promise<ActionResult>}
+ */
+export async function backendAction(name, action) {
+  return /** @type {ActionResult} */ (await request(`backends/${seg(name)}/${action}`, { method: "POST", body: "{}" }));
+}
+
+/**
+ * @param {string} backend
+ * @param {string} tool the backend's own tool name
+ * @param {Record<string, unknown>} args
+ * @returns {Promise<ToolResult>}
+ */
+export async function callTool(backend, tool, args) {
+  const path = `backends/${seg(backend)}/tools/${seg(tool)}/call`;
+  return /** @type {ToolResult} */ (await request(path, { method: "POST", body: JSON.stringify(args) }));
+}
+
+/** @returns {Promise<ConfigStatus>} */
+export async function getConfig() {
+  return /** @type {ConfigStatus} */ (await request("config"));
+}
+
+/** @returns {Promise<ClientSnippet[]>} */
+export async function listClients() {
+  return /** @type {ClientSnippet[]} */ (await request("clients"));
+}

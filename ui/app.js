@@ -1,0 +1,250 @@
+// The dashboard's entry point: the shell (sidebar, banner, live-feed indicator), the hash
+// router, and the wiring from the event feed to the store.
+//
+// Routes: #/ (backends), #/backend/NAME[/overview|history|output|tools[/TOOL]], #/tools?q=,
+// #/connect.
+
+import { h, replace, setText, announce } from "./dom.js";
+import { Store } from "./store.js";
+import { EventFeed } from "./events.js";
+import { stateLabel, duration } from "./format.js";
+import { announceState, everySecond } from "./views/common.js";
+import { BackendsView } from "./views/backends.js";
+import { BackendView } from "./views/backend.js";
+import { SearchView } from "./views/tools.js";
+import { ConnectView } from "./views/connect.js";
+import { renderBanner } from "./views/banner.js";
+
+/** @typedef {import('./views/backend.js').Tab} Tab */
+
+/**
+ * @typedef {{view: "backends"}
+ *   | {view: "backend", name: string, tab: Tab, tool: string | null}
+ *   | {view: "tools", query: string}
+ *   | {view: "connect"}
+ *   | {view: "missing", hash: string}} Route
+ */
+
+/** @typedef {{destroy: () => void}} View */
+
+/**
+ * @param {string} hash location.hash
+ * @returns {Route}
+ */
+export function parseRoute(hash) {
+  const [path, query = ""] = hash.replace(/^#/, "").split("?", 2);
+  const parts = path.split("/").filter(Boolean).map((part) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  });
+  if (parts.length === 0) return { view: "backends" };
+  if (parts[0] === "backend" && parts.length >= 2) {
+    const tab = parts[2] ?? "overview";
+    if (tab === "overview" || tab === "history" || tab === "output" || tab === "tools") {
+      return { view: "backend", name: parts[1], tab, tool: tab === "tools" ? parts[3] ?? null : null };
+    }
+  }
+  if (parts[0] === "tools" && parts.length === 1) return { view: "tools", query: new URLSearchParams(query).get("q") ?? "" };
+  if (parts[0] === "connect" && parts.length === 1) return { view: "connect" };
+  return { view: "missing", hash };
+}
+
+class App {
+  constructor() {
+    this.store = new Store();
+    this.main = /** @type {HTMLElement} */ (document.getElementById("main"));
+    this.viewRoot = /** @type {HTMLElement} */ (document.getElementById("view"));
+    this.banner = /** @type {HTMLElement} */ (document.getElementById("banner"));
+    this.navBackends = /** @type {HTMLElement} */ (document.getElementById("nav-backends"));
+    this.feedStatus = /** @type {HTMLElement} */ (document.getElementById("feed-status"));
+    /** @type {View | null} */
+    this.view = null;
+    /** @type {Route | null} */
+    this.route = null;
+    /** Whether the feed was lost since it was last live. */
+    this.wasDown = false;
+    /** @type {{dot: HTMLElement, spinner: HTMLElement, text: HTMLElement, retry: HTMLButtonElement} | null} */
+    this.feedParts = null;
+
+    this.feed = new EventFeed({
+      status: (summary) => this.store.onStatus(summary),
+      output: (event) => this.store.onOutput(event.backend, event.line),
+      catalog: (event) => this.store.onCatalog(event.backend),
+      config: (config) => this.store.setConfig(config),
+      state: (state) => this.store.setFeed(state),
+      // The stream starts with every backend's status and the config; what it cannot carry
+      // (history, output, removed backends) is loaded again after a reconnection.
+      opened: (first) => {
+        if (!first) this.store.resync();
+      },
+    });
+    this.store.subscribe((change) => {
+      if (change.kind === "summary") {
+        const summary = this.store.summaries.get(change.name)?.summary;
+        if (summary) announceState(summary, change.previous);
+        this.renderNav();
+      } else if (change.kind === "list") {
+        this.renderNav();
+      } else if (change.kind === "config") {
+        renderBanner(this.banner, this.store.config);
+      } else if (change.kind === "feed") {
+        this.renderFeed();
+      }
+    });
+    everySecond(() => {
+      if (this.store.feed.phase === "reconnecting") this.renderFeed();
+    });
+  }
+
+  start() {
+    // The token in the address is only for the first load (the API has set its cookie by now);
+    // keep it out of the history, bookmarks and screenshots.
+    const url = new URL(location.href);
+    if (url.searchParams.has("token")) {
+      url.searchParams.delete("token");
+      history.replaceState(null, "", url.href);
+    }
+    window.addEventListener("hashchange", () => this.navigate(true));
+    document.getElementById("skip-link")?.addEventListener("click", (event) => {
+      event.preventDefault();
+      this.focusMain();
+    });
+    document.addEventListener("keydown", (event) => this.onKey(event));
+    this.renderNav();
+    this.renderFeed();
+    this.navigate(false);
+    void this.store.loadList();
+    void this.store.loadConfig();
+    this.feed.start();
+  }
+
+  /** @param {KeyboardEvent} event */
+  onKey(event) {
+    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = /** @type {HTMLElement | null} */ (event.target);
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    event.preventDefault();
+    if (this.view instanceof SearchView) this.view.focusInput();
+    else location.hash = "#/tools";
+  }
+
+  /** @param {boolean} moveFocus whether this navigation was the reader's (not the first load) */
+  navigate(moveFocus) {
+    const route = parseRoute(location.hash);
+    const previous = this.route;
+    this.route = route;
+    if (route.view === "backend" && previous?.view === "backend" && previous.name === route.name && this.view instanceof BackendView) {
+      this.view.route(route.tab, route.tool);
+      this.updateNavCurrent();
+      return;
+    }
+    this.view?.destroy();
+    this.view = this.makeView(route);
+    this.updateNavCurrent();
+    document.title = `${this.titleOf(route)} · Switchboard`;
+    if (moveFocus) this.focusMain();
+    if (this.view instanceof SearchView && moveFocus) this.view.focusInput();
+  }
+
+  /**
+   * @param {Route} route
+   * @returns {View}
+   */
+  makeView(route) {
+    switch (route.view) {
+      case "backends":
+        return new BackendsView(this.store, this.viewRoot);
+      case "backend":
+        return new BackendView(this.store, this.viewRoot, route.name, route.tab, route.tool);
+      case "tools":
+        return new SearchView(this.store, this.viewRoot, route.query);
+      case "connect":
+        return new ConnectView(this.viewRoot);
+      case "missing":
+        replace(this.viewRoot, h("header", { class: "page-head" }, h("div", {}, h("h1", { text: "Nothing here", attrs: { tabindex: "-1" } }),
+          h("p", { class: "page-sub" }, "No page at ", h("code", { text: route.hash }), ". ", h("a", { attrs: { href: "#/" }, text: "Go to the backends" })))));
+        return { destroy() {} };
+    }
+  }
+
+  /**
+   * @param {Route} route
+   * @returns {string}
+   */
+  titleOf(route) {
+    switch (route.view) {
+      case "backends": return "Backends";
+      case "backend": return route.name;
+      case "tools": return "Tools";
+      case "connect": return "Connect an editor";
+      case "missing": return "Not found";
+    }
+  }
+
+  focusMain() {
+    const heading = this.viewRoot.querySelector("h1");
+    (heading ?? this.main).focus({ preventScroll: false });
+  }
+
+  updateNavCurrent() {
+    const route = this.route;
+    for (const link of document.querySelectorAll("[data-nav]")) {
+      const nav = /** @type {HTMLElement} */ (link).dataset.nav;
+      const current = route !== null && (nav === route.view || (route.view === "backend" && nav === `backend:${route.name}`));
+      if (current) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+  }
+
+  renderNav() {
+    const { store } = this;
+    replace(this.navBackends, store.order.map((name) => {
+      const summary = store.summaries.get(name)?.summary;
+      const state = summary?.state ?? "stopped";
+      return h("li", {}, h("a", { class: "nav-backend", data: { nav: `backend:${name}` }, attrs: { href: `#/backend/${encodeURIComponent(name)}`, title: `${name}: ${stateLabel(state)}` } },
+        h("span", { class: `dot state-${state}`, attrs: { "aria-hidden": "true" } }),
+        h("span", { class: "nav-backend-name", text: name }),
+        h("span", { class: "visually-hidden", text: `, ${stateLabel(state)}` })));
+    }));
+    const count = document.getElementById("nav-count");
+    if (count) setText(count, store.order.length ? String(store.order.length) : "");
+    this.updateNavCurrent();
+  }
+
+  renderFeed() {
+    const feed = this.store.feed;
+    const element = this.feedStatus;
+    if (!this.feedParts) {
+      this.feedParts = {
+        dot: h("span", { class: "feed-dot", attrs: { "aria-hidden": "true" } }),
+        spinner: h("span", { class: "spinner spinner-small", attrs: { "aria-hidden": "true" } }),
+        text: h("span", { class: "feed-text" }),
+        retry: h("button", { class: "btn btn-small btn-ghost", attrs: { type: "button" }, text: "Retry now", on: { click: () => this.feed.retryNow() } }),
+      };
+      replace(element, this.feedParts.dot, this.feedParts.spinner, this.feedParts.text, this.feedParts.retry);
+    }
+    const parts = this.feedParts;
+    element.dataset.phase = feed.phase;
+    document.body.dataset.feed = feed.phase;
+    parts.dot.hidden = feed.phase !== "live";
+    parts.spinner.hidden = feed.phase === "live";
+    parts.retry.hidden = feed.phase !== "reconnecting";
+    if (feed.phase === "live") {
+      setText(parts.text, "Live");
+      if (this.wasDown) announce("Reconnected; the dashboard is live again");
+      this.wasDown = false;
+    } else if (feed.phase === "connecting") {
+      setText(parts.text, "Connecting…");
+    } else {
+      const left = Math.max(0, feed.retry_at_ms - Date.now());
+      setText(parts.text, left > 0 ? `Reconnecting in ${duration(Math.ceil(left / 1000) * 1000)}` : "Reconnecting…");
+      if (!this.wasDown) announce("Lost the connection to Switchboard; reconnecting");
+      this.wasDown = true;
+    }
+  }
+}
+
+new App().start();

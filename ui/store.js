@@ -1,0 +1,304 @@
+// What the dashboard knows, all of it given by the API: snapshots from GET requests, kept
+// current by the event feed. Views read from here and subscribe to changes; nothing here guesses
+// a backend's state.
+
+import * as api from "./api.js";
+
+/** @typedef {import('./types.js').BackendSummary} BackendSummary */
+/** @typedef {import('./types.js').BackendDetail} BackendDetail */
+/** @typedef {import('./types.js').OutputLine} OutputLine */
+/** @typedef {import('./types.js').ConfigStatus} ConfigStatus */
+/** @typedef {import('./events.js').FeedState} FeedState */
+
+/**
+ * A summary and when it arrived (`performance.now()`), so that uptime can tick from it.
+ * @typedef {object} SummaryEntry
+ * @property {BackendSummary} summary
+ * @property {number} received_at
+ */
+
+/**
+ * @typedef {{status: "loading"} | {status: "ready"} | {status: "error", error: api.ApiError}} LoadState
+ */
+
+/**
+ * @typedef {object} DetailEntry
+ * @property {BackendDetail | null} detail
+ * @property {LoadState} load
+ * @property {number} received_at
+ * @property {boolean} in_flight
+ * @property {boolean} again Another load was asked for while one was in flight.
+ * @property {number} events_at_start Output events counted when the load began.
+ */
+
+/**
+ * @typedef {{kind: "list"}
+ *   | {kind: "summary", name: string, previous: BackendSummary | null}
+ *   | {kind: "detail", name: string}
+ *   | {kind: "output", name: string, line: OutputLine}
+ *   | {kind: "output_reset", name: string}
+ *   | {kind: "config"}
+ *   | {kind: "feed"}
+ *   | {kind: "action", name: string}} Change
+ */
+
+/** Lines of output kept per backend in the page. */
+export const OUTPUT_LIMIT = 2000;
+
+export class Store {
+  constructor() {
+    /** @type {string[]} names in the API's order */
+    this.order = [];
+    /** @type {Map<string, SummaryEntry>} */
+    this.summaries = new Map();
+    /** @type {LoadState} */
+    this.listLoad = { status: "loading" };
+    /** @type {Map<string, DetailEntry>} */
+    this.details = new Map();
+    /** @type {Map<string, OutputLine[]>} */
+    this.outputs = new Map();
+    /** @type {Map<string, number>} output events received per backend */
+    this.outputEvents = new Map();
+    /** @type {Map<string, number>} status events received per backend */
+    this.statusEvents = new Map();
+    /** @type {ConfigStatus | null} */
+    this.config = null;
+    /** @type {FeedState} */
+    this.feed = { phase: "connecting" };
+    /** @type {Map<string, "start" | "stop" | "restart">} actions in flight */
+    this.pending = new Map();
+    /** @type {string | null} the backend whose page is open; its detail follows its status */
+    this.watched = null;
+    /** @type {Set<(change: Change) => void>} */
+    this.listeners = new Set();
+  }
+
+  /**
+   * @param {(change: Change) => void} listener
+   * @returns {() => void} unsubscribes
+   */
+  subscribe(listener) {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** @param {Change} change */
+  emit(change) {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(change);
+      } catch (error) {
+        console.error("switchboard: a view failed to update", error);
+      }
+    }
+  }
+
+  // --- snapshots -----------------------------------------------------------------------------
+
+  async loadList() {
+    if (this.order.length === 0) {
+      this.listLoad = { status: "loading" };
+      this.emit({ kind: "list" });
+    }
+    try {
+      const list = await api.listBackends();
+      const now = performance.now();
+      this.order = list.map((summary) => summary.name);
+      this.summaries = new Map(list.map((summary) => [summary.name, { summary, received_at: now }]));
+      for (const name of [...this.details.keys()]) {
+        if (!this.summaries.has(name)) this.details.delete(name);
+      }
+      this.listLoad = { status: "ready" };
+    } catch (error) {
+      this.listLoad = { status: "error", error: asApiError(error) };
+    }
+    this.emit({ kind: "list" });
+  }
+
+  async loadConfig() {
+    try {
+      this.setConfig(await api.getConfig());
+    } catch (error) {
+      console.warn("switchboard: cannot read the config status", error);
+    }
+  }
+
+  /**
+   * Loads (or reloads) a backend's detail. Loads asked for while one is in flight coalesce into
+   * one more after it.
+   * @param {string} name
+   */
+  async loadDetail(name) {
+    let entry = this.details.get(name);
+    if (!entry) {
+      entry = { detail: null, load: { status: "loading" }, received_at: 0, in_flight: false, again: false, events_at_start: 0 };
+      this.details.set(name, entry);
+      this.emit({ kind: "detail", name });
+    }
+    if (entry.in_flight) {
+      entry.again = true;
+      return;
+    }
+    entry.in_flight = true;
+    entry.events_at_start = this.outputEvents.get(name) ?? 0;
+    const statusEventsAtStart = this.statusEvents.get(name) ?? 0;
+    try {
+      const detail = await api.getBackend(name);
+      entry.detail = detail;
+      entry.load = { status: "ready" };
+      entry.received_at = performance.now();
+      this.mergeOutput(name, detail.output, entry.events_at_start);
+      // A status event that came while this was loading is at least as new as the detail.
+      if ((this.statusEvents.get(name) ?? 0) === statusEventsAtStart) {
+        const { history: _h, output: _o, server: _s, tools, prompts: _p, resources: _r, resource_templates: _t, exposed_tools: _e, config: _c, ...summary } = detail;
+        this.setSummary({ ...summary, tools: tools.length });
+      }
+    } catch (error) {
+      entry.load = { status: "error", error: asApiError(error) };
+    }
+    entry.in_flight = false;
+    this.emit({ kind: "detail", name });
+    if (entry.again && this.details.get(name) === entry) {
+      entry.again = false;
+      void this.loadDetail(name);
+    }
+  }
+
+  /** Loads the detail of every backend not loaded yet (the tool search needs all tools). */
+  async loadAllDetails() {
+    await Promise.all(this.order.filter((name) => !this.details.get(name)?.detail).map((name) => this.loadDetail(name)));
+  }
+
+  /**
+   * The detail's output, then whatever arrived live since the load began and is not in it.
+   * @param {string} name
+   * @param {OutputLine[]} snapshot
+   * @param {number} eventsAtStart
+   */
+  mergeOutput(name, snapshot, eventsAtStart) {
+    const live = this.outputs.get(name) ?? [];
+    const newSince = Math.max(0, (this.outputEvents.get(name) ?? 0) - eventsAtStart);
+    const arrived = newSince > 0 ? live.slice(-newSince) : [];
+    const key = (/** @type {OutputLine} */ line) => `${line.at_ms}\u0000${line.stream}\u0000${line.text}`;
+    const known = new Set(snapshot.slice(-Math.max(arrived.length, 1) * 2).map(key));
+    const lines = [...snapshot, ...arrived.filter((line) => !known.has(key(line)))];
+    this.outputs.set(name, lines.slice(-OUTPUT_LIMIT));
+    this.emit({ kind: "output_reset", name });
+  }
+
+  // --- events ----------------------------------------------------------------------------------
+
+  /** @param {BackendSummary} summary */
+  onStatus(summary) {
+    this.statusEvents.set(summary.name, (this.statusEvents.get(summary.name) ?? 0) + 1);
+    const previous = this.summaries.get(summary.name)?.summary ?? null;
+    const isNew = previous === null;
+    this.setSummary(summary);
+    if (isNew) {
+      this.emit({ kind: "list" });
+      return;
+    }
+    // The open page shows history and server info, which only the detail carries.
+    if (this.watched === summary.name && previous !== null && (previous.state !== summary.state || previous.last_exit?.at_ms !== summary.last_exit?.at_ms)) {
+      void this.loadDetail(summary.name);
+    }
+  }
+
+  /**
+   * @param {string} name
+   * @param {OutputLine} line
+   */
+  onOutput(name, line) {
+    this.outputEvents.set(name, (this.outputEvents.get(name) ?? 0) + 1);
+    let lines = this.outputs.get(name);
+    if (!lines) {
+      lines = [];
+      this.outputs.set(name, lines);
+    }
+    lines.push(line);
+    if (lines.length > OUTPUT_LIMIT + 200) lines.splice(0, lines.length - OUTPUT_LIMIT);
+    this.emit({ kind: "output", name, line });
+  }
+
+  /** @param {string} name */
+  onCatalog(name) {
+    if (this.details.has(name)) void this.loadDetail(name);
+  }
+
+  /** @param {ConfigStatus} config */
+  setConfig(config) {
+    const reloaded = this.config !== null && this.config.loaded_at_ms !== config.loaded_at_ms;
+    this.config = config;
+    this.emit({ kind: "config" });
+    // A reload may add or remove backends; the list says which exist now.
+    if (reloaded) void this.loadList();
+  }
+
+  /** @param {FeedState} feed */
+  setFeed(feed) {
+    this.feed = feed;
+    this.emit({ kind: "feed" });
+  }
+
+  /** After a (re)connection: everything may have changed while the feed was down. */
+  resync() {
+    void this.loadList();
+    void this.loadConfig();
+    for (const name of this.details.keys()) void this.loadDetail(name);
+  }
+
+  /** @param {BackendSummary} summary */
+  setSummary(summary) {
+    const previous = this.summaries.get(summary.name)?.summary ?? null;
+    this.summaries.set(summary.name, { summary, received_at: performance.now() });
+    if (!this.order.includes(summary.name)) this.order.push(summary.name);
+    this.emit({ kind: "summary", name: summary.name, previous });
+  }
+
+  // --- actions ---------------------------------------------------------------------------------
+
+  /**
+   * Asks the API to start, stop or restart a backend. The state shown changes only when the API
+   * says so (its answer, then the events).
+   * @param {string} name
+   * @param {"start" | "stop" | "restart"} action
+   * @returns {Promise<api.ApiError | null>}
+   */
+  async act(name, action) {
+    if (this.pending.has(name)) return null;
+    this.pending.set(name, action);
+    this.emit({ kind: "action", name });
+    try {
+      const result = await api.backendAction(name, action);
+      if (result && typeof result === "object" && result.backend) this.setSummary(result.backend);
+      return null;
+    } catch (error) {
+      return asApiError(error);
+    } finally {
+      this.pending.delete(name);
+      this.emit({ kind: "action", name });
+    }
+  }
+
+  // --- reading ---------------------------------------------------------------------------------
+
+  /**
+   * The current process's uptime, ticking from the last summary, or null when it has none.
+   * @param {string} name
+   * @returns {number | null}
+   */
+  uptime(name) {
+    const entry = this.summaries.get(name);
+    if (!entry || entry.summary.uptime_ms === null) return null;
+    return entry.summary.uptime_ms + (performance.now() - entry.received_at);
+  }
+}
+
+/**
+ * @param {unknown} error
+ * @returns {api.ApiError}
+ */
+export function asApiError(error) {
+  if (error instanceof api.ApiError) return error;
+  return new api.ApiError("internal", String(error), 0);
+}

@@ -1,0 +1,228 @@
+// JSDoc types of the control API's JSON, mirroring the Rust status structs (src/status.rs,
+// src/output.rs) as the API serializes them. Nothing here runs; modules import the types with
+// `@typedef {import('./types.js').Name} Name`.
+
+/**
+ * @typedef {"stopped" | "starting" | "ready" | "backoff" | "crash_loop" | "stopping"} BackendState
+ */
+
+/**
+ * Why a backend's process ended (`StopReason`).
+ * @typedef {"crash" | "unresponsive" | "handshake_failed" | "stopped_by_user" | "restarted_by_user" | "config_changed" | "shutdown"} StopReason
+ */
+
+/**
+ * How a process ended (`ExitDescription`).
+ * @typedef {object} ExitDescription
+ * @property {number | null} code
+ * @property {number | null} signal
+ */
+
+/**
+ * One captured line of a backend's output (`OutputLine`).
+ * @typedef {object} OutputLine
+ * @property {number} at_ms Milliseconds since the Unix epoch.
+ * @property {"stderr" | "stdout_noise"} stream
+ * @property {string} text
+ */
+
+/**
+ * The last end of a backend's process, as the summary carries it.
+ * @typedef {object} LastExit
+ * @property {number} at_ms
+ * @property {StopReason} reason
+ * @property {ExitDescription | null} exit `null` when the process never started.
+ * @property {number} uptime_ms
+ * @property {string | null} detail
+ */
+
+/**
+ * One entry of the restart history (`HistoryEntry`).
+ * @typedef {LastExit & {output_tail: OutputLine[]}} HistoryEntry
+ */
+
+/**
+ * `GET /api/backends` items and the `status` event.
+ * @typedef {object} BackendSummary
+ * @property {string} name
+ * @property {BackendState} state
+ * @property {number | null} pid
+ * @property {number} restarts Automatic restarts since Switchboard started.
+ * @property {number | null} uptime_ms Of the current process, when it has one.
+ * @property {number} tools How many tools the backend lists.
+ * @property {number | null} restart_at_ms When the next automatic restart is due (backoff).
+ * @property {string | null} last_error
+ * @property {boolean} enabled
+ * @property {LastExit | null} last_exit
+ */
+
+/**
+ * What the server said about itself in the handshake (`ServerDescription`).
+ * @typedef {object} ServerDescription
+ * @property {string} protocol_version
+ * @property {{name?: string, version?: string, title?: string, [key: string]: unknown}} server_info
+ * @property {Record<string, unknown>} capabilities
+ * @property {string | null} instructions
+ */
+
+/**
+ * A JSON Schema, as much of it as the dashboard reads; anything else is kept and shown raw.
+ * @typedef {object} JsonSchema
+ * @property {string | string[]} [type]
+ * @property {string} [title]
+ * @property {string} [description]
+ * @property {Record<string, JsonSchema>} [properties]
+ * @property {string[]} [required]
+ * @property {JsonSchema | boolean} [additionalProperties]
+ * @property {JsonSchema | JsonSchema[]} [items]
+ * @property {unknown[]} [enum]
+ * @property {unknown} [const]
+ * @property {unknown} [default]
+ * @property {unknown[]} [examples]
+ * @property {string} [format]
+ * @property {number} [minimum]
+ * @property {number} [maximum]
+ * @property {number} [exclusiveMinimum]
+ * @property {number} [exclusiveMaximum]
+ * @property {number} [minLength]
+ * @property {number} [maxLength]
+ * @property {string} [pattern]
+ * @property {JsonSchema[]} [anyOf]
+ * @property {JsonSchema[]} [oneOf]
+ * @property {JsonSchema[]} [allOf]
+ * @property {string} [$ref]
+ */
+
+/**
+ * A tool as its server listed it (MCP `Tool`; unknown fields kept).
+ * @typedef {object} Tool
+ * @property {string} name
+ * @property {string} [title]
+ * @property {string} [description]
+ * @property {JsonSchema} [inputSchema]
+ * @property {JsonSchema} [outputSchema]
+ * @property {{title?: string, readOnlyHint?: boolean, destructiveHint?: boolean, idempotentHint?: boolean, openWorldHint?: boolean}} [annotations]
+ */
+
+/**
+ * A prompt as its server listed it.
+ * @typedef {object} Prompt
+ * @property {string} name
+ * @property {string} [title]
+ * @property {string} [description]
+ * @property {{name: string, description?: string, required?: boolean}[]} [arguments]
+ */
+
+/**
+ * A resource (or, with `uriTemplate`, a resource template) as its server listed it.
+ * @typedef {object} Resource
+ * @property {string} [uri]
+ * @property {string} [uriTemplate]
+ * @property {string} name
+ * @property {string} [title]
+ * @property {string} [description]
+ * @property {string} [mimeType]
+ */
+
+/**
+ * A backend's configuration as the API shows it (secrets masked).
+ * @typedef {object} BackendConfigView
+ * @property {string} command
+ * @property {string[]} args
+ * @property {string | null} cwd
+ * @property {Record<string, string>} env Values are masked.
+ * @property {boolean} enabled
+ * @property {string} prefix Exposed tool and prompt names start with it and "__".
+ * @property {boolean} start_on_demand
+ */
+
+/**
+ * `GET /api/backends/{name}`.
+ * @typedef {Omit<BackendSummary, "tools"> & {
+ *   history: HistoryEntry[],
+ *   output: OutputLine[],
+ *   server: ServerDescription | null,
+ *   tools: Tool[],
+ *   prompts: Prompt[],
+ *   resources: Resource[],
+ *   resource_templates: Resource[],
+ *   exposed_tools?: Record<string, string>,
+ *   config: BackendConfigView,
+ * }} BackendDetail
+ */
+
+/**
+ * `POST /api/backends/{name}/start|stop|restart`.
+ * @typedef {object} ActionResult
+ * @property {true} ok
+ * @property {BackendSummary} backend
+ */
+
+/**
+ * A content block of a tool result.
+ * @typedef {{type: "text", text: string}
+ *   | {type: "image" | "audio", data: string, mimeType: string}
+ *   | {type: "resource", resource: {uri: string, mimeType?: string, text?: string, blob?: string}}
+ *   | {type: "resource_link", uri: string, name?: string, description?: string, mimeType?: string}
+ *   | {type: string, [key: string]: unknown}} ContentBlock
+ */
+
+/**
+ * What `POST /api/backends/{name}/tools/{tool}/call` answers on success: the raw tool result.
+ * @typedef {object} ToolResult
+ * @property {ContentBlock[]} content
+ * @property {boolean} [isError]
+ * @property {unknown} [structuredContent]
+ */
+
+/**
+ * Every error the API answers with.
+ * @typedef {object} ApiErrorBody
+ * @property {string} code
+ * @property {string} message
+ */
+
+/**
+ * One config problem, positioned.
+ * @typedef {object} Diagnostic
+ * @property {"error" | "warning"} severity
+ * @property {string} file
+ * @property {number} line
+ * @property {number} column
+ * @property {string} field
+ * @property {string} message
+ */
+
+/**
+ * `GET /api/config` and the `config` event.
+ * @typedef {object} ConfigStatus
+ * @property {string} path
+ * @property {number} loaded_at_ms
+ * @property {boolean} valid
+ * @property {Diagnostic[]} diagnostics
+ */
+
+/**
+ * `GET /api/clients`: how to point one editor at Switchboard.
+ * @typedef {object} ClientSnippet
+ * @property {string} id
+ * @property {string} title
+ * @property {"stdio" | "http"} transport
+ * @property {string} config_path_hint
+ * @property {string} snippet
+ */
+
+/**
+ * The `output` event.
+ * @typedef {object} OutputEvent
+ * @property {string} backend
+ * @property {OutputLine} line
+ */
+
+/**
+ * The `catalog` event.
+ * @typedef {object} CatalogEvent
+ * @property {string} backend
+ */
+
+export {};

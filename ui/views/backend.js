@@ -1,0 +1,252 @@
+// #/backend/NAME[/TAB[/TOOL]] — one backend: its status and actions on top, then tabs for the
+// overview, the restart history, the live output and the tools.
+
+import { h, replace, setText } from "../dom.js";
+import { plural, commandLine } from "../format.js";
+import { stateBadge, stateNote, actionButtons, everySecond, loading, failure, empty, uptimeText } from "./common.js";
+import { historyTimeline, logBlock } from "./history.js";
+import { OutputPanel } from "./output.js";
+import { ToolsTab } from "./tools.js";
+
+/** @typedef {import('../store.js').Store} Store */
+/** @typedef {import('../store.js').Change} Change */
+/** @typedef {import('../types.js').BackendDetail} BackendDetail */
+/** @typedef {"overview" | "history" | "output" | "tools"} Tab */
+
+/** @type {{tab: Tab, label: string}[]} */
+const TABS = [
+  { tab: "overview", label: "Overview" },
+  { tab: "history", label: "History" },
+  { tab: "output", label: "Output" },
+  { tab: "tools", label: "Tools" },
+];
+
+export class BackendView {
+  /**
+   * @param {Store} store
+   * @param {HTMLElement} root
+   * @param {string} name
+   * @param {Tab} tab
+   * @param {string | null} tool
+   */
+  constructor(store, root, name, tab, tool) {
+    this.store = store;
+    this.root = root;
+    this.name = name;
+    /** @type {Tab} */
+    this.tab = tab;
+    this.tool = tool;
+    /** @type {OutputPanel | null} */
+    this.output = null;
+    /** @type {ToolsTab | null} */
+    this.tools = null;
+    /** @type {string | null} the newest history entry drawn so far */
+    this.newestSeen = null;
+    /** @type {HTMLElement} */
+    this.factList = h("dl");
+    /** @type {HTMLElement} */
+    this.tabNav = h("nav");
+
+    this.badge = stateBadge();
+    this.note = h("span", { class: "state-note" });
+    this.heading = h("h1", { class: "backend-title", attrs: { tabindex: "-1" } }, h("span", { class: "mono", text: name }));
+    this.facts = {
+      pid: h("dd", { class: "mono", data: { fact: "pid" } }),
+      uptime: h("dd", { class: "mono", data: { fact: "uptime" } }),
+      restarts: h("dd", { data: { fact: "restarts" } }),
+      tools: h("dd", { data: { fact: "tools" } }),
+      server: h("dd", { data: { fact: "server" } }),
+    };
+    this.actions = actionButtons(store, name);
+    this.alert = h("div", { class: "notice notice-error", attrs: { role: "alert" } });
+    this.alert.hidden = true;
+    this.tabLinks = TABS.map(({ tab: each, label }) => h("a", { class: "tab", data: { tab: each }, attrs: { href: `#/backend/${encodeURIComponent(name)}${each === "overview" ? "" : `/${each}`}` } }, label, h("span", { class: "tab-count" })));
+    this.panel = h("div", { class: "tab-panel" });
+    replace(root,
+      h("header", { class: "page-head backend-head" },
+        h("div", { class: "backend-head-main" },
+          h("nav", { class: "crumbs", attrs: { "aria-label": "Breadcrumb" } }, h("a", { attrs: { href: "#/" }, text: "Backends" }), h("span", { attrs: { "aria-hidden": "true" }, text: " / " })),
+          h("div", { class: "title-line" }, this.heading, this.badge.element, this.note),
+          this.factList = h("dl", { class: "facts" },
+            h("div", {}, h("dt", { text: "PID" }), this.facts.pid),
+            h("div", {}, h("dt", { text: "Uptime" }), this.facts.uptime),
+            h("div", {}, h("dt", { text: "Restarts" }), this.facts.restarts),
+            h("div", {}, h("dt", { text: "Tools" }), this.facts.tools),
+            h("div", { class: "fact-wide" }, h("dt", { text: "Server" }), this.facts.server))),
+        this.actions.element),
+      this.alert,
+      this.tabNav = h("nav", { class: "tabs", attrs: { "aria-label": `${name} sections` } }, this.tabLinks),
+      this.panel);
+
+    this.unsubscribe = store.subscribe((change) => this.onChange(change));
+    this.stopTicking = everySecond(() => this.tick());
+    store.watched = name;
+    this.renderSummary();
+    this.renderDetailFacts();
+    this.renderTab();
+    void store.loadDetail(name);
+  }
+
+  /**
+   * Moves to another tab (or tool) of the same backend without rebuilding the page.
+   * @param {Tab} tab
+   * @param {string | null} tool
+   */
+  route(tab, tool) {
+    const sameTab = tab === this.tab;
+    this.tab = tab;
+    this.tool = tool;
+    if (sameTab && tab === "tools" && this.tools) {
+      this.tools.select(tool);
+      return;
+    }
+    this.renderTab();
+  }
+
+  /** @param {Change} change */
+  onChange(change) {
+    if (change.kind === "summary" && change.name === this.name) this.renderSummary();
+    else if (change.kind === "action" && change.name === this.name) this.actions.update();
+    else if (change.kind === "detail" && change.name === this.name) {
+      this.renderDetailFacts();
+      if (this.tab === "tools") this.tools?.render();
+      else if (this.tab !== "output") this.renderTab();
+    } else if (change.kind === "list" && !this.store.summaries.has(this.name) && this.store.listLoad.status === "ready") {
+      this.renderTab();
+      this.renderSummary();
+    }
+  }
+
+  tick() {
+    setText(this.facts.uptime, uptimeText(this.store, this.name));
+    const summary = this.store.summaries.get(this.name)?.summary;
+    if (summary) setText(this.note, stateNote(summary));
+  }
+
+  renderSummary() {
+    const summary = this.store.summaries.get(this.name)?.summary;
+    // A name the API does not know gets no facts, actions or tabs, only the note saying so.
+    for (const part of [this.badge.element, this.factList, this.actions.element, this.tabNav]) part.hidden = !summary;
+    if (!summary) return;
+    this.badge.update(summary.state);
+    setText(this.facts.pid, summary.pid === null ? "—" : String(summary.pid));
+    setText(this.facts.restarts, String(summary.restarts));
+    setText(this.facts.tools, String(summary.tools));
+    this.alert.hidden = !summary.last_error;
+    setText(this.alert, summary.last_error ? `Last error: ${summary.last_error}` : "");
+    this.actions.update();
+    this.tick();
+    setText(/** @type {HTMLElement} */ (this.tabLinks[3].lastElementChild), String(summary.tools));
+  }
+
+  renderDetailFacts() {
+    const detail = this.store.details.get(this.name)?.detail;
+    const server = detail?.server;
+    setText(this.facts.server, server ? `${server.server_info.name ?? "unnamed"} ${server.server_info.version ?? ""} · MCP ${server.protocol_version}`.trim() : "—");
+    setText(/** @type {HTMLElement} */ (this.tabLinks[1].lastElementChild), detail ? String(detail.history.length) : "");
+  }
+
+  renderTab() {
+    for (const link of this.tabLinks) {
+      if (link.dataset.tab === this.tab) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    const entry = this.store.details.get(this.name);
+    if (this.tab !== "output" && this.output) {
+      this.output.destroy();
+      this.output = null;
+    }
+    if (this.tab !== "tools") this.tools = null;
+    if (this.store.listLoad.status === "ready" && !this.store.summaries.has(this.name)) {
+      replace(this.panel, empty(`No backend named ${this.name}`, h("span", {}, "It is not in the config (any more). ", h("a", { attrs: { href: "#/" }, text: "See all backends" }))));
+      return;
+    }
+    if (this.tab === "output") {
+      if (!this.output) {
+        this.output = new OutputPanel(this.store, this.name);
+        replace(this.panel, this.output.element);
+      }
+      return;
+    }
+    if (this.tab === "tools") {
+      if (!this.tools) {
+        this.tools = new ToolsTab(this.store, this.name, this.tool);
+        replace(this.panel, this.tools.element);
+      } else {
+        this.tools.select(this.tool);
+      }
+      return;
+    }
+    const detail = entry?.detail;
+    if (!detail) {
+      replace(this.panel, entry?.load.status === "error" ? failure(`Could not load ${this.name}`, entry.load.error, () => void this.store.loadDetail(this.name)) : loading(`Loading ${this.name}…`));
+      return;
+    }
+    if (this.tab === "history") {
+      // Entries the reader opened stay open when the history is redrawn.
+      const opened = new Set([...this.panel.querySelectorAll(".timeline-item")].filter((item) => item.querySelector("details")?.open).map((item) => /** @type {HTMLElement} */ (item).dataset.at ?? ""));
+      // A newly recorded exit opens by itself.
+      const newest = detail.history.at(-1);
+      if (newest && String(newest.at_ms) !== this.newestSeen) opened.add(String(newest.at_ms));
+      this.newestSeen = newest ? String(newest.at_ms) : null;
+      replace(this.panel, h("section", { class: "section", attrs: { "aria-label": "Restart history" } }, historyTimeline(detail.history, { opened })));
+      return;
+    }
+    replace(this.panel, this.overview(detail));
+  }
+
+  /**
+   * @param {BackendDetail} detail
+   * @returns {HTMLElement}
+   */
+  overview(detail) {
+    const base = `#/backend/${encodeURIComponent(this.name)}`;
+    const config = detail.config;
+    const envNames = Object.keys(config?.env ?? {});
+    const recentOutput = (this.store.outputs.get(this.name) ?? detail.output).slice(-8);
+    const server = detail.server;
+    const capabilities = server ? Object.keys(server.capabilities ?? {}) : [];
+    return h("div", { class: "overview-grid" },
+      h("section", { class: "card" },
+        h("h2", { class: "card-title", text: "Process" }),
+        config ? h("dl", { class: "kv" },
+          h("dt", { text: "Command" }), h("dd", {}, h("code", { class: "wrap", text: commandLine(config.command, config.args) })),
+          h("dt", { text: "Directory" }), h("dd", {}, config.cwd ? h("code", { text: config.cwd }) : h("span", { class: "muted", text: "Switchboard's own" })),
+          h("dt", { text: "Environment" }), h("dd", {}, envNames.length === 0 ? h("span", { class: "muted", text: "nothing added" }) : h("ul", { class: "env-list" }, envNames.map((key) => h("li", {}, h("code", { text: `${key}=${config.env[key]}` }))))),
+          h("dt", { text: "Tool prefix" }), h("dd", {}, h("code", { text: `${config.prefix ?? this.name}__` })),
+          h("dt", { text: "Starts on demand" }), h("dd", { text: config.start_on_demand ? "yes" : "no" }),
+          h("dt", { text: "Enabled" }), h("dd", { text: config.enabled ? "yes" : "no" })) : h("p", { class: "muted", text: "No config details." })),
+      h("section", { class: "card" },
+        h("h2", { class: "card-title", text: "Server" }),
+        server ? h("dl", { class: "kv" },
+          h("dt", { text: "Name" }), h("dd", {}, h("code", { text: `${server.server_info.name ?? "unnamed"} ${server.server_info.version ?? ""}`.trim() })),
+          h("dt", { text: "Protocol" }), h("dd", {}, h("code", { text: server.protocol_version })),
+          h("dt", { text: "Offers" }), h("dd", { text: [plural(detail.tools.length, "tool"), plural(detail.prompts.length, "prompt"), plural(detail.resources.length + detail.resource_templates.length, "resource")].join(" · ") }),
+          h("dt", { text: "Capabilities" }), h("dd", {}, capabilities.length ? h("div", { class: "tags" }, capabilities.map((key) => h("span", { class: "tag", text: key }))) : h("span", { class: "muted", text: "none" })),
+          server.instructions ? h("dt", { text: "Instructions" }) : null,
+          server.instructions ? h("dd", { class: "instructions", text: server.instructions }) : null)
+          : h("p", { class: "muted", text: "No handshake yet: the server describes itself once it is ready." })),
+      h("section", { class: "card card-wide" },
+        h("div", { class: "card-head" }, h("h2", { class: "card-title", text: "Recent output" }), h("a", { class: "small", attrs: { href: `${base}/output` }, text: "Live output →" })),
+        recentOutput.length ? logBlock(recentOutput) : h("p", { class: "muted", text: "No output yet." })),
+      h("section", { class: "card card-wide" },
+        h("div", { class: "card-head" }, h("h2", { class: "card-title", text: "Last exits" }), h("a", { class: "small", attrs: { href: `${base}/history` }, text: "Full history →" })),
+        historyTimeline(detail.history, { limit: 3 })),
+      detail.prompts.length + detail.resources.length + detail.resource_templates.length > 0
+        ? h("section", { class: "card card-wide" },
+          h("h2", { class: "card-title", text: "Prompts and resources" }),
+          h("ul", { class: "plain-list" },
+            detail.prompts.map((prompt) => h("li", {}, h("span", { class: "tag", text: "prompt" }), h("code", { text: prompt.name }), prompt.description ? h("span", { class: "muted", text: ` — ${prompt.description}` }) : null)),
+            detail.resources.map((resource) => h("li", {}, h("span", { class: "tag", text: "resource" }), h("code", { text: resource.uri ?? resource.name }), resource.description ? h("span", { class: "muted", text: ` — ${resource.description}` }) : null)),
+            detail.resource_templates.map((resource) => h("li", {}, h("span", { class: "tag", text: "template" }), h("code", { text: resource.uriTemplate ?? resource.name }), resource.description ? h("span", { class: "muted", text: ` — ${resource.description}` }) : null))))
+        : null,
+      null);
+  }
+
+  destroy() {
+    this.unsubscribe();
+    this.stopTicking();
+    this.output?.destroy();
+    if (this.store.watched === this.name) this.store.watched = null;
+  }
+}
