@@ -1,0 +1,199 @@
+//! The dashboard in a real browser: runs the `node:test` suites in `tests/ui/` (playwright-core
+//! driving Debian's Chromium) against a real `switchboard serve` with the demo server, the
+//! official "everything" server, a server that always fails its start, and one invalid server
+//! entry, with the dashboard's files embedded in the binary. The suites save screenshots of every
+//! view to `artifacts/ui/`.
+#![allow(clippy::disallowed_methods)]
+
+mod support;
+
+use std::io::BufRead;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::*;
+
+/// How long the whole node run may take; it needs well under a minute.
+const NODE_LIMIT: Duration = Duration::from_secs(300);
+
+/// The browser the suites drive.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+#[test]
+fn the_dashboard_works_in_a_real_browser() {
+    let playwright = node_modules().join("playwright-core/package.json");
+    assert!(
+        playwright.exists(),
+        "{} is missing: run `npm ci` in {} first",
+        playwright.display(),
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
+    );
+    let serve = DashboardServe::start();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let screenshots = root.join("artifacts/ui");
+
+    let mut node = Command::new("node");
+    node.arg("--test")
+        .arg("tests/ui/")
+        .current_dir(&root)
+        .env("SWITCHBOARD_URL", &serve.dashboard)
+        .env("SWITCHBOARD_SCREENSHOTS", &screenshots)
+        .env("CHROMIUM", CHROMIUM)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group (with the browser in it), so that a run that overstays, or
+        // leaves the browser behind, can be stopped whole.
+        .process_group(0);
+    let child = match node.spawn() {
+        Ok(child) => child,
+        Err(error) => panic!("cannot run node ({error}); install Node.js (see README.md)"),
+    };
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait_with_output());
+    });
+    let output = match done.recv_timeout(NODE_LIMIT) {
+        Ok(output) => output.expect("node's output is readable"),
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+            panic!(
+                "node --test did not finish within {NODE_LIMIT:?}; serve log:\n{}",
+                serve.log()
+            );
+        }
+    };
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let count = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix))
+            .and_then(|count| count.trim().parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    let (passed, failed) = (count("# pass "), count("# fail "));
+    assert!(
+        output.status.success() && passed > 0 && failed == 0,
+        "node --test failed ({status}, {passed} passed, {failed} failed)\n\
+         --- node stdout ---\n{stdout}\n--- node stderr ---\n{stderr}\n--- serve log ---\n{log}",
+        status = output.status,
+        log = serve.log(),
+    );
+}
+
+/// `switchboard serve` on a free port with its own directories, over a config with the demo
+/// server, the "everything" server, a server that exits during its handshake (so there is a
+/// failing backend to show), and an entry whose command does not exist (so the config is invalid
+/// and the dashboard shows why).
+struct DashboardServe {
+    child: Child,
+    /// The link printed at startup, `http://127.0.0.1:PORT/?token=…`.
+    dashboard: String,
+    log: Arc<Mutex<Vec<String>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl DashboardServe {
+    fn start() -> DashboardServe {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = format!(
+            "[servers.demo]\ncommand = {demo:?}\nargs = [\"demo-server\"]\n\n\
+             [servers.everything]\ncommand = {everything:?}\nargs = [\"stdio\"]\n\n\
+             [servers.flaky]\ncommand = \"python3\"\nargs = [\"-c\", {flaky:?}]\n\n\
+             [servers.broken]\ncommand = \"/nonexistent/switchboard-ui-test-server\"\n",
+            demo = switchboard_exe().to_string_lossy(),
+            everything = everything_server().to_string_lossy(),
+            flaky = "import sys; print('flaky: FLAKY_API_KEY is not set', file=sys.stderr); sys.exit(2)",
+        );
+        let config_path = dir.path().join("config.toml");
+        std::fs::write(&config_path, config).expect("write config");
+        let mut child = Command::new(switchboard_exe())
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config_path)
+            .env("SWITCHBOARD_RUNTIME_DIR", dir.path().join("run"))
+            .env("SWITCHBOARD_DATA_DIR", dir.path().join("data"))
+            // The default log level: the readiness lines this waits for, and backends (which
+            // inherit the environment) without debug chatter on their stderr.
+            .env_remove("SWITCHBOARD_LOG")
+            .env("NO_COLOR", "1")
+            .env_remove("SWITCHBOARD_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("switchboard serve starts");
+
+        // A thread reads the log for as long as serve runs, so serve never blocks on a full pipe
+        // and a failing test can show what serve said.
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+        let stderr = child.stderr.take().expect("stderr piped");
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let line = strip_ansi(&line);
+                kept.lock().expect("log lock").push(line.clone());
+                let _ = lines_tx.send(line);
+            }
+        });
+
+        let mut serve = DashboardServe {
+            child,
+            dashboard: String::new(),
+            log,
+            _dir: dir,
+        };
+        let mut waiting_for = vec![
+            "backend{name=demo}: ready".to_owned(),
+            "backend{name=everything}: ready".to_owned(),
+        ];
+        let deadline = std::time::Instant::now() + EVENT_LIMIT;
+        while serve.dashboard.is_empty() || !waiting_for.is_empty() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok(line) = lines.recv_timeout(left) else {
+                panic!(
+                    "serve did not print its dashboard link with {waiting_for:?} ready within \
+                     {EVENT_LIMIT:?}; log:\n{}",
+                    serve.log()
+                );
+            };
+            if let Some(link) = line.strip_prefix("dashboard: ") {
+                serve.dashboard = link.trim().to_owned();
+            }
+            waiting_for.retain(|needle| !line.contains(needle.as_str()));
+        }
+        serve
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().expect("log lock").join("\n")
+    }
+}
+
+impl Drop for DashboardServe {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = std::time::Instant::now() + EVENT_LIMIT;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,494 @@
+// The dashboard in a real browser (Debian's Chromium, driven by playwright-core) against a real
+// `switchboard serve` started by tests/ui.rs, in front of the built-in demo server ("demo"), the
+// official "everything" server ("everything") and a server that exits during every start
+// ("flaky"), with one invalid server entry in the config.
+//
+// The tests share the browser page and the backends and run one after the other, in order: each
+// leaves the backends ready (or says what it changed). Screenshots of every main view, in the
+// light and the dark theme, go to SWITCHBOARD_SCREENSHOTS (artifacts/ui/).
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+import { chromium } from "playwright-core";
+
+/** Generous bound for an event that should come within milliseconds. */
+const EVENT_LIMIT_MS = 20_000;
+
+const DASHBOARD_URL = requiredEnv("SWITCHBOARD_URL");
+const SCREENSHOTS = requiredEnv("SWITCHBOARD_SCREENSHOTS");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const BASE = new URL(DASHBOARD_URL).origin;
+
+function requiredEnv(name) {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set; run this through tests/ui.rs`);
+  return value;
+}
+
+/** @type {import("playwright-core").BrowserContext} */
+let context;
+/** @type {import("playwright-core").Page} */
+let page;
+let profile;
+/** Errors the page reported; every test ends with none. */
+const pageErrors = [];
+
+before(async () => {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  profile = fs.mkdtempSync(path.join(os.tmpdir(), "switchboard-ui-chromium-"));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
+    viewport: { width: 1024, height: 768 },
+    colorScheme: "light",
+    timeout: EVENT_LIMIT_MS,
+  });
+  context.setDefaultTimeout(EVENT_LIMIT_MS);
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error") pageErrors.push(`console: ${message.text()}`);
+  });
+  // The link sets the session cookie and sends the browser on to the page itself.
+  const response = await page.goto(DASHBOARD_URL);
+  if ((await page.locator("#view").count()) === 0) {
+    const body = (await page.locator("body").textContent())?.trim();
+    throw new Error(`${page.url()} is not the dashboard (HTTP ${response?.status()}): ${body}`);
+  }
+  assert.equal(new URL(page.url()).search, "", "the token leaves the address bar");
+});
+
+after(async () => {
+  await context?.close();
+  if (profile) fs.rmSync(profile, { recursive: true, force: true });
+});
+
+/** Fails with the page's errors since the last check, if any. */
+function assertNoPageErrors() {
+  // The browser reports every HTTP error answer on the console; the API's error answers (a
+  // crashed backend's 502, say) are expected, and the page shows them itself.
+  const real = pageErrors.filter((text) => !/Failed to load resource: the server responded with a status of/.test(text));
+  pageErrors.length = 0;
+  assert.deepEqual(real, [], "the page reported errors");
+}
+
+/**
+ * Polls `check` until it returns a truthy value; fails naming `what` after EVENT_LIMIT_MS.
+ * @template T
+ * @param {string} what
+ * @param {() => Promise<T> | T} check
+ * @returns {Promise<T>}
+ */
+async function eventually(what, check) {
+  const deadline = Date.now() + EVENT_LIMIT_MS;
+  let last;
+  for (;;) {
+    try {
+      last = await check();
+      if (last) return last;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${EVENT_LIMIT_MS} ms (last: ${last})`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Whether a process exists and is not a zombie. */
+function alive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !stat.slice(stat.lastIndexOf(")") + 1).trim().startsWith("Z");
+  } catch {
+    return false;
+  }
+}
+
+async function open(hash) {
+  await page.goto(`${BASE}/${hash}`);
+  await page.locator("h1").first().waitFor();
+}
+
+/** A start, stop or restart button, by its accessible name ("Stop demo"). */
+function actionButton(name) {
+  return page.getByRole("button", { name, exact: true });
+}
+
+function row(name) {
+  return page.locator(`tr[data-backend="${name}"]`);
+}
+
+async function waitForState(name, state) {
+  await page.locator(`tr[data-backend="${name}"][data-state="${state}"]`).waitFor();
+}
+
+async function pidOf(name) {
+  const text = await row(name).locator('[data-col="pid"]').textContent();
+  const pid = Number(text);
+  assert.ok(Number.isInteger(pid) && pid > 0, `a PID for ${name}, not ${JSON.stringify(text)}`);
+  return pid;
+}
+
+/**
+ * Saves the page as `<theme>-<name>.png`, in the light theme and then the dark one, with `focus`
+ * (a locator) scrolled into view if given.
+ */
+async function screenshots(name, focus) {
+  if (focus) await focus.scrollIntoViewIfNeeded();
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    // Let the theme apply and any spinner settle before the picture is taken.
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${scheme}-${name}.png`) });
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+test("the list shows both backends ready, with PIDs, tools and ticking uptime", async () => {
+  await open("#/");
+  await waitForState("demo", "ready");
+  await waitForState("everything", "ready");
+  assert.equal(await page.locator("tbody tr[data-backend]").count(), 3);
+  // The failing one says so, whichever step of its restarts it is at.
+  await page.locator('tr[data-backend="flaky"]:is([data-state="backoff"], [data-state="crash_loop"])').waitFor();
+  assert.match(await row("flaky").textContent(), /Handshake failed · exit code 2/);
+  assert.equal(await row("demo").locator('[data-col="tools"]').textContent(), "5");
+  assert.ok(Number(await row("everything").locator('[data-col="tools"]').textContent()) > 5);
+  await pidOf("demo");
+  assert.equal(await page.getByTestId("feed-status").getAttribute("data-phase"), "live");
+
+  // Uptime ticks in the page between status events.
+  const uptime = row("demo").locator('[data-col="uptime"]');
+  const before = await uptime.textContent();
+  await eventually("the uptime to tick", async () => (await uptime.textContent()) !== before);
+
+  // Start is pointless for a ready backend; Stop and Restart are offered.
+  assert.ok(await actionButton("Start demo").isDisabled());
+  assert.ok(await actionButton("Stop demo").isEnabled());
+  await screenshots("backends");
+  assertNoPageErrors();
+});
+
+test("the config banner shows the invalid entry with file, line, column and field", async () => {
+  const banner = page.getByTestId("config-banner");
+  await banner.waitFor();
+  const text = await banner.textContent();
+  assert.match(text, /The config file is invalid/);
+  assert.match(text, /config\.toml:\d+:\d+/);
+  assert.match(text, /servers\.broken\.command/);
+  // The reader can fold the list away and back, from the keyboard.
+  const toggle = banner.getByRole("button", { name: "Hide details" });
+  await toggle.focus();
+  await page.keyboard.press("Enter");
+  assert.equal(await banner.locator("table").isVisible(), false);
+  await banner.getByRole("button", { name: /Show/ }).press("Enter");
+  assert.equal(await banner.locator("table").isVisible(), true);
+  assertNoPageErrors();
+});
+
+test("an action the API refuses shows its message", async () => {
+  await open("#/");
+  await actionButton("Start flaky").click();
+  const alert = page.locator('.toast[role="alert"]');
+  await alert.waitFor();
+  assert.match(await alert.textContent(), /Could not start flaky/);
+  assert.match(await alert.textContent(), /exit code 2/);
+  await alert.getByRole("button", { name: "Dismiss" }).click();
+  assert.equal(await alert.count(), 0);
+  assertNoPageErrors();
+});
+
+test("Stop makes demo stopped and its process disappear; Restart brings it back", async () => {
+  await open("#/");
+  await waitForState("demo", "ready");
+  const pid = await pidOf("demo");
+  assert.ok(alive(pid), `demo's process ${pid} runs`);
+
+  await actionButton("Stop demo").click();
+  await waitForState("demo", "stopped");
+  assert.equal(await row("demo").locator('[data-col="pid"]').textContent(), "—");
+  await eventually(`process ${pid} to be gone`, () => !alive(pid));
+  assert.ok(await actionButton("Stop demo").isDisabled());
+  // The other backend is untouched.
+  await waitForState("everything", "ready");
+  await screenshots("backends-stopped");
+
+  await actionButton("Restart demo").click();
+  await waitForState("demo", "ready");
+  const newPid = await pidOf("demo");
+  assert.notEqual(newPid, pid);
+  assert.ok(alive(newPid), `demo's new process ${newPid} runs`);
+  assertNoPageErrors();
+});
+
+test("the backend page shows the process, the server and its last exit", async () => {
+  await page.getByRole("link", { name: "demo", exact: true }).first().click();
+  await page.waitForURL(/#\/backend\/demo$/);
+  await page.locator('.title-line [data-state="ready"]').waitFor();
+  const overview = page.locator(".overview-grid");
+  await overview.waitFor();
+  assert.match(await overview.textContent(), /demo-server/);
+  assert.match(await page.locator('[data-fact="server"]').textContent(), /MCP 2025-11-25/);
+  // The stop and the restart of the previous test are its history.
+  await overview.locator('.timeline-item[data-reason="stopped_by_user"]').waitFor();
+  await screenshots("backend-overview");
+  assertNoPageErrors();
+});
+
+test("tool search finds tools of every backend and leads to them", async () => {
+  await open("#/tools");
+  const search = page.getByTestId("tool-search");
+  await search.fill("annotated");
+  await page.locator('tr[data-backend="everything"][data-tool="get-annotated-message"]').waitFor();
+  assert.equal(await page.locator("tbody tr[data-tool]").count(), 1);
+
+  await search.fill("echo");
+  await page.locator('tr[data-backend="demo"][data-tool="echo"]').waitFor();
+  await page.locator('tr[data-backend="everything"][data-tool="echo"]').waitFor();
+  assert.match(page.url(), /#\/tools\?q=echo$/);
+  await screenshots("tools-search");
+
+  await search.fill("no tool is called like this");
+  await page.getByText("No tool matches").waitFor();
+
+  // "/" focuses the search from anywhere.
+  await open("#/");
+  await page.keyboard.press("/");
+  await page.waitForURL(/#\/tools$/);
+  await eventually("the search field to have focus", () => page.evaluate(() => document.activeElement?.getAttribute("data-testid") === "tool-search"));
+  await page.keyboard.type("echo");
+  await page.locator('tr[data-backend="demo"][data-tool="echo"] a').first().click();
+  await page.waitForURL(/#\/backend\/demo\/tools\/echo$/);
+  await page.locator('.tool-detail[data-tool="echo"]').waitFor();
+  assertNoPageErrors();
+});
+
+test("try it calls demo's echo and shows the result, readable and raw", async () => {
+  await open("#/backend/demo/tools/echo");
+  const detail = page.locator('.tool-detail[data-tool="echo"]');
+  await detail.waitFor();
+  // The schema is shown: the argument, its type, that it is required.
+  const argument = detail.locator('.schema-table tr[data-property="text"]');
+  assert.match(await argument.textContent(), /string/);
+  assert.match(await argument.textContent(), /required/);
+  assert.match(await detail.textContent(), /demo__echo/);
+
+  // A required field left empty is refused before any call.
+  await detail.getByTestId("call").click();
+  assert.equal(await detail.locator('[data-field="text"]').getAttribute("aria-invalid"), "true");
+
+  await detail.locator('[data-field="text"]').fill("hello from the dashboard");
+  await detail.getByTestId("call").click();
+  const result = detail.locator('.result[data-outcome="ok"]');
+  await result.waitFor();
+  assert.equal((await result.locator(".result-text").textContent()).trim(), "hello from the dashboard");
+
+  await result.getByRole("button", { name: "Raw JSON" }).click();
+  const raw = JSON.parse(await result.locator(".result-raw").textContent());
+  assert.deepEqual(raw.content, [{ type: "text", text: "hello from the dashboard" }]);
+  await result.getByRole("button", { name: "Raw JSON" }).click();
+
+  // The same arguments as JSON.
+  await detail.getByRole("button", { name: "Edit as JSON" }).click();
+  const rawArguments = detail.getByTestId("raw-arguments");
+  assert.deepEqual(JSON.parse(await rawArguments.inputValue()), { text: "hello from the dashboard" });
+  await rawArguments.fill('{"text": "typed as JSON"}');
+  await detail.getByTestId("call").click();
+  await eventually("the JSON call's result", async () => (await detail.locator(".result-text").textContent())?.trim() === "typed as JSON");
+  await detail.getByRole("button", { name: "Edit as form" }).click();
+  assert.equal(await detail.locator('[data-field="text"]').inputValue(), "typed as JSON");
+  await screenshots("tool-try-it", detail.locator(".result"));
+  assertNoPageErrors();
+});
+
+test("try it builds enum and number fields, and shows tool errors as such", async () => {
+  await open("#/backend/everything/tools/get-structured-content");
+  const detail = page.locator('.tool-detail[data-tool="get-structured-content"]');
+  await detail.waitFor();
+  await detail.locator('select[data-field="location"]').selectOption({ label: "Chicago" });
+  await detail.getByTestId("call").click();
+  const result = detail.locator('.result[data-outcome="ok"]');
+  await result.waitFor();
+  assert.match(await result.textContent(), /Structured content/);
+
+  await open("#/backend/demo/tools/add");
+  const add = page.locator('.tool-detail[data-tool="add"]');
+  await add.locator('[data-field="a"]').fill("2.5");
+  await add.locator('[data-field="b"]').fill("4");
+  await add.getByTestId("call").click();
+  await eventually("the sum", async () => (await add.locator('.result[data-outcome="ok"] .result-text').textContent())?.includes("6.5"));
+
+  await open("#/backend/demo/tools/fail");
+  const fail = page.locator('.tool-detail[data-tool="fail"]');
+  await fail.getByTestId("call").click();
+  await fail.locator('.result[data-outcome="tool_error"]').waitFor();
+  assert.match(await fail.locator(".result").textContent(), /Tool error/);
+  assertNoPageErrors();
+});
+
+test("calling demo's crash from try it adds a history entry with its stderr line", async () => {
+  await open("#/backend/demo/history");
+  await page.locator(".timeline, .placeholder").first().waitFor();
+  const crashesBefore = await page.locator('.timeline-item[data-reason="crash"]').count();
+
+  await open("#/backend/demo/tools/crash");
+  const detail = page.locator('.tool-detail[data-tool="crash"]');
+  await detail.locator('[data-field="code"]').fill("7");
+  await detail.getByTestId("call").click();
+  // The call cannot succeed: the process exits before it answers.
+  await detail.locator('.result[data-outcome="failed"]').waitFor();
+
+  await page.getByRole("link", { name: /^History/ }).click();
+  await page.waitForURL(/#\/backend\/demo\/history$/);
+  await eventually("a new crash entry", async () => (await page.locator('.timeline-item[data-reason="crash"]').count()) > crashesBefore);
+  const newest = page.locator(".timeline-item").first();
+  assert.equal(await newest.getAttribute("data-reason"), "crash");
+  assert.match(await newest.textContent(), /exit code 7/);
+  // Its output is open and holds the line the server printed before it crashed.
+  const output = newest.locator("details.timeline-output");
+  assert.equal(await output.getAttribute("open"), "");
+  assert.match(await output.textContent(), /demo-server: crashing on request/);
+
+  // The supervisor brings it back by itself.
+  await page.locator('.title-line [data-state="ready"]').waitFor();
+  await screenshots("backend-history");
+  assertNoPageErrors();
+});
+
+test("the stderr tail follows live, pauses, and filters", async () => {
+  await open("#/backend/demo/output");
+  const log = page.getByTestId("output-log");
+  await log.locator(".log-line").first().waitFor();
+  const follow = page.getByTestId("follow");
+  assert.equal(await follow.getAttribute("aria-pressed"), "true");
+
+  // Live: a restart makes the new process print, and the lines arrive through the events.
+  const startsBefore = await log.locator(".log-line", { hasText: "demo server listening" }).count();
+  await actionButton("Restart demo").click();
+  await eventually("the new process's first line", async () => (await log.locator(".log-line", { hasText: "demo server listening" }).count()) > startsBefore);
+
+  // Paused: the view stands still and counts what it missed.
+  await follow.click();
+  assert.equal(await follow.getAttribute("aria-pressed"), "false");
+  const shown = await log.locator(".log-line").count();
+  await actionButton("Restart demo").click();
+  const missed = page.getByRole("button", { name: /new lines? — resume/ });
+  await missed.waitFor();
+  assert.equal(await log.locator(".log-line").count(), shown, "a paused view does not grow");
+  await missed.click();
+  assert.equal(await follow.getAttribute("aria-pressed"), "true");
+  await eventually("the missed lines", async () => (await log.locator(".log-line").count()) > shown);
+
+  // The filter keeps matching lines only.
+  await page.getByTestId("output-filter").fill("listening");
+  await eventually("the filter", async () => {
+    const texts = await log.locator(".log-line").allTextContents();
+    return texts.length >= 2 && texts.every((text) => /listening/i.test(text));
+  });
+  assert.ok(await log.locator("mark").count() >= 2, "matches are marked");
+  await page.getByTestId("output-filter").fill("");
+  await screenshots("backend-output");
+  assertNoPageErrors();
+});
+
+test("the tools tab renders schemas readably and filters the list", async () => {
+  await open("#/backend/everything/tools/get-annotated-message");
+  const detail = page.locator('.tool-detail[data-tool="get-annotated-message"]');
+  await detail.waitFor();
+  const messageType = detail.locator('.schema-table tr[data-property="messageType"]');
+  assert.match(await messageType.textContent(), /"error" \| "success" \| "debug"/);
+  // An enum becomes a select, a boolean with a default a checkbox.
+  assert.equal(await detail.locator('select[data-field="messageType"]').count(), 1);
+  assert.equal(await detail.locator('input[type="checkbox"][data-field="includeImage"]').count(), 1);
+
+  await page.getByRole("searchbox", { name: "Filter this backend's tools" }).fill("sum");
+  assert.deepEqual(await page.locator(".tool-list .tool-link-name").allTextContents(), ["get-sum"]);
+  await screenshots("backend-tools");
+  assertNoPageErrors();
+});
+
+test("Connect an editor lists every client with a working copy button", async () => {
+  await page.getByRole("link", { name: "Connect an editor" }).click();
+  await page.waitForURL(/#\/connect$/);
+  const cards = page.locator(".client-card");
+  await cards.first().waitFor();
+  assert.ok(await cards.count() >= 2);
+  const claude = page.locator('.client-card[data-client="claude-desktop"]');
+  const snippet = await claude.locator("pre").textContent();
+  assert.match(snippet, /"connect"/);
+  const copy = claude.getByRole("button", { name: "Copy the snippet for Claude Desktop" });
+  await copy.click();
+  await eventually("the button to say so", async () => (await copy.textContent()).includes("Copied"));
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), snippet);
+  const cursor = await page.locator('.client-card[data-client="cursor"] pre').textContent();
+  assert.ok(cursor.includes(`${BASE}/mcp`), "the HTTP snippet names this endpoint");
+  await screenshots("connect");
+  assertNoPageErrors();
+});
+
+test("the live feed reconnects with backoff and shows it meanwhile", async () => {
+  // Every connection to the event stream fails until the route is lifted.
+  const refuse = (route) => route.abort("connectionfailed");
+  await open("#/");
+  await page.route("**/api/events", refuse);
+  await page.reload();
+  const feed = page.getByTestId("feed-status");
+  await page.locator('[data-testid="feed-status"][data-phase="reconnecting"]').waitFor();
+  assert.match(await feed.textContent(), /Reconnecting/);
+  // What the snapshots say is still shown.
+  await waitForState("demo", "ready");
+  await screenshots("reconnecting");
+
+  await page.unroute("**/api/events", refuse);
+  await feed.getByRole("button", { name: "Retry now" }).click();
+  await page.locator('[data-testid="feed-status"][data-phase="live"]').waitFor();
+  assert.match(await feed.textContent(), /Live/);
+  // The refused connections were reported on the console; nothing else was.
+  const refused = pageErrors.filter((text) => /ERR_CONNECTION_FAILED|ERR_FAILED/.test(text)).length;
+  assert.ok(refused > 0);
+  pageErrors.splice(0, pageErrors.length, ...pageErrors.filter((text) => !/ERR_CONNECTION_FAILED|ERR_FAILED/.test(text)));
+  assertNoPageErrors();
+});
+
+test("every control is reachable from the keyboard and focus is visible", async () => {
+  await open("#/");
+  await waitForState("demo", "ready");
+  // Tab from the top of a fresh page: the skip link first, then the navigation, then the table.
+  await page.reload();
+  await waitForState("demo", "ready");
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "skip-link");
+  const seen = [];
+  for (let i = 0; i < 12; i += 1) {
+    await page.keyboard.press("Tab");
+    seen.push(await page.evaluate(() => {
+      const element = document.activeElement;
+      if (!element || element === document.body) return "BODY::true";
+      const style = getComputedStyle(element);
+      return `${element.tagName}:${element.getAttribute("aria-label") ?? element.textContent?.trim()}:${style.outlineStyle !== "none" || style.boxShadow !== "none"}`;
+    }));
+  }
+  assert.ok(seen.some((entry) => entry.startsWith("A:demo")), `the backend link is reachable: ${seen.join(" | ")}`);
+  assert.ok(seen.some((entry) => entry.startsWith("BUTTON:Restart demo")), `the actions are reachable: ${seen.join(" | ")}`);
+  assert.ok(seen.every((entry) => entry.endsWith(":true")), `focus is visible everywhere: ${seen.join(" | ")}`);
+
+  // Enter on a focused action runs it; the announcement region says what changed.
+  await actionButton("Restart demo").focus();
+  await page.keyboard.press("Enter");
+  await waitForState("demo", "ready");
+  await eventually("a state announcement", async () => /demo is/.test((await page.locator("#announcer").textContent()) ?? ""));
+  assertNoPageErrors();
+});
