@@ -5,9 +5,8 @@
 
 mod support;
 
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use support::*;
@@ -50,48 +49,6 @@ fn typescript_sdk_clients_work_against_switchboard() {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("SWITCHBOARD_URL", serve.url())
         .env("SWITCHBOARD_EXE", switchboard_exe())
-        .envs(serve.env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so that a run that overstays can be stopped whole.
-        .process_group(0);
-    let child = match node.spawn() {
-        Ok(child) => child,
-        Err(error) => panic!("cannot run node ({error}); install Node.js (see README.md)"),
-    };
-    let group = nix::unistd::Pid::from_raw(child.id() as i32);
-    let (done_tx, done) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait_with_output());
-    });
-    let output = match done.recv_timeout(NODE_LIMIT) {
-        Ok(output) => output.expect("node's output is readable"),
-        Err(_) => {
-            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-            panic!(
-                "node --test did not finish within {NODE_LIMIT:?}; serve log:\n{}",
-                serve.log()
-            );
-        }
-    };
-
-    // Whatever node left in its group (a `switchboard connect` of a client that was never
-    // closed) goes before serve does: a shim that loses its Switchboard would start another.
-    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let passed = stdout
-        .lines()
-        .find_map(|line| line.strip_prefix("# pass "))
-        .and_then(|count| count.trim().parse::<u32>().ok())
-        .unwrap_or(0);
-    assert!(
-        output.status.success() && passed > 0,
-        "node --test failed ({status}, {passed} passed)\n\
-         --- node stdout ---\n{stdout}\n--- node stderr ---\n{stderr}\n--- serve log ---\n{log}",
-        status = output.status,
-        log = serve.log(),
-    );
+        .envs(serve.env());
+    run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }

@@ -8,7 +8,6 @@
 mod support;
 
 use std::io::BufRead;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -45,51 +44,8 @@ fn the_dashboard_works_in_a_real_browser() {
         .current_dir(&root)
         .env("SWITCHBOARD_URL", &serve.dashboard)
         .env("SWITCHBOARD_SCREENSHOTS", &screenshots)
-        .env("CHROMIUM", CHROMIUM)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group (with the browser in it), so that a run that overstays, or
-        // leaves the browser behind, can be stopped whole.
-        .process_group(0);
-    let child = match node.spawn() {
-        Ok(child) => child,
-        Err(error) => panic!("cannot run node ({error}); install Node.js (see README.md)"),
-    };
-    let group = nix::unistd::Pid::from_raw(child.id() as i32);
-    let (done_tx, done) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait_with_output());
-    });
-    let output = match done.recv_timeout(NODE_LIMIT) {
-        Ok(output) => output.expect("node's output is readable"),
-        Err(_) => {
-            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-            panic!(
-                "node --test did not finish within {NODE_LIMIT:?}; serve log:\n{}",
-                serve.log()
-            );
-        }
-    };
-    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let count = |prefix: &str| {
-        stdout
-            .lines()
-            .find_map(|line| line.strip_prefix(prefix))
-            .and_then(|count| count.trim().parse::<u32>().ok())
-            .unwrap_or(0)
-    };
-    let (passed, failed) = (count("# pass "), count("# fail "));
-    assert!(
-        output.status.success() && passed > 0 && failed == 0,
-        "node --test failed ({status}, {passed} passed, {failed} failed)\n\
-         --- node stdout ---\n{stdout}\n--- node stderr ---\n{stderr}\n--- serve log ---\n{log}",
-        status = output.status,
-        log = serve.log(),
-    );
+        .env("CHROMIUM", CHROMIUM);
+    run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }
 
 /// `switchboard serve` on a free port with its own directories, over a config with the demo

@@ -342,3 +342,58 @@ pub fn strip_ansi(line: &str) -> String {
     }
     plain
 }
+
+/// Runs a `node --test …` command (arguments and environment set by the caller) in its own
+/// process group, bounded by `limit`, and asserts that it passed tests and failed none. Whatever
+/// node leaves in its group (a browser, a `switchboard connect` of a client never closed) is
+/// killed before the caller stops its Switchboard: a shim that loses its Switchboard would start
+/// another.
+pub fn run_node_suite(
+    mut node: std::process::Command,
+    limit: Duration,
+    serve_log: &dyn Fn() -> String,
+) {
+    use std::os::unix::process::CommandExt;
+    node.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let child = match node.spawn() {
+        Ok(child) => child,
+        Err(error) => panic!("cannot run node ({error}); install Node.js (see README.md)"),
+    };
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait_with_output());
+    });
+    let output = match done.recv_timeout(limit) {
+        Ok(output) => output.expect("node's output is readable"),
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+            panic!(
+                "node --test did not finish within {limit:?}; serve log:\n{}",
+                serve_log()
+            );
+        }
+    };
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let count = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix))
+            .and_then(|count| count.trim().parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    let (passed, failed) = (count("# pass "), count("# fail "));
+    assert!(
+        output.status.success() && passed > 0 && failed == 0,
+        "node --test failed ({status}, {passed} passed, {failed} failed)\n\
+         --- node stdout ---\n{stdout}\n--- node stderr ---\n{stderr}\n--- serve log ---\n{log}",
+        status = output.status,
+        log = serve_log(),
+    );
+}
