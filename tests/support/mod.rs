@@ -311,17 +311,7 @@ impl ServeProcess {
 
 impl Drop for ServeProcess {
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = std::time::Instant::now() + EVENT_LIMIT;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        terminate(&mut self.child);
     }
 }
 
@@ -396,4 +386,19 @@ pub fn run_node_suite(
         status = output.status,
         log = serve_log(),
     );
+}
+
+/// Sends SIGTERM to `child` and waits for it to exit; SIGKILL if it has not within the limit.
+pub fn terminate(child: &mut std::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = std::time::Instant::now() + EVENT_LIMIT;
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
