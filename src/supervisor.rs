@@ -583,19 +583,13 @@ impl BackendTask {
         let started_at = Instant::now();
 
         let (outcome, interrupted_by, early_messages) = {
-            let handshake = tokio::time::timeout(
-                self.config.handshake_timeout,
-                handshake(&connection, &self.config),
-            );
+            let handshake = handshake(&connection, &self.config);
             tokio::pin!(handshake);
             let mut interrupted_by = None;
             let mut early_messages = Vec::new();
             let outcome = loop {
                 tokio::select! {
-                    result = &mut handshake => break result.unwrap_or_else(|_| Err(format!(
-                        "no answer within the handshake timeout of {} ms",
-                        self.config.handshake_timeout.as_millis()
-                    ))),
+                    result = &mut handshake => break result,
                     end = wait_for_end(&mut process, &stdout_closed) => {
                         let reason = match &end.exit {
                             Some(exit) => CloseReason::Exited(exit.clone()),
@@ -1065,7 +1059,8 @@ struct ServerCapabilities {
     prompts: Option<serde::de::IgnoredAny>,
 }
 
-/// `initialize`, `notifications/initialized`, then every list the server offers.
+/// `initialize` (bounded by the handshake timeout), `notifications/initialized`, then every list
+/// the server offers (each page bounded by the request timeout).
 async fn handshake(connection: &Connection, config: &BackendConfig) -> Result<Handshake, String> {
     let params = serde_json::json!({
         "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
