@@ -42,7 +42,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
             server_requests: None,
         },
     );
-    let backend = engine.backend("demo").expect("configured").clone();
+    let backend = engine.backend("demo").expect("configured");
     let mut status = backend.watch_status();
     status
         .wait_for(|status| status.state == BackendState::Ready)

@@ -2,8 +2,10 @@
 //!
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
+pub mod app;
 pub mod config;
 pub mod connect;
+pub mod control;
 pub mod demo;
 pub mod dirs;
 pub mod framing;
@@ -11,6 +13,7 @@ pub mod hub;
 pub mod jsonrpc;
 pub mod output;
 pub mod policy;
+pub mod reload;
 pub mod rpc;
 pub mod serve;
 pub mod spawn;

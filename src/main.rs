@@ -3,18 +3,12 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use switchboard::app::{App, AppOptions};
 use switchboard::config;
-use switchboard::hub::{Hub, HubOptions};
-use switchboard::serve::{api, http, socket, token, ui};
-use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
-
-/// How long shutdown may take before Switchboard exits anyway (the guardian then kills leftovers).
-const SHUTDOWN_LIMIT: Duration = Duration::from_secs(15);
 
 #[derive(Parser)]
 #[command(
@@ -52,6 +46,8 @@ enum Command {
         #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
     },
+    /// Make the running Switchboard read its config file again now (it also does on every save).
+    Reload,
     /// Run the built-in demo MCP server on stdio.
     DemoServer,
     #[command(name = "__guardian", hide = true)]
@@ -69,6 +65,7 @@ fn main() -> ExitCode {
         } => single_thread_runtime().block_on(serve(config, listen, ui_dir)),
         Command::Check { config } => check(config),
         Command::Connect { config } => runtime().block_on(connect(config)),
+        Command::Reload => single_thread_runtime().block_on(reload()),
         Command::DemoServer => runtime()
             .block_on(switchboard::demo::run())
             .map(|()| ExitCode::SUCCESS),
@@ -108,104 +105,18 @@ async fn serve(
     listen: Option<SocketAddr>,
     ui_dir: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
-    let config = config::load_or_create_default(&path)?;
-    for diagnostic in &config.diagnostics {
-        tracing::warn!("{diagnostic}");
-    }
-    let token_invalid = config.diagnostics.iter().any(|diagnostic| {
-        diagnostic.severity == config::Severity::Error
-            && diagnostic.field.starts_with("endpoint.token")
-    });
-    if token_invalid {
-        anyhow::bail!(
-            "the endpoint token in {} is invalid; refusing to serve without it",
-            path.display()
-        );
-    }
-    let endpoint = config.endpoint.clone();
-    let listen = listen.unwrap_or(endpoint.listen);
-    if !listen.ip().is_loopback() {
-        tracing::warn!(%listen, "the MCP endpoint listens beyond this machine");
-    }
-    tracing::info!(config = %path.display(), backends = config.backends.len(), "starting");
-
-    let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
-    let runtime_dir = switchboard::dirs::runtime_dir();
-    let groups = switchboard::spawn::GroupRegistry::open(&runtime_dir, Some(&exe))
-        .with_context(|| format!("cannot use the runtime directory {}", runtime_dir.display()))?;
-    let socket_path = socket::socket_path(&runtime_dir);
-    let socket_listener = socket::bind(&socket_path).with_context(|| {
-        format!(
-            "cannot listen on {} (is another Switchboard running?)",
-            socket_path.display()
-        )
-    })?;
-    let tcp_listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| {
-            format!("cannot listen on {listen} (set another address with --listen)")
-        })?;
-    let bound = tcp_listener.local_addr().context("no local address")?;
-    let data_dir = switchboard::dirs::data_dir();
-    let api_token =
-        token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
-    // Kept for a config reloader, which will send each new state through it.
-    let (_config_updates, config_state) =
-        tokio::sync::watch::channel(api::ConfigState::loaded(&config));
-
-    let options = HubOptions {
-        catalog_cache: Some(data_dir.join("catalog")),
-    };
-    let hub = Hub::start(config.backends, groups, options);
-    let stop = CancellationToken::new();
-    let http_options = http::HttpOptions {
-        port: bound.port(),
-        token: endpoint.token.clone(),
-        max_body_size: endpoint.max_body_size,
-        extra_origins: Vec::new(),
-    };
-    let api_options = api::ApiOptions {
-        address: bound,
-        token: api_token,
-        mcp_token: endpoint.token.clone(),
-        extra_origins: Vec::new(),
-        exe: exe.clone(),
-    };
-    let api_state = api::ApiState::new(hub.clone(), config_state, api_options, stop.clone())
-        .with_ui(ui::router(ui_dir));
-    let dashboard_url = api_state.dashboard_url();
-    let http_server = tokio::spawn(http::serve(
-        tcp_listener,
-        http::app(hub.clone(), http_options).merge(api::router(api_state)),
-        stop.clone(),
-    ));
-    let socket_server = tokio::spawn(socket::serve_socket(
-        socket_listener,
-        hub.clone(),
-        endpoint.max_body_size,
-        stop.clone(),
-    ));
-    let url = format!("http://{bound}{}", http::MCP_PATH);
-    tracing::info!(%url, socket = %socket_path.display(), "listening");
+    let app = App::start(AppOptions {
+        config_path: config_path.unwrap_or_else(switchboard::dirs::default_config_path),
+        listen,
+        ui_dir,
+        exe: std::env::current_exe().context("cannot find the switchboard binary")?,
+    })
+    .await?;
     // Printed, not logged: the link carries the dashboard token.
-    eprintln!("dashboard: {dashboard_url}");
-
-    wait_for_signal().await?;
-    tracing::info!("shutting down");
-    stop.cancel();
-    if tokio::time::timeout(SHUTDOWN_LIMIT, hub.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::error!(
-            "shutdown took longer than {} s; exiting anyway",
-            SHUTDOWN_LIMIT.as_secs()
-        );
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(1), socket_server).await;
-    let _ = tokio::time::timeout(Duration::from_secs(1), http_server).await;
-    tracing::info!("stopped");
+    eprintln!("dashboard: {}", app.dashboard_url());
+    let signal = wait_for_signal().await;
+    app.shutdown().await;
+    signal?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -230,6 +141,35 @@ async fn connect(config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     })
     .await?;
     Ok(ExitCode::SUCCESS)
+}
+
+async fn reload() -> anyhow::Result<ExitCode> {
+    use switchboard::reload::ReloadOutcome;
+    let outcome = switchboard::control::reload(
+        &switchboard::dirs::runtime_dir(),
+        &switchboard::dirs::data_dir(),
+    )
+    .await?;
+    match outcome {
+        ReloadOutcome::Applied { report, notes } => {
+            eprintln!("reloaded: {report}");
+            for note in notes {
+                eprintln!("note: {note}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ReloadOutcome::Invalid { diagnostics } => {
+            for diagnostic in &diagnostics {
+                eprintln!("{diagnostic}");
+            }
+            eprintln!("the config file has errors; nothing was changed");
+            Ok(ExitCode::FAILURE)
+        }
+        ReloadOutcome::Missing { message } => {
+            eprintln!("{message}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {

@@ -47,6 +47,8 @@ pub enum ControlError {
     StartFailed { backend: String, message: String },
     #[error("backend {backend} was stopped before it became ready")]
     Interrupted { backend: String },
+    #[error("backend {backend} was removed from the config")]
+    Removed { backend: String },
     #[error("switchboard is shutting down")]
     ShuttingDown,
 }
@@ -101,39 +103,104 @@ pub struct EngineOptions {
     pub server_requests: Option<mpsc::UnboundedSender<ServerRequest>>,
 }
 
-/// All supervised backends.
+/// All supervised backends. The set changes only through [`Engine::apply`].
 pub struct Engine {
-    backends: BTreeMap<String, BackendHandle>,
-    groups: Arc<GroupRegistry>,
+    backends: watch::Sender<Arc<BTreeMap<String, BackendHandle>>>,
+    options: EngineOptions,
     notifications: broadcast::Sender<BackendNotification>,
+    changes: Arc<watch::Sender<()>>,
+    /// Serializes `apply` and `shutdown`; true once shut down.
+    closed: tokio::sync::Mutex<bool>,
+}
+
+/// What [`Engine::apply`] did to one backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Applied {
+    /// New in the config: launched (and started when enabled).
+    Added,
+    /// Gone from the config: stopped and forgotten.
+    Removed,
+    /// Its process settings changed while it ran: stopped and started again.
+    Restarted,
+    /// Enabled again (or given a new command while in a crash loop): started.
+    Started,
+    /// Disabled while it ran: stopped.
+    Stopped,
+    /// Settings that apply to the running process (or to a stopped backend) changed.
+    Updated,
+    /// Same config: the process, its PID and its in-flight calls are untouched.
+    Unchanged,
+}
+
+/// Per backend, in name order, what a reload did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ApplyReport {
+    pub backends: BTreeMap<String, Applied>,
+}
+
+impl ApplyReport {
+    /// Whether anything other than `Unchanged` happened.
+    pub fn changed_anything(&self) -> bool {
+        self.backends
+            .values()
+            .any(|applied| *applied != Applied::Unchanged)
+    }
+}
+
+impl std::fmt::Display for ApplyReport {
+    /// `added a, b; restarted c` (unchanged backends are not named).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut groups: BTreeMap<&'static str, Vec<&str>> = BTreeMap::new();
+        for (name, applied) in &self.backends {
+            let verb = match applied {
+                Applied::Added => "added",
+                Applied::Removed => "removed",
+                Applied::Restarted => "restarted",
+                Applied::Started => "started",
+                Applied::Stopped => "stopped",
+                Applied::Updated => "updated",
+                Applied::Unchanged => continue,
+            };
+            groups.entry(verb).or_default().push(name);
+        }
+        if groups.is_empty() {
+            return f.write_str("nothing changed");
+        }
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|(verb, names)| format!("{verb} {}", names.join(", ")))
+            .collect();
+        f.write_str(&parts.join("; "))
+    }
 }
 
 impl Engine {
     /// Starts a task for every backend and starts the enabled ones (without waiting for them).
     pub fn start(configs: Vec<BackendConfig>, options: EngineOptions) -> Engine {
         let (notifications, _) = broadcast::channel(4096);
+        let changes = Arc::new(watch::channel(()).0);
         let mut backends = BTreeMap::new();
         for config in configs {
-            let enabled = config.enabled;
-            let handle = BackendTask::launch(config, &options, notifications.clone());
-            if enabled {
-                handle.send(Command::Start(None));
-            }
+            let handle = BackendTask::launch(config, &options, &notifications, &changes);
             backends.insert(handle.name().to_owned(), handle);
         }
         Engine {
-            backends,
-            groups: options.groups,
+            backends: watch::channel(Arc::new(backends)).0,
+            options,
             notifications,
+            changes,
+            closed: tokio::sync::Mutex::new(false),
         }
     }
 
-    pub fn backend(&self, name: &str) -> Option<&BackendHandle> {
-        self.backends.get(name)
+    pub fn backend(&self, name: &str) -> Option<BackendHandle> {
+        self.backends.borrow().get(name).cloned()
     }
 
-    pub fn backends(&self) -> impl Iterator<Item = &BackendHandle> {
-        self.backends.values()
+    /// Every backend, in name order.
+    pub fn backends(&self) -> Vec<BackendHandle> {
+        self.backends.borrow().values().cloned().collect()
     }
 
     /// Notifications from every backend.
@@ -141,12 +208,82 @@ impl Engine {
         self.notifications.subscribe()
     }
 
-    /// Stops every backend (concurrently) and refuses further spawns. Returns when all are down.
+    /// Marked changed whenever any backend publishes a status, and when the set of backends or
+    /// a backend's config changes: one signal to rebuild whatever is derived from all of them.
+    pub fn changes(&self) -> watch::Receiver<()> {
+        self.changes.subscribe()
+    }
+
+    /// Brings the running backends in line with `configs`: new ones are launched, missing ones
+    /// stopped and forgotten, changed ones reconfigured (restarted only when their process
+    /// settings changed, see [`BackendConfig::needs_restart_for`]). Backends whose config is
+    /// unchanged are not touched. Returns once removed backends are down and changed ones have
+    /// taken their new config (without waiting for restarted ones to be ready).
+    pub async fn apply(&self, configs: Vec<BackendConfig>) -> ApplyReport {
+        let closed = self.closed.lock().await;
+        let mut report = ApplyReport::default();
+        if *closed {
+            return report;
+        }
+        let current = self.backends.borrow().clone();
+        let mut next = BTreeMap::new();
+        let mut reconfigured = Vec::new();
+        for config in configs {
+            let name = config.name.clone();
+            match current.get(&name) {
+                Some(handle) if *handle.config() == config => {
+                    report.backends.insert(name.clone(), Applied::Unchanged);
+                    next.insert(name, handle.clone());
+                }
+                Some(handle) => {
+                    let (ack, done) = oneshot::channel();
+                    handle.send(Command::Reconfigure(Box::new(config), ack));
+                    reconfigured.push((name.clone(), done));
+                    next.insert(name, handle.clone());
+                }
+                None => {
+                    let handle = BackendTask::launch(
+                        config,
+                        &self.options,
+                        &self.notifications,
+                        &self.changes,
+                    );
+                    report.backends.insert(name.clone(), Applied::Added);
+                    next.insert(name, handle);
+                }
+            }
+        }
+        for (name, done) in reconfigured {
+            let applied = done.await.unwrap_or(Applied::Updated);
+            report.backends.insert(name, applied);
+        }
+        let removed: Vec<(String, oneshot::Receiver<Result<(), ControlError>>)> = current
+            .iter()
+            .filter(|(name, _)| !next.contains_key(*name))
+            .map(|(name, handle)| {
+                let (ack, done) = oneshot::channel();
+                handle.send(Command::Remove(ack));
+                (name.clone(), done)
+            })
+            .collect();
+        self.backends.send_replace(Arc::new(next));
+        self.changes.send_replace(());
+        for (name, done) in removed {
+            let _ = done.await;
+            report.backends.insert(name, Applied::Removed);
+        }
+        report
+    }
+
+    /// Stops every backend (concurrently) and refuses further spawns and reloads. Returns when
+    /// all are down.
     pub async fn shutdown(&self) {
-        self.groups.close();
+        let mut closed = self.closed.lock().await;
+        *closed = true;
+        self.options.groups.close();
         let acks: Vec<_> = self
-            .backends
-            .values()
+            .backends()
+            .iter()
             .map(|handle| {
                 let (ack, done) = oneshot::channel();
                 handle.send(Command::Shutdown(ack));
@@ -167,7 +304,7 @@ pub struct BackendHandle {
     status: watch::Receiver<BackendStatus>,
     connection: watch::Receiver<Option<Connection>>,
     output: Arc<OutputLog>,
-    config: Arc<BackendConfig>,
+    config: watch::Receiver<Arc<BackendConfig>>,
 }
 
 type Ack = oneshot::Sender<Result<(), ControlError>>;
@@ -176,6 +313,9 @@ enum Command {
     Start(Option<Ack>),
     Stop(Ack),
     Restart(Ack),
+    Reconfigure(Box<BackendConfig>, oneshot::Sender<Applied>),
+    /// Like `Shutdown`, for a backend removed from the config.
+    Remove(Ack),
     Shutdown(Ack),
 }
 
@@ -184,9 +324,15 @@ impl BackendHandle {
         &self.name
     }
 
-    /// The config the backend runs with.
-    pub fn config(&self) -> &Arc<BackendConfig> {
-        &self.config
+    /// Whether both handles reach the same backend task (a backend removed and added again by
+    /// reloads is a new one).
+    pub fn same_backend(&self, other: &BackendHandle) -> bool {
+        self.commands.same_channel(&other.commands)
+    }
+
+    /// The config the backend runs with (a reload may replace it).
+    pub fn config(&self) -> Arc<BackendConfig> {
+        self.config.borrow().clone()
     }
 
     /// Starts the backend (and resets its restart budget); returns once it is ready.
@@ -214,6 +360,14 @@ impl BackendHandle {
         self.status.clone()
     }
 
+    /// Requests sent to the running process and not answered yet (0 when none runs).
+    pub fn pending_requests(&self) -> usize {
+        self.connection
+            .borrow()
+            .as_ref()
+            .map_or(0, Connection::pending_count)
+    }
+
     /// The backend's captured stderr and stdout noise.
     pub fn output(&self) -> &Arc<OutputLog> {
         &self.output
@@ -225,8 +379,8 @@ impl BackendHandle {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, CallError> {
-        self.request_with_timeout(method, params, self.config.request_timeout)
-            .await
+        let timeout = self.config.borrow().request_timeout;
+        self.request_with_timeout(method, params, timeout).await
     }
 
     /// Sends a request whose progress notifications go to `progress` (see
@@ -351,6 +505,10 @@ struct ProcessEnd {
 
 struct BackendTask {
     config: BackendConfig,
+    /// What handles read as the config; replaced on reconfiguration.
+    shared_config: watch::Sender<Arc<BackendConfig>>,
+    /// The engine-wide change signal, marked on every publish.
+    changes: Arc<watch::Sender<()>>,
     name: Arc<str>,
     state: State,
     status: watch::Sender<BackendStatus>,
@@ -381,16 +539,19 @@ enum Flow {
 }
 
 impl BackendTask {
+    /// Spawns the task for `config` and starts the backend if it is enabled.
     fn launch(
         config: BackendConfig,
         options: &EngineOptions,
-        notifications: broadcast::Sender<BackendNotification>,
+        notifications: &broadcast::Sender<BackendNotification>,
+        changes: &Arc<watch::Sender<()>>,
     ) -> BackendHandle {
         let name: Arc<str> = Arc::from(config.name.as_str());
         let (commands_tx, commands) = mpsc::unbounded_channel();
         let (reports_tx, reports) = mpsc::unbounded_channel();
         let (status, status_rx) = watch::channel(BackendStatus::new(&name));
         let (connection, connection_rx) = watch::channel(None);
+        let (shared_config, config_rx) = watch::channel(Arc::new(config.clone()));
         let output = Arc::new(OutputLog::new(OUTPUT_RING_LINES, OUTPUT_RING_BYTES));
         let handle = BackendHandle {
             name: name.clone(),
@@ -398,11 +559,16 @@ impl BackendTask {
             status: status_rx,
             connection: connection_rx,
             output: output.clone(),
-            config: Arc::new(config.clone()),
+            config: config_rx,
         };
+        if config.enabled {
+            handle.send(Command::Start(None));
+        }
         let task = BackendTask {
             budget: RestartBudget::new(config.restart),
             config,
+            shared_config,
+            changes: changes.clone(),
             name: name.clone(),
             state: State::Stopped,
             status,
@@ -410,7 +576,7 @@ impl BackendTask {
             commands,
             reports_tx,
             reports,
-            notifications,
+            notifications: notifications.clone(),
             output,
             groups: options.groups.clone(),
             server_requests: options.server_requests.clone(),
@@ -521,10 +687,71 @@ impl BackendTask {
                 self.start_waiters.push(ack);
                 self.start_process().await
             }
+            Command::Reconfigure(config, ack) => {
+                let active = !matches!(self.state, State::Stopped | State::CrashLoop);
+                self.reconfigure(*config, ack, active).await
+            }
+            Command::Remove(ack) => {
+                self.stop_process(StopReason::ConfigChanged).await;
+                self.transition(State::Stopped);
+                self.answer_start_waiters(Err(ControlError::Removed {
+                    backend: self.name.to_string(),
+                }));
+                let _ = ack.send(Ok(()));
+                Flow::Exit
+            }
             Command::Shutdown(ack) => {
                 self.shut_down(Some(ack)).await;
                 Flow::Exit
             }
+        }
+    }
+
+    /// Takes a new config. `active` tells whether the backend was running or about to (ready,
+    /// starting, or waiting to restart) when the command arrived.
+    async fn reconfigure(
+        &mut self,
+        config: BackendConfig,
+        ack: oneshot::Sender<Applied>,
+        active: bool,
+    ) -> Flow {
+        let needs_restart = self.config.needs_restart_for(&config);
+        let was_enabled = self.config.enabled;
+        let in_crash_loop = matches!(self.state, State::CrashLoop);
+        if config.restart != self.config.restart {
+            self.budget = RestartBudget::new(config.restart);
+        }
+        if config.health_interval != self.config.health_interval
+            && let State::Ready(running) = &mut self.state
+        {
+            running.health = health_interval(config.health_interval);
+        }
+        self.config = config;
+        self.shared_config
+            .send_replace(Arc::new(self.config.clone()));
+        let applied = match (self.config.enabled, active) {
+            (false, true) => Applied::Stopped,
+            (true, false) if !was_enabled => Applied::Started,
+            (true, false) if in_crash_loop && needs_restart => Applied::Started,
+            (true, true) if needs_restart => Applied::Restarted,
+            _ => Applied::Updated,
+        };
+        tracing::info!(?applied, "config changed");
+        match applied {
+            Applied::Stopped => {
+                self.stop_process(StopReason::ConfigChanged).await;
+                self.transition(State::Stopped);
+            }
+            Applied::Restarted => self.stop_process(StopReason::ConfigChanged).await,
+            _ => self.publish(),
+        }
+        let _ = ack.send(applied);
+        match applied {
+            Applied::Started | Applied::Restarted => {
+                self.budget.reset();
+                self.start_process().await
+            }
+            _ => Flow::Continue,
         }
     }
 
@@ -568,6 +795,7 @@ impl BackendTask {
         let pid = process.pid();
         tracing::info!(pid, "started");
         self.status.send_modify(|status| status.pid = Some(pid));
+        self.changes.send_replace(());
         tokio::spawn(
             read_stderr(pipes.stderr, self.output.clone()).instrument(tracing::Span::current()),
         );
@@ -613,12 +841,7 @@ impl BackendTask {
 
         match (outcome, interrupted_by) {
             (Ok(handshake), None) => {
-                let health = self.config.health_interval.map(|period| {
-                    let mut interval =
-                        tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-                    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    interval
-                });
+                let health = health_interval(self.config.health_interval);
                 self.server = Some(Arc::new(handshake.server));
                 self.catalog = Arc::new(handshake.catalog);
                 self.last_error = None;
@@ -650,6 +873,9 @@ impl BackendTask {
                     backend: self.name.to_string(),
                 }));
                 match command {
+                    Some(Command::Reconfigure(config, ack)) => {
+                        Box::pin(self.reconfigure(*config, ack, true)).await
+                    }
                     Some(command) => Box::pin(self.handle_command(command)).await,
                     None => {
                         self.shut_down(None).await;
@@ -948,7 +1174,17 @@ impl BackendTask {
             catalog: self.catalog.clone(),
         };
         self.status.send_replace(status);
+        self.changes.send_replace(());
     }
+}
+
+/// The health-ping timer for a process that just became ready (or got a new interval).
+fn health_interval(period: Option<Duration>) -> Option<tokio::time::Interval> {
+    period.map(|period| {
+        let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        interval
+    })
 }
 
 /// Completes when the process has ended: its leader exited, or it closed stdout (then the exit

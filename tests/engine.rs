@@ -8,12 +8,12 @@ use std::time::Duration;
 use support::*;
 use switchboard::rpc::{CloseReason, RpcError};
 use switchboard::status::{BackendState, StopReason};
-use switchboard::supervisor::{CallError, ControlError};
+use switchboard::supervisor::{Applied, CallError, ControlError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_requests_over_one_pipe_are_all_correlated() {
     let engine = engine(vec![misbehave("many", &[])]);
-    let backend = engine.backend("many").expect("configured").clone();
+    let backend = engine.backend("many").expect("configured");
     wait_state(&backend, BackendState::Ready).await;
 
     let calls = (0..1000).map(|i| {
@@ -52,7 +52,7 @@ async fn a_thousand_concurrent_requests_over_one_pipe_are_all_correlated() {
 #[tokio::test]
 async fn a_crash_mid_call_releases_every_waiter_with_the_exit_status() {
     let engine = engine(vec![misbehave("crashy", &[])]);
-    let backend = engine.backend("crashy").expect("configured").clone();
+    let backend = engine.backend("crashy").expect("configured");
     wait_state(&backend, BackendState::Ready).await;
 
     let hanging: Vec<_> = (0..5)
@@ -137,7 +137,7 @@ fn assert_exit_error(error: &CallError, code: i32) {
 #[tokio::test]
 async fn a_request_past_its_deadline_is_cancelled_at_the_backend() {
     let engine = engine(vec![misbehave("slowpoke", &[])]);
-    let backend = engine.backend("slowpoke").expect("configured").clone();
+    let backend = engine.backend("slowpoke").expect("configured");
     wait_state(&backend, BackendState::Ready).await;
 
     let error = backend
@@ -172,7 +172,7 @@ async fn a_request_past_its_deadline_is_cancelled_at_the_backend() {
 #[tokio::test]
 async fn banners_garbage_and_non_utf8_on_stdout_are_recorded_and_skipped() {
     let engine = engine(vec![misbehave("noisy", &["--banner"])]);
-    let backend = engine.backend("noisy").expect("configured").clone();
+    let backend = engine.backend("noisy").expect("configured");
     wait_state(&backend, BackendState::Ready).await;
 
     let result = backend
@@ -228,8 +228,8 @@ async fn a_70_mib_answer_passes_and_one_over_the_limit_fails_alone() {
     let mut limited = misbehave("limited", &[]);
     limited.max_message_size = 1024 * 1024;
     let engine = engine(vec![misbehave("roomy", &[]), limited]);
-    let roomy = engine.backend("roomy").expect("configured").clone();
-    let limited = engine.backend("limited").expect("configured").clone();
+    let roomy = engine.backend("roomy").expect("configured");
+    let limited = engine.backend("limited").expect("configured");
     wait_state(&roomy, BackendState::Ready).await;
     wait_state(&limited, BackendState::Ready).await;
 
@@ -327,7 +327,7 @@ async fn a_spent_restart_budget_ends_in_a_crash_loop_until_started_by_hand() {
     let mut config = misbehave("loop", &["--exit-during-handshake", "4"]);
     config.restart.max_restarts = 2;
     let engine = engine(vec![config]);
-    let backend = engine.backend("loop").expect("configured").clone();
+    let backend = engine.backend("loop").expect("configured");
     let status = wait_state(&backend, BackendState::CrashLoop).await;
     assert_eq!(
         status.history.len(),
@@ -353,7 +353,7 @@ async fn stop_during_backoff_cancels_the_restart_at_once() {
     config.restart.backoff_base = Duration::from_secs(3600);
     config.restart.backoff_cap = Duration::from_secs(3600);
     let engine = engine(vec![config]);
-    let backend = engine.backend("patient").expect("configured").clone();
+    let backend = engine.backend("patient").expect("configured");
     wait_state(&backend, BackendState::Ready).await;
     let _ = backend
         .request(
@@ -391,7 +391,7 @@ async fn stop_during_backoff_cancels_the_restart_at_once() {
 #[tokio::test]
 async fn discovery_follows_pagination_keeps_unknown_fields_and_refreshes_on_list_changed() {
     let engine = engine(vec![misbehave("lists", &[])]);
-    let backend = engine.backend("lists").expect("configured").clone();
+    let backend = engine.backend("lists").expect("configured");
     let status = wait_state(&backend, BackendState::Ready).await;
     let tool_names: Vec<String> = status
         .catalog
@@ -450,7 +450,7 @@ async fn discovery_follows_pagination_keeps_unknown_fields_and_refreshes_on_list
 #[tokio::test]
 async fn a_stderr_flood_stays_bounded_and_the_backend_keeps_serving() {
     let engine = engine(vec![misbehave("chatty", &["--stderr-spam", "1000"])]);
-    let backend = engine.backend("chatty").expect("configured").clone();
+    let backend = engine.backend("chatty").expect("configured");
     wait_state(&backend, BackendState::Ready).await;
     let result = backend
         .request(
@@ -474,7 +474,7 @@ async fn a_backend_that_stops_answering_pings_is_restarted() {
     config.health_interval = Some(Duration::from_millis(100));
     config.health_timeout = Duration::from_millis(300);
     let engine = engine(vec![config]);
-    let backend = engine.backend("frozen").expect("configured").clone();
+    let backend = engine.backend("frozen").expect("configured");
     let status = wait_state(&backend, BackendState::Ready).await;
     let pid = status.pid.expect("running");
     nix::sys::signal::kill(
@@ -511,7 +511,7 @@ async fn stop_kills_a_grandchild_that_ignores_sigterm() {
             &pidfile_arg,
         ],
     )]);
-    let backend = engine.backend("family").expect("configured").clone();
+    let backend = engine.backend("family").expect("configured");
     wait_state(&backend, BackendState::Ready).await;
     let (pid, grandchild) = read_pidfile(&pidfile).await;
     assert!(alive(pid) && alive(grandchild));
@@ -532,7 +532,7 @@ async fn stop_kills_a_grandchild_that_ignores_sigterm() {
 #[tokio::test]
 async fn the_demo_server_is_supervised_end_to_end() {
     let engine = engine(vec![demo("demo")]);
-    let backend = engine.backend("demo").expect("configured").clone();
+    let backend = engine.backend("demo").expect("configured");
     let status = wait_state(&backend, BackendState::Ready).await;
     let names: Vec<String> = status
         .catalog
@@ -584,7 +584,7 @@ async fn server_everything_from_npm_is_supervised_end_to_end() {
     );
     config.restart = fast_restarts();
     let engine = engine(vec![config]);
-    let backend = engine.backend("everything").expect("configured").clone();
+    let backend = engine.backend("everything").expect("configured");
     let status = wait_state(&backend, BackendState::Ready).await;
     let names: Vec<String> = status
         .catalog
@@ -610,7 +610,7 @@ async fn server_everything_from_npm_is_supervised_end_to_end() {
 #[tokio::test]
 async fn restart_by_hand_replaces_the_process_and_records_why() {
     let engine = engine(vec![misbehave("again", &[])]);
-    let backend = engine.backend("again").expect("configured").clone();
+    let backend = engine.backend("again").expect("configured");
     let first = wait_state(&backend, BackendState::Ready)
         .await
         .pid
@@ -638,7 +638,7 @@ async fn an_older_supported_protocol_version_is_accepted() {
         "old",
         &["--protocol-version", "2024-11-05"],
     )]);
-    let backend = engine.backend("old").expect("configured").clone();
+    let backend = engine.backend("old").expect("configured");
     let status = wait_state(&backend, BackendState::Ready).await;
     assert_eq!(
         status.server.expect("described").protocol_version,
@@ -650,7 +650,7 @@ async fn an_older_supported_protocol_version_is_accepted() {
 #[tokio::test]
 async fn progress_notifications_arrive_in_order_with_the_tokens_the_caller_chose() {
     let engine = engine(vec![demo("progress")]);
-    let backend = engine.backend("progress").expect("configured").clone();
+    let backend = engine.backend("progress").expect("configured");
     wait_state(&backend, BackendState::Ready).await;
     let mut notifications = engine.notifications();
     let params = serde_json::json!({
@@ -682,4 +682,78 @@ async fn progress_notifications_arrive_in_order_with_the_tokens_the_caller_chose
         "in order: {progress:?}"
     );
     engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn apply_restarts_only_what_needs_it_and_says_what_it_did() {
+    let mut looping = misbehave("looping", &["--exit-during-handshake", "4"]);
+    looping.restart.max_restarts = 0;
+    let engine = engine(vec![demo("renamed"), demo("running"), looping.clone()]);
+    let renamed = engine.backend("renamed").expect("configured");
+    let running = engine.backend("running").expect("configured");
+    let first = wait_state(&renamed, BackendState::Ready).await;
+    wait_state(&running, BackendState::Ready).await;
+    wait_state(
+        &engine.backend("looping").expect("configured"),
+        BackendState::CrashLoop,
+    )
+    .await;
+
+    // A new prefix only changes names: the process stays. Disabling stops; fixing the command
+    // of a crash-looping backend starts it again.
+    let mut new_prefix = demo("renamed");
+    new_prefix.prefix = "other".to_owned();
+    let mut disabled = demo("running");
+    disabled.enabled = false;
+    let mut fixed = demo("looping");
+    fixed.restart = looping.restart;
+    let report = engine
+        .apply(vec![new_prefix, disabled, fixed.clone()])
+        .await;
+    let applied: Vec<(&str, Applied)> = report
+        .backends
+        .iter()
+        .map(|(name, applied)| (name.as_str(), *applied))
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            ("looping", Applied::Started),
+            ("renamed", Applied::Updated),
+            ("running", Applied::Stopped),
+        ]
+    );
+    assert_eq!(
+        report.to_string(),
+        "started looping; stopped running; updated renamed"
+    );
+    let kept = renamed.status();
+    assert_eq!(kept.pid, first.pid, "a routing change keeps the process");
+    assert_eq!(renamed.config().prefix, "other");
+    assert_eq!(running.status().state, BackendState::Stopped);
+    let entry = running.status().history.last().cloned().expect("an entry");
+    assert_eq!(entry.reason, StopReason::ConfigChanged);
+    wait_state(
+        &engine.backend("looping").expect("configured"),
+        BackendState::Ready,
+    )
+    .await;
+
+    // The same configs again change nothing; a missing one is removed and its handle refuses.
+    let report = engine.apply(vec![fixed]).await;
+    assert_eq!(report.backends["looping"], Applied::Unchanged);
+    assert_eq!(report.backends["renamed"], Applied::Removed);
+    assert!(engine.backend("renamed").is_none());
+    assert!(wait_gone(first.pid.expect("a pid")).await);
+    assert_eq!(
+        renamed.start().await,
+        Err(ControlError::ShuttingDown),
+        "the removed backend's task is gone"
+    );
+    engine.shutdown().await;
+    assert_eq!(
+        engine.apply(vec![demo("late")]).await.backends.len(),
+        0,
+        "nothing is applied after shutdown"
+    );
 }

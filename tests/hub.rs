@@ -22,7 +22,7 @@ fn hub(configs: Vec<BackendConfig>) -> Hub {
 /// Waits until the backend is ready and the hub lists its tools.
 async fn ready(hub: &Hub, name: &str) {
     wait_state(
-        hub.engine().backend(name).expect("configured"),
+        &hub.engine().backend(name).expect("configured"),
         BackendState::Ready,
     )
     .await;

@@ -7,6 +7,7 @@
 /** @typedef {import('./types.js').ToolResult} ToolResult */
 /** @typedef {import('./types.js').ConfigStatus} ConfigStatus */
 /** @typedef {import('./types.js').ClientSnippet} ClientSnippet */
+/** @typedef {import('./types.js').ReloadOutcome} ReloadOutcome */
 
 /** A failed API call: `code` is the API's code, or `network` / `http_<status>` / `bad_json`. */
 export class ApiError extends Error {
@@ -124,6 +125,11 @@ export async function callTool(backend, tool, args) {
 /** @returns {Promise<ConfigStatus>} */
 export async function getConfig() {
   return /** @type {ConfigStatus} */ (await request("config"));
+}
+
+/** @returns {Promise<ReloadOutcome>} */
+export async function reloadConfig() {
+  return /** @type {ReloadOutcome} */ (await request("config/reload", { method: "POST", body: "{}" }));
 }
 
 /** @returns {Promise<ClientSnippet[]>} */

@@ -7,8 +7,9 @@
 import { h, replace, setText, announce } from "./dom.js";
 import { Store } from "./store.js";
 import { EventFeed } from "./events.js";
-import { stateLabel, duration } from "./format.js";
-import { announceState, everySecond } from "./views/common.js";
+import { stateLabel, duration, plural } from "./format.js";
+import { announceState, everySecond, toast } from "./views/common.js";
+import * as api from "./api.js";
 import { BackendsView } from "./views/backends.js";
 import { BackendView } from "./views/backend.js";
 import { SearchView } from "./views/tools.js";
@@ -74,9 +75,11 @@ class App {
       output: (event) => this.store.onOutput(event.backend, event.line),
       catalog: (event) => this.store.onCatalog(event.backend),
       config: (config) => this.store.setConfig(config),
+      backends: () => void this.store.loadList(),
       state: (state) => this.store.setFeed(state),
       // The stream starts with every backend's status and the config; what it cannot carry
-      // (history, output, removed backends) is loaded again after a reconnection.
+      // (history, output, backends added or removed meanwhile) is loaded again after a
+      // reconnection.
       opened: (first) => {
         if (!first) this.store.resync();
       },
@@ -113,12 +116,41 @@ class App {
       this.focusMain();
     });
     document.addEventListener("keydown", (event) => this.onKey(event));
+    const reload = /** @type {HTMLButtonElement} */ (document.getElementById("reload-config"));
+    reload.addEventListener("click", () => void this.reloadConfig(reload));
     this.renderNav();
     this.renderFeed();
     this.navigate(false);
     void this.store.loadList();
     void this.store.loadConfig();
     this.feed.start();
+  }
+
+  /**
+   * Asks for a reload and says what it did; the banner and the list follow through the events.
+   * @param {HTMLButtonElement} button
+   */
+  async reloadConfig(button) {
+    button.disabled = true;
+    try {
+      const outcome = await api.reloadConfig();
+      if (outcome.outcome === "applied") {
+        const changed = Object.entries(outcome.backends).filter(([, applied]) => applied !== "unchanged");
+        const summary = changed.length === 0
+          ? "Nothing changed."
+          : changed.map(([name, applied]) => `${name}: ${applied}`).join(", ");
+        toast("Config reloaded", [summary, ...outcome.notes].join(" "));
+      } else if (outcome.outcome === "invalid") {
+        const errors = outcome.diagnostics.filter((diagnostic) => diagnostic.severity === "error").length;
+        toast("Config not applied", `The file has ${plural(errors, "error")}; what runs is unchanged.`, "error");
+      } else {
+        toast("Config not applied", outcome.message, "error");
+      }
+    } catch (error) {
+      toast("Reload failed", error instanceof Error ? error.message : String(error), "error");
+    } finally {
+      button.disabled = false;
+    }
   }
 
   /** @param {KeyboardEvent} event */

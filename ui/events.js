@@ -8,6 +8,7 @@ import { apiUrl } from "./api.js";
 /** @typedef {import('./types.js').OutputEvent} OutputEvent */
 /** @typedef {import('./types.js').CatalogEvent} CatalogEvent */
 /** @typedef {import('./types.js').ConfigStatus} ConfigStatus */
+/** @typedef {import('./types.js').BackendNamesEvent} BackendNamesEvent */
 
 /**
  * @typedef {{phase: "connecting"} | {phase: "live"} | {phase: "reconnecting", retry_at_ms: number, attempt: number}} FeedState
@@ -19,6 +20,7 @@ import { apiUrl } from "./api.js";
  * @property {(event: OutputEvent) => void} output
  * @property {(event: CatalogEvent) => void} catalog
  * @property {(config: ConfigStatus) => void} config
+ * @property {(event: BackendNamesEvent) => void} backends A reload added or removed backends.
  * @property {(state: FeedState) => void} state
  * @property {(first: boolean) => void} opened Called on every connection; after the first, what
  *   happened while the feed was down was missed.
@@ -71,6 +73,7 @@ export class EventFeed {
     this.listen(source, "output", (data) => this.handlers.output(/** @type {OutputEvent} */ (data)));
     this.listen(source, "catalog", (data) => this.handlers.catalog(/** @type {CatalogEvent} */ (data)));
     this.listen(source, "config", (data) => this.handlers.config(/** @type {ConfigStatus} */ (data)));
+    this.listen(source, "backends", (data) => this.handlers.backends(/** @type {BackendNamesEvent} */ (data)));
   }
 
   scheduleRetry() {

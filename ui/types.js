@@ -50,6 +50,7 @@
  * @property {number} restarts Automatic restarts since Switchboard started.
  * @property {number | null} uptime_ms Of the current process, when it has one.
  * @property {number} tools How many tools the backend lists.
+ * @property {number} [pending] Requests awaiting the backend's answer (in lists, not in events).
  * @property {number | null} restart_at_ms When the next automatic restart is due (backoff).
  * @property {string | null} last_error
  * @property {boolean} enabled
@@ -197,9 +198,33 @@
  * `GET /api/config` and the `config` event.
  * @typedef {object} ConfigStatus
  * @property {string} path
- * @property {number} loaded_at_ms
- * @property {boolean} valid
+ * @property {number} loaded_at_ms when the running config was read and applied
+ * @property {number} checked_at_ms when the file was last read, applied or not
+ * @property {boolean} valid whether the file as last read has no errors
+ * @property {boolean} applied whether what runs comes from the file as last read (a reload of a
+ *   file with errors is refused, and the last valid config keeps running)
+ * @property {boolean} missing whether the file is gone (the running config stays)
  * @property {Diagnostic[]} diagnostics
+ * @property {string[]} notes what the last reload could not apply, in plain words
+ * @property {{notify_crash_loop: boolean}} desktop
+ */
+
+/**
+ * What a reload did to one backend.
+ * @typedef {"added" | "removed" | "restarted" | "started" | "stopped" | "updated" | "unchanged"} Applied
+ */
+
+/**
+ * `POST /api/config/reload`.
+ * @typedef {{outcome: "applied", backends: Record<string, Applied>, notes: string[]}
+ *   | {outcome: "invalid", diagnostics: Diagnostic[]}
+ *   | {outcome: "missing", message: string}} ReloadOutcome
+ */
+
+/**
+ * The `backends` event: every backend's name, in config order, after the set changed.
+ * @typedef {object} BackendNamesEvent
+ * @property {string[]} names
  */
 
 /**

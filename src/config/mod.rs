@@ -62,6 +62,8 @@ pub struct Config {
     pub backends: Vec<BackendConfig>,
     /// The `[endpoint]` table; a setting with an error keeps its default.
     pub endpoint: EndpointConfig,
+    /// The `[desktop]` table: settings of the desktop app only.
+    pub desktop: DesktopConfig,
     /// Errors (each one left a backend out, or an endpoint setting at its default) and
     /// warnings, ordered by position in the file.
     pub diagnostics: Vec<Diagnostic>,
@@ -131,6 +133,52 @@ impl BackendConfig {
             start_on_demand: true,
         }
     }
+
+    /// Whether a process started with `self` must be replaced to run with `new`: the process's
+    /// command line, environment, working directory or framing differ. Everything else applies
+    /// to a running process.
+    pub fn needs_restart_for(&self, new: &BackendConfig) -> bool {
+        // Destructured so that a new field must be sorted into one group or the other.
+        let BackendConfig {
+            name: _,
+            command,
+            args,
+            env,
+            cwd,
+            enabled: _,
+            request_timeout: _,
+            handshake_timeout: _,
+            health_interval: _,
+            health_timeout: _,
+            max_message_size,
+            stop_grace: _,
+            restart: _,
+            prefix: _,
+            tools_allow: _,
+            tools_deny: _,
+            start_on_demand: _,
+        } = self;
+        *command != new.command
+            || *args != new.args
+            || *env != new.env
+            || *cwd != new.cwd
+            || *max_message_size != new.max_message_size
+    }
+}
+
+/// Settings of the desktop app: the `[desktop]` table (TOML only).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DesktopConfig {
+    /// Whether a backend entering a crash loop raises a desktop notification.
+    pub notify_crash_loop: bool,
+}
+
+impl Default for DesktopConfig {
+    fn default() -> Self {
+        DesktopConfig {
+            notify_crash_loop: true,
+        }
+    }
 }
 
 /// The endpoint editors connect to: the `[endpoint]` table (TOML only).
@@ -183,7 +231,7 @@ impl Default for RestartPolicy {
 }
 
 /// A problem found in the config file, with its position, as a compiler would report it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Diagnostic {
     pub severity: Severity,
     pub file: PathBuf,
@@ -196,7 +244,7 @@ pub struct Diagnostic {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Error,
@@ -257,6 +305,11 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
+    from_bytes(path, bytes)
+}
+
+/// Parses the bytes of a config file read from `path` (see [`parse`]).
+pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Config, ConfigError> {
     match String::from_utf8(bytes) {
         Ok(text) => parse(path, &text),
         Err(error) => {
@@ -280,10 +333,17 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
     let format = Format::of(path);
     let mut reporter = Reporter::new(path, text);
-    let (servers, endpoint) = match format {
+    let Sections {
+        servers,
+        endpoint,
+        desktop,
+    } = match format {
         Format::Toml => toml_sections(text, &mut reporter),
-        // The rest of a JSON file belongs to other programs; the endpoint keeps its defaults.
-        Format::Json => (json_servers(text, &mut reporter), None),
+        // The rest of a JSON file belongs to other programs; the other tables keep defaults.
+        Format::Json => Sections {
+            servers: json_servers(text, &mut reporter),
+            ..Sections::default()
+        },
     };
     if reporter.n_errors() > 0 {
         return Err(ConfigError::Invalid {
@@ -298,10 +358,15 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         Some(entry) => server::read_endpoint(&mut reporter, &entry),
         None => EndpointConfig::default(),
     };
+    let desktop = match desktop {
+        Some(entry) => server::read_desktop(&mut reporter, &entry),
+        None => DesktopConfig::default(),
+    };
     Ok(Config {
         path: path.to_path_buf(),
         backends,
         endpoint,
+        desktop,
         diagnostics: reporter.into_diagnostics(),
     })
 }
@@ -330,9 +395,10 @@ pub fn default_config_text(switchboard_exe: &Path) -> String {
 # offers to every connected editor. NAME may use letters, digits, `_` and `-` (at most {max_name}).
 #
 # Edits apply live: when this file is saved, Switchboard starts added servers, stops removed
-# ones and restarts only the ones that changed. A mistake inside one server leaves out just
-# that server; a file that cannot be read at all leaves everything running as it was. Either
-# way Switchboard shows the mistake with its line and column.
+# ones and restarts only the ones that changed. A saved file with a mistake changes nothing:
+# what runs keeps running until the next valid save. (When Switchboard starts, a mistake
+# inside one server leaves out just that server.) Switchboard shows each mistake with its line
+# and column.
 #
 # Durations are written like "250ms", "30s", "5m" or "1h"; sizes like "64MiB".
 # Every commented-out option below shows its default.
@@ -344,6 +410,10 @@ pub fn default_config_text(switchboard_exe: &Path) -> String {
 # If set, every request to /mcp must carry `Authorization: Bearer TOKEN`; ${{env:NAME}} is
 # expanded as in `env` below.
 # token = "${{env:SWITCHBOARD_MCP_TOKEN}}"
+
+# The desktop app.
+# [desktop]
+# notify_crash_loop = true      # a desktop notification when a server keeps crashing
 
 [servers.demo]
 # A small server built into Switchboard, to try things out. Replace it with your own.
@@ -440,9 +510,18 @@ impl Format {
     }
 }
 
-/// The `[servers]` entries and the `[endpoint]` entry of a TOML document; anything else at the
-/// top level is an error. What is wrong inside `[endpoint]` is reported when it is read.
-fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> (Vec<Entry>, Option<Entry>) {
+/// The top-level parts of a config file.
+#[derive(Default)]
+struct Sections {
+    servers: Vec<Entry>,
+    endpoint: Option<Entry>,
+    desktop: Option<Entry>,
+}
+
+/// The `[servers]` entries and the `[endpoint]` and `[desktop]` entries of a TOML document;
+/// anything else at the top level is an error. What is wrong inside a table is reported when it
+/// is read.
+fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
     // Only the first syntax error: the parser can go on, but what it finds after one mistake
     // is mostly the same mistake seen again from further along.
     let document = match DeTable::parse(text) {
@@ -450,18 +529,24 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> (Vec<Entry>, Option
         Err(error) => {
             let offset = error.span().map_or(0, |span| span.start);
             reporter.error(offset, "", error.message());
-            return (Vec::new(), None);
+            return Sections::default();
         }
     };
-    let mut servers = Vec::new();
-    let mut endpoint = None;
+    let mut sections = Sections::default();
     for entry in tree::toml_entries(document.get_ref()) {
-        if entry.key == "endpoint" {
-            endpoint = Some(entry);
-            continue;
+        match entry.key.as_str() {
+            "endpoint" => {
+                sections.endpoint = Some(entry);
+                continue;
+            }
+            "desktop" => {
+                sections.desktop = Some(entry);
+                continue;
+            }
+            _ => {}
         }
         match (entry.key.as_str(), entry.value.value) {
-            ("servers", NodeValue::Table(entries)) => servers = entries,
+            ("servers", NodeValue::Table(entries)) => sections.servers = entries,
             ("servers", _) => reporter.error(
                 entry.value.offset,
                 "servers",
@@ -472,12 +557,12 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> (Vec<Entry>, Option
                 key,
                 format!(
                     "unknown top-level field `{key}`; the file holds only [servers.NAME] \
-                     sections and an [endpoint] table"
+                     sections, an [endpoint] table and a [desktop] table"
                 ),
             ),
         }
     }
-    (servers, endpoint)
+    sections
 }
 
 /// The `mcpServers` entries of a JSON document; other top-level keys are someone else's.

@@ -10,7 +10,10 @@ use std::time::Duration;
 use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::values::{self, ValueError};
-use super::{BackendConfig, DEFAULT_LISTEN, EndpointConfig, Format, MAX_PREFIX_LEN, RestartPolicy};
+use super::{
+    BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, MAX_PREFIX_LEN,
+    RestartPolicy,
+};
 
 const SERVER_FIELDS: &[&str] = &[
     "command",
@@ -40,6 +43,7 @@ const RESTART_FIELDS: &[&str] = &[
 ];
 
 const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "max_body_size"];
+const DESKTOP_FIELDS: &[&str] = &["notify_crash_loop"];
 
 /// JSON `type` values of servers reached over the network rather than started as a process.
 const REMOTE_TYPES: &[&str] = &["http", "sse", "streamable-http", "streamableHttp"];
@@ -72,6 +76,16 @@ pub(super) fn read_endpoint(reporter: &mut Reporter<'_>, endpoint: &Entry) -> En
         config_dir: Path::new(""),
     };
     reader.endpoint(endpoint)
+}
+
+/// The `[desktop]` table; a setting with an error keeps its default.
+pub(super) fn read_desktop(reporter: &mut Reporter<'_>, desktop: &Entry) -> DesktopConfig {
+    let mut reader = Reader {
+        reporter,
+        format: Format::Toml,
+        config_dir: Path::new(""),
+    };
+    reader.desktop(desktop)
 }
 
 /// Reads typed values out of the tree, reporting each problem at its position.
@@ -233,6 +247,25 @@ impl Reader<'_, '_> {
             }
         }
         endpoint
+    }
+
+    fn desktop(&mut self, desktop_entry: &Entry) -> DesktopConfig {
+        let prefix = desktop_entry.key.as_str();
+        let mut desktop = DesktopConfig::default();
+        let Some(entries) = self.table(&desktop_entry.value, prefix) else {
+            return desktop;
+        };
+        for entry in self.unique_entries(entries, prefix) {
+            let field = format!("{prefix}.{}", entry.key);
+            match entry.key.as_str() {
+                "notify_crash_loop" => set(
+                    &mut desktop.notify_crash_loop,
+                    self.boolean(&entry.value, &field),
+                ),
+                _ => self.unknown_field(entry, &field, DESKTOP_FIELDS),
+            }
+        }
+        desktop
     }
 
     /// An address that is not loopback is allowed, with a warning about what it exposes.

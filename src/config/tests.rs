@@ -481,8 +481,8 @@ fn a_wrong_top_level_structure_makes_the_file_invalid() {
     assert_eq!(positions(&diagnostics), [(Severity::Error, 1, 2, "server")]);
     assert_eq!(
         diagnostics[0].message,
-        "unknown top-level field `server`; the file holds only [servers.NAME] sections and an \
-         [endpoint] table"
+        "unknown top-level field `server`; the file holds only [servers.NAME] sections, an \
+         [endpoint] table and a [desktop] table"
     );
 
     let diagnostics = invalid_diagnostics(parse(Path::new("config.toml"), "servers = 1\n"));

@@ -240,7 +240,7 @@ impl Hub {
         })?;
         let deadline = handle.config().request_timeout;
         let started = Instant::now();
-        ready_backend(handle, deadline).await?;
+        ready_backend(&handle, deadline).await?;
         let params = match &arguments {
             Some(arguments) => format!(
                 r#"{{"name":{},"arguments":{}}}"#,
@@ -562,7 +562,7 @@ impl Session {
                     .map_err(|message| ErrorObject::new(RESOURCE_NOT_FOUND, message))?
             }
         };
-        let backend = hub.engine.backend(&backend_name).cloned().ok_or_else(|| {
+        let backend = hub.engine.backend(&backend_name).ok_or_else(|| {
             ErrorObject::new(
                 jsonrpc::BACKEND_UNAVAILABLE,
                 format!("backend {backend_name} is not configured"),
@@ -672,7 +672,6 @@ impl Session {
             "notifications/roots/list_changed" => {
                 for backend in hub.engine.backends() {
                     if backend.status().state == BackendState::Ready {
-                        let backend = backend.clone();
                         tokio::spawn(async move {
                             let _ = backend
                                 .notify("notifications/roots/list_changed", None)
@@ -986,8 +985,9 @@ fn rebuild_catalog(
     cache: &CatalogCache,
     known: &mut HashMap<String, Arc<crate::status::Catalog>>,
 ) {
-    let handles: Vec<&BackendHandle> = hub.engine.backends().collect();
+    let handles = hub.engine.backends();
     let statuses: Vec<_> = handles.iter().map(|handle| handle.status()).collect();
+    let configs: Vec<_> = handles.iter().map(|handle| handle.config()).collect();
     for (handle, status) in handles.iter().zip(&statuses) {
         let name = handle.name();
         if status.state == BackendState::Ready {
@@ -1004,13 +1004,13 @@ fn rebuild_catalog(
             known.insert(name.to_owned(), cached);
         }
     }
-    let sources: Vec<Source<'_>> = handles
+    let sources: Vec<Source<'_>> = configs
         .iter()
         .zip(&statuses)
-        .map(|(handle, status)| Source {
-            config: handle.config(),
-            catalog: known.get(handle.name()).cloned(),
-            listed: catalog::is_listed(handle.config(), status),
+        .map(|(config, status)| Source {
+            config,
+            catalog: known.get(&config.name).cloned(),
+            listed: catalog::is_listed(config, status),
         })
         .collect();
     let merged = Arc::new(catalog::merge(&sources));
@@ -1037,46 +1037,22 @@ fn rebuild_catalog(
     }
 }
 
-/// Rebuilds the catalog whenever a backend publishes a new status.
+/// Rebuilds the catalog whenever a backend publishes a new status or the set of backends changes.
 async fn maintain_catalog(hub: Weak<HubInner>, cache: CatalogCache, stop: CancellationToken) {
-    let (changed_tx, mut changed) = mpsc::channel::<()>(1);
-    let watchers = {
+    let mut changes = {
         let Some(hub) = hub.upgrade() else { return };
-        hub.engine
-            .backends()
-            .map(|backend| {
-                let mut status = backend.watch_status();
-                let changed_tx = changed_tx.clone();
-                let stop = stop.clone();
-                tokio::spawn(async move {
-                    loop {
-                        tokio::select! {
-                            _ = stop.cancelled() => break,
-                            result = status.changed() => {
-                                if result.is_err() {
-                                    break;
-                                }
-                                let _ = changed_tx.try_send(());
-                            }
-                        }
-                    }
-                })
-            })
-            .collect::<Vec<_>>()
+        hub.engine.changes()
     };
-    drop(changed_tx);
     let mut known = HashMap::new();
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
-            next = changed.recv() => if next.is_none() { break },
+            changed = changes.changed() => if changed.is_err() { break },
         }
         tokio::time::sleep(CATALOG_SETTLE).await;
+        changes.mark_unchanged();
         let Some(hub) = hub.upgrade() else { break };
         rebuild_catalog(&hub, &cache, &mut known);
-    }
-    for watcher in watchers {
-        watcher.abort();
     }
 }
 

@@ -69,11 +69,12 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::http::{Guard, MCP_PATH};
 use super::token::ApiToken;
-use crate::config::{BackendConfig, Config, Diagnostic};
+use crate::config::BackendConfig;
 use crate::hub::Hub;
 use crate::hub::catalog::{self, Source};
 use crate::hub::rewrite::ObjectEntries;
 use crate::output::OutputLine;
+use crate::reload::{ConfigState, Reloader};
 use crate::status::{
     BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, ServerDescription,
     StopReason, unix_millis,
@@ -103,38 +104,6 @@ const LOGIN_MESSAGE: &str =
 const INVALID_LINK_MESSAGE: &str = "This dashboard link is not valid. Open the dashboard link \
     printed by <code>switchboard serve</code> (or from the tray).";
 
-/// The config as last loaded, shared with whoever reloads it (send a new value on the channel's
-/// sender; `/api/config` and the `config` event read the receiver).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ConfigState {
-    pub path: PathBuf,
-    /// When the file was read, in milliseconds since the Unix epoch.
-    pub loaded_at_ms: u64,
-    /// Whether the file had no errors (a server with an error is left out; see `diagnostics`).
-    pub valid: bool,
-    pub diagnostics: Vec<Diagnostic>,
-    /// The backends' names in file order, which `/api/backends` follows.
-    #[serde(skip)]
-    pub backend_order: Vec<String>,
-}
-
-impl ConfigState {
-    /// The state of a config loaded just now.
-    pub fn loaded(config: &Config) -> ConfigState {
-        ConfigState {
-            path: config.path.clone(),
-            loaded_at_ms: unix_millis(SystemTime::now()),
-            valid: !config.has_errors(),
-            diagnostics: config.diagnostics.clone(),
-            backend_order: config
-                .backends
-                .iter()
-                .map(|backend| backend.name.clone())
-                .collect(),
-        }
-    }
-}
-
 /// What the API needs besides the hub.
 #[derive(Debug, Clone)]
 pub struct ApiOptions {
@@ -160,6 +129,7 @@ pub struct ApiState {
 
 struct ApiInner {
     hub: Hub,
+    reloader: Reloader,
     config: watch::Receiver<ConfigState>,
     guard: Guard,
     token: ApiToken,
@@ -170,10 +140,11 @@ struct ApiInner {
 }
 
 impl ApiState {
-    /// The API over `hub`; its event streams end when `shutdown` is cancelled.
+    /// The API over `hub`, whose config `reloader` reloads; its event streams end when
+    /// `shutdown` is cancelled.
     pub fn new(
         hub: Hub,
-        config: watch::Receiver<ConfigState>,
+        reloader: Reloader,
         options: ApiOptions,
         shutdown: CancellationToken,
     ) -> ApiState {
@@ -181,7 +152,8 @@ impl ApiState {
         ApiState {
             inner: Arc::new(ApiInner {
                 hub,
-                config,
+                config: reloader.state(),
+                reloader,
                 guard,
                 token: options.token,
                 mcp_token: options.mcp_token,
@@ -217,7 +189,7 @@ impl ApiState {
         &self.inner.hub
     }
 
-    fn backend(&self, name: &str) -> Result<&BackendHandle, ApiError> {
+    fn backend(&self, name: &str) -> Result<BackendHandle, ApiError> {
         self.hub()
             .engine()
             .backend(name)
@@ -225,18 +197,17 @@ impl ApiState {
     }
 
     /// Every backend, in config order (any the config does not name last, by name).
-    fn backends_in_order(&self) -> Vec<&BackendHandle> {
-        let engine = self.hub().engine();
-        let order = self.inner.config.borrow().backend_order.clone();
-        let mut backends: Vec<&BackendHandle> = order
-            .iter()
-            .filter_map(|name| engine.backend(name))
-            .collect();
-        backends.extend(
-            engine
-                .backends()
-                .filter(|backend| !order.iter().any(|name| name == backend.name())),
-        );
+    fn backends_in_order(&self) -> Vec<BackendHandle> {
+        let mut backends = self.hub().engine().backends();
+        let config = self.inner.config.borrow();
+        let position = |name: &str| {
+            config
+                .backend_order
+                .iter()
+                .position(|ordered| ordered == name)
+                .unwrap_or(usize::MAX)
+        };
+        backends.sort_by_key(|backend| position(backend.name()));
         backends
     }
 
@@ -273,6 +244,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/backends/{name}/{action}", post(control_backend))
         .route("/api/backends/{name}/tools/{tool}/call", post(call_tool))
         .route("/api/config", get(config_state))
+        .route("/api/config/reload", post(reload_config))
         .route("/api/clients", get(clients))
         .route("/api/events", get(events))
         .route("/api", any(unknown_api_path))
@@ -332,9 +304,9 @@ impl From<ControlError> for ApiError {
     fn from(error: ControlError) -> ApiError {
         match error {
             ControlError::StartFailed { .. } => ApiError::Backend(error.to_string()),
-            ControlError::Interrupted { .. } | ControlError::ShuttingDown => {
-                ApiError::Conflict(error.to_string())
-            }
+            ControlError::Interrupted { .. }
+            | ControlError::Removed { .. }
+            | ControlError::ShuttingDown => ApiError::Conflict(error.to_string()),
         }
     }
 }
@@ -429,10 +401,15 @@ async fn list_backends(State(api): State<ApiState>) -> Response {
     let now_ms = unix_millis(SystemTime::now());
     let backends = api.backends_in_order();
     let statuses: Vec<BackendStatus> = backends.iter().map(|backend| backend.status()).collect();
-    let summaries: Vec<BackendSummary<'_>> = backends
+    let configs: Vec<_> = backends.iter().map(|backend| backend.config()).collect();
+    let summaries: Vec<BackendSummary<'_>> = configs
         .iter()
         .zip(&statuses)
-        .map(|(backend, status)| BackendSummary::new(status, backend.config(), now_ms))
+        .zip(&backends)
+        .map(|((config, status), backend)| BackendSummary {
+            pending: Some(backend.pending_requests()),
+            ..BackendSummary::new(status, config, now_ms)
+        })
         .collect();
     json_ok(&summaries)
 }
@@ -446,7 +423,7 @@ async fn backend_detail(
     let status = backend.status();
     let config = backend.config();
     let detail = BackendDetail {
-        overview: Overview::new(&status, config, unix_millis(SystemTime::now())),
+        overview: Overview::new(&status, &config, unix_millis(SystemTime::now())),
         history: &status.history,
         output: backend.output().tail(OUTPUT_LINES),
         server: status.server.as_deref(),
@@ -455,7 +432,7 @@ async fn backend_detail(
         resources: &status.catalog.resources,
         resource_templates: &status.catalog.resource_templates,
         exposed_tools: exposed_tools(api.hub(), &name),
-        config: ConfigView::new(config),
+        config: ConfigView::new(&config),
     };
     Ok(json_ok(&detail))
 }
@@ -487,9 +464,10 @@ async fn control_backend(
         backend: BackendSummary<'a>,
     }
     let status = backend.status();
+    let config = backend.config();
     Ok(json_ok(&Done {
         ok: true,
-        backend: BackendSummary::new(&status, backend.config(), unix_millis(SystemTime::now())),
+        backend: BackendSummary::new(&status, &config, unix_millis(SystemTime::now())),
     }))
 }
 
@@ -535,6 +513,13 @@ async fn config_state(State(api): State<ApiState>) -> Response {
     json_ok(&config)
 }
 
+/// Reads the config file now and applies it if valid. An invalid or missing file is not an
+/// error of the request: the outcome says what happened, and nothing changed.
+async fn reload_config(State(api): State<ApiState>) -> Response {
+    tracing::info!("config reload asked for through the control API");
+    json_ok(&api.inner.reloader.reload().await)
+}
+
 async fn clients(State(api): State<ApiState>) -> Response {
     let url = format!("{}{MCP_PATH}", api.inner.base_url);
     json_ok(&client_setups(
@@ -547,24 +532,13 @@ async fn clients(State(api): State<ApiState>) -> Response {
 async fn events(State(api): State<ApiState>) -> Response {
     let backends = api.backends_in_order();
     let (sender, receiver) = mpsc::channel(EVENTS_CAPACITY.max(backends.len() + 1));
-    let now_ms = unix_millis(SystemTime::now());
-    for backend in backends {
-        let mut statuses = backend.watch_status();
-        let lines = backend.output().follow();
-        let status = statuses.borrow_and_update().clone();
-        let first = status_event(&status, backend.config(), now_ms);
-        let _ = sender.try_send(first);
-        tokio::spawn(forward_backend(
-            backend.clone(),
-            statuses,
-            lines,
-            status.catalog.clone(),
-            sender.clone(),
-        ));
+    for backend in &backends {
+        follow_backend(backend, &sender);
     }
     let mut config = api.inner.config.clone();
     let _ = sender.try_send(config_event(&config.borrow_and_update()));
-    tokio::spawn(forward_config(config, sender));
+    tokio::spawn(forward_config(config, sender.clone()));
+    tokio::spawn(forward_membership(api.clone(), backends, sender));
     let feed = EventFeed {
         events: receiver,
         shutdown: Box::pin(api.inner.shutdown.clone().cancelled_owned()),
@@ -584,6 +558,66 @@ async fn no_dashboard() -> Response {
         StatusCode::NOT_FOUND,
         "The dashboard is not part of this build; the control API is at <code>/api</code>.",
     )
+}
+
+/// Sends the backend's status now, then follows it (see [`forward_backend`]).
+fn follow_backend(backend: &BackendHandle, events: &mpsc::Sender<Event>) {
+    let mut statuses = backend.watch_status();
+    let lines = backend.output().follow();
+    let status = statuses.borrow_and_update().clone();
+    let _ = events.try_send(status_event(
+        &status,
+        &backend.config(),
+        unix_millis(SystemTime::now()),
+    ));
+    tokio::spawn(forward_backend(
+        backend.clone(),
+        statuses,
+        lines,
+        status.catalog.clone(),
+        events.clone(),
+    ));
+}
+
+/// Follows backends a reload adds, and sends a `backends` event with every name, in config
+/// order, whenever the set or its order changes. A removed backend's own stream just ends.
+async fn forward_membership(
+    api: ApiState,
+    mut known: Vec<BackendHandle>,
+    events: mpsc::Sender<Event>,
+) {
+    let mut changes = api.hub().engine().changes();
+    let mut config = api.inner.config.clone();
+    loop {
+        tokio::select! {
+            () = events.closed() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+            changed = config.changed() => if changed.is_err() { return },
+        }
+        let current = api.backends_in_order();
+        let same = current.len() == known.len()
+            && current
+                .iter()
+                .zip(&known)
+                .all(|(now, before)| now.same_backend(before));
+        if same {
+            continue;
+        }
+        for backend in &current {
+            if !known.iter().any(|before| before.same_backend(backend)) {
+                follow_backend(backend, &events);
+            }
+        }
+        let names: Vec<&str> = current.iter().map(|backend| backend.name()).collect();
+        if events
+            .send(json_event("backends", &BackendNames { names }))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        known = current;
+    }
 }
 
 /// Sends a backend's status changes, catalog changes and output lines until the stream ends.
@@ -624,7 +658,7 @@ async fn forward_backend(
         match update {
             Update::Status(status) => {
                 let now_ms = unix_millis(SystemTime::now());
-                outgoing.push(status_event(&status, backend.config(), now_ms));
+                outgoing.push(status_event(&status, &backend.config(), now_ms));
                 if !Arc::ptr_eq(&catalog, &status.catalog) {
                     catalog = status.catalog.clone();
                     outgoing.push(json_event("catalog", &BackendRef { backend: name }));
@@ -685,6 +719,11 @@ impl Stream for EventFeed {
 #[derive(Serialize)]
 struct BackendRef<'a> {
     backend: &'a str,
+}
+
+#[derive(Serialize)]
+struct BackendNames<'a> {
+    names: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -766,6 +805,10 @@ struct BackendSummary<'a> {
     overview: Overview<'a>,
     /// How many tools the backend lists.
     tools: usize,
+    /// Requests sent to the backend and not answered yet. Read when listing; status events,
+    /// which follow state changes only, leave it out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending: Option<usize>,
 }
 
 impl<'a> BackendSummary<'a> {
@@ -773,6 +816,7 @@ impl<'a> BackendSummary<'a> {
         BackendSummary {
             overview: Overview::new(status, config, now_ms),
             tools: status.catalog.tools.len(),
+            pending: None,
         }
     }
 }
@@ -827,15 +871,16 @@ impl<'a> ConfigView<'a> {
 
 /// The exposed names of `backend`'s tools, merged the way the hub merges every backend's.
 fn exposed_tools(hub: &Hub, backend: &str) -> BTreeMap<String, String> {
-    let handles: Vec<&BackendHandle> = hub.engine().backends().collect();
+    let handles = hub.engine().backends();
     let statuses: Vec<BackendStatus> = handles.iter().map(|handle| handle.status()).collect();
-    let sources: Vec<Source<'_>> = handles
+    let configs: Vec<_> = handles.iter().map(|handle| handle.config()).collect();
+    let sources: Vec<Source<'_>> = configs
         .iter()
         .zip(&statuses)
-        .map(|(handle, status)| Source {
-            config: handle.config(),
+        .map(|(config, status)| Source {
+            config,
             catalog: Some(status.catalog.clone()),
-            listed: catalog::is_listed(handle.config(), status),
+            listed: catalog::is_listed(config, status),
         })
         .collect();
     let merged = catalog::merge(&sources);
@@ -1079,7 +1124,8 @@ mod tests {
     struct Fixture {
         app: Router,
         hub: Hub,
-        config: watch::Sender<ConfigState>,
+        /// Holds the config file, which starts out missing.
+        folder: tempfile::TempDir,
     }
 
     fn misbehave(name: &str) -> BackendConfig {
@@ -1093,14 +1139,16 @@ mod tests {
     }
 
     fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
-        let config = Config {
-            path: PathBuf::from("/tmp/switchboard-test/config.toml"),
+        let folder = tempfile::tempdir().expect("a temporary folder");
+        let config = crate::config::Config {
+            path: folder.path().join("config.toml"),
             backends: backends.clone(),
             endpoint: Default::default(),
+            desktop: Default::default(),
             diagnostics: Vec::new(),
         };
-        let (config_updates, config_state) = watch::channel(ConfigState::loaded(&config));
         let hub = Hub::start(backends, GroupRegistry::in_memory(), HubOptions::default());
+        let reloader = Reloader::new(hub.clone(), &config, config.endpoint.clone(), false);
         let options = ApiOptions {
             address: SocketAddr::from(([127, 0, 0, 1], PORT)),
             token: ApiToken::new(TOKEN).expect("a valid token"),
@@ -1110,11 +1158,11 @@ mod tests {
         };
         let ui = Router::new().fallback(|| async { "the dashboard's files" });
         let state =
-            ApiState::new(hub.clone(), config_state, options, CancellationToken::new()).with_ui(ui);
+            ApiState::new(hub.clone(), reloader, options, CancellationToken::new()).with_ui(ui);
         Fixture {
             app: router(state),
             hub,
-            config: config_updates,
+            folder,
         }
     }
 
@@ -1552,8 +1600,11 @@ mod tests {
     async fn config_and_client_snippets() {
         let fixture = fixture(Vec::new(), Some("mcp-secret"));
         let config = body_json(send(&fixture, api(Method::GET, "/api/config", "")).await).await;
-        assert_eq!(config["path"], "/tmp/switchboard-test/config.toml");
+        let path = fixture.folder.path().join("config.toml");
+        assert_eq!(config["path"], path.to_str().expect("a UTF-8 path"));
         assert_eq!(config["valid"], true);
+        assert_eq!(config["missing"], false);
+        assert_eq!(config["desktop"]["notify_crash_loop"], true);
         assert_eq!(config["diagnostics"], json!([]));
         assert!(config["loaded_at_ms"].as_u64().expect("a time") > 0);
         assert!(config.get("backend_order").is_none());
@@ -1718,8 +1769,17 @@ mod tests {
         let catalog = events.until(|name, _| name == "catalog").await;
         assert_eq!(catalog, json!({ "backend": "mis" }));
 
-        fixture.config.send_modify(|config| config.valid = false);
+        std::fs::write(
+            fixture.folder.path().join("config.toml"),
+            "[servers.broken]\nargs = []\n",
+        )
+        .expect("the config file is written");
+        let reload =
+            body_json(send(&fixture, api(Method::POST, "/api/config/reload", "")).await).await;
+        assert_eq!(reload["outcome"], "invalid");
+        assert_eq!(reload["diagnostics"][0]["field"], "servers.broken");
         let config = events.until(|name, _| name == "config").await;
         assert_eq!(config["valid"], false);
+        assert_eq!(config["diagnostics"][0]["line"], 1);
     }
 }

@@ -12,6 +12,9 @@ use switchboard::supervisor::{BackendHandle, Engine, EngineOptions};
 /// implementation ever reaches it.
 pub const EVENT_LIMIT: Duration = Duration::from_secs(20);
 
+/// The dashboard token of every [`ServeProcess`].
+pub const SERVE_TOKEN: &str = "serve-test-token-0123456789";
+
 pub fn misbehave_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/backends/misbehave.py")
 }
@@ -212,14 +215,21 @@ impl ServeProcess {
     /// Starts `switchboard serve` over `backends` and waits until it listens and every backend
     /// is ready.
     pub fn start(backends: &[ServedBackend]) -> ServeProcess {
-        use std::io::BufRead;
-
-        let dir = tempfile::tempdir().expect("temp dir");
         let config: String = backends
             .iter()
             .map(|backend| backend.config_entry())
             .collect();
-        std::fs::write(dir.path().join("config.toml"), config).expect("write config");
+        let names: Vec<&str> = backends.iter().map(|backend| backend.name()).collect();
+        Self::with_config(&config, &names)
+    }
+
+    /// Starts `switchboard serve` over the config `text` (TOML) and waits until it listens and
+    /// the backends named in `ready` are ready. Its dashboard token is [`SERVE_TOKEN`].
+    pub fn with_config(text: &str, ready: &[&str]) -> ServeProcess {
+        use std::io::BufRead;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("config.toml"), text).expect("write config");
         let mut child = std::process::Command::new(switchboard_exe())
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(dir.path().join("config.toml"))
@@ -252,9 +262,9 @@ impl ServeProcess {
             log,
             dir,
         };
-        let mut waiting_for: Vec<String> = backends
+        let mut waiting_for: Vec<String> = ready
             .iter()
-            .map(|backend| format!("backend{{name={}}}: ready", backend.name()))
+            .map(|name| format!("backend{{name={name}}}: ready"))
             .collect();
         let deadline = std::time::Instant::now() + EVENT_LIMIT;
         while serve.url.is_empty() || !waiting_for.is_empty() {
@@ -300,7 +310,45 @@ impl ServeProcess {
             ("SWITCHBOARD_RUNTIME_DIR", dir.join("run")),
             ("SWITCHBOARD_DATA_DIR", dir.join("data")),
             ("SWITCHBOARD_LOG", PathBuf::from("info")),
+            ("SWITCHBOARD_TOKEN", PathBuf::from(SERVE_TOKEN)),
         ]
+    }
+
+    /// `http://127.0.0.1:PORT` + `path`.
+    pub fn http_url(&self, path: &str) -> String {
+        let base = self
+            .url
+            .strip_suffix("/mcp")
+            .expect("the endpoint ends in /mcp");
+        format!("{base}{path}")
+    }
+
+    /// GET `path` of the control API; panics unless the answer is 200 with JSON.
+    pub async fn api_get(&self, path: &str) -> serde_json::Value {
+        let response = reqwest::Client::new()
+            .get(self.http_url(path))
+            .bearer_auth(SERVE_TOKEN)
+            .send()
+            .await
+            .expect("the API answers");
+        assert_eq!(response.status(), 200, "GET {path}");
+        let body = response.text().await.expect("a body");
+        serde_json::from_str(&body).expect("a JSON answer")
+    }
+
+    /// POST `{}` to `path` of the control API; panics unless the answer is 200 with JSON.
+    pub async fn api_post(&self, path: &str) -> serde_json::Value {
+        let response = reqwest::Client::new()
+            .post(self.http_url(path))
+            .bearer_auth(SERVE_TOKEN)
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .expect("the API answers");
+        assert_eq!(response.status(), 200, "POST {path}");
+        let body = response.text().await.expect("a body");
+        serde_json::from_str(&body).expect("a JSON answer")
     }
 
     /// Everything serve has logged so far.

@@ -19,23 +19,30 @@ export function renderBanner(root, config) {
   const diagnostics = config?.diagnostics ?? [];
   const errors = diagnostics.filter((diagnostic) => diagnostic.severity === "error");
   const warnings = diagnostics.filter((diagnostic) => diagnostic.severity === "warning");
-  if (!config || (config.valid && diagnostics.length === 0)) {
+  const notes = config?.notes ?? [];
+  if (!config || (config.valid && !config.missing && diagnostics.length === 0 && notes.length === 0)) {
     replace(root);
     root.hidden = true;
     return;
   }
   root.hidden = false;
-  const invalid = !config.valid || errors.length > 0;
-  const title = !config.valid
-    ? "The config file is invalid"
-    : errors.length > 0
-      ? `The config file has ${plural(errors.length, "error")}`
-      : `The config file has ${plural(warnings.length, "warning")}`;
-  const counts = [errors.length ? plural(errors.length, "error") : "", warnings.length ? plural(warnings.length, "warning") : ""].filter(Boolean).join(", ");
+  const invalid = !config.valid || config.missing || errors.length > 0;
+  const title = config.missing
+    ? "The config file is gone"
+    : !config.applied
+      ? "The config file has errors; the last valid config keeps running"
+      : !config.valid
+        ? "The config file is invalid"
+        : errors.length > 0
+          ? `The config file has ${plural(errors.length, "error")}`
+          : warnings.length > 0
+            ? `The config file has ${plural(warnings.length, "warning")}`
+            : "Config reloaded";
+  const counts = [errors.length ? plural(errors.length, "error") : "", warnings.length ? plural(warnings.length, "warning") : "", notes.length ? plural(notes.length, "note") : ""].filter(Boolean).join(", ");
   const listId = "config-diagnostics";
   const list = h("table", { class: "diagnostics", attrs: { id: listId } },
     h("caption", { class: "visually-hidden", text: "Config problems" }),
-    h("tbody", {}, diagnostics.map((diagnostic) => diagnosticRow(diagnostic))));
+    h("tbody", {}, [...diagnostics.map((diagnostic) => diagnosticRow(diagnostic)), ...notes.map((note) => noteRow(note))]));
   list.hidden = folded;
   const toggle = h("button", { class: "btn btn-small btn-ghost banner-toggle", attrs: { type: "button", "aria-expanded": String(!folded), "aria-controls": listId }, text: folded ? `Show ${counts}` : "Hide details" });
   toggle.addEventListener("click", () => {
@@ -48,10 +55,22 @@ export function renderBanner(root, config) {
     h("div", { class: "banner-head" },
       icon("alert"),
       h("strong", { text: title }),
-      h("span", { class: "banner-path" }, h("code", { text: config.path }), ` · read ${clockTime(config.loaded_at_ms)} · ${counts}`),
+      h("span", { class: "banner-path" }, h("code", { text: config.path }), ` · read ${clockTime(config.checked_at_ms)} · ${counts}`),
       h("span", { class: "toolbar-spacer" }),
       toggle),
     list));
+}
+
+/**
+ * A statement about the last reload, such as a setting that needs a restart.
+ * @param {string} note
+ * @returns {HTMLElement}
+ */
+function noteRow(note) {
+  return h("tr", { class: "diagnostic diagnostic-note" },
+    h("td", { class: "diagnostic-where" }),
+    h("td", {}, h("span", { class: "chip chip-warn", text: "note" })),
+    h("td", { class: "diagnostic-message", attrs: { colspan: "2" }, text: note }));
 }
 
 /**

@@ -1,0 +1,310 @@
+//! The running application: engine, hub, `/mcp`, the control API and the local socket, started
+//! from one config file. `switchboard serve` and the desktop shell both run exactly this.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, Config};
+use crate::hub::{Hub, HubOptions};
+use crate::reload::{ConfigState, ReloadOutcome, Reloader};
+use crate::serve::{api, http, socket, token, ui};
+use crate::spawn::GroupRegistry;
+use crate::status::BackendStatus;
+
+/// How long shutdown may take before it gives up waiting (the guardian then kills leftovers).
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(15);
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct AppOptions {
+    pub config_path: PathBuf,
+    /// Overrides the config's `endpoint.listen`.
+    pub listen: Option<SocketAddr>,
+    /// Serve the dashboard from this folder instead of the embedded copy.
+    pub ui_dir: Option<PathBuf>,
+    /// The `switchboard` binary: the guardian and the editor setup snippets name it.
+    pub exe: PathBuf,
+}
+
+/// A running Switchboard. Dropping it does not stop anything: call [`App::shutdown`].
+pub struct App {
+    hub: Hub,
+    reloader: Reloader,
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+    dashboard_url: String,
+    mcp_url: String,
+    socket_path: PathBuf,
+    instance_file: PathBuf,
+    statuses: watch::Receiver<Vec<BackendStatus>>,
+}
+
+impl App {
+    /// Loads the config (writing the default one if there is none), then starts the backends and
+    /// every listener. Fails when the listeners cannot be bound (another instance runs) or the
+    /// endpoint token in the config is invalid.
+    pub async fn start(options: AppOptions) -> anyhow::Result<App> {
+        // Absolute, so that what the dashboard shows and what the watcher watches stay right.
+        let path = std::path::absolute(&options.config_path)
+            .with_context(|| format!("cannot resolve {}", options.config_path.display()))?;
+        let config = config::load_or_create_default(&path)?;
+        for diagnostic in &config.diagnostics {
+            tracing::warn!("{diagnostic}");
+        }
+        refuse_invalid_token(&config, &path)?;
+        let endpoint = config.endpoint.clone();
+        let listen = options.listen.unwrap_or(endpoint.listen);
+        if !listen.ip().is_loopback() {
+            tracing::warn!(%listen, "the MCP endpoint listens beyond this machine");
+        }
+        tracing::info!(config = %path.display(), backends = config.backends.len(), "starting");
+
+        let runtime_dir = crate::dirs::runtime_dir();
+        let groups = GroupRegistry::open(&runtime_dir, Some(&options.exe)).with_context(|| {
+            format!("cannot use the runtime directory {}", runtime_dir.display())
+        })?;
+        let socket_path = socket::socket_path(&runtime_dir);
+        let socket_listener = socket::bind(&socket_path).with_context(|| {
+            format!(
+                "cannot listen on {} (is another Switchboard running?)",
+                socket_path.display()
+            )
+        })?;
+        let tcp_listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| {
+                format!("cannot listen on {listen} (set another address with --listen)")
+            })?;
+        let bound = tcp_listener.local_addr().context("no local address")?;
+        let data_dir = crate::dirs::data_dir();
+        let api_token =
+            token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
+        let hub = Hub::start(
+            config.backends.clone(),
+            groups,
+            HubOptions {
+                catalog_cache: Some(data_dir.join("catalog")),
+            },
+        );
+        let reloader = Reloader::new(
+            hub.clone(),
+            &config,
+            endpoint.clone(),
+            options.listen.is_some(),
+        );
+        let stop = CancellationToken::new();
+        let mut tasks = Vec::new();
+        match reloader.watch(stop.clone()) {
+            Ok(watcher) => tasks.push(watcher),
+            Err(error) => tracing::warn!(
+                %error,
+                "cannot watch the config file; edits apply on `switchboard reload` only"
+            ),
+        }
+        let http_options = http::HttpOptions {
+            port: bound.port(),
+            token: endpoint.token.clone(),
+            max_body_size: endpoint.max_body_size,
+            extra_origins: Vec::new(),
+        };
+        let api_options = api::ApiOptions {
+            address: bound,
+            token: api_token,
+            mcp_token: endpoint.token.clone(),
+            extra_origins: Vec::new(),
+            exe: options.exe,
+        };
+        let api_state =
+            api::ApiState::new(hub.clone(), reloader.clone(), api_options, stop.clone())
+                .with_ui(ui::router(options.ui_dir));
+        let dashboard_url = api_state.dashboard_url();
+        let router = http::app(hub.clone(), http_options).merge(api::router(api_state));
+        let http_server = tokio::spawn({
+            let stop = stop.clone();
+            async move {
+                if let Err(error) = http::serve(tcp_listener, router, stop).await {
+                    tracing::error!(%error, "the HTTP endpoint stopped");
+                }
+            }
+        });
+        let socket_server = tokio::spawn(socket::serve_socket(
+            socket_listener,
+            hub.clone(),
+            endpoint.max_body_size,
+            stop.clone(),
+        ));
+        tasks.push(http_server);
+        tasks.push(socket_server);
+        let mcp_url = format!("http://{bound}{}", http::MCP_PATH);
+        tracing::info!(url = %mcp_url, socket = %socket_path.display(), "listening");
+        let instance_file = Instance::path(&runtime_dir);
+        let instance = Instance {
+            pid: std::process::id(),
+            address: bound,
+        };
+        if let Err(error) = instance.write(&instance_file) {
+            tracing::warn!(%error, "cannot record this instance; `switchboard reload` will not find it");
+        }
+        let (statuses, publisher) = publish_statuses(&hub, reloader.state(), stop.clone());
+        tasks.push(publisher);
+        Ok(App {
+            hub,
+            reloader,
+            stop,
+            tasks,
+            dashboard_url,
+            mcp_url,
+            socket_path,
+            instance_file,
+            statuses,
+        })
+    }
+
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// The dashboard's address with the one-time token that logs a browser in.
+    pub fn dashboard_url(&self) -> &str {
+        &self.dashboard_url
+    }
+
+    /// The Streamable HTTP endpoint editors connect to.
+    pub fn mcp_url(&self) -> &str {
+        &self.mcp_url
+    }
+
+    /// The local socket `switchboard connect` attaches to.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket_path
+    }
+
+    pub fn config_path(&self) -> &Path {
+        self.reloader.path()
+    }
+
+    /// The config as last read: when, whether it is valid, its diagnostics, and what runs.
+    pub fn config_state(&self) -> watch::Receiver<ConfigState> {
+        self.reloader.state()
+    }
+
+    /// Reads the config file now and applies it if it is valid (the file is also watched).
+    pub async fn reload(&self) -> ReloadOutcome {
+        self.reloader.reload().await
+    }
+
+    /// Every backend's status, in config order, republished on every change.
+    pub fn statuses(&self) -> watch::Receiver<Vec<BackendStatus>> {
+        self.statuses.clone()
+    }
+
+    /// Stops every listener and every backend, and waits (bounded) until they are down.
+    pub async fn shutdown(self) {
+        tracing::info!("shutting down");
+        self.stop.cancel();
+        if tokio::time::timeout(SHUTDOWN_LIMIT, self.hub.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::error!(
+                "shutdown took longer than {} s; exiting anyway",
+                SHUTDOWN_LIMIT.as_secs()
+            );
+        }
+        for task in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+        }
+        if Instance::read(&self.instance_file)
+            .is_ok_and(|instance| instance.pid == std::process::id())
+        {
+            let _ = std::fs::remove_file(&self.instance_file);
+        }
+        tracing::info!("stopped");
+    }
+}
+
+fn refuse_invalid_token(config: &Config, path: &Path) -> anyhow::Result<()> {
+    let token_invalid = config.diagnostics.iter().any(|diagnostic| {
+        diagnostic.severity == config::Severity::Error
+            && diagnostic.field.starts_with("endpoint.token")
+    });
+    if token_invalid {
+        anyhow::bail!(
+            "the endpoint token in {} is invalid; refusing to serve without it",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Keeps a list of every backend's status, in config order, up to date.
+fn publish_statuses(
+    hub: &Hub,
+    mut config: watch::Receiver<ConfigState>,
+    stop: CancellationToken,
+) -> (watch::Receiver<Vec<BackendStatus>>, JoinHandle<()>) {
+    let engine = hub.engine().clone();
+    let snapshot = move |order: &[String]| -> Vec<BackendStatus> {
+        let mut backends = engine.backends();
+        let position = |name: &str| order.iter().position(|ordered| ordered == name);
+        backends.sort_by_key(|backend| position(backend.name()).unwrap_or(usize::MAX));
+        backends.iter().map(|backend| backend.status()).collect()
+    };
+    let (sender, receiver) = watch::channel(snapshot(&config.borrow().backend_order));
+    let mut changes = hub.engine().changes();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+                changed = config.changed() => if changed.is_err() { return },
+            }
+            let order = config.borrow_and_update().backend_order.clone();
+            sender.send_replace(snapshot(&order));
+        }
+    });
+    (receiver, task)
+}
+
+/// What a running instance records in the runtime directory, so that commands such as
+/// `switchboard reload` can reach its control API.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Instance {
+    pub pid: u32,
+    /// Where its HTTP endpoint and control API listen.
+    pub address: SocketAddr,
+}
+
+impl Instance {
+    const FILE: &'static str = "instance.json";
+
+    pub fn path(runtime_dir: &Path) -> PathBuf {
+        runtime_dir.join(Self::FILE)
+    }
+
+    pub fn read(path: &Path) -> std::io::Result<Instance> {
+        let text = std::fs::read(path)?;
+        serde_json::from_slice(&text).map_err(std::io::Error::other)
+    }
+
+    /// Writes the file (owner-only) by renaming a complete temporary file into place.
+    fn write(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let temporary = path.with_extension("json.tmp");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(&serde_json::to_vec(self).map_err(std::io::Error::other)?)?;
+        std::fs::rename(&temporary, path)
+    }
+}

@@ -1,0 +1,323 @@
+//! Live config: reloading the config file into the running engine, on request and on every save
+//! (a `notify` watcher on the file's folder).
+//!
+//! A reload is all or nothing: a file with any error changes nothing that runs, and says why
+//! through [`ConfigState`] (which `/api/config`, the dashboard's banner and the tray show). A
+//! valid file is applied as a diff by [`Engine::apply`](crate::supervisor::Engine::apply).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use notify::{RecursiveMode, Watcher};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Mutex, mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig};
+use crate::hub::Hub;
+use crate::status::unix_millis;
+use crate::supervisor::ApplyReport;
+
+/// After an event about the config file, how long the file must stay quiet before it is read:
+/// one save often arrives as several events (truncate, write, rename, chmod).
+const QUIET: Duration = Duration::from_millis(150);
+/// The longest a reload waits for quiet while events keep coming.
+const MOST_DELAY: Duration = Duration::from_secs(2);
+
+/// The config file as Switchboard last saw it, and what runs from it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigState {
+    pub path: PathBuf,
+    /// When the running config was read (and applied), in milliseconds since the Unix epoch.
+    pub loaded_at_ms: u64,
+    /// When the file was last read, applied or not.
+    pub checked_at_ms: u64,
+    /// Whether the file, as last read, has no errors (`diagnostics` say what is wrong).
+    pub valid: bool,
+    /// Whether what runs comes from the file as last read. At startup a file with errors still
+    /// runs without the servers in error; a reload of such a file is refused, and then the last
+    /// valid config keeps running.
+    pub applied: bool,
+    /// Whether the file is gone; the running config stays until it is back.
+    pub missing: bool,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Plain statements about the last reload a person should know, such as a setting that
+    /// takes effect only when Switchboard restarts.
+    pub notes: Vec<String>,
+    /// The desktop app's settings in effect.
+    pub desktop: DesktopConfig,
+    /// The running backends' names in file order, which `/api/backends` follows.
+    #[serde(skip)]
+    pub backend_order: Vec<String>,
+}
+
+impl ConfigState {
+    /// The state of a config read and applied just now.
+    pub fn loaded(config: &Config) -> ConfigState {
+        let now = unix_millis(SystemTime::now());
+        ConfigState {
+            path: config.path.clone(),
+            loaded_at_ms: now,
+            checked_at_ms: now,
+            valid: !config.has_errors(),
+            applied: true,
+            missing: false,
+            diagnostics: config.diagnostics.clone(),
+            notes: Vec::new(),
+            desktop: config.desktop.clone(),
+            backend_order: config
+                .backends
+                .iter()
+                .map(|backend| backend.name.clone())
+                .collect(),
+        }
+    }
+}
+
+/// What one reload did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ReloadOutcome {
+    /// The file was valid and is what runs now.
+    Applied {
+        #[serde(flatten)]
+        report: ApplyReport,
+        notes: Vec<String>,
+    },
+    /// The file has errors; nothing changed.
+    Invalid { diagnostics: Vec<Diagnostic> },
+    /// The file is gone (or cannot be read); nothing changed.
+    Missing { message: String },
+}
+
+/// Reloads one config file into a hub's engine. Cheap to clone.
+#[derive(Clone)]
+pub struct Reloader {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    hub: Hub,
+    state: watch::Sender<ConfigState>,
+    /// The endpoint settings the listeners were started with.
+    endpoint: EndpointConfig,
+    /// Whether `--listen` overrode `endpoint.listen` (then a change in the file does not matter).
+    listen_overridden: bool,
+    /// The bytes of the file as last read; held while a reload runs, so reloads never overlap.
+    last_read: Mutex<Option<Vec<u8>>>,
+}
+
+impl Reloader {
+    /// A reloader for `config`, which `hub` runs, with listeners started from `endpoint`.
+    pub fn new(
+        hub: Hub,
+        config: &Config,
+        endpoint: EndpointConfig,
+        listen_overridden: bool,
+    ) -> Reloader {
+        Reloader {
+            inner: Arc::new(Inner {
+                path: config.path.clone(),
+                hub,
+                state: watch::channel(ConfigState::loaded(config)).0,
+                endpoint,
+                listen_overridden,
+                last_read: Mutex::new(std::fs::read(&config.path).ok()),
+            }),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The config state, updated after every reload.
+    pub fn state(&self) -> watch::Receiver<ConfigState> {
+        self.inner.state.subscribe()
+    }
+
+    /// Reads the file and applies it if it is valid.
+    pub async fn reload(&self) -> ReloadOutcome {
+        let mut last_read = self.inner.last_read.lock().await;
+        let read = std::fs::read(&self.inner.path);
+        if let Ok(bytes) = &read {
+            *last_read = Some(bytes.clone());
+        }
+        self.apply(read).await
+    }
+
+    /// Like [`Reloader::reload`], but does nothing when the file reads as it did last time
+    /// (editors touch files without changing them).
+    async fn reload_if_changed(&self) -> Option<ReloadOutcome> {
+        let mut last_read = self.inner.last_read.lock().await;
+        let read = std::fs::read(&self.inner.path);
+        match &read {
+            Ok(bytes) if last_read.as_ref() == Some(bytes) => return None,
+            Ok(bytes) => *last_read = Some(bytes.clone()),
+            Err(_) if self.inner.state.borrow().missing => return None,
+            Err(_) => *last_read = None,
+        }
+        Some(self.apply(read).await)
+    }
+
+    async fn apply(&self, read: std::io::Result<Vec<u8>>) -> ReloadOutcome {
+        let path = &self.inner.path;
+        let now = unix_millis(SystemTime::now());
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                let message = if error.kind() == std::io::ErrorKind::NotFound {
+                    format!(
+                        "{} is gone; the running config stays until the file is back",
+                        path.display()
+                    )
+                } else {
+                    format!(
+                        "cannot read {}: {error}; the running config stays",
+                        path.display()
+                    )
+                };
+                tracing::warn!("{message}");
+                self.inner.state.send_modify(|state| {
+                    state.checked_at_ms = now;
+                    state.missing = true;
+                    state.notes = vec![message.clone()];
+                });
+                return ReloadOutcome::Missing { message };
+            }
+        };
+        let config = match config::from_bytes(path, bytes) {
+            Ok(config) if !config.has_errors() => config,
+            Ok(Config { diagnostics, .. }) | Err(ConfigError::Invalid { diagnostics, .. }) => {
+                return self.refuse(diagnostics, now);
+            }
+            Err(error) => {
+                let message = format!("{error}; the running config stays");
+                tracing::warn!("{message}");
+                self.inner.state.send_modify(|state| {
+                    state.checked_at_ms = now;
+                    state.notes = vec![message.clone()];
+                });
+                return ReloadOutcome::Missing { message };
+            }
+        };
+        let notes = self.endpoint_notes(&config.endpoint);
+        let report = self.inner.hub.engine().apply(config.backends.clone()).await;
+        tracing::info!(config = %path.display(), "config reloaded: {report}");
+        for note in &notes {
+            tracing::warn!("{note}");
+        }
+        let mut state = ConfigState::loaded(&config);
+        state.notes = notes.clone();
+        self.inner.state.send_replace(state);
+        ReloadOutcome::Applied { report, notes }
+    }
+
+    /// Keeps what runs and reports the file's errors.
+    fn refuse(&self, diagnostics: Vec<Diagnostic>, now: u64) -> ReloadOutcome {
+        tracing::warn!(
+            config = %self.inner.path.display(),
+            "the config file has errors; nothing was changed"
+        );
+        for diagnostic in &diagnostics {
+            tracing::warn!("{diagnostic}");
+        }
+        self.inner.state.send_modify(|state| {
+            state.checked_at_ms = now;
+            state.valid = false;
+            state.applied = false;
+            state.missing = false;
+            state.diagnostics = diagnostics.clone();
+            state.notes =
+                vec!["the config file has errors; the last valid config keeps running".to_owned()];
+        });
+        ReloadOutcome::Invalid { diagnostics }
+    }
+
+    /// What changed in `[endpoint]` that only a restart of Switchboard applies.
+    fn endpoint_notes(&self, new: &EndpointConfig) -> Vec<String> {
+        let running = &self.inner.endpoint;
+        let mut notes = Vec::new();
+        if new.listen != running.listen && !self.inner.listen_overridden {
+            notes.push(format!(
+                "endpoint.listen changed to {}; the endpoint stays on {} until Switchboard restarts",
+                new.listen, running.listen
+            ));
+        }
+        if new.token != running.token {
+            notes.push(
+                "endpoint.token changed; /mcp keeps the old one until Switchboard restarts"
+                    .to_owned(),
+            );
+        }
+        if new.max_body_size != running.max_body_size {
+            notes.push(format!(
+                "endpoint.max_body_size changed to {} bytes; the limit stays {} until Switchboard restarts",
+                new.max_body_size, running.max_body_size
+            ));
+        }
+        notes
+    }
+
+    /// Watches the config file's folder and reloads after each burst of changes to the file
+    /// (saves in place, atomic renames, delete and re-create). Other files in the folder, such
+    /// as editors' swap and backup files, are ignored.
+    pub fn watch(&self, stop: CancellationToken) -> notify::Result<JoinHandle<()>> {
+        let folder = self
+            .inner
+            .path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let file_name = self.inner.path.file_name().map(ToOwned::to_owned);
+        let (events_tx, mut events) = mpsc::unbounded_channel();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let concerns_file = match &event {
+                    Ok(event) => event
+                        .paths
+                        .iter()
+                        .any(|path| path.file_name() == file_name.as_deref()),
+                    Err(_) => true,
+                };
+                if concerns_file {
+                    let _ = events_tx.send(event);
+                }
+            })?;
+        watcher.watch(&folder, RecursiveMode::NonRecursive)?;
+        tracing::info!(folder = %folder.display(), "watching the config file");
+        let reloader = self.clone();
+        Ok(tokio::spawn(async move {
+            // The watcher stops when dropped, so the task keeps it.
+            let _watcher = watcher;
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    event = events.recv() => match event {
+                        Some(Ok(_)) => {}
+                        Some(Err(error)) => {
+                            tracing::warn!(%error, "the config watcher reported an error");
+                            continue;
+                        }
+                        None => return,
+                    },
+                }
+                let burst_end = tokio::time::Instant::now() + MOST_DELAY;
+                loop {
+                    let quiet = tokio::time::sleep(QUIET);
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = quiet => break,
+                        () = tokio::time::sleep_until(burst_end) => break,
+                        more = events.recv() => if more.is_none() { return },
+                    }
+                }
+                reloader.reload_if_changed().await;
+            }
+        }))
+    }
+}
