@@ -8,6 +8,7 @@ pub mod connect;
 pub mod control;
 pub mod demo;
 pub mod dirs;
+pub mod editors;
 pub mod framing;
 pub mod hub;
 pub mod jsonrpc;

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use switchboard::app::{App, AppOptions};
 use switchboard::config;
+use switchboard::editors::{self, Editor};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -40,6 +41,34 @@ enum Command {
         #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
     },
+    /// Copy the local MCP servers of an editor's config into Switchboard's config.
+    Import {
+        /// The editor whose config is read.
+        editor: Editor,
+        /// Read this file instead of the editor's usual one.
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// Show what would be added, and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Switchboard's config file, which gets the servers.
+        #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
+        config: Option<PathBuf>,
+    },
+    /// Point an editor at Switchboard: add its entry to the editor's config, after a backup.
+    Install {
+        /// The editor to point at Switchboard.
+        editor: Editor,
+        /// Write into this file instead of the editor's usual one.
+        #[arg(long)]
+        to: Option<PathBuf>,
+        /// Show the change, and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Switchboard's config file, whose [endpoint] the editor is given.
+        #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
+        config: Option<PathBuf>,
+    },
     /// Attach an editor's stdio to the running Switchboard (starting one if none runs).
     Connect {
         /// Config file for a headless instance started by this command.
@@ -64,6 +93,18 @@ fn main() -> ExitCode {
             ui_dir,
         } => single_thread_runtime().block_on(serve(config, listen, ui_dir)),
         Command::Check { config } => check(config),
+        Command::Import {
+            editor,
+            from,
+            dry_run,
+            config,
+        } => import(editor, from, dry_run, config),
+        Command::Install {
+            editor,
+            to,
+            dry_run,
+            config,
+        } => install(editor, to, dry_run, config),
         Command::Connect { config } => runtime().block_on(connect(config)),
         Command::Reload => single_thread_runtime().block_on(reload()),
         Command::DemoServer => runtime()
@@ -211,4 +252,42 @@ fn single_thread_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("the tokio runtime starts")
+}
+
+fn import(
+    editor: Editor,
+    from: Option<PathBuf>,
+    dry_run: bool,
+    config_path: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let config_path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
+    let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
+    let report = editors::import(editors::ImportRequest {
+        editor,
+        from: from.as_deref(),
+        config_path: &config_path,
+        exe: &exe,
+        dry_run,
+    })?;
+    eprint!("{report}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn install(
+    editor: Editor,
+    to: Option<PathBuf>,
+    dry_run: bool,
+    config_path: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let config_path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
+    let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
+    let endpoint = editors::Endpoint::for_config_file(&config_path, exe)?;
+    let report = editors::install(editors::InstallRequest {
+        editor,
+        to: to.as_deref(),
+        endpoint: &endpoint,
+        dry_run,
+    })?;
+    eprint!("{report}");
+    Ok(ExitCode::SUCCESS)
 }

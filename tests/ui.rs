@@ -44,6 +44,7 @@ fn the_dashboard_works_in_a_real_browser() {
         .current_dir(&root)
         .env("SWITCHBOARD_URL", &serve.dashboard)
         .env("SWITCHBOARD_SCREENSHOTS", &screenshots)
+        .env("SWITCHBOARD_TEST_HOME", serve.home())
         .env("CHROMIUM", CHROMIUM);
     run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }
@@ -57,7 +58,7 @@ struct DashboardServe {
     /// The link printed at startup, `http://127.0.0.1:PORT/?token=…`.
     dashboard: String,
     log: Arc<Mutex<Vec<String>>>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl DashboardServe {
@@ -79,6 +80,10 @@ impl DashboardServe {
             .arg(&config_path)
             .env("SWITCHBOARD_RUNTIME_DIR", dir.path().join("run"))
             .env("SWITCHBOARD_DATA_DIR", dir.path().join("data"))
+            // The dashboard's Install buttons write editors' configs into this home only.
+            .env("HOME", dir.path().join("home"))
+            .env("XDG_CONFIG_HOME", dir.path().join("home/.config"))
+            .env("APPDATA", dir.path().join("home/AppData/Roaming"))
             // The default log level: the readiness lines this waits for, and backends (which
             // inherit the environment) without debug chatter on their stderr.
             .env_remove("SWITCHBOARD_LOG")
@@ -109,7 +114,7 @@ impl DashboardServe {
             child,
             dashboard: String::new(),
             log,
-            _dir: dir,
+            dir,
         };
         let mut waiting_for = vec![
             "backend{name=demo}: ready".to_owned(),
@@ -135,6 +140,11 @@ impl DashboardServe {
 
     fn log(&self) -> String {
         self.log.lock().expect("log lock").join("\n")
+    }
+
+    /// The home folder serve runs with, where editors' configs are installed.
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
     }
 }
 

@@ -7,6 +7,7 @@
 /** @typedef {import('./types.js').ToolResult} ToolResult */
 /** @typedef {import('./types.js').ConfigStatus} ConfigStatus */
 /** @typedef {import('./types.js').ClientSnippet} ClientSnippet */
+/** @typedef {import('./types.js').InstallResult} InstallResult */
 /** @typedef {import('./types.js').ReloadOutcome} ReloadOutcome */
 
 /** A failed API call: `code` is the API's code, or `network` / `http_<status>` / `bad_json`. */
@@ -135,4 +136,13 @@ export async function reloadConfig() {
 /** @returns {Promise<ClientSnippet[]>} */
 export async function listClients() {
   return /** @type {ClientSnippet[]} */ (await request("clients"));
+}
+
+/**
+ * Writes the entry that points the editor at Switchboard into the editor's own config.
+ * @param {string} id a client id of `listClients`
+ * @returns {Promise<InstallResult>}
+ */
+export async function installClient(id) {
+  return /** @type {InstallResult} */ (await request(`clients/${seg(id)}/install`, { method: "POST", body: "{}" }));
 }

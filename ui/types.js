@@ -238,6 +238,17 @@
  */
 
 /**
+ * `POST /api/clients/{id}/install` (`InstallReport` in src/editors/install.rs).
+ * @typedef {object} InstallResult
+ * @property {string} editor the client's id
+ * @property {string} path the editor's config file
+ * @property {{kind: "added"} | {kind: "updated"} | {kind: "already_installed", name: string}} outcome
+ * @property {boolean} created whether the file did not exist before
+ * @property {string | null} backup the file as it was, when it was changed
+ * @property {string} message what happened, in plain words
+ */
+
+/**
  * The `output` event.
  * @typedef {object} OutputEvent
  * @property {string} backend

@@ -12,6 +12,7 @@
 //! | `POST /api/backends/{name}/tools/{tool}/call` | the tool's result as the backend sent it |
 //! | `GET /api/config` | the config file's path, load time, validity and diagnostics |
 //! | `GET /api/clients` | what to paste into each editor's config |
+//! | `POST /api/clients/{editor}/install` | that entry written into the editor's config (a backup first) |
 //! | `GET /api/events` | Server-Sent Events: `status`, `output`, `catalog`, `config` |
 //!
 //! Errors are `{code, message}` with the matching HTTP status (see [`ApiError`]).
@@ -70,6 +71,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use super::http::{Guard, MCP_PATH};
 use super::token::ApiToken;
 use crate::config::BackendConfig;
+use crate::editors::{self, Editor, EditorError, Endpoint, InstallRequest};
 use crate::hub::Hub;
 use crate::hub::catalog::{self, Source};
 use crate::hub::rewrite::ObjectEntries;
@@ -246,6 +248,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/config", get(config_state))
         .route("/api/config/reload", post(reload_config))
         .route("/api/clients", get(clients))
+        .route("/api/clients/{editor}/install", post(install_client))
         .route("/api/events", get(events))
         .route("/api", any(unknown_api_path))
         .route("/api/{*rest}", any(unknown_api_path))
@@ -527,6 +530,76 @@ async fn clients(State(api): State<ApiState>) -> Response {
         &url,
         api.inner.mcp_token.as_deref(),
     ))
+}
+
+/// `POST /api/clients/{editor}/install`: writes the entry that points the editor (an id of
+/// `/api/clients`) at this Switchboard into the editor's own config, after a backup, as
+/// `switchboard install` does. The answer is the [`editors::InstallReport`] plus a `message`.
+async fn install_client(
+    State(api): State<ApiState>,
+    path: Result<Path<String>, PathRejection>,
+) -> Response {
+    let id = match path {
+        Ok(Path(id)) => id,
+        Err(rejection) => return bad_path(rejection).into_response(),
+    };
+    let Some(editor) = Editor::from_client_id(&id) else {
+        return ApiError::NotFound(format!(
+            "Switchboard cannot install itself into {id:?}; paste its snippet instead"
+        ))
+        .into_response();
+    };
+    let endpoint = Endpoint {
+        exe: api.inner.exe.clone(),
+        url: format!("{}{MCP_PATH}", api.inner.base_url),
+        token: api.inner.mcp_token.clone(),
+    };
+    let request = move || {
+        editors::install(InstallRequest {
+            editor,
+            to: None,
+            endpoint: &endpoint,
+            dry_run: false,
+        })
+    };
+    let error = match tokio::task::spawn_blocking(request).await {
+        Ok(Ok(report)) => {
+            tracing::info!(
+                editor = editor.client_id(),
+                path = %report.path.display(),
+                outcome = ?report.outcome,
+                "installed through the control API"
+            );
+            let mut body =
+                serde_json::to_value(&report).expect("an install report always serializes");
+            body["message"] = report.to_string().trim_end().into();
+            return json_ok(&body);
+        }
+        Ok(Err(error)) => error,
+        Err(panicked) => {
+            return install_failure(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "install_failed",
+                format!("the install stopped: {panicked}"),
+            );
+        }
+    };
+    tracing::info!(editor = editor.client_id(), %error, "install through the control API failed");
+    let (status, code) = match error {
+        // The file is there but cannot be edited as it is: the person has to fix it.
+        EditorError::Invalid { .. } | EditorError::Unsupported { .. } => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_editor_config")
+        }
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "install_failed"),
+    };
+    install_failure(status, code, error.to_string())
+}
+
+/// The `{code, message}` body of a failed install (`ApiError` has no code for either case).
+fn install_failure(status: StatusCode, code: &str, message: String) -> Response {
+    let body = serde_json::to_vec(&serde_json::json!({ "code": code, "message": message }))
+        .expect("an error body always serializes");
+    json_response(status, body)
 }
 
 async fn events(State(api): State<ApiState>) -> Response {
@@ -936,44 +1009,46 @@ struct ClientSetup {
 /// (Streamable HTTP at `url`, with `/mcp`'s bearer token when there is one).
 fn client_setups(exe: &FilePath, url: &str, mcp_token: Option<&str>) -> Vec<ClientSetup> {
     use serde_json::json;
-    let http_server = |extra: serde_json::Value| {
-        let mut server = extra;
-        server["url"] = json!(url);
-        if let Some(token) = mcp_token {
-            server["headers"] = json!({ "Authorization": format!("Bearer {token}") });
-        }
-        server
+    let endpoint = Endpoint {
+        exe: exe.to_path_buf(),
+        url: url.to_owned(),
+        token: mcp_token.map(str::to_owned),
     };
     let pretty = |value: serde_json::Value| {
         serde_json::to_string_pretty(&value).expect("JSON values always serialize")
     };
-    let stdio_server = json!({ "command": exe.to_string_lossy(), "args": ["connect"] });
+    // What `switchboard install` writes, and the dashboard's Install buttons.
+    let snippet = |editor: Editor| {
+        pretty(json!({
+            editor.servers_key(): { editors::ENTRY_NAME: editor.switchboard_entry(&endpoint) }
+        }))
+    };
     vec![
         ClientSetup {
-            id: "claude-desktop",
-            title: "Claude Desktop",
+            id: Editor::Claude.client_id(),
+            title: Editor::Claude.title(),
             transport: "stdio",
             config_path_hint: path_hint(PathHints {
                 linux: "~/.config/Claude/claude_desktop_config.json",
                 macos: "~/Library/Application Support/Claude/claude_desktop_config.json",
                 windows: r"%APPDATA%\Claude\claude_desktop_config.json",
             }),
-            snippet: pretty(json!({ "mcpServers": { "switchboard": stdio_server } })),
+            snippet: snippet(Editor::Claude),
         },
         ClientSetup {
-            id: "cursor",
-            title: "Cursor",
+            id: Editor::Cursor.client_id(),
+            title: Editor::Cursor.title(),
             transport: "http",
             config_path_hint: path_hint(PathHints {
                 linux: "~/.cursor/mcp.json (or .cursor/mcp.json in a project)",
                 macos: "~/.cursor/mcp.json (or .cursor/mcp.json in a project)",
                 windows: r"%USERPROFILE%\.cursor\mcp.json (or .cursor\mcp.json in a project)",
             }),
-            snippet: pretty(json!({ "mcpServers": { "switchboard": http_server(json!({})) } })),
+            snippet: snippet(Editor::Cursor),
         },
         ClientSetup {
-            id: "vscode",
-            title: "VS Code",
+            id: Editor::VsCode.client_id(),
+            title: Editor::VsCode.title(),
             transport: "http",
             config_path_hint: path_hint(PathHints {
                 linux: "~/.config/Code/User/mcp.json (MCP: Open User Configuration), \
@@ -983,9 +1058,7 @@ fn client_setups(exe: &FilePath, url: &str, mcp_token: Option<&str>) -> Vec<Clie
                 windows: "%APPDATA%\\Code\\User\\mcp.json (MCP: Open User Configuration), \
                           or .vscode\\mcp.json in a workspace",
             }),
-            snippet: pretty(
-                json!({ "servers": { "switchboard": http_server(json!({ "type": "http" })) } }),
-            ),
+            snippet: snippet(Editor::VsCode),
         },
         ClientSetup {
             id: "zed",
@@ -996,9 +1069,9 @@ fn client_setups(exe: &FilePath, url: &str, mcp_token: Option<&str>) -> Vec<Clie
                 macos: "~/.config/zed/settings.json (zed: open settings file)",
                 windows: r"%APPDATA%\Zed\settings.json (zed: open settings file)",
             }),
-            snippet: pretty(
-                json!({ "context_servers": { "switchboard": http_server(json!({})) } }),
-            ),
+            snippet: pretty(json!({
+                "context_servers": { editors::ENTRY_NAME: endpoint.http_entry(None) }
+            })),
         },
     ]
 }

@@ -453,8 +453,12 @@ test("the live feed reconnects with backoff and shows it meanwhile", async () =>
   await screenshots("reconnecting");
 
   await page.unroute("**/api/events", refuse);
-  await feed.getByRole("button", { name: "Retry now" }).click();
-  await page.locator('[data-testid="feed-status"][data-phase="live"]').waitFor();
+  // "Retry now" reconnects at once; the feed's own timer may get there first, which is as good
+  // (the button is gone then).
+  const live = page.locator('[data-testid="feed-status"][data-phase="live"]');
+  const retry = feed.getByRole("button", { name: "Retry now" }).click().catch(() => live.waitFor());
+  await Promise.race([retry, live.waitFor()]);
+  await live.waitFor();
   assert.match(await feed.textContent(), /Live/);
   // The refused connections were reported on the console; nothing else was.
   const refused = pageErrors.filter((text) => /ERR_CONNECTION_FAILED|ERR_FAILED/.test(text)).length;
@@ -490,5 +494,61 @@ test("every control is reachable from the keyboard and focus is visible", async 
   await page.keyboard.press("Enter");
   await waitForState("demo", "ready");
   await eventually("a state announcement", async () => /demo is/.test((await page.locator("#announcer").textContent()) ?? ""));
+  assertNoPageErrors();
+});
+
+test("Install writes an editor's config in serve's home, once, and says why when it cannot", async () => {
+  const home = requiredEnv("SWITCHBOARD_TEST_HOME");
+  const cursorFile = path.join(home, ".cursor", "mcp.json");
+  const mine = '{\n  // my servers\n  "mcpServers": {\n    "notes": { "command": "npx", "args": ["notes"] },\n  },\n}\n';
+  fs.mkdirSync(path.dirname(cursorFile), { recursive: true });
+  fs.writeFileSync(cursorFile, mine);
+  await open("#/connect");
+  const cursor = page.locator('.client-card[data-client="cursor"]');
+  const install = cursor.getByRole("button", { name: "Install into Cursor" });
+  await install.click();
+  const result = cursor.locator(".install-result");
+  await cursor.locator('.install-result[data-outcome="added"]').waitFor();
+  assert.match(await result.textContent(), /Cursor: added the "switchboard" entry in .*mcp\.json\./);
+  assert.match(await result.textContent(), /The file as it was is in .*mcp\.json\.switchboard-backup-/);
+  // The rest of the file is as it was, comment and trailing comma included.
+  const written = fs.readFileSync(cursorFile, "utf8");
+  assert.equal(written, mine.replace(
+    '"args": ["notes"] },\n',
+    `"args": ["notes"] },\n    "switchboard": {\n      "url": "${BASE}/mcp",\n    },\n`,
+  ));
+  const backups = fs.readdirSync(path.dirname(cursorFile)).filter((name) => name.startsWith("mcp.json.switchboard-backup-"));
+  assert.equal(backups.length, 1);
+  assert.equal(fs.readFileSync(path.join(path.dirname(cursorFile), backups[0]), "utf8"), mine);
+  await screenshots("connect-installed", cursor);
+
+  // A second click finds it there and changes nothing.
+  await install.click();
+  await cursor.locator('.install-result[data-outcome="already_installed"]').waitFor();
+  assert.match(await result.textContent(), /already points at Switchboard/);
+  assert.equal(fs.readFileSync(cursorFile, "utf8"), written);
+  assert.equal(fs.readdirSync(path.dirname(cursorFile)).length, 2, "no second backup");
+
+  // VS Code has no file yet: it is created, folders and all.
+  const vscode = page.locator('.client-card[data-client="vscode"]');
+  await vscode.getByRole("button", { name: "Install into VS Code" }).click();
+  await vscode.locator('.install-result[data-outcome="added"]').waitFor();
+  const vscodeFile = path.join(home, ".config", "Code", "User", "mcp.json");
+  assert.deepEqual(JSON.parse(fs.readFileSync(vscodeFile, "utf8")), { servers: { switchboard: { type: "http", url: `${BASE}/mcp` } } });
+
+  // A file that is not JSON is left alone, and the page says where it is wrong.
+  const claudeFile = path.join(home, ".config", "Claude", "claude_desktop_config.json");
+  fs.mkdirSync(path.dirname(claudeFile), { recursive: true });
+  fs.writeFileSync(claudeFile, '{ "mcpServers": { ');
+  const claude = page.locator('.client-card[data-client="claude-desktop"]');
+  await claude.getByRole("button", { name: "Install into Claude Desktop" }).click();
+  await claude.locator('.install-result[data-outcome="error"]').waitFor();
+  assert.match(await claude.locator(".install-result").textContent(), /claude_desktop_config\.json:1:\d+: not valid JSON/);
+  await page.locator('.toast[role="alert"]', { hasText: "Could not install into Claude Desktop" }).waitFor();
+  assert.equal(fs.readFileSync(claudeFile, "utf8"), '{ "mcpServers": { ');
+  assert.deepEqual(fs.readdirSync(path.dirname(claudeFile)), ["claude_desktop_config.json"]);
+  // Zed's settings are not Switchboard's to edit: it gets the snippet only.
+  assert.equal(await page.locator('.client-card[data-client="zed"] .client-install').count(), 0);
+  await page.locator('.toast[role="alert"]').getByRole("button", { name: "Dismiss" }).click();
   assertNoPageErrors();
 });

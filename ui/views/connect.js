@@ -1,11 +1,15 @@
-// #/connect — how to point each editor at Switchboard, with the snippet to paste.
+// #/connect — how to point each editor at Switchboard: the snippet to paste, or a button that
+// writes it into the editor's config.
 
-import { h, replace, copyButton } from "../dom.js";
+import { h, replace, copyButton, icon } from "../dom.js";
 import * as api from "../api.js";
 import { asApiError } from "../store.js";
-import { loading, empty, failure } from "./common.js";
+import { loading, empty, failure, toast } from "./common.js";
 
 /** @typedef {import('../types.js').ClientSnippet} ClientSnippet */
+
+/** The clients whose config `POST /api/clients/{id}/install` can write (src/editors/). */
+const INSTALLABLE = new Set(["claude-desktop", "cursor", "vscode"]);
 
 export class ConnectView {
   /** @param {HTMLElement} root */
@@ -55,5 +59,44 @@ function clientCard(client) {
       h("code", { text: client.config_path_hint })),
     h("div", { class: "snippet" },
       h("pre", { class: "code", attrs: { tabindex: "0", "aria-label": `Snippet for ${client.title}` }, text: client.snippet }),
-      h("div", { class: "snippet-copy" }, copyButton(() => client.snippet, `Copy the snippet for ${client.title}`))));
+      h("div", { class: "snippet-copy" }, copyButton(() => client.snippet, `Copy the snippet for ${client.title}`))),
+    INSTALLABLE.has(client.id) ? installControl(client) : null);
+}
+
+/**
+ * A button that writes the snippet into the editor's config (the API keeps a backup), and the
+ * API's account of what it did.
+ * @param {ClientSnippet} client
+ * @returns {HTMLElement}
+ */
+function installControl(client) {
+  const result = h("p", { class: "install-result", attrs: { role: "status" } });
+  const label = h("span", { class: "btn-text", text: `Install into ${client.title}` });
+  const button = h("button", { class: "btn btn-small btn-accent", attrs: { type: "button" } }, icon("plug"), label);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    button.classList.add("is-busy");
+    label.textContent = "Installing…";
+    delete result.dataset.outcome;
+    result.textContent = "";
+    try {
+      const installed = await api.installClient(client.id);
+      result.dataset.outcome = installed.outcome.kind;
+      result.textContent = installed.message;
+    } catch (error) {
+      const apiError = asApiError(error);
+      result.dataset.outcome = "error";
+      result.textContent = apiError.message;
+      toast(`Could not install into ${client.title}`, apiError.message, "error");
+    } finally {
+      button.disabled = false;
+      button.classList.remove("is-busy");
+      label.textContent = `Install into ${client.title}`;
+    }
+  });
+  return h("div", { class: "client-install" },
+    h("div", { class: "client-install-row" },
+      button,
+      h("span", { class: "muted", text: "or let Switchboard add it; the file is backed up first." })),
+    result);
 }

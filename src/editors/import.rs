@@ -1,0 +1,1100 @@
+//! `switchboard import`: the local (stdio) servers of an editor's config, added to ours.
+//!
+//! Our TOML config only grows at its end: the new `[servers.NAME]` tables are rendered with
+//! `toml_edit` and appended, so every byte before them (comments, blank lines, CRLF line ends)
+//! stays as it was. (`toml_edit` inserting into the document itself would move the new tables
+//! between existing ones and turn CRLF into LF.) A JSON config (Claude Desktop's shape) gets its
+//! new entries added to `mcpServers` in place, comments and formatting kept.
+//!
+//! Nothing is ever imported twice or over something that exists: a name our config has already
+//! (compared ignoring case, as the config does) or a command line one of its servers runs already
+//! is skipped, and so is an entry that runs Switchboard itself, which would make it start itself.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table};
+
+use super::files::{self, JsonFile};
+use super::{Editor, EditorError};
+use crate::config::{self, Diagnostic, MAX_SERVER_NAME_LEN};
+
+/// What to import, from where, into which config.
+#[derive(Debug, Clone, Copy)]
+pub struct ImportRequest<'a> {
+    pub editor: Editor,
+    /// The editor's file; its usual place when `None`.
+    pub from: Option<&'a Path>,
+    /// Our config (TOML, or Claude Desktop style JSON); made from the default config when there
+    /// is none and something is added.
+    pub config_path: &'a Path,
+    /// The `switchboard` binary: the default config's demo server runs it, and an entry that
+    /// runs it is not imported.
+    pub exe: &'a Path,
+    /// Only report what would happen; write nothing.
+    pub dry_run: bool,
+}
+
+/// What an import did (or, in a dry run, would do), server by server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    pub editor: Editor,
+    /// The editor's file that was read.
+    pub source: PathBuf,
+    pub config_path: PathBuf,
+    pub dry_run: bool,
+    /// Whether our config is (or would be) created from the default config.
+    pub config_created: bool,
+    /// One per server of the editor's file, in file order.
+    pub servers: Vec<ServerImport>,
+    /// The change to our config as a unified diff; empty when nothing is added.
+    pub diff: String,
+}
+
+impl ImportReport {
+    /// How many servers are (or would be) added.
+    pub fn n_added(&self) -> usize {
+        self.servers
+            .iter()
+            .filter(|server| matches!(server.action, ImportAction::Added { .. }))
+            .count()
+    }
+}
+
+/// One server of the editor's file and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerImport {
+    /// Its name in the editor's file.
+    pub name: String,
+    pub action: ImportAction,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportAction {
+    Added {
+        /// Its name in our config: the editor's, made a valid server name if it was not one.
+        name: String,
+        /// What else to know: fields left out, problems `switchboard check` will report.
+        notes: Vec<String>,
+    },
+    Skipped(SkipReason),
+}
+
+/// Why a server of the editor's file is not imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Our config has a server of that name (the name as our config writes it).
+    NameTaken(String),
+    /// A server of our config (named here) runs the same command with the same arguments.
+    SameCommand(String),
+    /// It runs `switchboard connect` or points at our `/mcp`: Switchboard would start itself.
+    PointsAtSwitchboard,
+    /// It is reached over the network (the transport is named here).
+    Remote(String),
+    /// Our config cannot say what the entry says (why is the text).
+    Unsupported(String),
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::NameTaken(name) => write!(f, "a server named `{name}` exists already"),
+            SkipReason::SameCommand(name) => {
+                write!(f, "`{name}` runs the same command already")
+            }
+            SkipReason::PointsAtSwitchboard => f.write_str(
+                "it points at Switchboard itself (imported, Switchboard would start itself)",
+            ),
+            SkipReason::Remote(transport) => write!(
+                f,
+                "a remote server ({transport}); Switchboard supervises local stdio servers only"
+            ),
+            SkipReason::Unsupported(why) => f.write_str(why),
+        }
+    }
+}
+
+impl fmt::Display for ImportReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (added, skipped) = if self.dry_run {
+            ("would be added", "would be skipped")
+        } else {
+            ("added", "skipped")
+        };
+        if self.dry_run {
+            writeln!(f, "Dry run: nothing is written.")?;
+        }
+        writeln!(
+            f,
+            "{} servers of {} ({}) into {}:",
+            if self.dry_run {
+                "Importing"
+            } else {
+                "Imported"
+            },
+            self.editor.title(),
+            self.source.display(),
+            self.config_path.display()
+        )?;
+        if self.servers.is_empty() {
+            writeln!(f, "  (the file lists no servers)")?;
+        }
+        for server in &self.servers {
+            match &server.action {
+                ImportAction::Added { name, notes } => {
+                    write!(f, "  {}: {added}", server.name)?;
+                    if *name != server.name {
+                        write!(
+                            f,
+                            " as `{name}` (server names use only letters, digits, `_` and `-`)"
+                        )?;
+                    }
+                    for note in notes {
+                        write!(f, "; {note}")?;
+                    }
+                    writeln!(f)?;
+                }
+                ImportAction::Skipped(reason) => {
+                    writeln!(f, "  {}: {skipped}: {reason}", server.name)?;
+                }
+            }
+        }
+        let n_added = self.n_added();
+        if self.config_created {
+            let created = if self.dry_run {
+                "would be created"
+            } else {
+                "was created"
+            };
+            writeln!(
+                f,
+                "{} did not exist; it {created} from the default config.",
+                self.config_path.display()
+            )?;
+        }
+        match (n_added, self.dry_run) {
+            (0, _) => writeln!(
+                f,
+                "Nothing to add; {} is unchanged.",
+                self.config_path.display()
+            ),
+            (_, true) => write!(f, "The config would change like this:\n{}", self.diff),
+            (n, false) => writeln!(
+                f,
+                "{n} server(s) added; a running Switchboard starts them when it sees the change."
+            ),
+        }
+    }
+}
+
+/// Reads the editor's file and adds each of its local servers that our config lacks.
+pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
+    let editor = request.editor;
+    let source = editor.file(request.from)?;
+    let file = JsonFile::read(&source)?.ok_or_else(|| EditorError::NotFound {
+        editor,
+        path: source.clone(),
+    })?;
+    let entries = match file.servers(editor.servers_key())? {
+        Some(servers) => files::properties(&servers),
+        None => Vec::new(),
+    };
+
+    let target = Target::read(request.config_path, request.exe)?;
+    let reader = EntryReader {
+        editor,
+        exe: request.exe,
+        port: target.port,
+    };
+    let (servers, added) = reader.sort_out(entries, target.servers.clone());
+    let mut report = ImportReport {
+        editor,
+        source,
+        config_path: request.config_path.to_path_buf(),
+        dry_run: request.dry_run,
+        config_created: false,
+        servers,
+        diff: String::new(),
+    };
+    if added.is_empty() {
+        return Ok(report);
+    }
+    let merged = target.with_servers(&added, &report)?;
+    let config =
+        config::parse(request.config_path, &merged).map_err(|error| EditorError::Unsupported {
+            path: request.config_path.to_path_buf(),
+            reason: format!(
+                "adding the servers would make the file unusable; nothing is written:\n{error}"
+            ),
+        })?;
+    note_new_problems(
+        &mut report.servers,
+        target.format.servers_key(),
+        &target.diagnostics,
+        &config.diagnostics,
+    );
+    report.config_created = !target.exists;
+    report.diff = files::diff(
+        &request.config_path.display().to_string(),
+        &target.text,
+        &merged,
+    );
+    if !request.dry_run {
+        files::write_atomically(request.config_path, merged.as_bytes()).map_err(|source| {
+            EditorError::Write {
+                path: request.config_path.to_path_buf(),
+                source,
+            }
+        })?;
+    }
+    Ok(report)
+}
+
+/// Adds to each added server the problems of `after` about it that `before` did not have, as
+/// `switchboard check` would report them.
+fn note_new_problems(
+    servers: &mut [ServerImport],
+    servers_key: &str,
+    before: &[Diagnostic],
+    after: &[Diagnostic],
+) {
+    let new_problems: Vec<&Diagnostic> = after
+        .iter()
+        .filter(|diagnostic| {
+            !before
+                .iter()
+                .any(|old| old.field == diagnostic.field && old.message == diagnostic.message)
+        })
+        .collect();
+    for server in servers {
+        if let ImportAction::Added { name, notes } = &mut server.action {
+            let field = format!("{servers_key}.{name}");
+            notes.extend(
+                new_problems
+                    .iter()
+                    .filter(|diagnostic| {
+                        diagnostic.field == field
+                            || diagnostic.field.starts_with(&format!("{field}."))
+                    })
+                    .map(|diagnostic| format!("{}: {}", diagnostic.severity, diagnostic.message)),
+            );
+        }
+    }
+}
+
+/// `name` as a valid server name: each character other than an ASCII letter, digit, `_` or `-`
+/// becomes `_`, and the name is cut to the longest length allowed.
+fn server_name(name: &str) -> String {
+    let valid: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_SERVER_NAME_LEN)
+        .collect();
+    if valid.is_empty() {
+        "server".to_owned()
+    } else {
+        valid
+    }
+}
+
+/// A server of our config, as far as duplicates go.
+#[derive(Debug, Clone)]
+struct Existing {
+    name: String,
+    command: Option<String>,
+    args: Vec<String>,
+}
+
+/// One local server of the editor's file, in our config's terms.
+#[derive(Debug, Clone)]
+struct Server {
+    command: String,
+    args: Vec<String>,
+    /// Values in our config's syntax (`${env:NAME}` references, `$${` for a literal `${`).
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    notes: Vec<String>,
+}
+
+/// The fields of an editor's stdio entry that are imported.
+const IMPORTED_FIELDS: &[&str] = &["type", "command", "args", "env", "cwd"];
+
+/// `type` values of servers reached over the network.
+const REMOTE_TYPES: &[&str] = &["http", "sse", "streamable-http", "streamableHttp"];
+
+/// Turns the entries of one editor's file into servers.
+struct EntryReader<'a> {
+    editor: Editor,
+    exe: &'a Path,
+    /// The port of our own endpoint, to recognise entries that point at it.
+    port: u16,
+}
+
+impl EntryReader<'_> {
+    /// What becomes of each entry, in order, given the servers our config has (`taken`); and
+    /// the servers to add, with their names in our config.
+    fn sort_out(
+        &self,
+        entries: Vec<(String, Value)>,
+        mut taken: Vec<Existing>,
+    ) -> (Vec<ServerImport>, Vec<(String, Server)>) {
+        let mut added = Vec::new();
+        let mut outcomes = Vec::with_capacity(entries.len());
+        for (name, value) in entries {
+            let server = match self.read(&value) {
+                Ok(server) => server,
+                Err(reason) => {
+                    outcomes.push(ServerImport {
+                        name,
+                        action: ImportAction::Skipped(reason),
+                    });
+                    continue;
+                }
+            };
+            let our_name = server_name(&name);
+            let same_name = taken
+                .iter()
+                .find(|existing| existing.name.eq_ignore_ascii_case(&our_name));
+            let same_command = taken.iter().find(|existing| {
+                existing.command.as_deref() == Some(server.command.as_str())
+                    && existing.args == server.args
+            });
+            let action = match (same_name, same_command) {
+                (Some(existing), _) => {
+                    ImportAction::Skipped(SkipReason::NameTaken(existing.name.clone()))
+                }
+                (None, Some(existing)) => {
+                    ImportAction::Skipped(SkipReason::SameCommand(existing.name.clone()))
+                }
+                (None, None) => {
+                    taken.push(Existing {
+                        name: our_name.clone(),
+                        command: Some(server.command.clone()),
+                        args: server.args.clone(),
+                    });
+                    let notes = server.notes.clone();
+                    added.push((our_name.clone(), server));
+                    ImportAction::Added {
+                        name: our_name,
+                        notes,
+                    }
+                }
+            };
+            outcomes.push(ServerImport { name, action });
+        }
+        (outcomes, added)
+    }
+
+    fn read(&self, entry: &Value) -> Result<Server, SkipReason> {
+        let unsupported = |why: String| Err(SkipReason::Unsupported(why));
+        let Value::Object(fields) = entry else {
+            return unsupported("its entry is not an object".to_owned());
+        };
+        let kind = match fields.get("type") {
+            None => None,
+            Some(Value::String(kind)) => Some(kind.as_str()),
+            Some(_) => return unsupported("its `type` is not a string".to_owned()),
+        };
+        if let Some(url) = fields.get("url") {
+            if url.as_str().is_some_and(|url| self.is_own_url(url)) {
+                return Err(SkipReason::PointsAtSwitchboard);
+            }
+            return Err(SkipReason::Remote(kind.unwrap_or("http").to_owned()));
+        }
+        match kind {
+            None | Some("stdio") => {}
+            Some(kind) if REMOTE_TYPES.contains(&kind) => {
+                return Err(SkipReason::Remote(kind.to_owned()));
+            }
+            Some(kind) => return unsupported(format!("its type {kind:?} is unknown")),
+        }
+        let command = match fields.get("command") {
+            Some(Value::String(command)) if !command.is_empty() => command.clone(),
+            Some(_) => return unsupported("its `command` is not a program name".to_owned()),
+            None => return unsupported("it has no `command`".to_owned()),
+        };
+        let args = match fields.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                let strings: Option<Vec<String>> = items
+                    .iter()
+                    .map(|item| item.as_str().map(str::to_owned))
+                    .collect();
+                match strings {
+                    Some(strings) => strings,
+                    None => return unsupported("its `args` are not all strings".to_owned()),
+                }
+            }
+            Some(_) => return unsupported("its `args` are not a list".to_owned()),
+        };
+        if self.runs_switchboard(&command, &args) {
+            return Err(SkipReason::PointsAtSwitchboard);
+        }
+        if let Some(env_file) = fields.get("envFile") {
+            return unsupported(format!(
+                "it loads variables from envFile {env_file}, which Switchboard cannot; add it by \
+                 hand with those variables in `env`"
+            ));
+        }
+        let cwd = match fields.get("cwd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cwd)) => Some(cwd.clone()),
+            Some(_) => return unsupported("its `cwd` is not a string".to_owned()),
+        };
+        let mut env = BTreeMap::new();
+        match fields.get("env") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(variables)) => {
+                for (name, value) in variables {
+                    let value = match value {
+                        Value::String(text) => text.clone(),
+                        Value::Number(number) => number.to_string(),
+                        Value::Bool(flag) => flag.to_string(),
+                        _ => return unsupported(format!("its env {name} is not a string")),
+                    };
+                    env.insert(name.clone(), self.env_value(name, value)?);
+                }
+            }
+            Some(_) => return unsupported("its `env` is not an object".to_owned()),
+        }
+        if self.editor.expands_references() {
+            let places = std::iter::once(("command", &command))
+                .chain(args.iter().map(|arg| ("args", arg)))
+                .chain(cwd.iter().map(|cwd| ("cwd", cwd)));
+            for (place, text) in places {
+                if let Some(reference) = reference(text, false) {
+                    return Err(self.unexpressible(place, reference));
+                }
+            }
+        }
+
+        let mut left_out: Vec<String> = fields
+            .keys()
+            .filter(|key| !IMPORTED_FIELDS.contains(&key.as_str()))
+            .map(|key| format!("`{key}`"))
+            .collect();
+        left_out.sort();
+        let notes = if left_out.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!("left out {}", left_out.join(", "))]
+        };
+        Ok(Server {
+            command,
+            args,
+            env,
+            cwd,
+            notes,
+        })
+    }
+
+    /// `value` in our config's syntax, where `${env:NAME}` is expanded and `$${` is a literal
+    /// `${`.
+    fn env_value(&self, name: &str, value: String) -> Result<String, SkipReason> {
+        if !self.editor.expands_references() {
+            return Ok(value.replace("${", "$${"));
+        }
+        match reference(&value, true) {
+            Some(reference) => Err(self.unexpressible(&format!("env {name}"), reference)),
+            None => Ok(value),
+        }
+    }
+
+    fn unexpressible(&self, place: &str, reference: &str) -> SkipReason {
+        SkipReason::Unsupported(format!(
+            "`{reference}` in its {place} is filled in by {}, which Switchboard cannot do; add \
+             this server by hand with the value written out",
+            self.editor.title()
+        ))
+    }
+
+    /// Whether `command args` runs `switchboard connect`.
+    /// Whether `command args` runs `switchboard connect` (the command written as a path of any
+    /// platform, since editors' files travel between machines).
+    fn runs_switchboard(&self, command: &str, args: &[String]) -> bool {
+        let file_name = command.rsplit(['/', '\\']).next().unwrap_or(command);
+        let file_name = file_name.to_ascii_lowercase();
+        let stem = file_name.strip_suffix(".exe").unwrap_or(&file_name);
+        let own_stem = self
+            .exe
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().to_ascii_lowercase());
+        let is_switchboard = Path::new(command) == self.exe
+            || stem == "switchboard"
+            || own_stem.as_deref() == Some(stem);
+        is_switchboard && args.first().is_some_and(|arg| arg == "connect")
+    }
+
+    /// Whether `url` is our `/mcp` on this machine.
+    fn is_own_url(&self, url: &str) -> bool {
+        let Some(rest) = url
+            .get(.."http://".len())
+            .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
+            .map(|_| &url["http://".len()..])
+        else {
+            return false;
+        };
+        let (authority, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+        let Some((host, port)) = authority.rsplit_once(':') else {
+            return false;
+        };
+        let loopback = ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .any(|name| host.eq_ignore_ascii_case(name));
+        let path = path.split(['?', '#']).next().unwrap_or_default();
+        loopback
+            && port.parse::<u16>().ok() == Some(self.port)
+            && path.trim_end_matches('/') == crate::serve::http::MCP_PATH
+    }
+}
+
+/// The first `${…}` reference in `text` (an unterminated `${` runs to the end), leaving out
+/// `${env:NAME}` when `env_allowed`.
+fn reference(text: &str, env_allowed: bool) -> Option<&str> {
+    let mut from = 0;
+    while let Some(start) = text[from..].find("${").map(|start| from + start) {
+        let Some(length) = text[start..].find('}') else {
+            return Some(&text[start..]);
+        };
+        let end = start + length + 1;
+        let inner = &text[start + 2..end - 1];
+        let is_env = inner
+            .strip_prefix("env:")
+            .is_some_and(|name| !name.is_empty());
+        if !(env_allowed && is_env) {
+            return Some(&text[start..end]);
+        }
+        from = end;
+    }
+    None
+}
+
+/// Which of the two shapes our config has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Toml,
+    Json,
+}
+
+impl Format {
+    fn of(path: &Path) -> Format {
+        match path.extension() {
+            Some(extension) if extension.eq_ignore_ascii_case("json") => Format::Json,
+            _ => Format::Toml,
+        }
+    }
+
+    fn servers_key(self) -> &'static str {
+        match self {
+            Format::Toml => "servers",
+            Format::Json => "mcpServers",
+        }
+    }
+}
+
+/// The text a JSON config starts from when there is none.
+const EMPTY_JSON_CONFIG: &str = "{\n  \"mcpServers\": {}\n}\n";
+
+/// Our config before the import.
+struct Target {
+    path: PathBuf,
+    format: Format,
+    exists: bool,
+    /// As read; the default config's text if there is no file yet.
+    text: String,
+    diagnostics: Vec<Diagnostic>,
+    /// The port of the endpoint the config sets.
+    port: u16,
+    servers: Vec<Existing>,
+}
+
+impl Target {
+    fn read(path: &Path, exe: &Path) -> Result<Target, EditorError> {
+        let format = Format::of(path);
+        let exists = path.exists();
+        let (config, text) = if exists {
+            // Loaded first: that refuses a file that is not UTF-8, with its position.
+            let config = config::load(path)?;
+            let text = std::fs::read_to_string(path).map_err(|source| EditorError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            (config, text)
+        } else {
+            let text = match format {
+                Format::Toml => config::default_config_text(exe),
+                Format::Json => EMPTY_JSON_CONFIG.to_owned(),
+            };
+            (config::parse(path, &text)?, text)
+        };
+        let mut target = Target {
+            path: path.to_path_buf(),
+            format,
+            exists,
+            text,
+            diagnostics: config.diagnostics,
+            port: config.endpoint.listen.port(),
+            servers: Vec::new(),
+        };
+        target.servers = match format {
+            Format::Toml => target.toml_servers()?,
+            Format::Json => target.json_file()?.1,
+        };
+        Ok(target)
+    }
+
+    fn toml_servers(&self) -> Result<Vec<Existing>, EditorError> {
+        let document = self.toml_document()?;
+        let servers = match document.get("servers") {
+            None => return Ok(Vec::new()),
+            Some(Item::Table(servers)) => servers,
+            Some(_) => {
+                return Err(EditorError::Unsupported {
+                    path: self.path.clone(),
+                    reason: "`servers` is written inline; to import, write each server as its \
+                             own [servers.NAME] section"
+                        .to_owned(),
+                });
+            }
+        };
+        Ok(servers
+            .iter()
+            .map(|(name, server)| Existing {
+                name: name.to_owned(),
+                command: server
+                    .get("command")
+                    .and_then(Item::as_str)
+                    .map(str::to_owned),
+                args: server
+                    .get("args")
+                    .and_then(Item::as_array)
+                    .map(|args| {
+                        args.iter()
+                            .filter_map(|arg| arg.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    fn toml_document(&self) -> Result<DocumentMut, EditorError> {
+        self.text
+            .parse()
+            .map_err(|error: toml_edit::TomlError| EditorError::Invalid {
+                path: self.path.clone(),
+                position: None,
+                message: error.message().to_owned(),
+            })
+    }
+
+    /// The JSON config as a tree, with the servers it has.
+    fn json_file(&self) -> Result<(JsonFile, Vec<Existing>), EditorError> {
+        let file = JsonFile::from_text(&self.path, self.text.clone())?;
+        let servers = match file.servers(self.format.servers_key())? {
+            Some(servers) => files::properties(&servers),
+            None => Vec::new(),
+        };
+        let existing = servers
+            .into_iter()
+            .map(|(name, server)| Existing {
+                command: server["command"].as_str().map(str::to_owned),
+                args: server["args"]
+                    .as_array()
+                    .map(|args| {
+                        args.iter()
+                            .filter_map(|arg| arg.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                name,
+            })
+            .collect();
+        Ok((file, existing))
+    }
+
+    /// The config's text with `servers` added.
+    fn with_servers(
+        &self,
+        servers: &[(String, Server)],
+        report: &ImportReport,
+    ) -> Result<String, EditorError> {
+        match self.format {
+            Format::Toml => Ok(self.toml_with(servers, report)),
+            Format::Json => {
+                let (file, _) = self.json_file()?;
+                let object = file.servers_or_create(self.format.servers_key())?;
+                for (name, server) in servers {
+                    let mut entry = json!({ "command": server.command });
+                    if !server.args.is_empty() {
+                        entry["args"] = json!(server.args);
+                    }
+                    if !server.env.is_empty() {
+                        entry["env"] = json!(server.env);
+                    }
+                    if let Some(cwd) = &server.cwd {
+                        entry["cwd"] = json!(cwd);
+                    }
+                    object.append(name, files::cst_value(&entry));
+                }
+                Ok(file.current_text())
+            }
+        }
+    }
+
+    /// The TOML text with a `[servers.NAME]` table per server appended, each under a comment
+    /// that says where it came from, in the file's own line ends.
+    fn toml_with(&self, servers: &[(String, Server)], report: &ImportReport) -> String {
+        let origin = format!(
+            "# Imported from {} ({:?}).\n",
+            report.editor.title(),
+            report.source.display().to_string()
+        );
+        let mut tables = Table::new();
+        tables.set_implicit(true);
+        for (name, server) in servers {
+            let mut table = Table::new();
+            table.decor_mut().set_prefix(format!("\n{origin}"));
+            table.insert("command", toml_edit::value(&server.command));
+            if !server.args.is_empty() {
+                table.insert(
+                    "args",
+                    toml_edit::value(server.args.iter().collect::<Array>()),
+                );
+            }
+            if !server.env.is_empty() {
+                let env: InlineTable = server
+                    .env
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), toml_edit::Value::from(value)))
+                    .collect();
+                table.insert("env", toml_edit::value(env));
+            }
+            if let Some(cwd) = &server.cwd {
+                table.insert("cwd", toml_edit::value(cwd));
+            }
+            tables.insert(name, Item::Table(table));
+        }
+        let mut document = DocumentMut::new();
+        document.insert("servers", Item::Table(tables));
+        let addition = document.to_string();
+
+        let crlf = self.text.contains("\r\n");
+        let mut text = self.text.clone();
+        let addition = if text.is_empty() {
+            addition.trim_start_matches('\n')
+        } else {
+            if !text.ends_with('\n') {
+                text.push_str(if crlf { "\r\n" } else { "\n" });
+            }
+            &addition
+        };
+        for line in addition.split_inclusive('\n') {
+            match line.strip_suffix('\n') {
+                Some(line) if crlf => {
+                    text.push_str(line);
+                    text.push_str("\r\n");
+                }
+                _ => text.push_str(line),
+            }
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reader(editor: Editor) -> EntryReader<'static> {
+        EntryReader {
+            editor,
+            exe: Path::new("/opt/switchboard/bin/switchboard"),
+            port: 8765,
+        }
+    }
+
+    fn read(editor: Editor, entry: Value) -> Result<Server, SkipReason> {
+        reader(editor).read(&entry)
+    }
+
+    fn skip_reason(editor: Editor, entry: Value) -> String {
+        read(editor, entry).expect_err("skipped").to_string()
+    }
+
+    #[test]
+    fn invalid_names_become_valid_ones_the_same_way_every_time() {
+        assert_eq!(server_name("github"), "github");
+        assert_eq!(server_name("My Notes (work)"), "My_Notes__work_");
+        assert_eq!(server_name("café.io"), "caf__io");
+        assert_eq!(server_name(""), "server");
+        let long = "x".repeat(60);
+        assert_eq!(server_name(&long).len(), MAX_SERVER_NAME_LEN);
+    }
+
+    #[test]
+    fn stdio_entries_keep_command_args_env_and_cwd() {
+        let server = read(
+            Editor::Cursor,
+            json!({ "type": "stdio", "command": "npx", "args": ["-y", "pkg"],
+                    "env": { "KEY": "${env:KEY}", "PORT": 8080, "DEBUG": true },
+                    "cwd": "~/work", "autoApprove": ["x"], "disabled": false }),
+        )
+        .expect("imported");
+        assert_eq!(server.command, "npx");
+        assert_eq!(server.args, ["-y", "pkg"]);
+        assert_eq!(
+            server.env,
+            BTreeMap::from([
+                ("DEBUG".to_owned(), "true".to_owned()),
+                ("KEY".to_owned(), "${env:KEY}".to_owned()),
+                ("PORT".to_owned(), "8080".to_owned()),
+            ])
+        );
+        assert_eq!(server.cwd.as_deref(), Some("~/work"));
+        assert_eq!(server.notes, ["left out `autoApprove`, `disabled`"]);
+    }
+
+    #[test]
+    fn remote_entries_and_entries_that_run_switchboard_are_skipped() {
+        assert_eq!(
+            skip_reason(
+                Editor::VsCode,
+                json!({ "type": "http", "url": "https://x.dev/mcp" })
+            ),
+            "a remote server (http); Switchboard supervises local stdio servers only"
+        );
+        assert_eq!(
+            skip_reason(Editor::Cursor, json!({ "url": "https://x.dev/sse" })),
+            "a remote server (http); Switchboard supervises local stdio servers only"
+        );
+        assert_eq!(
+            read(Editor::VsCode, json!({ "type": "sse", "command": "x" })).err(),
+            Some(SkipReason::Remote("sse".to_owned()))
+        );
+        for loop_entry in [
+            json!({ "url": "http://127.0.0.1:8765/mcp" }),
+            json!({ "url": "HTTP://localhost:8765/mcp/" }),
+            json!({ "type": "http", "url": "http://[::1]:8765/mcp?x=1" }),
+            json!({ "command": "/opt/switchboard/bin/switchboard", "args": ["connect"] }),
+            json!({ "command": "switchboard", "args": ["connect", "--config", "x"] }),
+            json!({ "command": "C:\\Tools\\Switchboard.exe", "args": ["connect"] }),
+        ] {
+            assert_eq!(
+                read(Editor::Cursor, loop_entry.clone()).err(),
+                Some(SkipReason::PointsAtSwitchboard),
+                "{loop_entry}"
+            );
+        }
+        for other in [
+            json!({ "url": "http://127.0.0.1:9999/mcp" }),
+            json!({ "url": "http://127.0.0.1:8765/other" }),
+            json!({ "url": "https://127.0.0.1:8765/mcp" }),
+        ] {
+            assert!(matches!(
+                read(Editor::Cursor, other.clone()),
+                Err(SkipReason::Remote(_))
+            ));
+        }
+        assert!(
+            read(
+                Editor::Claude,
+                json!({ "command": "switchboard", "args": ["serve"] })
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn references_are_kept_where_our_config_can_say_them() {
+        let server = read(
+            Editor::VsCode,
+            json!({ "type": "stdio", "command": "x", "env": { "A": "${env:A}-${env:B}" } }),
+        )
+        .expect("imported");
+        assert_eq!(server.env["A"], "${env:A}-${env:B}");
+
+        assert_eq!(
+            skip_reason(
+                Editor::VsCode,
+                json!({ "command": "x", "env": { "TOKEN": "${input:token}" } })
+            ),
+            "`${input:token}` in its env TOKEN is filled in by VS Code, which Switchboard cannot \
+             do; add this server by hand with the value written out"
+        );
+        assert!(
+            skip_reason(
+                Editor::Cursor,
+                json!({ "command": "x", "args": ["${workspaceFolder}/src"] })
+            )
+            .starts_with("`${workspaceFolder}` in its args is filled in by Cursor")
+        );
+        // Switchboard expands env only, so a reference in args cannot be kept.
+        assert!(
+            skip_reason(
+                Editor::Cursor,
+                json!({ "command": "x", "args": ["--key=${env:KEY}"] })
+            )
+            .starts_with("`${env:KEY}` in its args")
+        );
+        assert!(
+            skip_reason(
+                Editor::VsCode,
+                json!({ "command": "x", "envFile": "${workspaceFolder}/.env" })
+            )
+            .starts_with("it loads variables from envFile")
+        );
+
+        // Claude Desktop passes values as written: a literal `${` stays literal.
+        let server = read(
+            Editor::Claude,
+            json!({ "command": "x", "args": ["${HOME}"], "env": { "A": "${HOME}" } }),
+        )
+        .expect("imported");
+        assert_eq!(server.args, ["${HOME}"]);
+        assert_eq!(server.env["A"], "$${HOME}");
+    }
+
+    #[test]
+    fn malformed_entries_say_what_is_wrong() {
+        let reasons: Vec<String> = [
+            json!("npx"),
+            json!({ "args": [] }),
+            json!({ "command": "" }),
+            json!({ "command": "x", "args": [1] }),
+            json!({ "command": "x", "args": "a b" }),
+            json!({ "command": "x", "env": { "A": null } }),
+            json!({ "command": "x", "type": "websocket" }),
+        ]
+        .into_iter()
+        .map(|entry| skip_reason(Editor::Cursor, entry))
+        .collect();
+        assert_eq!(
+            reasons,
+            [
+                "its entry is not an object",
+                "it has no `command`",
+                "its `command` is not a program name",
+                "its `args` are not all strings",
+                "its `args` are not a list",
+                "its env A is not a string",
+                "its type \"websocket\" is unknown",
+            ]
+        );
+    }
+
+    #[test]
+    fn references_are_found_with_their_braces() {
+        assert_eq!(reference("a ${x} b", false), Some("${x}"));
+        assert_eq!(reference("${env:A} ${input:b}", true), Some("${input:b}"));
+        assert_eq!(reference("${env:A}", false), Some("${env:A}"));
+        assert_eq!(reference("${env:}", true), Some("${env:}"));
+        assert_eq!(reference("${env:A}$HOME", true), None);
+        assert_eq!(
+            reference("cost: $5 ${unterminated", true),
+            Some("${unterminated")
+        );
+    }
+
+    fn target(text: &str) -> Target {
+        Target {
+            path: PathBuf::from("config.toml"),
+            format: Format::Toml,
+            exists: true,
+            text: text.to_owned(),
+            diagnostics: Vec::new(),
+            port: 8765,
+            servers: Vec::new(),
+        }
+    }
+
+    fn report() -> ImportReport {
+        ImportReport {
+            editor: Editor::Cursor,
+            source: PathBuf::from("/home/ada/.cursor/mcp.json"),
+            config_path: PathBuf::from("config.toml"),
+            dry_run: false,
+            config_created: false,
+            servers: Vec::new(),
+            diff: String::new(),
+        }
+    }
+
+    fn server(command: &str, args: &[&str]) -> Server {
+        Server {
+            command: command.to_owned(),
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn tables_are_appended_after_every_byte_of_the_file() {
+        let original = "# mine\r\n[servers.a] # keep\r\ncommand = \"a\"\r\n# trailing note";
+        let mut with_env = server("npx", &["-y", "say \"hi\""]);
+        with_env
+            .env
+            .insert("API KEY".to_owned(), "${env:K}".to_owned());
+        with_env.cwd = Some("~/x".to_owned());
+        let text = target(original).toml_with(
+            &[
+                ("b".to_owned(), with_env),
+                ("c".to_owned(), server("uvx", &[])),
+            ],
+            &report(),
+        );
+        assert_eq!(
+            text,
+            "# mine\r\n[servers.a] # keep\r\ncommand = \"a\"\r\n# trailing note\r\n\
+             \r\n# Imported from Cursor (\"/home/ada/.cursor/mcp.json\").\r\n[servers.b]\r\n\
+             command = \"npx\"\r\nargs = [\"-y\", 'say \"hi\"']\r\n\
+             env = { \"API KEY\" = \"${env:K}\" }\r\ncwd = \"~/x\"\r\n\
+             \r\n# Imported from Cursor (\"/home/ada/.cursor/mcp.json\").\r\n[servers.c]\r\n\
+             command = \"uvx\"\r\n"
+        );
+        let empty = target("").toml_with(&[("c".to_owned(), server("uvx", &[]))], &report());
+        assert_eq!(
+            empty,
+            "# Imported from Cursor (\"/home/ada/.cursor/mcp.json\").\n[servers.c]\ncommand = \"uvx\"\n"
+        );
+    }
+
+    #[test]
+    fn an_inline_servers_table_is_refused_with_what_to_do() {
+        let error = target("servers = { a = { command = \"x\" } }\n")
+            .toml_servers()
+            .expect_err("refused");
+        assert!(error.to_string().contains("[servers.NAME]"), "{error}");
+        let existing =
+            target("[servers]\na.command = \"x\"\n[servers.b]\ncommand = \"y\"\nargs = [\"1\"]\n")
+                .toml_servers()
+                .expect("read");
+        let found: Vec<(&str, Option<&str>, &[String])> = existing
+            .iter()
+            .map(|server| {
+                (
+                    server.name.as_str(),
+                    server.command.as_deref(),
+                    server.args.as_slice(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("a", Some("x"), &[][..]),
+                ("b", Some("y"), &["1".to_owned()][..])
+            ]
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! `switchboard install` and the dashboard's "Install" buttons: the entry that points an editor
+//! at Switchboard, written into the editor's own config.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::files::{self, JsonFile};
+use super::{ENTRY_NAME, Editor, EditorError, Endpoint};
+
+/// Which editor to point at which endpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct InstallRequest<'a> {
+    pub editor: Editor,
+    /// The editor's file; its usual place when `None`.
+    pub to: Option<&'a Path>,
+    pub endpoint: &'a Endpoint,
+    /// Only report what would change; write nothing.
+    pub dry_run: bool,
+}
+
+/// What an install did (or, in a dry run, would do).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InstallReport {
+    #[serde(serialize_with = "serialize_client_id")]
+    pub editor: Editor,
+    /// The editor's file.
+    pub path: PathBuf,
+    pub outcome: InstallOutcome,
+    /// Whether the file did not exist (and is, or would be, created).
+    pub created: bool,
+    /// The copy of the file as it was before, when it was changed.
+    pub backup: Option<PathBuf>,
+    #[serde(skip)]
+    pub dry_run: bool,
+    /// The change as a unified diff; empty when nothing changes.
+    #[serde(skip)]
+    pub diff: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum InstallOutcome {
+    /// The `switchboard` entry is new.
+    Added,
+    /// The `switchboard` entry pointed elsewhere (an old binary, another port or token).
+    Updated,
+    /// An entry (named here) is exactly the one Switchboard would write: nothing to do.
+    AlreadyInstalled { name: String },
+}
+
+fn serialize_client_id<S: serde::Serializer>(
+    editor: &Editor,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(editor.client_id())
+}
+
+impl fmt::Display for InstallReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let title = self.editor.title();
+        let path = self.path.display();
+        let what = match (&self.outcome, self.dry_run) {
+            (InstallOutcome::AlreadyInstalled { name }, _) => {
+                return writeln!(
+                    f,
+                    "{title} already points at Switchboard (entry \"{name}\" in {path}); nothing \
+                     to do."
+                );
+            }
+            (InstallOutcome::Added, true) => "would add",
+            (InstallOutcome::Updated, true) => "would update",
+            (InstallOutcome::Added, false) => "added",
+            (InstallOutcome::Updated, false) => "updated",
+        };
+        if self.dry_run {
+            writeln!(f, "Dry run: nothing is written.")?;
+        }
+        write!(f, "{title}: {what} the \"{ENTRY_NAME}\" entry in {path}")?;
+        if self.created {
+            f.write_str(" (a new file)")?;
+        }
+        if self.dry_run {
+            return write!(f, ":\n{}", self.diff);
+        }
+        writeln!(f, ".")?;
+        if let Some(backup) = &self.backup {
+            writeln!(f, "The file as it was is in {}.", backup.display())?;
+        }
+        writeln!(
+            f,
+            "Restart {title} (or reload its MCP servers) to connect it to Switchboard."
+        )
+    }
+}
+
+/// Adds (or corrects) the `switchboard` entry in the editor's config, after copying the file to
+/// a backup beside it. Installing twice changes nothing the second time.
+pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError> {
+    let editor = request.editor;
+    let path = editor.file(request.to)?;
+    let file = JsonFile::read_or_new(&path)?;
+    let entry = editor.switchboard_entry(request.endpoint);
+    let existing = match file.servers(editor.servers_key())? {
+        Some(servers) => files::properties(&servers),
+        None => Vec::new(),
+    };
+    let same = existing
+        .iter()
+        .find(|(name, value)| *name == ENTRY_NAME && *value == entry)
+        .or_else(|| existing.iter().find(|(_, value)| *value == entry));
+    let mut report = InstallReport {
+        editor,
+        path,
+        outcome: InstallOutcome::Added,
+        created: file.original.is_none(),
+        backup: None,
+        dry_run: request.dry_run,
+        diff: String::new(),
+    };
+    if let Some((name, _)) = same {
+        report.outcome = InstallOutcome::AlreadyInstalled { name: name.clone() };
+        return Ok(report);
+    }
+
+    let servers = file.servers_or_create(editor.servers_key())?;
+    match servers.get(ENTRY_NAME) {
+        Some(property) => {
+            property.set_value(files::cst_value(&entry));
+            report.outcome = InstallOutcome::Updated;
+        }
+        None => {
+            servers.append(ENTRY_NAME, files::cst_value(&entry));
+        }
+    }
+    let text = file.current_text();
+    report.diff = files::diff(&report.path.display().to_string(), &file.text, &text);
+    if request.dry_run {
+        return Ok(report);
+    }
+    let write_error = |source| EditorError::Write {
+        path: report.path.clone(),
+        source,
+    };
+    if let Some(original) = &file.original {
+        report.backup = Some(files::back_up(&report.path, original).map_err(write_error)?);
+    }
+    files::write_atomically(&report.path, &files::encode(&text, file.encoding))
+        .map_err(write_error)?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+    use crate::editors::files::Encoding;
+
+    fn endpoint(token: Option<&str>) -> Endpoint {
+        Endpoint {
+            exe: PathBuf::from("/opt/sb/switchboard"),
+            url: "http://127.0.0.1:8765/mcp".to_owned(),
+            token: token.map(str::to_owned),
+        }
+    }
+
+    fn run(editor: Editor, path: &Path, endpoint: &Endpoint, dry_run: bool) -> InstallReport {
+        install(InstallRequest {
+            editor,
+            to: Some(path),
+            endpoint,
+            dry_run,
+        })
+        .expect("installs")
+    }
+
+    #[test]
+    fn a_second_install_changes_nothing_and_a_changed_endpoint_updates_the_entry() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("mcp.json");
+        let original =
+            "{\n  // mine\n  \"servers\": {\n    \"a\": { \"command\": \"x\" },\n  },\n}\n";
+        fs::write(&path, original).expect("write");
+
+        let first = run(Editor::VsCode, &path, &endpoint(None), false);
+        assert_eq!(first.outcome, InstallOutcome::Added);
+        let installed = fs::read_to_string(&path).expect("read");
+        assert_eq!(
+            installed,
+            "{\n  // mine\n  \"servers\": {\n    \"a\": { \"command\": \"x\" },\n    \
+             \"switchboard\": {\n      \"type\": \"http\",\n      \
+             \"url\": \"http://127.0.0.1:8765/mcp\",\n    },\n  },\n}\n"
+        );
+        let backup = first.backup.expect("a backup");
+        assert_eq!(fs::read_to_string(&backup).expect("read"), original);
+
+        let second = run(Editor::VsCode, &path, &endpoint(None), false);
+        assert_eq!(
+            second.outcome,
+            InstallOutcome::AlreadyInstalled {
+                name: "switchboard".to_owned()
+            }
+        );
+        assert_eq!(second.backup, None);
+        assert_eq!(fs::read_to_string(&path).expect("read"), installed);
+
+        let third = run(Editor::VsCode, &path, &endpoint(Some("t0ken")), true);
+        assert_eq!(third.outcome, InstallOutcome::Updated);
+        assert_eq!(fs::read_to_string(&path).expect("read"), installed);
+        assert!(
+            third
+                .diff
+                .contains("+      \"headers\": {\n+        \"Authorization\": \"Bearer t0ken\""),
+            "{}",
+            third.diff
+        );
+        let updated = run(Editor::VsCode, &path, &endpoint(Some("t0ken")), false);
+        assert_eq!(updated.outcome, InstallOutcome::Updated);
+        let file = JsonFile::read(&path).expect("JSONC").expect("a file");
+        let servers = files::properties(&file.servers("servers").expect("valid").expect("some"));
+        assert_eq!(servers[1].1["headers"]["Authorization"], "Bearer t0ken");
+    }
+
+    #[test]
+    fn an_entry_under_another_name_counts_as_installed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("claude_desktop_config.json");
+        let text = "{\"mcpServers\": {\"sb\": {\"args\": [\"connect\"], \"command\": \"/opt/sb/switchboard\"}}}";
+        fs::write(&path, text).expect("write");
+        let report = run(Editor::Claude, &path, &endpoint(None), false);
+        assert_eq!(
+            report.outcome,
+            InstallOutcome::AlreadyInstalled {
+                name: "sb".to_owned()
+            }
+        );
+        assert_eq!(fs::read_to_string(&path).expect("read"), text);
+    }
+
+    #[test]
+    fn the_file_is_written_back_in_its_own_encoding() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("mcp.json");
+        let text = "{\r\n\t\"mcpServers\": {}\r\n}\r\n";
+        fs::write(&path, files::encode(text, Encoding::Utf16Be)).expect("write");
+        run(Editor::Cursor, &path, &endpoint(None), false);
+        let (written, encoding) =
+            files::decode(&path, &fs::read(&path).expect("read")).expect("decodes");
+        assert_eq!(encoding, Encoding::Utf16Be);
+        assert_eq!(
+            written,
+            "{\r\n\t\"mcpServers\": {\r\n\t\t\"switchboard\": {\r\n\t\t\t\
+             \"url\": \"http://127.0.0.1:8765/mcp\"\r\n\t\t}\r\n\t}\r\n}\r\n"
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_json_is_left_alone() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("mcp.json");
+        fs::write(&path, "{ \"mcpServers\": { \"a\": } }").expect("write");
+        let error = install(InstallRequest {
+            editor: Editor::Cursor,
+            to: Some(&path),
+            endpoint: &endpoint(None),
+            dry_run: false,
+        })
+        .expect_err("refused");
+        assert!(
+            matches!(
+                error,
+                EditorError::Invalid {
+                    position: Some((1, 24)),
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            fs::read_dir(dir.path()).expect("list").count(),
+            1,
+            "no backup, no temporary file"
+        );
+    }
+
+    #[test]
+    fn the_report_serializes_for_the_dashboard() {
+        let report = InstallReport {
+            editor: Editor::Claude,
+            path: PathBuf::from("/h/c.json"),
+            outcome: InstallOutcome::AlreadyInstalled {
+                name: "switchboard".to_owned(),
+            },
+            created: false,
+            backup: None,
+            dry_run: false,
+            diff: String::new(),
+        };
+        assert_eq!(
+            serde_json::to_value(&report).expect("serializes"),
+            serde_json::json!({
+                "editor": "claude-desktop",
+                "path": "/h/c.json",
+                "outcome": { "kind": "already_installed", "name": "switchboard" },
+                "created": false,
+                "backup": null,
+            })
+        );
+    }
+}

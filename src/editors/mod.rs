@@ -1,0 +1,323 @@
+//! The MCP configs of the editors Switchboard knows: where Claude Desktop, Cursor and VS Code
+//! keep them, [`import`] of their servers into our config, and [`install`] of the entry that
+//! points an editor at Switchboard.
+//!
+//! Editors' files are JSON with comments and trailing commas (JSONC), sometimes with a byte order
+//! mark, in UTF-16, or with CRLF line ends. They are read and edited as a concrete syntax tree
+//! (`jsonc-parser`), so every byte outside the entry that changes stays as it was, and written
+//! back in the encoding they came in. Our own TOML config only ever grows at its end (see
+//! [`import`]), so its comments and formatting stay byte for byte.
+//!
+//! Every write replaces the file atomically (a temporary file beside it, then a rename) with the
+//! permissions it had; [`install`] first copies the editor's file to a backup beside it.
+
+mod files;
+mod import;
+mod install;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::config::{Config, ConfigError, EndpointConfig, Severity};
+
+pub use import::{ImportAction, ImportReport, ImportRequest, ServerImport, SkipReason, import};
+pub use install::{InstallOutcome, InstallReport, InstallRequest, install};
+
+/// The name of the entry that points an editor at Switchboard.
+pub const ENTRY_NAME: &str = "switchboard";
+
+/// An editor whose MCP config Switchboard can read and write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Editor {
+    /// Claude Desktop: `claude_desktop_config.json`, stdio servers only.
+    #[value(name = "claude")]
+    Claude,
+    /// Cursor: `~/.cursor/mcp.json`.
+    Cursor,
+    /// VS Code: the user `mcp.json`.
+    #[value(name = "vscode")]
+    VsCode,
+}
+
+impl Editor {
+    pub const ALL: [Editor; 3] = [Editor::Claude, Editor::Cursor, Editor::VsCode];
+
+    /// The editor's name as people know it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Editor::Claude => "Claude Desktop",
+            Editor::Cursor => "Cursor",
+            Editor::VsCode => "VS Code",
+        }
+    }
+
+    /// The id `/api/clients` gives this editor.
+    pub fn client_id(self) -> &'static str {
+        match self {
+            Editor::Claude => "claude-desktop",
+            Editor::Cursor => "cursor",
+            Editor::VsCode => "vscode",
+        }
+    }
+
+    pub fn from_client_id(id: &str) -> Option<Editor> {
+        Editor::ALL
+            .into_iter()
+            .find(|editor| editor.client_id() == id)
+    }
+
+    /// The key of the file's top-level object that maps server names to servers.
+    pub fn servers_key(self) -> &'static str {
+        match self {
+            Editor::Claude | Editor::Cursor => "mcpServers",
+            Editor::VsCode => "servers",
+        }
+    }
+
+    /// Where the editor keeps its user-wide MCP config on this machine.
+    pub fn config_path(self) -> Result<PathBuf, EditorError> {
+        let dirs = directories::BaseDirs::new().ok_or(EditorError::NoHome { editor: self })?;
+        Ok(self.config_path_in(dirs.home_dir(), dirs.config_dir()))
+    }
+
+    /// `given`, or the editor's usual config file when there is none.
+    fn file(self, given: Option<&Path>) -> Result<PathBuf, EditorError> {
+        match given {
+            Some(path) => Ok(path.to_path_buf()),
+            None => self.config_path(),
+        }
+    }
+
+    /// The config's place under `home` and the platform's config folder (`~/.config` on Linux,
+    /// `~/Library/Application Support` on macOS, `%APPDATA%` on Windows).
+    fn config_path_in(self, home: &Path, config_dir: &Path) -> PathBuf {
+        match self {
+            Editor::Claude => config_dir.join("Claude").join("claude_desktop_config.json"),
+            Editor::Cursor => home.join(".cursor").join("mcp.json"),
+            Editor::VsCode => config_dir.join("Code").join("User").join("mcp.json"),
+        }
+    }
+
+    /// Whether the editor replaces `${…}` references in a server's values before starting it.
+    /// Claude Desktop passes values on as written.
+    fn expands_references(self) -> bool {
+        match self {
+            Editor::Claude => false,
+            Editor::Cursor | Editor::VsCode => true,
+        }
+    }
+
+    /// The entry that points this editor at Switchboard: `switchboard connect` over stdio for
+    /// Claude Desktop, the `/mcp` URL for the others.
+    pub fn switchboard_entry(self, endpoint: &Endpoint) -> Value {
+        match self {
+            Editor::Claude => endpoint.stdio_entry(),
+            Editor::Cursor => endpoint.http_entry(None),
+            Editor::VsCode => endpoint.http_entry(Some("http")),
+        }
+    }
+}
+
+/// What editors are given to reach Switchboard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The `switchboard` binary, which stdio editors launch as `switchboard connect`.
+    pub exe: PathBuf,
+    /// `/mcp`'s URL, like `http://127.0.0.1:8765/mcp`.
+    pub url: String,
+    /// `/mcp`'s bearer token, when the config sets one.
+    pub token: Option<String>,
+}
+
+impl Endpoint {
+    /// The endpoint the config file at `path` describes (its `[endpoint]` table, defaults for
+    /// what it leaves out, and for everything when there is no file).
+    ///
+    /// A setting with an error (say, a token from an unset `${env:…}`) is refused rather than
+    /// left at its default: an editor given no token, or the wrong port, would only fail.
+    pub fn for_config_file(path: &Path, exe: PathBuf) -> Result<Endpoint, EditorError> {
+        if !path.exists() {
+            return Ok(Endpoint::new(exe, &EndpointConfig::default()));
+        }
+        Endpoint::for_config(&crate::config::load(path)?, exe)
+    }
+
+    fn for_config(config: &Config, exe: PathBuf) -> Result<Endpoint, EditorError> {
+        let invalid = config.diagnostics.iter().any(|diagnostic| {
+            diagnostic.severity == Severity::Error && diagnostic.field.starts_with("endpoint")
+        });
+        if invalid {
+            return Err(EditorError::EndpointInvalid {
+                path: config.path.clone(),
+            });
+        }
+        Ok(Endpoint::new(exe, &config.endpoint))
+    }
+
+    pub fn new(exe: PathBuf, endpoint: &EndpointConfig) -> Endpoint {
+        Endpoint {
+            exe,
+            url: format!(
+                "{}{}",
+                crate::serve::api::local_base_url(endpoint.listen),
+                crate::serve::http::MCP_PATH
+            ),
+            token: endpoint.token.clone(),
+        }
+    }
+
+    /// `{"command": <exe>, "args": ["connect"]}`.
+    pub fn stdio_entry(&self) -> Value {
+        json!({ "command": self.exe.to_string_lossy(), "args": ["connect"] })
+    }
+
+    /// `{"type": kind, "url": …}`, with an `Authorization` header when there is a token.
+    pub fn http_entry(&self, kind: Option<&str>) -> Value {
+        let mut entry = json!({ "url": self.url });
+        if let Some(kind) = kind {
+            entry["type"] = json!(kind);
+        }
+        if let Some(token) = &self.token {
+            entry["headers"] = json!({ "Authorization": format!("Bearer {token}") });
+        }
+        entry
+    }
+}
+
+/// Why reading or changing an editor's config, or ours, failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EditorError {
+    #[error("cannot locate {}'s config: the home directory is unknown", editor.title())]
+    NoHome { editor: Editor },
+    #[error(
+        "{} has no MCP config at {} (give its path with --from)",
+        editor.title(),
+        path.display()
+    )]
+    NotFound { editor: Editor, path: PathBuf },
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+    /// The file is not JSON (comments allowed), or not shaped as the editor's config.
+    #[error("{}{}: {message}", path.display(), at_position(*position))]
+    Invalid {
+        path: PathBuf,
+        /// 1-based line and column, when the problem is at one place.
+        position: Option<(usize, usize)>,
+        message: String,
+    },
+    /// Our config cannot be read, or cannot be merged into (see the message).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{}: {reason}", path.display())]
+    Unsupported { path: PathBuf, reason: String },
+    #[error(
+        "the [endpoint] table of {} has errors (run `switchboard check`); fix them first, or \
+         editors would be given an address or token that does not work",
+        path.display()
+    )]
+    EndpointInvalid { path: PathBuf },
+}
+
+fn at_position(position: Option<(usize, usize)>) -> String {
+    match position {
+        Some((line, column)) => format!(":{line}:{column}"),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_editor_keeps_its_config_in_its_own_place() {
+        let home = Path::new("/home/ada");
+        let config_dir = Path::new("/home/ada/.config");
+        let paths: Vec<PathBuf> = Editor::ALL
+            .into_iter()
+            .map(|editor| editor.config_path_in(home, config_dir))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                PathBuf::from("/home/ada/.config/Claude/claude_desktop_config.json"),
+                PathBuf::from("/home/ada/.cursor/mcp.json"),
+                PathBuf::from("/home/ada/.config/Code/User/mcp.json"),
+            ]
+        );
+        let mac = Path::new("/Users/ada/Library/Application Support");
+        assert_eq!(
+            Editor::Claude.config_path_in(Path::new("/Users/ada"), mac),
+            mac.join("Claude/claude_desktop_config.json")
+        );
+    }
+
+    #[test]
+    fn client_ids_name_the_editors_of_the_dashboard() {
+        for editor in Editor::ALL {
+            assert_eq!(Editor::from_client_id(editor.client_id()), Some(editor));
+        }
+        assert_eq!(Editor::from_client_id("zed"), None);
+        assert_eq!(Editor::from_client_id("claude"), None);
+    }
+
+    #[test]
+    fn entries_point_at_the_binary_or_the_url_with_the_token() {
+        let endpoint = Endpoint::new(
+            PathBuf::from("/opt/switchboard"),
+            &EndpointConfig {
+                listen: "0.0.0.0:9000".parse().expect("an address"),
+                token: Some("s3cret".to_owned()),
+                max_body_size: 1,
+            },
+        );
+        assert_eq!(endpoint.url, "http://127.0.0.1:9000/mcp");
+        assert_eq!(
+            Editor::Claude.switchboard_entry(&endpoint),
+            json!({ "command": "/opt/switchboard", "args": ["connect"] })
+        );
+        let headers = json!({ "Authorization": "Bearer s3cret" });
+        assert_eq!(
+            Editor::Cursor.switchboard_entry(&endpoint),
+            json!({ "url": "http://127.0.0.1:9000/mcp", "headers": headers })
+        );
+        assert_eq!(
+            Editor::VsCode.switchboard_entry(&Endpoint {
+                token: None,
+                ..endpoint
+            }),
+            json!({ "type": "http", "url": "http://127.0.0.1:9000/mcp" })
+        );
+    }
+
+    #[test]
+    fn the_endpoint_comes_from_the_config_file_and_an_invalid_token_is_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("config.toml");
+        let exe = || PathBuf::from("/sb");
+        let endpoint = Endpoint::for_config_file(&path, exe()).expect("defaults");
+        assert_eq!(endpoint.url, "http://127.0.0.1:8765/mcp");
+
+        std::fs::write(&path, "[endpoint]\nlisten = \"127.0.0.1:4000\"\n").expect("write");
+        let endpoint = Endpoint::for_config_file(&path, exe()).expect("valid");
+        assert_eq!(endpoint.url, "http://127.0.0.1:4000/mcp");
+        assert_eq!(endpoint.token, None);
+
+        std::fs::write(
+            &path,
+            "[endpoint]\ntoken = \"${env:SWITCHBOARD_EDITORS_TEST_UNSET_VARIABLE}\"\n",
+        )
+        .expect("write");
+        let error = Endpoint::for_config_file(&path, exe()).expect_err("refused");
+        assert!(matches!(error, EditorError::EndpointInvalid { .. }));
+        assert!(error.to_string().contains("switchboard check"));
+
+        std::fs::write(&path, "[endpoint\n").expect("write");
+        let error = Endpoint::for_config_file(&path, exe()).expect_err("refused");
+        assert!(matches!(error, EditorError::Config(_)), "{error}");
+    }
+}

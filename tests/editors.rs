@@ -1,0 +1,574 @@
+//! `switchboard import` and `switchboard install` against sample configs of Claude Desktop, Cursor
+//! and VS Code (`tests/fixtures/editors/`: comments, trailing commas, unknown keys, a UTF-8 byte
+//! order mark, UTF-16, CRLF, remote servers, entries pointing at Switchboard, duplicates). The real
+//! binary runs with its home folder (`HOME`, `XDG_CONFIG_HOME`, `APPDATA`) in a temporary folder,
+//! so editors' files are found where the editors keep them, and nothing outside is touched.
+#![allow(clippy::disallowed_methods)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::switchboard_exe;
+use switchboard::config::{self, Config};
+
+/// A temporary home folder for the binary.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// A file outside the home folder (our configs given with `--config`, say).
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Runs `switchboard ARGS` with this home and `extra_env`.
+    fn run(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+        let home = self.home();
+        Command::new(switchboard_exe())
+            .args(args)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("APPDATA", home.join("AppData/Roaming"))
+            .env_remove("SWITCHBOARD_CONFIG")
+            .envs(extra_env.iter().copied())
+            .output()
+            .expect("switchboard runs")
+    }
+
+    /// Runs `switchboard ARGS`, asserts that it succeeded, and returns what it printed.
+    fn succeed(&self, args: &[&str], extra_env: &[(&str, &str)]) -> String {
+        let output = self.run(args, extra_env);
+        let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+        assert!(output.status.success(), "{args:?} failed:\n{stderr}");
+        assert!(output.stdout.is_empty(), "stdout is empty");
+        stderr
+    }
+
+    /// Runs `switchboard ARGS`, asserts that it failed, and returns what it printed.
+    fn fail(&self, args: &[&str], extra_env: &[(&str, &str)]) -> String {
+        let output = self.run(args, extra_env);
+        let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+        assert_eq!(output.status.code(), Some(1), "{args:?}:\n{stderr}");
+        stderr
+    }
+
+    /// Copies a sample into the home folder at `relative` and returns its bytes.
+    fn place(&self, sample: &str, relative: &str) -> (PathBuf, Vec<u8>) {
+        let path = self.home().join(relative);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+        let bytes = std::fs::read(fixture(sample)).expect("read the sample");
+        std::fs::write(&path, &bytes).expect("write");
+        (path, bytes)
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/editors")
+        .join(name)
+}
+
+fn exe() -> String {
+    switchboard_exe().to_string_lossy().into_owned()
+}
+
+fn arg(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).expect("read")
+}
+
+/// The names in a folder, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn backend_names(config: &Config) -> Vec<&str> {
+    config
+        .backends
+        .iter()
+        .map(|backend| backend.name.as_str())
+        .collect()
+}
+
+/// Diagnostics as `field: message`, positions left out (they move as a file grows).
+fn problems(config: &Config) -> Vec<String> {
+    config
+        .diagnostics
+        .iter()
+        .map(|diagnostic| format!("{}: {}", diagnostic.field, diagnostic.message))
+        .collect()
+}
+
+#[test]
+fn claude_desktop_servers_are_appended_after_every_byte_of_our_config() {
+    let home = Home::new();
+    let (claude_file, _) = home.place(
+        "claude_desktop_config.json",
+        ".config/Claude/claude_desktop_config.json",
+    );
+    let config_path = home.path("config.toml");
+    let ours = format!(
+        "# My servers. Keep this comment, and the odd spacing below.\n\n\
+         [servers.demo]\ncommand   =   {exe:?}   # the built-in one\nargs = [\"demo-server\"]\n\n\
+         # [servers.old]\n# command = \"retired\"\n",
+        exe = exe()
+    );
+    std::fs::write(&config_path, &ours).expect("write");
+    let before = config::load(&config_path).expect("loads");
+
+    let report = home.succeed(&["import", "claude", "--config", arg(&config_path)], &[]);
+    let source = claude_file.display();
+    assert_eq!(
+        report,
+        format!(
+            "Imported servers of Claude Desktop ({source}) into {config}:\n  \
+             filesystem: added\n  \
+             My Notes: added as `My_Notes` (server names use only letters, digits, `_` and `-`)\n  \
+             files-again: skipped: `filesystem` runs the same command already\n  \
+             demo: skipped: a server named `demo` exists already\n  \
+             switchboard: skipped: it points at Switchboard itself (imported, Switchboard would \
+             start itself)\n\
+             2 server(s) added; a running Switchboard starts them when it sees the change.\n",
+            config = config_path.display()
+        )
+    );
+    let origin = format!("# Imported from Claude Desktop ({:?}).", source.to_string());
+    assert_eq!(
+        read(&config_path),
+        format!(
+            "{ours}\n{origin}\n[servers.filesystem]\ncommand = \"npx\"\n\
+             args = [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/ada/notes\"]\n\n\
+             {origin}\n[servers.My_Notes]\ncommand = \"python3\"\n\
+             args = [\"-m\", \"notes_server\", \"--title\", \"Ada's notes\"]\n\
+             env = {{ NOTES_DIR = \"$${{HOME}}/notes\", PAGE_SIZE = \"50\" }}\n"
+        )
+    );
+
+    let after = config::load(&config_path).expect("loads");
+    assert_eq!(problems(&after), problems(&before));
+    assert_eq!(backend_names(&after), ["demo", "filesystem", "My_Notes"]);
+    // Claude Desktop passes `${HOME}` on as written, and so does Switchboard now.
+    assert_eq!(after.backends[2].env["NOTES_DIR"], "${HOME}/notes");
+
+    // Importing again adds nothing.
+    let merged = read(&config_path);
+    let again = home.succeed(&["import", "claude", "--config", arg(&config_path)], &[]);
+    assert!(again.contains("  filesystem: skipped: a server named `filesystem` exists already\n"));
+    assert!(again.contains("  My Notes: skipped: a server named `My_Notes` exists already\n"));
+    assert!(again.ends_with(&format!(
+        "Nothing to add; {} is unchanged.\n",
+        config_path.display()
+    )));
+    assert_eq!(read(&config_path), merged);
+}
+
+#[test]
+fn a_dry_run_writes_nothing_and_the_import_creates_the_default_config_first() {
+    let home = Home::new();
+    let (cursor_file, cursor_bytes) = home.place("cursor-mcp.json", ".cursor/mcp.json");
+    let config_dir = home.home().join(".config/switchboard");
+    let config_path = config_dir.join("config.toml");
+    let origin = format!(
+        "# Imported from Cursor ({:?}).",
+        cursor_file.display().to_string()
+    );
+    let addition = format!(
+        "\n{origin}\n[servers.memory]\ncommand = \"npx\"\n\
+         args = [\"-y\", \"@modelcontextprotocol/server-memory\"]\n\
+         env = {{ MEMORY_FILE_PATH = \"${{env:HOME}}/.cursor/memory.json\" }}\n"
+    );
+    let lines = |verb: &str, skipped: &str| {
+        format!(
+            "servers of Cursor ({}) into {}:\n  \
+             memory: {verb}; left out `autoApprove`\n  \
+             remote-docs: {skipped}: a remote server (http); Switchboard supervises local stdio \
+             servers only\n  \
+             workspace-files: {skipped}: `${{workspaceFolder}}` in its args is filled in by \
+             Cursor, which Switchboard cannot do; add this server by hand with the value written \
+             out\n  \
+             switchboard: {skipped}: it points at Switchboard itself (imported, Switchboard would \
+             start itself)\n",
+            cursor_file.display(),
+            config_path.display()
+        )
+    };
+
+    let dry_run = home.succeed(&["import", "cursor", "--dry-run"], &[]);
+    let default_text = config::default_config_text(&switchboard_exe());
+    let n_default_lines = default_text.lines().count();
+    let diff_lines: String = addition.lines().map(|line| format!("+{line}\n")).collect();
+    let last_two: String = default_text
+        .lines()
+        .skip(n_default_lines - 2)
+        .map(|line| format!(" {line}\n"))
+        .collect();
+    assert_eq!(
+        dry_run,
+        format!(
+            "Dry run: nothing is written.\nImporting {}{} did not exist; it would be created from \
+             the default config.\nThe config would change like this:\n--- {path}\n+++ {path}\n\
+             @@ -{start},2 +{start},{n_after} @@\n{last_two}{diff_lines}",
+            lines("would be added", "would be skipped"),
+            config_path.display(),
+            path = config_path.display(),
+            start = n_default_lines - 1,
+            n_after = 2 + addition.lines().count(),
+        )
+    );
+    assert!(!home.home().join(".config/switchboard").exists());
+    assert_eq!(std::fs::read(&cursor_file).expect("read"), cursor_bytes);
+
+    let report = home.succeed(&["import", "cursor"], &[]);
+    assert_eq!(
+        report,
+        format!(
+            "Imported {}{} did not exist; it was created from the default config.\n\
+             1 server(s) added; a running Switchboard starts them when it sees the change.\n",
+            lines("added", "skipped"),
+            config_path.display()
+        )
+    );
+    assert_eq!(read(&config_path), format!("{default_text}{addition}"));
+    assert_eq!(names_in(&config_dir), ["config.toml"]);
+    let config = config::load(&config_path).expect("loads");
+    assert_eq!(problems(&config), Vec::<String>::new());
+    assert_eq!(backend_names(&config), ["demo", "memory"]);
+    assert_eq!(std::fs::read(&cursor_file).expect("read"), cursor_bytes);
+}
+
+#[test]
+fn vscode_servers_in_utf16_join_a_json_config_in_place() {
+    let home = Home::new();
+    let config_path = home.path("switchboard.json");
+    std::fs::copy(fixture("switchboard-config.json"), &config_path).expect("copy");
+    let before = config::load(&config_path).expect("loads");
+    let source = fixture("vscode-mcp.utf16.json");
+
+    let report = home.succeed(
+        &[
+            "import",
+            "vscode",
+            "--from",
+            arg(&source),
+            "--config",
+            arg(&config_path),
+        ],
+        &[],
+    );
+    assert_eq!(
+        report,
+        format!(
+            "Imported servers of VS Code ({}) into {}:\n  \
+             fetch: added\n  \
+             perplexity: skipped: `${{input:perplexity-key}}` in its env PERPLEXITY_API_KEY is \
+             filled in by VS Code, which Switchboard cannot do; add this server by hand with the \
+             value written out\n  \
+             not-installed: added; error: `mcp-server-not-installed-anywhere` was not found on \
+             PATH\n  \
+             github: skipped: a remote server (http); Switchboard supervises local stdio servers \
+             only\n  \
+             events: skipped: a remote server (sse); Switchboard supervises local stdio servers \
+             only\n  \
+             dotenv: skipped: it loads variables from envFile \"${{workspaceFolder}}/.env\", which \
+             Switchboard cannot; add it by hand with those variables in `env`\n  \
+             switchboard: skipped: it points at Switchboard itself (imported, Switchboard would \
+             start itself)\n\
+             2 server(s) added; a running Switchboard starts them when it sees the change.\n",
+            source.display(),
+            config_path.display()
+        )
+    );
+    assert_eq!(
+        read(&config_path),
+        "{\n  \"mcpServers\": {\n    \"time\": {\n      \"command\": \"python3\",\n      \
+         \"args\": [\"-m\", \"mcp_server_time\"]\n    },\n    \"fetch\": {\n      \
+         \"command\": \"python3\",\n      \"args\": [\"-m\", \"mcp_server_fetch\"],\n      \
+         \"cwd\": \"/tmp\"\n    },\n    \"not-installed\": {\n      \
+         \"command\": \"mcp-server-not-installed-anywhere\"\n    }\n  },\n  \
+         \"globalShortcut\": \"\"\n}\n"
+    );
+    let after = config::load(&config_path).expect("loads");
+    // The one new problem is the one the report named.
+    let new: Vec<String> = problems(&after)
+        .into_iter()
+        .filter(|problem| !problems(&before).contains(problem))
+        .collect();
+    assert_eq!(
+        new,
+        [
+            "mcpServers.not-installed.command: `mcp-server-not-installed-anywhere` was not found on PATH"
+        ]
+    );
+    assert_eq!(backend_names(&after), ["time", "fetch"]);
+}
+
+#[test]
+fn files_that_cannot_be_used_are_named_with_their_place_and_nothing_is_written() {
+    let home = Home::new();
+    let config_path = home.path("config.toml");
+    let broken = fixture("broken.json");
+    let error = home.fail(
+        &[
+            "import",
+            "cursor",
+            "--from",
+            arg(&broken),
+            "--config",
+            arg(&config_path),
+        ],
+        &[],
+    );
+    assert_eq!(
+        error,
+        format!(
+            "switchboard: {}:3:30: not valid JSON: Expected comma\n",
+            broken.display()
+        )
+    );
+    assert!(!config_path.exists());
+
+    let error = home.fail(&["import", "vscode", "--config", arg(&config_path)], &[]);
+    assert_eq!(
+        error,
+        format!(
+            "switchboard: VS Code has no MCP config at {} (give its path with --from)\n",
+            home.home().join(".config/Code/User/mcp.json").display()
+        )
+    );
+
+    std::fs::write(&config_path, "[servers.a\ncommand = \"x\"\n").expect("write");
+    let error = home.fail(
+        &[
+            "import",
+            "cursor",
+            "--from",
+            arg(&fixture("cursor-mcp.json")),
+            "--config",
+            arg(&config_path),
+        ],
+        &[],
+    );
+    assert!(
+        error.starts_with(&format!(
+            "switchboard: config file {} cannot be used:\n{}:1:",
+            config_path.display(),
+            config_path.display()
+        )),
+        "{error}"
+    );
+    assert_eq!(read(&config_path), "[servers.a\ncommand = \"x\"\n");
+
+    let (claude_file, _) = home.place("broken.json", ".config/Claude/claude_desktop_config.json");
+    let error = home.fail(&["install", "claude"], &[]);
+    assert!(
+        error.starts_with(&format!(
+            "switchboard: {}:3:30: not valid JSON",
+            claude_file.display()
+        )),
+        "{error}"
+    );
+    assert_eq!(
+        names_in(claude_file.parent().expect("a folder")),
+        ["claude_desktop_config.json"]
+    );
+}
+
+#[test]
+fn install_points_claude_desktop_at_this_binary_with_a_backup_keeping_bom_and_crlf() {
+    let home = Home::new();
+    let (claude_file, original) = home.place(
+        "claude_desktop_config.json",
+        ".config/Claude/claude_desktop_config.json",
+    );
+    let folder = claude_file.parent().expect("a folder").to_path_buf();
+    let installed = String::from_utf8(original.clone())
+        .expect("UTF-8")
+        .replace("/usr/local/bin/switchboard", &exe());
+    assert_ne!(installed.as_bytes(), original);
+
+    let dry_run = home.succeed(&["install", "claude", "--dry-run"], &[]);
+    assert_eq!(
+        dry_run,
+        format!(
+            "Dry run: nothing is written.\nClaude Desktop: would update the \"switchboard\" entry \
+             in {path}:\n--- {path}\n+++ {path}\n@@ -17,5 +17,5 @@\n     \"demo\": {{ \"command\": \
+             \"node\", \"args\": [\"demo.js\"] }},\n     \"switchboard\": {{\n-      \"command\": \
+             \"/usr/local/bin/switchboard\",\n+      \"command\": \"{exe}\",\n       \"args\": \
+             [\"connect\"]\n     }}\n",
+            path = claude_file.display(),
+            exe = exe()
+        )
+    );
+    assert_eq!(std::fs::read(&claude_file).expect("read"), original);
+    assert_eq!(names_in(&folder), ["claude_desktop_config.json"]);
+
+    let report = home.succeed(&["install", "claude"], &[]);
+    let names = names_in(&folder);
+    assert_eq!(names.len(), 2, "{names:?}");
+    let backup = folder.join(&names[1]);
+    assert!(
+        names[1].starts_with("claude_desktop_config.json.switchboard-backup-"),
+        "{names:?}"
+    );
+    assert_eq!(
+        report,
+        format!(
+            "Claude Desktop: updated the \"switchboard\" entry in {}.\nThe file as it was is in \
+             {}.\nRestart Claude Desktop (or reload its MCP servers) to connect it to Switchboard.\n",
+            claude_file.display(),
+            backup.display()
+        )
+    );
+    // The byte order mark, the CRLF line ends and every other key are as they were.
+    assert_eq!(
+        std::fs::read(&claude_file).expect("read"),
+        installed.as_bytes()
+    );
+    assert_eq!(std::fs::read(&backup).expect("read"), original);
+
+    let again = home.succeed(&["install", "claude"], &[]);
+    assert_eq!(
+        again,
+        format!(
+            "Claude Desktop already points at Switchboard (entry \"switchboard\" in {}); nothing \
+             to do.\n",
+            claude_file.display()
+        )
+    );
+    assert_eq!(names_in(&folder), names);
+    assert_eq!(
+        std::fs::read(&claude_file).expect("read"),
+        installed.as_bytes()
+    );
+}
+
+#[test]
+fn install_gives_cursor_and_vscode_our_url_and_token() {
+    let home = Home::new();
+    let config_path = home.path("config.toml");
+    std::fs::write(
+        &config_path,
+        "[endpoint]\nlisten = \"127.0.0.1:18765\"\ntoken = \"${env:SB_EDITORS_TEST_TOKEN}\"\n",
+    )
+    .expect("write");
+    let token = [("SB_EDITORS_TEST_TOKEN", "s3cret")];
+    let url = "http://127.0.0.1:18765/mcp";
+
+    // Cursor's entry for the default endpoint is replaced; comments and trailing commas stay.
+    let (cursor_file, original) = home.place("cursor-mcp.json", ".cursor/mcp.json");
+    let report = home.succeed(
+        &["install", "cursor", "--config", arg(&config_path)],
+        &token,
+    );
+    assert!(
+        report.starts_with(&format!(
+            "Cursor: updated the \"switchboard\" entry in {}.\n",
+            cursor_file.display()
+        )),
+        "{report}"
+    );
+    assert_eq!(
+        read(&cursor_file),
+        String::from_utf8(original)
+            .expect("UTF-8")
+            .replace(
+                "    \"switchboard\": { \"url\": \"http://127.0.0.1:8765/mcp\" },\n",
+                &format!(
+                    "    \"switchboard\": {{\n      \"url\": \"{url}\",\n      \"headers\": {{\n        \
+                     \"Authorization\": \"Bearer s3cret\"\n      }}\n    }},\n"
+                )
+            )
+    );
+
+    // VS Code has no file yet: it is made, folders and all, readable by its owner only.
+    let vscode_file = home.home().join(".config/Code/User/mcp.json");
+    let report = home.succeed(
+        &["install", "vscode", "--config", arg(&config_path)],
+        &token,
+    );
+    assert_eq!(
+        report,
+        format!(
+            "VS Code: added the \"switchboard\" entry in {} (a new file).\nRestart VS Code (or \
+             reload its MCP servers) to connect it to Switchboard.\n",
+            vscode_file.display()
+        )
+    );
+    assert_eq!(
+        read(&vscode_file),
+        format!(
+            "{{\n  \"servers\": {{\n    \"switchboard\": {{\n      \"type\": \"http\",\n      \
+             \"url\": \"{url}\",\n      \"headers\": {{\n        \"Authorization\": \
+             \"Bearer s3cret\"\n      }}\n    }}\n  }}\n}}\n"
+        )
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&vscode_file).expect("stat").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+
+    // A UTF-16 file stays UTF-16 with its byte order mark and CRLF line ends.
+    let utf16_file = home.path("vscode-mcp.utf16.json");
+    std::fs::copy(fixture("vscode-mcp.utf16.json"), &utf16_file).expect("copy");
+    home.succeed(
+        &[
+            "install",
+            "vscode",
+            "--to",
+            arg(&utf16_file),
+            "--config",
+            arg(&config_path),
+        ],
+        &token,
+    );
+    let bytes = std::fs::read(&utf16_file).expect("read");
+    let units: Vec<u16> = bytes[2..]
+        .chunks(2)
+        .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+        .collect();
+    let text = String::from_utf16(&units).expect("UTF-16");
+    assert_eq!(&bytes[..2], b"\xFF\xFE");
+    assert!(
+        text.contains(&format!(
+            "\t\t\"switchboard\": {{\r\n\t\t\t\"type\": \"http\",\r\n\t\t\t\"url\": \"{url}\",\r\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("\t\"inputs\": [\r\n"), "{text}");
+
+    // Without its variable the token is invalid: nothing is written rather than no token.
+    let before = read(&cursor_file);
+    let error = home.fail(&["install", "cursor", "--config", arg(&config_path)], &[]);
+    assert!(
+        error.contains("the [endpoint] table of") && error.contains("switchboard check"),
+        "{error}"
+    );
+    assert_eq!(read(&cursor_file), before);
+}
