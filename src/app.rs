@@ -53,7 +53,7 @@ impl App {
         // Absolute, so that what the dashboard shows and what the watcher watches stay right.
         let path = std::path::absolute(&options.config_path)
             .with_context(|| format!("cannot resolve {}", options.config_path.display()))?;
-        let config = config::load_or_create_default(&path)?;
+        let config = config::load_or_create_default(&path, &options.exe)?;
         for diagnostic in &config.diagnostics {
             tracing::warn!("{diagnostic}");
         }
@@ -295,16 +295,22 @@ impl Instance {
 
     /// Writes the file (owner-only) by renaming a complete temporary file into place.
     fn write(&self, path: &Path) -> std::io::Result<()> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let temporary = path.with_extension("json.tmp");
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)?;
-        file.write_all(&serde_json::to_vec(self).map_err(std::io::Error::other)?)?;
-        std::fs::rename(&temporary, path)
+        let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
+        crate::hub::catalog::write_private(path, &bytes)
     }
+}
+
+/// Logs to stderr, as `switchboard serve` and the desktop app both do: `SWITCHBOARD_LOG` filters
+/// (default `info,rmcp=warn`); colours only for a person at a terminal, plain for programs.
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("SWITCHBOARD_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false)
+        .init();
 }

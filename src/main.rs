@@ -9,7 +9,6 @@ use clap::{Parser, Subcommand};
 use switchboard::app::{App, AppOptions};
 use switchboard::config;
 use switchboard::editors::{self, Editor};
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(
@@ -85,7 +84,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    switchboard::app::init_logging();
     let result = match cli.command {
         Command::Serve {
             config,
@@ -126,19 +125,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("the tokio runtime starts")
-}
-
-fn init_logging() {
-    let filter = EnvFilter::try_from_env("SWITCHBOARD_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    // Colours only for a person at a terminal; logs read by programs stay plain.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .with_target(false)
-        .init();
 }
 
 async fn serve(

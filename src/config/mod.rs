@@ -371,10 +371,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
     })
 }
 
-/// Loads the config at `path`, first writing the default one there if there is no file yet.
-pub fn load_or_create_default(path: &Path) -> Result<Config, ConfigError> {
+/// Loads the config at `path`, first writing the default one there if there is no file yet; its
+/// demo server runs `switchboard_exe demo-server`.
+pub fn load_or_create_default(path: &Path, switchboard_exe: &Path) -> Result<Config, ConfigError> {
     if !path.exists() {
-        write_default_config(path).map_err(|source| ConfigError::Write {
+        write_default_config(path, switchboard_exe).map_err(|source| ConfigError::Write {
             path: path.to_path_buf(),
             source,
         })?;
@@ -463,10 +464,7 @@ args = ["demo-server"]
     )
 }
 
-fn write_default_config(path: &Path) -> io::Result<()> {
-    // Without our own path the demo backend cannot be spelled out exactly; the bare name is
-    // still found on PATH when Switchboard is installed, and is reported otherwise.
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("switchboard"));
+fn write_default_config(path: &Path, exe: &Path) -> io::Result<()> {
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -481,7 +479,7 @@ fn write_default_config(path: &Path) -> io::Result<()> {
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
         Err(error) => return Err(error),
     };
-    file.write_all(default_config_text(&exe).as_bytes())?;
+    file.write_all(default_config_text(exe).as_bytes())?;
     tracing::info!(path = %path.display(), "wrote the default config file");
     Ok(())
 }

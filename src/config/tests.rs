@@ -992,18 +992,18 @@ fn load_or_create_default_writes_the_file_once() {
         .join("switchboard")
         .join("config.toml");
 
-    let config = load_or_create_default(&path).expect("default config loads");
+    let exe = std::env::current_exe().expect("test binary path");
+    let config = load_or_create_default(&path, &exe).expect("default config loads");
     assert_eq!(config.path, path);
     assert_eq!(names(&config), ["demo"]);
     assert_eq!(config.diagnostics, vec![]);
-    let exe = std::env::current_exe().expect("test binary path");
     assert_eq!(
         config.backends[0].command,
         exe.to_str().expect("UTF-8 path")
     );
 
     std::fs::write(&path, "[servers.mine]\ncommand = \"sh\"\n").expect("edit the file");
-    let config = load_or_create_default(&path).expect("edited config loads");
+    let config = load_or_create_default(&path, &exe).expect("edited config loads");
     assert_eq!(names(&config), ["mine"]);
 }
 

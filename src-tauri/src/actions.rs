@@ -1,0 +1,106 @@
+//! What the tray's items and the window do: each a call into the core (the same calls the
+//! control API makes) or into tauri.
+
+use anyhow::Context;
+use switchboard::app::App;
+use tauri::{AppHandle, Manager};
+use tauri_plugin_autostart::ManagerExt as _;
+use tauri_plugin_clipboard_manager::ClipboardExt as _;
+use tokio::sync::{RwLock, watch};
+
+use crate::menu::{Action, MenuId};
+
+/// The label of the dashboard window.
+pub const WINDOW: &str = "main";
+
+/// The running core and what the shell keeps beside it, managed by tauri.
+pub struct Shell {
+    /// `None` once Quit has taken it to shut it down.
+    core: RwLock<Option<App>>,
+    mcp_url: String,
+    start_at_login: watch::Sender<bool>,
+}
+
+impl Shell {
+    pub fn new(core: App, start_at_login: bool) -> Shell {
+        Shell {
+            mcp_url: core.mcp_url().to_owned(),
+            core: RwLock::new(Some(core)),
+            start_at_login: watch::channel(start_at_login).0,
+        }
+    }
+
+    pub fn start_at_login(&self) -> watch::Receiver<bool> {
+        self.start_at_login.subscribe()
+    }
+}
+
+/// Runs a clicked menu item (tauri calls this on the main thread; the work goes to a task).
+pub fn on_menu_event(app: &AppHandle, id: &str) {
+    let Ok(id) = id.parse::<MenuId>() else {
+        return;
+    };
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        if let Err(error) = perform(&app, &id).await {
+            tracing::warn!(item = %id, "{error:#}");
+        }
+    });
+}
+
+/// Maps a menu item to the core call (or window, clipboard, login item) it stands for.
+async fn perform(app: &AppHandle, id: &MenuId) -> anyhow::Result<()> {
+    let shell = app.state::<Shell>();
+    match id {
+        MenuId::Backend { name, action } => {
+            let backend = match shell.core.read().await.as_ref() {
+                Some(core) => core.hub().engine().backend(name),
+                None => return Ok(()),
+            }
+            .with_context(|| format!("there is no backend {name}"))?;
+            match action {
+                Action::Start => backend.start().await,
+                Action::Stop => backend.stop().await,
+                Action::Restart => backend.restart().await,
+            }?;
+        }
+        MenuId::OpenDashboard => show_window(app)?,
+        MenuId::CopyEndpoint => app.clipboard().write_text(shell.mcp_url.clone())?,
+        MenuId::ReloadConfig => {
+            if let Some(core) = shell.core.read().await.as_ref() {
+                let outcome = core.reload().await;
+                tracing::info!(?outcome, "config reloaded from the tray");
+            }
+        }
+        MenuId::StartAtLogin => {
+            let login = app.autolaunch();
+            if login.is_enabled()? {
+                login.disable()?;
+            } else {
+                login.enable()?;
+            }
+            shell.start_at_login.send_replace(login.is_enabled()?);
+        }
+        MenuId::Quit => quit(app).await,
+    }
+    Ok(())
+}
+
+/// Shows the dashboard window and gives it the focus.
+pub fn show_window(app: &AppHandle) -> tauri::Result<()> {
+    let Some(window) = app.get_webview_window(WINDOW) else {
+        return Ok(());
+    };
+    window.unminimize()?;
+    window.show()?;
+    window.set_focus()
+}
+
+/// Stops the core (every backend process) and then exits. A second call does nothing.
+pub async fn quit(app: &AppHandle) {
+    let core = app.state::<Shell>().core.write().await.take();
+    if let Some(core) = core {
+        core.shutdown().await;
+        app.exit(0);
+    }
+}

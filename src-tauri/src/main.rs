@@ -1,0 +1,164 @@
+//! Switchboard's desktop app: the core that `switchboard serve` runs, in-process, with a tray
+//! icon and a window showing the dashboard. Thin: the core supervises, the shell shows and
+//! forwards clicks.
+
+mod actions;
+mod menu;
+mod tray;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use switchboard::app::{App, AppOptions};
+use tauri::{Manager, WebviewUrl, WebviewWindowBuilder, WindowEvent};
+use tauri_plugin_autostart::ManagerExt as _;
+
+use crate::actions::Shell;
+use crate::menu::Notice;
+
+/// The argument the login item starts the app with: tray only, no window.
+const HIDDEN: &str = "--hidden";
+
+#[derive(Parser)]
+#[command(
+    name = "switchboard-desktop",
+    version,
+    about = "Switchboard's desktop app: your local MCP servers, in the tray"
+)]
+struct Options {
+    /// Config file (TOML, or a Claude Desktop style JSON file).
+    #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
+    config: Option<PathBuf>,
+    /// Address of the HTTP endpoint (default: the config's `endpoint.listen`, 127.0.0.1:8765).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Serve the dashboard from this folder instead of the copy built in (for UI work).
+    #[arg(long)]
+    ui_dir: Option<PathBuf>,
+    /// Start in the tray only, without showing the window (how the login item starts it).
+    #[arg(long)]
+    hidden: bool,
+}
+
+fn main() -> ExitCode {
+    let options = Options::parse();
+    switchboard::app::init_logging();
+    let built = tauri::Builder::default()
+        // First: a second launch hands over to the first one here and exits.
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            if let Err(error) = actions::show_window(app) {
+                tracing::warn!(%error, "cannot show the window");
+            }
+        }))
+        .plugin(
+            tauri_plugin_autostart::Builder::new()
+                .args([HIDDEN])
+                .build(),
+        )
+        .plugin(tauri_plugin_clipboard_manager::init())
+        .on_window_event(|window, event| {
+            // Closing the window hides it; the tray's Quit ends the app.
+            if let WindowEvent::CloseRequested { api, .. } = event {
+                api.prevent_close();
+                if let Err(error) = window.hide() {
+                    tracing::warn!(%error, "cannot hide the window");
+                }
+            }
+        })
+        .setup(move |app| Ok(setup(app.handle(), options)?))
+        .build(tauri::generate_context!("../tauri.conf.json"));
+    match built {
+        Ok(app) => {
+            app.run(|_, _| {});
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("switchboard-desktop: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn setup(app: &tauri::AppHandle, options: Options) -> anyhow::Result<()> {
+    let hidden = options.hidden;
+    let core = match tauri::async_runtime::block_on(start_core(options)) {
+        Ok(core) => core,
+        Err(error) => {
+            // Said plainly where a person sees it; `main` prints it and exits non-zero.
+            let message = format!("{error:#}");
+            tray::notify_now(&Notice {
+                summary: "Switchboard could not start".to_owned(),
+                body: message.clone(),
+            });
+            anyhow::bail!(message);
+        }
+    };
+    let url = core.dashboard_url().parse().context("the dashboard URL")?;
+    WebviewWindowBuilder::new(app, actions::WINDOW, WebviewUrl::External(url))
+        .title("Switchboard")
+        .inner_size(1100.0, 760.0)
+        .visible(!hidden)
+        .build()?;
+    let start_at_login = app.autolaunch().is_enabled().unwrap_or_else(|error| {
+        tracing::warn!(%error, "cannot tell whether Switchboard starts at login");
+        false
+    });
+    let statuses = core.statuses();
+    let config = core.config_state();
+    let shell = Shell::new(core, start_at_login);
+    let feeds = tray::Feeds {
+        statuses,
+        config,
+        start_at_login: shell.start_at_login(),
+    };
+    app.manage(shell);
+    tray::start(app, feeds)?;
+    tauri::async_runtime::spawn(quit_on_signal(app.clone()));
+    Ok(())
+}
+
+async fn start_core(options: Options) -> anyhow::Result<App> {
+    App::start(AppOptions {
+        config_path: options
+            .config
+            .unwrap_or_else(switchboard::dirs::default_config_path),
+        listen: options.listen,
+        ui_dir: options.ui_dir,
+        exe: cli_path()?,
+    })
+    .await
+}
+
+/// The `switchboard` command line binary, installed beside this one (`target/<profile>/` in
+/// development, `/usr/bin` from the package): the guardian, the default config's demo server and
+/// the editor snippets run it.
+fn cli_path() -> anyhow::Result<PathBuf> {
+    let app = std::env::current_exe().context("cannot find this program's path")?;
+    let cli = app.with_file_name("switchboard");
+    anyhow::ensure!(
+        cli.is_file(),
+        "the switchboard command is missing beside {} (build it with `cargo build --bin switchboard`)",
+        app.display()
+    );
+    Ok(cli)
+}
+
+/// SIGTERM and SIGINT (a logout, `kill`, Ctrl-C in a terminal) quit like the tray's Quit.
+async fn quit_on_signal(app: tauri::AppHandle) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut terminate), Ok(mut interrupt)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot listen for SIGTERM and SIGINT");
+        return;
+    };
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    actions::quit(&app).await;
+}
