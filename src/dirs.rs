@@ -1,6 +1,9 @@
 //! Where Switchboard keeps its files: config, data and runtime directories.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 use directories::ProjectDirs;
 
@@ -51,4 +54,23 @@ pub fn data_dir() -> PathBuf {
         Some(dirs) => dirs.data_local_dir().to_path_buf(),
         None => std::env::temp_dir().join(format!("switchboard-data-{}", nix::unistd::getuid())),
     }
+}
+
+/// Makes `dir` and its missing parents, each for its owner only (0700); one that exists is left
+/// as it is.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Opens `path` for writing from its start, created for its owner only (0600) if it is new.
+pub fn create_private_file(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
 }

@@ -94,7 +94,7 @@ impl ErrorObject {
 pub fn request_line(id: &str, method: &str, params: Option<&RawValue>) -> Vec<u8> {
     let mut line = Vec::with_capacity(64 + method.len() + params.map_or(0, |p| p.get().len()));
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(id.as_bytes());
+    push_raw(&mut line, id);
     push_method_and_params(&mut line, method, params);
     line
 }
@@ -111,9 +111,9 @@ pub fn notification_line(method: &str, params: Option<&RawValue>) -> Vec<u8> {
 pub fn result_line(id: &RawValue, result: &RawValue) -> Vec<u8> {
     let mut line = Vec::with_capacity(48 + id.get().len() + result.get().len());
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(id.get().as_bytes());
+    push_raw(&mut line, id.get());
     line.extend_from_slice(b",\"result\":");
-    line.extend_from_slice(result.get().as_bytes());
+    push_raw(&mut line, result.get());
     line.extend_from_slice(b"}\n");
     line
 }
@@ -124,7 +124,7 @@ pub fn error_line(id: Option<&RawValue>, error: &ErrorObject) -> Vec<u8> {
     let error = serde_json::to_string(error).expect("an error object always serializes");
     let mut line = Vec::with_capacity(48 + id.len() + error.len());
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(id.as_bytes());
+    push_raw(&mut line, id);
     line.extend_from_slice(b",\"error\":");
     line.extend_from_slice(error.as_bytes());
     line.extend_from_slice(b"}\n");
@@ -136,15 +136,31 @@ fn push_method_and_params(line: &mut Vec<u8>, method: &str, params: Option<&RawV
     serde_json::to_writer(&mut *line, method).expect("writing a string to a Vec cannot fail");
     if let Some(params) = params {
         line.extend_from_slice(b",\"params\":");
-        line.extend_from_slice(params.get().as_bytes());
+        push_raw(line, params.get());
     }
     line.extend_from_slice(b"}\n");
+}
+
+/// Appends raw JSON to a line. JSON may hold line breaks only as whitespace between tokens (a
+/// pretty-printed body posted over HTTP, say; strings escape theirs), so they become spaces,
+/// which mean the same, and the line stays one line for the newline framing of stdio.
+fn push_raw(line: &mut Vec<u8>, json: &str) {
+    let start = line.len();
+    line.extend_from_slice(json.as_bytes());
+    if memchr::memchr2(b'\n', b'\r', json.as_bytes()).is_some() {
+        for byte in &mut line[start..] {
+            if matches!(*byte, b'\n' | b'\r') {
+                *byte = b' ';
+            }
+        }
+    }
 }
 
 /// Finds the top-level numeric `"id"` in the first bytes of a message too large to parse.
 ///
 /// Scans only outside strings and at nesting depth one, so an `"id"` inside the payload is
-/// never mistaken for the message's own.
+/// never mistaken for the message's own; a number that runs to the end of `head` may go on
+/// beyond it and is not taken.
 pub fn sniff_numeric_id(head: &[u8]) -> Option<u64> {
     let mut depth = 0usize;
     let mut i = 0;
@@ -154,8 +170,12 @@ pub fn sniff_numeric_id(head: &[u8]) -> Option<u64> {
             b'}' | b']' => depth = depth.saturating_sub(1),
             b'"' => {
                 let end = string_end(head, i)?;
-                if depth == 1 && &head[i..=end] == b"\"id\"" {
-                    return number_after_colon(&head[end + 1..]);
+                // A string followed by a colon is a key; `"id"` may also be a value.
+                if depth == 1
+                    && &head[i..=end] == b"\"id\""
+                    && let Some(value) = head[end + 1..].trim_ascii_start().strip_prefix(b":")
+                {
+                    return leading_number(value.trim_ascii_start());
                 }
                 i = end;
             }
@@ -166,24 +186,23 @@ pub fn sniff_numeric_id(head: &[u8]) -> Option<u64> {
     None
 }
 
-/// Finds a numeric `"id"` that closes a message too large to parse (`..."id":42}`).
+/// Finds a numeric `"id"` that closes a message too large to parse (`..., "id":42}`).
 pub fn sniff_trailing_numeric_id(tail: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(tail).ok().or_else(|| {
-        let start = tail.len().saturating_sub(64);
-        std::str::from_utf8(&tail[start..]).ok()
-    })?;
-    let trimmed = text.trim_end().strip_suffix('}')?.trim_end();
-    let digits_start = trimmed.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-    let digits = &trimmed[digits_start..];
-    let before = trimmed[..digits_start]
-        .trim_end()
-        .strip_suffix(':')?
-        .trim_end();
-    if before.ends_with("\"id\"") {
-        digits.parse().ok()
-    } else {
-        None
+    let rest = tail.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
+    let n_digits = rest.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    let (rest, digits) = rest.split_at(rest.len() - n_digits);
+    let before_key = rest
+        .trim_ascii_end()
+        .strip_suffix(b":")?
+        .trim_ascii_end()
+        .strip_suffix(b"\"id\"")?
+        .trim_ascii_end();
+    // Only a key starts right after `,` or `{`; after anything else the quote is escaped,
+    // inside a longer key.
+    if !before_key.ends_with(b",") && !before_key.ends_with(b"{") {
+        return None;
     }
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
@@ -198,13 +217,15 @@ fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
     None
 }
 
-fn number_after_colon(rest: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(&rest[..rest.len().min(64)]).ok()?;
-    let after = text.trim_start().strip_prefix(':')?.trim_start();
-    let digits: &str = &after[..after
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(after.len())];
-    digits.parse().ok()
+/// The whole number at the start of `value`: digits ended by what may follow a value.
+fn leading_number(value: &[u8]) -> Option<u64> {
+    let n_digits = value.iter().take_while(|c| c.is_ascii_digit()).count();
+    match value.get(n_digits) {
+        Some(b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r') => {
+            std::str::from_utf8(&value[..n_digits]).ok()?.parse().ok()
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -280,5 +301,54 @@ mod tests {
             Some(12)
         );
         assert_eq!(sniff_trailing_numeric_id(br#"xxxx"}]},"other":12}"#), None);
+    }
+
+    /// Found by the `jsonrpc_envelope` fuzz target: a payload posted over HTTP may be
+    /// pretty-printed, and its line breaks must not split the line sent to a backend.
+    #[test]
+    fn line_breaks_between_tokens_become_spaces() {
+        let params = RawValue::from_string("{\r\n  \"name\": \"a\\nb\",\n  \"n\": 1\n}".into())
+            .expect("valid JSON");
+        let id = RawValue::from_string("[\n7\n]".into()).expect("valid JSON");
+        for line in [
+            request_line(id.get(), "tools/call", Some(&params)),
+            notification_line("notifications/progress", Some(&params)),
+            result_line(&id, &params),
+            error_line(Some(&id), &ErrorObject::new(INTERNAL_ERROR, "a\nb")),
+        ] {
+            let text = std::str::from_utf8(&line).expect("UTF-8");
+            let body = text.strip_suffix('\n').expect("one line");
+            assert!(!body.contains(['\n', '\r']), "{text:?}");
+            let parsed: serde_json::Value = serde_json::from_str(body).expect("valid JSON");
+            if let Some(params) = parsed.get("params").or(parsed.get("result")) {
+                assert_eq!(
+                    params["name"], "a\nb",
+                    "strings keep their escaped line breaks"
+                );
+            }
+        }
+    }
+
+    /// Found by the `jsonrpc_envelope` fuzz target: the first bytes of a message can end inside
+    /// its id, and a value or an escaped key can look like `"id"`.
+    #[test]
+    fn sniffing_never_takes_part_of_another_token_for_the_id() {
+        assert_eq!(sniff_numeric_id(br#"{"id":184467440"#), None, "cut short");
+        assert_eq!(sniff_numeric_id(br#"{"id":1.5,"result":{}}"#), None);
+        assert_eq!(sniff_numeric_id(br#"{"id":1e3,"result":{}}"#), None);
+        assert_eq!(
+            sniff_numeric_id(br#"{"jsonrpc":"id","method":"ping","id" : 77 }"#),
+            Some(77),
+            "a value \"id\" is not the key"
+        );
+        assert_eq!(sniff_trailing_numeric_id(br#"{"id":1,"a\"id":12}"#), None);
+        assert_eq!(
+            sniff_trailing_numeric_id(br#"{"id":1,"r":{"id":12}}"#),
+            None
+        );
+        assert_eq!(
+            sniff_trailing_numeric_id(br#"{"r":{"id":12},"id":1}"#),
+            Some(1)
+        );
     }
 }

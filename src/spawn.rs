@@ -313,7 +313,7 @@ impl GroupRegistry {
         guardian_exe: Option<&Path>,
     ) -> std::io::Result<Arc<GroupRegistry>> {
         let records = runtime_dir.join("groups");
-        std::fs::create_dir_all(&records)?;
+        crate::dirs::create_private_dir(&records)?;
         std::fs::set_permissions(runtime_dir, std::fs::Permissions::from_mode(0o700))?;
         let reaped = reap_stale_groups(&records);
         if !reaped.is_empty() {
@@ -402,8 +402,9 @@ impl GroupRegistry {
             text.push('\n');
         }
         let temporary = record.with_extension("tmp");
-        let written =
-            std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, record));
+        let written = crate::dirs::create_private_file(&temporary)
+            .and_then(|mut file| file.write_all(text.as_bytes()))
+            .and_then(|()| std::fs::rename(&temporary, record));
         if let Err(error) = written {
             tracing::warn!(%error, path = %record.display(), "could not record process groups");
         }

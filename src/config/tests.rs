@@ -994,6 +994,10 @@ fn load_or_create_default_writes_the_file_once() {
 
     let exe = std::env::current_exe().expect("test binary path");
     let config = load_or_create_default(&path, &exe).expect("default config loads");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&path).expect("written").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "the config may hold secrets");
     assert_eq!(config.path, path);
     assert_eq!(names(&config), ["demo"]);
     assert_eq!(config.diagnostics, vec![]);

@@ -319,20 +319,15 @@ impl CatalogCache {
     }
 }
 
-/// Writes a file readable by its owner only, atomically.
+/// Writes a file readable by its owner only, atomically; missing directories are made for the
+/// owner only too.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+        crate::dirs::create_private_dir(parent)?;
     }
     let temporary = path.with_extension("tmp");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temporary)?;
+    let mut file = crate::dirs::create_private_file(&temporary)?;
     file.write_all(bytes)?;
     file.sync_all()?;
     std::fs::rename(&temporary, path)

@@ -580,22 +580,14 @@ impl Session {
         hub: &Arc<HubInner>,
         entries: &mut ObjectEntries<'_>,
     ) -> Option<ProgressToken> {
-        let meta = entries.get("_meta")?;
-        let mut meta_entries = ObjectEntries::parse(meta.get()).ok()?;
-        let original = meta_entries.get("progressToken")?.to_owned();
-        let token = format!(
-            "switchboard-{}-{}",
-            self.id(),
-            hub.next_id.fetch_add(1, Ordering::Relaxed)
-        );
-        meta_entries.set("progressToken", json_string(&token));
-        let meta = RawValue::from_string(meta_entries.to_json())
-            .expect("rewritten objects are valid JSON");
-        entries.set("_meta", meta);
-        Some(ProgressToken {
-            ours: token,
-            original,
-        })
+        let (ours, original) = rewrite::replace_progress_token(entries, || {
+            format!(
+                "switchboard-{}-{}",
+                self.id(),
+                hub.next_id.fetch_add(1, Ordering::Relaxed)
+            )
+        })?;
+        Some(ProgressToken { ours, original })
     }
 
     fn start_call(&self, id: &RawValue, call: Call, reply: mpsc::UnboundedSender<Vec<u8>>) {
@@ -844,13 +836,11 @@ impl Call {
 
     /// Sends a progress notification on with the client's own token.
     fn forward_progress(&self, reply: &mpsc::UnboundedSender<Vec<u8>>, params: &RawValue) {
-        let (Some(token), Ok(mut entries)) = (&self.progress, ObjectEntries::parse(params.get()))
+        let Some(token) = &self.progress else { return };
+        let Some(params) = rewrite::replace_field(params, "progressToken", token.original.clone())
         else {
             return;
         };
-        entries.set("progressToken", token.original.clone());
-        let params =
-            RawValue::from_string(entries.to_json()).expect("rewritten objects are valid JSON");
         let _ = reply.send(notification("notifications/progress", Some(&params)));
     }
 }
@@ -1115,8 +1105,13 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 bound.request.backend == note.backend && bound.request.id.get() == request_id.get()
             });
             let Some((our_id, bound)) = found else { return };
-            let params = serde_json::json!({ "requestId": our_id }).to_string();
-            let params = RawValue::from_string(params).expect("valid JSON");
+            // Only the id changes: the reason and anything else go to the client as they came.
+            let our_id = RawValue::from_string(our_id.to_string()).expect("a number is valid JSON");
+            let Some(params) =
+                params.and_then(|params| rewrite::replace_field(params, "requestId", our_id))
+            else {
+                return;
+            };
             if let Some(session) = hub.lock_sessions().get(&bound.session) {
                 session.send_event(notification(&note.method, Some(&params)));
             }

@@ -122,11 +122,42 @@ impl<'a> ObjectEntries<'a> {
         json.push(b'}');
         String::from_utf8(json).expect("escaped keys and raw JSON values are UTF-8")
     }
+
+    /// [`ObjectEntries::to_json`] as a raw JSON value.
+    pub fn into_raw(self) -> Box<RawValue> {
+        RawValue::from_string(self.to_json()).expect("rewritten objects are valid JSON")
+    }
 }
 
 /// Convenience: the JSON text of a string.
 pub fn json_string(text: &str) -> Box<RawValue> {
     serde_json::value::to_raw_value(text).expect("a string always serializes to JSON")
+}
+
+/// `object` with the value of `key` replaced by `value` (or added), every other entry copied
+/// byte for byte; `None` when `object` is not a JSON object.
+///
+/// The hub puts a client's own progress token back into a backend's progress notification, and
+/// its own request id into a backend's cancellation, this way.
+pub fn replace_field(object: &RawValue, key: &str, value: Box<RawValue>) -> Option<Box<RawValue>> {
+    let mut entries = ObjectEntries::parse(object.get()).ok()?;
+    entries.set(key, value);
+    Some(entries.into_raw())
+}
+
+/// In a request's params, replaces the client's progress token (`_meta.progressToken`), only if
+/// it sent one, with the JSON string `make_token` gives. Returns that token and the client's own.
+pub fn replace_progress_token(
+    params: &mut ObjectEntries<'_>,
+    make_token: impl FnOnce() -> String,
+) -> Option<(String, Box<RawValue>)> {
+    let meta = params.get("_meta")?;
+    let mut meta_entries = ObjectEntries::parse(meta.get()).ok()?;
+    let original = meta_entries.get("progressToken")?.to_owned();
+    let token = make_token();
+    meta_entries.set("progressToken", json_string(&token));
+    params.set("_meta", meta_entries.into_raw());
+    Some((token, original))
 }
 
 struct EntriesVisitor;
@@ -322,6 +353,42 @@ mod tests {
         }
         let entries = ObjectEntries::parse(" {} ").expect("an empty object");
         assert_eq!(entries.to_json(), "{}");
+    }
+
+    #[test]
+    fn replace_field_keeps_every_other_entry_byte_for_byte() {
+        let params = raw(r#"{"requestId": "abc", "reason" : "user \"stop\"", "_meta":{"x": 1}}"#);
+        let replaced = replace_field(&params, "requestId", raw("17")).expect("an object");
+        assert_eq!(
+            replaced.get(),
+            r#"{"requestId":17,"reason":"user \"stop\"","_meta":{"x": 1}}"#
+        );
+        assert!(replace_field(&raw("[1]"), "requestId", raw("1")).is_none());
+    }
+
+    #[test]
+    fn a_progress_token_is_replaced_only_when_the_client_sent_one() {
+        let json = r#"{"name":"echo","_meta":{"progressToken" : "c-1","n":[1, 2]},"arguments":{}}"#;
+        let mut entries = ObjectEntries::parse(json).expect("an object");
+        let (ours, original) =
+            replace_progress_token(&mut entries, || "ours-1".to_owned()).expect("a token");
+        assert_eq!(ours, "ours-1");
+        assert_eq!(original.get(), r#""c-1""#);
+        assert_eq!(
+            entries.to_json(),
+            r#"{"name":"echo","_meta":{"progressToken":"ours-1","n":[1, 2]},"arguments":{}}"#
+        );
+
+        for json in [
+            r#"{"name":"echo"}"#,
+            r#"{"_meta":{"n":1}}"#,
+            r#"{"_meta":"c-1"}"#,
+        ] {
+            let mut entries = ObjectEntries::parse(json).expect("an object");
+            let token = replace_progress_token(&mut entries, || unreachable!("no token is made"));
+            assert!(token.is_none(), "{json}");
+            assert_eq!(entries.to_json(), json);
+        }
     }
 
     #[test]

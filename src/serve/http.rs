@@ -4,7 +4,8 @@
 //!
 //! [`app`] builds the whole HTTP surface as a `Router` that tests drive without a socket;
 //! [`serve`] runs it on a listener until a shutdown token fires. Every request, on every route,
-//! first passes the [`Guard`] (Host, Origin, token), which the control API reuses.
+//! first passes the [`Guard`] (Host, Origin or Sec-Fetch-Site, token), which the control API
+//! reuses.
 //!
 //! Choices where the Streamable HTTP specification leaves room:
 //!
@@ -54,7 +55,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt;
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -68,10 +69,12 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::{Extension, Router};
 use futures_core::Stream;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use serde_json::value::RawValue;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -98,13 +101,23 @@ pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id")
 pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// How many sessions are kept before the least recently used is closed.
-const DEFAULT_MAX_SESSIONS: usize = 1000;
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 
 /// How long a session with nothing in flight and no `GET` stream is kept.
 const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// How long [`serve`] waits, after shutdown, for connections still answering a request.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a connection may take to send a request's headers. Clients on this machine send them
+/// at once; a connection idle between requests for this long is closed too.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long [`serve`] waits after failing to accept a connection.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+/// The header in which browsers say which site's page made a request.
+const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// How much of a header value an error message repeats.
 const MAX_ECHOED_CHARS: usize = 120;
@@ -140,36 +153,57 @@ pub fn app(hub: Hub, options: HttpOptions) -> Router {
 
 /// Serves `router` on `listener` until `shutdown` is cancelled.
 ///
-/// Then it stops accepting connections, ends every SSE stream (which cancels the requests they
-/// carry) and waits up to a few seconds for connections still answering a request.
+/// A connection must send a request's headers within [`HEADER_READ_TIMEOUT`] (counted from when
+/// it connects or finishes its previous exchange), else it is closed: a client that never
+/// finishes its headers cannot hold a connection and a task for ever.
+///
+/// On shutdown it stops accepting connections, ends every SSE stream (which cancels the requests
+/// they carry) and waits up to a few seconds for connections still answering a request.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
     let router = router.layer(Extension(Shutdown(shutdown.clone())));
-    // Without TCP_NODELAY a small response waits for the client's delayed ACK (about 40 ms).
-    let listener = listener.tap_io(|stream| {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let connections = GracefulShutdown::new();
+    loop {
+        let stream = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of file descriptors, say: wait a moment rather than spin.
+                    tracing::warn!(%error, "could not accept an HTTP connection");
+                    tokio::time::sleep(ACCEPT_RETRY).await;
+                    continue;
+                }
+            },
+        };
+        // Without TCP_NODELAY a small response waits for the client's delayed ACK (about 40 ms).
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-    });
-    let server = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-        .into_future();
-    let grace_over = async {
-        shutdown.cancelled().await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
-    };
+        let service = TowerToHyperService::new(router.clone());
+        let connection = connections.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "HTTP connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
     tokio::select! {
-        result = server => result,
-        () = grace_over => {
+        () = connections.shutdown() => {}
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => {
             tracing::warn!(
                 "HTTP connections still answering {SHUTDOWN_GRACE:?} after shutdown; leaving them"
             );
-            Ok(())
         }
     }
+    Ok(())
 }
 
 /// Checks every request against DNS rebinding and, when a token is configured, for the token.
@@ -198,7 +232,8 @@ impl Guard {
     /// A guard for an endpoint on loopback `port`.
     ///
     /// `Host` must name a loopback address with exactly this port; `Origin`, when present, must
-    /// be one of the endpoint's own loopback origins or one of `extra_origins` (never `null`).
+    /// be one of the endpoint's own loopback origins or one of `extra_origins` (never `null`);
+    /// without it, `Sec-Fetch-Site`, when present, must not name another site.
     pub fn new(port: u16, token: Option<String>, extra_origins: Vec<String>) -> Guard {
         let mut allowed_hosts: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
             .iter()
@@ -263,7 +298,7 @@ impl Guard {
             )));
         }
         match single_value(headers, &header::ORIGIN) {
-            Single::Absent => Ok(()),
+            Single::Absent => check_fetch_site(headers),
             Single::Several => Err(Rejection::ForbiddenOrigin(
                 "the request has several Origin headers".to_owned(),
             )),
@@ -301,6 +336,28 @@ impl Guard {
         S: Clone + Send + Sync + 'static,
     {
         router.layer(middleware::from_fn_with_state(self, guard_requests))
+    }
+}
+
+/// Without an `Origin` (a link followed, an image, a script or a frame loaded), a browser still
+/// says in `Sec-Fetch-Site` whether another site's page made the request; such requests are
+/// refused like a foreign `Origin`. Clients other than browsers send neither header.
+fn check_fetch_site(headers: &HeaderMap) -> Result<(), Rejection> {
+    match single_value(headers, &SEC_FETCH_SITE) {
+        Single::Absent => Ok(()),
+        Single::One(site)
+            if site.eq_ignore_ascii_case("same-origin") || site.eq_ignore_ascii_case("none") =>
+        {
+            Ok(())
+        }
+        Single::One(site) => Err(Rejection::ForbiddenOrigin(format!(
+            "requests from another site's page (Sec-Fetch-Site: {}) are refused; only pages of \
+             this endpoint may call it",
+            echo(site)
+        ))),
+        Single::Several => Err(Rejection::ForbiddenOrigin(
+            "the request has several Sec-Fetch-Site headers".to_owned(),
+        )),
     }
 }
 
@@ -1772,6 +1829,19 @@ mod tests {
         ] {
             let request = probe(&[("host", &loopback()), ("origin", &origin)]);
             assert_refused(&app, request, StatusCode::FORBIDDEN, "forbidden_origin").await;
+        }
+    }
+
+    #[tokio::test]
+    async fn another_sites_page_is_rejected_even_without_origin() {
+        let app = guarded_app(options());
+        for site in ["cross-site", "same-site", "Cross-Site", ""] {
+            let request = probe(&[("host", &loopback()), ("sec-fetch-site", site)]);
+            assert_refused(&app, request, StatusCode::FORBIDDEN, "forbidden_origin").await;
+        }
+        for site in ["same-origin", "none"] {
+            let request = probe(&[("host", &loopback()), ("sec-fetch-site", site)]);
+            assert_reaches_handler(&app, request).await;
         }
     }
 

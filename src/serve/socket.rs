@@ -5,7 +5,7 @@
 //! (0700) and is itself 0600; a peer of another user is refused anyway.
 
 use std::io;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -51,6 +51,7 @@ pub fn bind(path: &Path) -> io::Result<UnixListener> {
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&lock_path)?;
     let _lock = Flock::lock(lock_file, FlockArg::LockExclusive)
         .map_err(|(_, errno)| io::Error::from(errno))?;

@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// Environment variable whose value, when set, is the token (the file is then not looked at).
@@ -118,11 +118,7 @@ fn private_dir(dir: &Path) -> Result<(), TokenError> {
         path: dir.to_path_buf(),
         source,
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| io_error("create", source))?;
+    crate::dirs::create_private_dir(dir).map_err(|source| io_error("create", source))?;
     let mode = std::fs::metadata(dir)
         .map_err(|source| io_error("inspect", source))?
         .permissions()
@@ -169,17 +165,11 @@ fn create_token_file(path: &Path) -> Result<ApiToken, TokenError> {
         path: path.to_path_buf(),
         source,
     };
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temporary)
-        .and_then(|mut file| {
-            file.write_all(token.0.as_bytes())?;
-            file.write_all(b"\n")?;
-            file.sync_all()
-        });
+    let written = crate::dirs::create_private_file(&temporary).and_then(|mut file| {
+        file.write_all(token.0.as_bytes())?;
+        file.write_all(b"\n")?;
+        file.sync_all()
+    });
     if let Err(source) = written {
         let _ = std::fs::remove_file(&temporary);
         return Err(io_error("write", &temporary, source));

@@ -14,6 +14,7 @@ Flags:
   --stderr-spam N           write N lines to stderr at startup
   --slow-start MS           sleep MS before reading stdin
   --pidfile PATH            atomically write "<pid> <grandchild pid or empty>" to PATH
+  --print-env NAME          write "NAME=<its value>" to stderr at startup
 
 Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   echo {text}        -> text (result also has top-level "x-extra": 1)
@@ -407,6 +408,7 @@ def main():
     p.add_argument("--stderr-spam", type=int, default=0, metavar="N")
     p.add_argument("--slow-start", type=int, default=0, metavar="MS")
     p.add_argument("--pidfile", metavar="PATH", help='write "<pid> <grandchild pid>"')
+    p.add_argument("--print-env", metavar="NAME", help="write NAME=<value> to stderr")
     args = p.parse_args()
 
     if args.ignore_sigterm:
@@ -417,6 +419,8 @@ def main():
         with open(args.pidfile + ".tmp", "w") as f:
             f.write("%d %s" % (os.getpid(), grandchild_pid if grandchild_pid else ""))
         os.replace(args.pidfile + ".tmp", args.pidfile)
+    if args.print_env:
+        log("%s=%s" % (args.print_env, os.environ.get(args.print_env, "")))
     for i in range(args.stderr_spam):
         log("misbehave: stderr spam %d" % i)
     if args.banner:

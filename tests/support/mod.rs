@@ -226,14 +226,29 @@ impl ServeProcess {
     /// Starts `switchboard serve` over the config `text` (TOML) and waits until it listens and
     /// the backends named in `ready` are ready. Its dashboard token is [`SERVE_TOKEN`].
     pub fn with_config(text: &str, ready: &[&str]) -> ServeProcess {
+        Self::with_config_and_env(text, ready, &[])
+    }
+
+    /// Like [`ServeProcess::with_config`], with `env` added to serve's environment (after the
+    /// directories, the log level and the token, which it may override; an empty value removes
+    /// the variable).
+    pub fn with_config_and_env(text: &str, ready: &[&str], env: &[(&str, &str)]) -> ServeProcess {
         use std::io::BufRead;
 
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("config.toml"), text).expect("write config");
-        let mut child = std::process::Command::new(switchboard_exe())
+        let mut command = std::process::Command::new(switchboard_exe());
+        command.envs(Self::env_in(dir.path()));
+        for (name, value) in env {
+            if value.is_empty() {
+                command.env_remove(name);
+            } else {
+                command.env(name, value);
+            }
+        }
+        let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(dir.path().join("config.toml"))
-            .envs(Self::env_in(dir.path()))
             .env("NO_COLOR", "1")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -354,6 +369,11 @@ impl ServeProcess {
     /// Everything serve has logged so far.
     pub fn log(&self) -> String {
         self.log.lock().expect("log lock").join("\n")
+    }
+
+    /// Stops serve as dropping it would, and keeps its directories for a look.
+    pub fn stop(&mut self) {
+        terminate(&mut self.child);
     }
 }
 
