@@ -542,6 +542,7 @@ async fn post_message(
                 let stream = ReplyStream {
                     messages: reply.messages,
                     shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
+                    unanswered: Some(id.map(ToOwned::to_owned)),
                     _activity: activity,
                 };
                 Sse::new(stream)
@@ -1069,6 +1070,9 @@ impl Drop for CloseUnlessKept<'_> {
 struct ReplyStream {
     messages: mpsc::UnboundedReceiver<Vec<u8>>,
     shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// The request's id until its response has gone out: if the messages end without one (the
+    /// session was deleted mid-call), an error response takes its place, as over JSON.
+    unanswered: Option<Option<Box<RawValue>>>,
     _activity: Activity,
 }
 
@@ -1082,9 +1086,22 @@ impl Stream for ReplyStream {
         {
             return Poll::Ready(None);
         }
-        this.messages
-            .poll_recv(cx)
-            .map(|message| message.map(|message| Ok(message_event(&message))))
+        match this.messages.poll_recv(cx) {
+            Poll::Ready(Some(message)) => {
+                let is_response = Envelope::parse(&message)
+                    .is_ok_and(|envelope| envelope.kind() == Kind::Response);
+                if is_response {
+                    this.unanswered = None;
+                }
+                Poll::Ready(Some(Ok(message_event(&message))))
+            }
+            Poll::Ready(None) => Poll::Ready(
+                this.unanswered
+                    .take()
+                    .map(|id| Ok(message_event(&no_response(id.as_deref())))),
+            ),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 

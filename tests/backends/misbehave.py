@@ -18,7 +18,8 @@ Flags:
 
 Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   echo {text}        -> text (result also has top-level "x-extra": 1)
-  slow {ms}          -> "slept <ms>", with notifications/progress every ~10 ms if
+  slow {ms, text}    -> "slept <ms>" (then " <text>" when text is given), with
+                        notifications/progress every ~10 ms if
                         params._meta.progressToken is given
   hang               -> never answers (notifications/cancelled is recorded)
   huge {bytes}       -> text of exactly `bytes` 'x' characters
@@ -76,7 +77,8 @@ def tool(name, description, properties=None):
 
 TOOLS = [
     tool("echo", "Echo the text back", {"text": {"type": "string"}}),
-    tool("slow", "Sleep ms milliseconds, reporting progress", {"ms": {"type": "number"}}),
+    tool("slow", "Sleep ms milliseconds, reporting progress",
+         {"ms": {"type": "number"}, "text": {"type": "string"}}),
     tool("hang", "Never answer"),
     tool("huge", "Answer with `bytes` characters of 'x'", {"bytes": {"type": "integer"}}),
     tool("garbage", "Write garbage lines to stdout, then answer"),
@@ -194,7 +196,10 @@ def run_tool(req_id, params, cancel):
                 elapsed = (time.monotonic() - start) * 1000.0
                 notify("notifications/progress",
                        {"progressToken": token, "progress": round(elapsed, 3), "total": a.get("ms", 0)})
-        return text_result("slept %s" % a.get("ms", 0))
+        slept = "slept %s" % a.get("ms", 0)
+        if "text" in a:
+            slept += " " + str(a["text"])
+        return text_result(slept)
     if name == "hang":
         cancel.wait()
         return None

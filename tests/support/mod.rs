@@ -470,3 +470,10 @@ pub fn terminate(child: &mut std::process::Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+impl ServeProcess {
+    /// The pid of the `switchboard serve` process.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
