@@ -275,6 +275,8 @@ pub enum ApiError {
     Backend(String),
     #[error("{0}")]
     BadRequest(String),
+    #[error("{0}")]
+    TooLarge(String),
     #[error("requests that change something need `Content-Type: application/json`")]
     UnsupportedMediaType,
 }
@@ -288,6 +290,7 @@ impl ApiError {
             ApiError::Conflict(_) => "conflict",
             ApiError::Backend(_) => "backend_error",
             ApiError::BadRequest(_) | ApiError::UnsupportedMediaType => "bad_request",
+            ApiError::TooLarge(_) => "too_large",
         }
     }
 
@@ -298,6 +301,7 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Backend(_) => StatusCode::BAD_GATEWAY,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         }
     }
@@ -481,7 +485,10 @@ async fn call_tool(
 ) -> Result<Response, ApiError> {
     let Path((name, tool)) = path.map_err(bad_path)?;
     let backend = api.backend(&name)?;
-    let body = body.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    let body = body.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(rejection.body_text()),
+        _ => ApiError::BadRequest(rejection.body_text()),
+    })?;
     let arguments = tool_arguments(&body)?;
     let unknown_tool = || {
         ApiError::NotFound(format!(
@@ -1633,6 +1640,9 @@ mod tests {
             let response = send(&fixture, call("echo", body)).await;
             expect_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
         }
+        let huge = format!(r#"{{"text":"{}"}}"#, "x".repeat(3 * 1024 * 1024));
+        let response = send(&fixture, call("echo", &huge)).await;
+        expect_error(response, StatusCode::PAYLOAD_TOO_LARGE, "too_large").await;
 
         let message = expect_error(
             send(&fixture, call("crash", "{}")).await,
