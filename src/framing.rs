@@ -27,41 +27,67 @@ pub enum Frame {
 pub struct LineReader<R> {
     reader: R,
     max_line: usize,
+    /// The line read so far, kept here so that a cancelled read loses nothing.
+    line: Vec<u8>,
+    oversized: Option<Oversized>,
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
     pub fn new(reader: R, max_line: usize) -> LineReader<R> {
-        LineReader { reader, max_line }
+        LineReader {
+            reader,
+            max_line,
+            line: Vec::new(),
+            oversized: None,
+        }
     }
 
     /// The next frame, or `None` at end of stream. A last line without `\n` still counts.
+    ///
+    /// Cancel-safe: dropping the future keeps what it read for the next call.
     pub async fn next_frame(&mut self) -> std::io::Result<Option<Frame>> {
-        let mut line = Vec::new();
-        let mut oversized: Option<Oversized> = None;
         loop {
             let available = self.reader.fill_buf().await?;
             if available.is_empty() {
-                return Ok(finish(line, oversized, true));
+                return Ok(self.finish(true));
             }
             let (chunk, found_newline) = match memchr::memchr(b'\n', available) {
                 Some(pos) => (&available[..pos], true),
                 None => (available, false),
             };
             let consumed = chunk.len() + usize::from(found_newline);
-            match oversized.as_mut() {
+            match self.oversized.as_mut() {
                 Some(over) => over.push(chunk),
-                None if line.len() + chunk.len() > self.max_line => {
-                    let mut over = Oversized::start(std::mem::take(&mut line));
+                None if self.line.len() + chunk.len() > self.max_line => {
+                    let mut over = Oversized::start(std::mem::take(&mut self.line));
                     over.push(chunk);
-                    oversized = Some(over);
+                    self.oversized = Some(over);
                 }
-                None => line.extend_from_slice(chunk),
+                None => self.line.extend_from_slice(chunk),
             }
             self.reader.consume(consumed);
             if found_newline {
-                return Ok(finish(line, oversized, false));
+                return Ok(self.finish(false));
             }
         }
+    }
+
+    fn finish(&mut self, at_eof: bool) -> Option<Frame> {
+        let mut line = std::mem::take(&mut self.line);
+        if let Some(over) = self.oversized.take() {
+            return Some(Frame::Oversized {
+                len: over.len,
+                head: over.head,
+                tail: over.tail,
+            });
+        }
+        if at_eof && line.is_empty() {
+            return None;
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        Some(Frame::Line(line))
     }
 }
 
@@ -101,23 +127,6 @@ impl Oversized {
     }
 }
 
-fn finish(mut line: Vec<u8>, oversized: Option<Oversized>, at_eof: bool) -> Option<Frame> {
-    if let Some(over) = oversized {
-        return Some(Frame::Oversized {
-            len: over.len,
-            head: over.head,
-            tail: over.tail,
-        });
-    }
-    if at_eof && line.is_empty() {
-        return None;
-    }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    Some(Frame::Line(line))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +143,23 @@ mod tests {
             out.push(frame);
         }
         out
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_read_keeps_the_part_of_the_line_it_read() {
+        let (mut writer, reader) = tokio::io::duplex(64);
+        let mut lines = LineReader::new(tokio::io::BufReader::new(reader), 1024);
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"{\"first\":")
+            .await
+            .expect("write");
+        let waited =
+            tokio::time::timeout(std::time::Duration::from_millis(20), lines.next_frame()).await;
+        assert!(waited.is_err(), "half a line is not a frame yet");
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"\"half\"}\n")
+            .await
+            .expect("write");
+        let frame = lines.next_frame().await.expect("read");
+        assert_eq!(frame, Some(Frame::Line(b"{\"first\":\"half\"}".to_vec())));
     }
 
     #[tokio::test]
