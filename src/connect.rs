@@ -1,29 +1,28 @@
 //! `switchboard connect`: the stdio shim an editor launches. It attaches to the running
 //! Switchboard through its socket in the runtime directory (starting a headless instance when none
-//! runs) and carries the editor's stdio to it.
+//! runs) and hands it the editor's stdin and stdout ([`crate::handoff`]), so that calls travel
+//! between the editor and Switchboard with no process in between.
 //!
-//! Two threads copy lines with blocking IO, so a message crosses the shim with one read and one
-//! write and no executor hop. The *up* thread carries stdin to the socket. The *down* thread
-//! carries the socket to stdout and owns the connection: when the socket closes under a live
-//! editor (Switchboard restarted or died), it fails the calls in flight at once, attaches again,
-//! replays the editor's handshake under an id of its own, and then sends what the editor wrote
-//! meanwhile. Only the envelope of each line is read, to remember the handshake and which
-//! requests are waiting for an answer.
+//! The shim then only reads the ledger Switchboard keeps on the socket. When the socket closes
+//! under a live editor (Switchboard restarted or died), the shim takes its stdio back: it ends a
+//! line Switchboard left half-written, fails the calls in flight at once, keeps what the editor
+//! writes meanwhile, attaches again, and hands over again with the editor's handshake to replay.
+//! Stdio that cannot be handed over (a terminal, a file) is relayed through pipes of our own.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::net::Shutdown;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 
+use crate::handoff::{self, Header, Ledger, Record};
 use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::serve::socket::socket_path;
 
@@ -43,51 +42,52 @@ pub const SERVE_LOG_NAME: &str = "serve.log";
 /// The message of the error that fails a call lost with the connection.
 pub const RESTARTED_MESSAGE: &str = "Switchboard restarted; this call was lost, please retry";
 
-/// The ids under which the shim replays `initialize` start with this.
-pub const REINIT_ID_PREFIX: &str = "switchboard-connect-reinit-";
+/// The message of the error that fails a call still unanswered when Switchboard closed the
+/// session after the editor closed stdin.
+pub const UNANSWERED_MESSAGE: &str =
+    "Switchboard closed the session before answering; the editor had closed stdin";
 
 /// How long attaching may take in all, including starting an instance.
 const ATTACH_LIMIT: Duration = Duration::from_secs(20);
 /// After the connection closed, how long to wait for an instance to come back before starting one.
 const START_AFTER: Duration = Duration::from_secs(2);
 const ATTACH_POLL: Duration = Duration::from_millis(50);
-/// After the editor closed stdin, how long the remaining answers may take.
-const DRAIN_LIMIT: Duration = Duration::from_secs(5);
-/// Longest line the shim reads in either direction; Switchboard enforces its own, smaller limit.
-const LINE_LIMIT: usize = 256 * 1024 * 1024;
+/// Longest ledger record read; an `initialize` request is the longest there is.
+const RECORD_LIMIT: u64 = 64 * 1024 * 1024;
 const PIPE_BUFFER: usize = 64 * 1024;
 
-/// Runs the shim until the editor closes stdin.
-pub async fn run(options: ConnectOptions) -> anyhow::Result<()> {
+/// Runs the shim until the editor closes stdin and its answers are delivered.
+pub fn run(options: ConnectOptions) -> anyhow::Result<()> {
     let mut dialer = SocketDialer::new(&options);
-    let (dialer, first) = tokio::task::spawn_blocking(move || {
-        let now = Instant::now();
-        let stream = dialer
-            .dial(now, now + ATTACH_LIMIT, &|| false)?
-            .expect("dialing only gives up early when the editor is gone");
-        anyhow::Ok((dialer, stream))
-    })
-    .await
-    .context("attaching to Switchboard panicked")??;
-    let shim = Shim::start(io::stdin(), io::stdout(), first, dialer)?;
-    shim.wait(DRAIN_LIMIT).await
+    let now = Instant::now();
+    let first = dialer
+        .dial(now, now + ATTACH_LIMIT, &mut |pause| {
+            std::thread::sleep(pause);
+            true
+        })?
+        .expect("attaching only gives up early when the editor is gone");
+    let (stdio, relays) = Stdio::of_process()?;
+    let result = Shim::new(stdio).run(first, &mut dialer);
+    relays.finish();
+    result
 }
 
 /// Reaches Switchboard's socket: once at start, and again after the connection closed.
-trait Dial: Send + 'static {
+pub trait Dial {
     /// A connected stream, or an error once `deadline` passes. When nothing answers at
-    /// `start_at` or later, an instance may be started. `None` once `editor_gone` says the
-    /// editor has left: then no instance is started for nobody.
+    /// `start_at` or later, an instance may be started. Between attempts it calls `pause`,
+    /// which waits a little and returns `false` once the editor has left: then it gives up with
+    /// `None`, and no instance is started for nobody.
     fn dial(
         &mut self,
         start_at: Instant,
         deadline: Instant,
-        editor_gone: &dyn Fn() -> bool,
+        pause: &mut dyn FnMut(Duration) -> bool,
     ) -> anyhow::Result<Option<UnixStream>>;
 }
 
 /// Dials the socket in the runtime directory and starts `<exe> serve` when nothing answers.
-struct SocketDialer {
+pub struct SocketDialer {
     runtime_dir: PathBuf,
     socket: PathBuf,
     log: PathBuf,
@@ -96,7 +96,7 @@ struct SocketDialer {
 }
 
 impl SocketDialer {
-    fn new(options: &ConnectOptions) -> SocketDialer {
+    pub fn new(options: &ConnectOptions) -> SocketDialer {
         SocketDialer {
             runtime_dir: options.runtime_dir.clone(),
             socket: socket_path(&options.runtime_dir),
@@ -152,13 +152,10 @@ impl Dial for SocketDialer {
         &mut self,
         start_at: Instant,
         deadline: Instant,
-        editor_gone: &dyn Fn() -> bool,
+        pause: &mut dyn FnMut(Duration) -> bool,
     ) -> anyhow::Result<Option<UnixStream>> {
         let mut started = None;
         loop {
-            if editor_gone() {
-                return Ok(None);
-            }
             match UnixStream::connect(&self.socket) {
                 Ok(stream) => return Ok(Some(stream)),
                 Err(error) if nothing_listens(&error) => {}
@@ -175,7 +172,9 @@ impl Dial for SocketDialer {
             if now >= deadline || gave_up {
                 return Err(self.not_answering(started));
             }
-            std::thread::sleep(ATTACH_POLL);
+            if !pause(ATTACH_POLL) {
+                return Ok(None);
+            }
         }
     }
 }
@@ -206,734 +205,435 @@ fn log_tail(log: &Path) -> String {
     }
 }
 
-/// A running shim: two threads, and the news of how they ended.
-struct Shim {
-    events: mpsc::UnboundedReceiver<Event>,
+/// The two descriptors handed to Switchboard: the editor's stdin and stdout, or pipes relaying
+/// them.
+pub struct Stdio {
+    pub input: File,
+    pub output: File,
 }
 
-enum Event {
-    /// The editor closed stdin; the down thread still delivers the remaining answers.
-    EditorClosed,
-    /// The down thread ended: the socket closed after the editor left, stdout broke, or
-    /// Switchboard could not be reached again.
-    Finished(anyhow::Result<()>),
+/// The thread copying toward a stdout that cannot be handed over.
+struct Relays {
+    output: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Shim {
-    fn start<R, W, D>(input: R, output: W, first: UnixStream, mut dial: D) -> io::Result<Shim>
-    where
-        R: Read + Send + 'static,
-        W: Write + Send + 'static,
-        D: Dial,
-    {
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                connection: Some(Arc::new(first.try_clone()?)),
-                initialize: None,
-                initialized: false,
-                in_flight: HashSet::new(),
-                waiting: Vec::new(),
-                editor_closed: false,
-            }),
-            output: Mutex::new(BufWriter::with_capacity(PIPE_BUFFER, output)),
-        });
-        let (events, events_rx) = mpsc::unbounded_channel();
-        std::thread::Builder::new()
-            .name("connect-up".to_owned())
-            .spawn({
-                let shared = shared.clone();
-                let events = events.clone();
-                move || {
-                    carry_up(input, &shared);
-                    let _ = events.send(Event::EditorClosed);
-                }
-            })?;
-        std::thread::Builder::new()
-            .name("connect-down".to_owned())
-            .spawn(move || {
-                let result = carry_down(&shared, first, &mut dial);
-                let _ = events.send(Event::Finished(result));
-            })?;
-        Ok(Shim { events: events_rx })
-    }
-
-    /// Waits until the shim is done: the down thread ended, or the editor closed stdin and the
-    /// remaining answers were delivered (or `drain_limit` passed).
-    async fn wait(mut self, drain_limit: Duration) -> anyhow::Result<()> {
-        match self.events.recv().await {
-            Some(Event::Finished(result)) => return result,
-            Some(Event::EditorClosed) => {}
-            None => return Ok(()),
-        }
-        match tokio::time::timeout(drain_limit, self.events.recv()).await {
-            Ok(Some(Event::Finished(result))) => result,
-            Ok(_) => Ok(()),
-            Err(_) => {
-                tracing::warn!(
-                    "answers still missing {} s after the editor closed stdin; exiting",
-                    drain_limit.as_secs()
-                );
-                Ok(())
-            }
+impl Relays {
+    /// Waits until everything written toward stdout has reached it; the shim's own end must be
+    /// closed first.
+    fn finish(self) {
+        if let Some(output) = self.output {
+            let _ = output.join();
         }
     }
 }
 
-/// What both threads share. The state lock is never held across IO; the output lock is held
-/// only while writing to the editor.
-struct Shared<W: Write> {
-    state: Mutex<State>,
-    output: Mutex<BufWriter<W>>,
+impl Stdio {
+    /// This process's stdin and stdout: pipes and sockets as they are, anything else (a
+    /// terminal, a file, `/dev/null`) through a relay.
+    fn of_process() -> io::Result<(Stdio, Relays)> {
+        let stdin = io::stdin().as_fd().try_clone_to_owned()?;
+        let stdout = io::stdout().as_fd().try_clone_to_owned()?;
+        let input = if can_hand_over(stdin.as_fd()) {
+            File::from(stdin)
+        } else {
+            let (reader, writer) = io::pipe()?;
+            std::thread::Builder::new()
+                .name("connect-stdin".to_owned())
+                .spawn(move || relay(File::from(stdin), writer))?;
+            File::from(OwnedFd::from(reader))
+        };
+        let (output, relay_out) = if can_hand_over(stdout.as_fd()) {
+            (File::from(stdout), None)
+        } else {
+            let (reader, writer) = io::pipe()?;
+            let thread = std::thread::Builder::new()
+                .name("connect-stdout".to_owned())
+                .spawn(move || relay(reader, File::from(stdout)))?;
+            (File::from(OwnedFd::from(writer)), Some(thread))
+        };
+        Ok((Stdio { input, output }, Relays { output: relay_out }))
+    }
 }
 
-struct State {
-    /// The socket to write to; `None` while the down thread attaches again.
-    connection: Option<Arc<UnixStream>>,
-    /// The editor's `initialize` request, to replay on a new connection.
+/// Whether Switchboard can read or write `fd` itself: a pipe or a socket.
+fn can_hand_over(fd: BorrowedFd<'_>) -> bool {
+    use nix::sys::stat::SFlag;
+    nix::sys::stat::fstat(fd).is_ok_and(|stat| {
+        let kind = SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits());
+        kind == SFlag::S_IFIFO || kind == SFlag::S_IFSOCK
+    })
+}
+
+/// Copies until the input ends or the output breaks.
+fn relay(mut from: impl Read, mut to: impl Write) {
+    let mut buf = vec![0; PIPE_BUFFER];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The shim: the stdio it hands over, and what it must remember across instances.
+pub struct Shim {
+    stdio: Stdio,
+    /// What the editor wrote while no instance had its stdin, to send ahead of it.
+    prefix: Vec<u8>,
+    /// Skip the editor's bytes up to the next line break: the start of that line went down with
+    /// an instance.
+    skip_to_line_end: bool,
+    /// The editor's `initialize`, to replay on a new instance.
     initialize: Option<Initialize>,
-    /// Whether the editor sent `notifications/initialized` after it.
-    initialized: bool,
-    /// Ids (raw JSON) of the editor's requests not answered yet.
-    in_flight: HashSet<Box<str>>,
-    /// Lines the editor wrote while there was no connection, each ending in `\n`.
-    waiting: Vec<Vec<u8>>,
-    editor_closed: bool,
+    /// What the current instance's records said.
+    book: Book,
+    /// The ledger shared with the current instance.
+    ledger: Option<Ledger>,
 }
 
 struct Initialize {
-    /// The line as the editor sent it, ending in `\n`.
-    line: Vec<u8>,
-    /// Its id (raw JSON).
+    /// The request as the editor wrote it.
+    line: Box<RawValue>,
+    /// Its id (JSON text).
     id: Box<str>,
 }
 
-impl<W: Write> Shared<W> {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .expect("the shim's state lock is never poisoned")
-    }
-
-    fn output(&self) -> MutexGuard<'_, BufWriter<W>> {
-        self.output
-            .lock()
-            .expect("the shim's output lock is never poisoned")
-    }
-
-    /// Answers each of `ids` (raw JSON) with the error for a call lost with the connection.
-    fn fail_lost(&self, ids: &[Box<str>]) -> io::Result<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let error = ErrorObject::new(jsonrpc::BACKEND_UNAVAILABLE, RESTARTED_MESSAGE);
-        let mut output = self.output();
-        for id in ids {
-            let id: &RawValue = serde_json::from_str(id).expect("ids were read as JSON");
-            output.write_all(&jsonrpc::error_line(Some(id), &error))?;
-        }
-        output.flush()
-    }
+/// What one instance's records said.
+#[derive(Default)]
+struct Book {
+    accepted: bool,
+    /// Ids (JSON text) of the editor's requests not answered yet that are not in the ledger:
+    /// sent ahead of stdin, or with no room in the ledger.
+    in_flight: HashSet<Box<str>>,
+    /// The editor closed stdin: the instance delivered the answers it could and ended.
+    input_ended: bool,
 }
 
-/// What the shim remembers of one line from the editor.
-enum Note {
-    Request { id: Box<str>, initialize: bool },
-    Initialized,
-    Other,
-}
-
-impl Note {
-    fn of(line: &[u8]) -> Note {
-        let Ok(envelope) = Envelope::parse(line) else {
-            return Note::Other;
-        };
-        match (envelope.kind(), envelope.id, envelope.method.as_deref()) {
-            (Kind::Request, Some(id), method) => Note::Request {
-                id: id.get().into(),
-                initialize: method == Some("initialize"),
-            },
-            (Kind::Notification, _, Some("notifications/initialized")) => Note::Initialized,
-            _ => Note::Other,
-        }
-    }
-
-    /// Records the note; `line` is the line it was taken from.
-    fn record(self, state: &mut State, line: &[u8]) {
-        match self {
-            Note::Request { id, initialize } => {
-                if initialize {
-                    state.initialize = Some(Initialize {
-                        line: line.to_vec(),
-                        id: id.clone(),
-                    });
-                    state.initialized = false;
-                }
-                state.in_flight.insert(id);
-            }
-            Note::Initialized => state.initialized = true,
-            Note::Other => {}
-        }
-    }
-}
-
-/// The id (raw JSON) of a response, if `line` is one.
-fn response_id(line: &[u8]) -> Option<&str> {
-    let envelope = Envelope::parse(line).ok()?;
-    match envelope.kind() {
-        Kind::Response => envelope.id.map(RawValue::get),
-        _ => None,
-    }
-}
-
-/// Carries the editor's lines to the socket until stdin ends, then closes the socket's
-/// sending side so that Switchboard answers what is left and closes.
-fn carry_up<R: Read, W: Write>(input: R, shared: &Shared<W>) {
-    let mut reader = BufReader::with_capacity(PIPE_BUFFER, input);
-    // Consecutive lines already read are written to the socket together.
-    let mut batch = Vec::new();
-    let mut target: Option<Arc<UnixStream>> = None;
-    loop {
-        match read_line(&mut reader, LINE_LIMIT) {
-            Ok(Some(Line::Complete(mut line))) if !is_blank(&line) => {
-                let note = Note::of(&line);
-                line.push(b'\n');
-                let mut state = shared.state();
-                note.record(&mut state, &line);
-                match &state.connection {
-                    None => state.waiting.push(line),
-                    Some(connection) => {
-                        // Lines meant for a connection that has since closed were failed with it.
-                        if !target.as_ref().is_some_and(|t| Arc::ptr_eq(t, connection)) {
-                            batch.clear();
-                            target = Some(connection.clone());
-                        }
-                        batch.extend_from_slice(&line);
-                    }
-                }
-            }
-            Ok(Some(Line::Complete(_))) => {}
-            Ok(Some(Line::TooLong(len))) => {
-                let error = ErrorObject::new(
-                    jsonrpc::INVALID_REQUEST,
-                    format!(
-                        "a message of {len} bytes was dropped: the limit is {LINE_LIMIT} bytes"
-                    ),
-                );
-                let mut output = shared.output();
-                let answered = output
-                    .write_all(&jsonrpc::error_line(None, &error))
-                    .and_then(|()| output.flush());
-                if answered.is_err() {
-                    break;
-                }
-            }
-            Ok(None) => break,
-            Err(error) => {
-                tracing::debug!(%error, "reading stdin failed");
-                break;
-            }
-        }
-        let more_ready = memchr::memchr(b'\n', reader.buffer()).is_some();
-        if !more_ready || batch.len() >= PIPE_BUFFER {
-            send_batch(&mut batch, target.as_deref());
-        }
-    }
-    send_batch(&mut batch, target.as_deref());
-    let connection = {
-        let mut state = shared.state();
-        state.editor_closed = true;
-        state.connection.clone()
-    };
-    if let Some(connection) = connection {
-        let _ = connection.shutdown(Shutdown::Write);
-    }
-}
-
-fn send_batch(batch: &mut Vec<u8>, connection: Option<&UnixStream>) {
-    let Some(mut connection) = connection.filter(|_| !batch.is_empty()) else {
-        return;
-    };
-    if let Err(error) = connection.write_all(batch) {
-        // The down thread sees the socket end too, and fails what was in flight.
-        tracing::debug!(%error, "writing to the socket failed");
-    }
-    batch.clear();
-}
-
-fn is_blank(line: &[u8]) -> bool {
-    line.iter().all(u8::is_ascii_whitespace)
-}
-
-/// Carries the socket's lines to the editor, attaching again whenever the socket closes while
-/// the editor is still there. Ends when the socket closes after the editor left (`Ok`), when the
-/// editor's stdout breaks (`Ok`: nobody is left to tell), or when Switchboard cannot be reached
-/// again (`Err`, after failing every waiting call).
-fn carry_down<W: Write, D: Dial>(
-    shared: &Shared<W>,
-    first: UnixStream,
-    dial: &mut D,
-) -> anyhow::Result<()> {
-    let mut reader = BufReader::with_capacity(PIPE_BUFFER, first);
-    let mut n_attached = 0u64;
-    loop {
-        let copied = copy_down(shared, &mut reader, None);
-        if let Err(error) = copied {
-            tracing::debug!(%error, "writing to stdout failed; the editor is gone");
-            return Ok(());
-        }
-        let (lost, done) = connection_lost(&mut shared.state());
-        if shared.fail_lost(&lost).is_err() {
-            return Ok(());
-        }
-        if done {
-            return Ok(());
-        }
-        tracing::warn!("the connection to Switchboard closed; attaching again");
-        n_attached += 1;
-        match reattach(shared, dial, n_attached) {
-            Ok(Some(new_reader)) => reader = new_reader,
-            Ok(None) => return Ok(()),
-            Err(error) => {
-                let lost: Vec<Box<str>> = {
-                    let mut state = shared.state();
-                    state.waiting.clear();
-                    state.in_flight.drain().collect()
-                };
-                let _ = shared.fail_lost(&lost);
-                return Err(error);
-            }
-        }
-    }
-}
-
-/// Marks the connection gone. Returns the calls it took with it, and whether the shim is done
-/// (the editor left and nothing waits to be sent). An `initialize` not answered yet is not lost:
-/// it is sent again as it was.
-fn connection_lost(state: &mut State) -> (Vec<Box<str>>, bool) {
-    state.connection = None;
-    let done = state.editor_closed && state.waiting.is_empty();
-    let keep = match &state.initialize {
-        Some(initialize) if !done && state.in_flight.contains(&initialize.id) => {
-            Some(initialize.id.clone())
-        }
-        _ => None,
-    };
-    let lost = state
-        .in_flight
-        .drain()
-        .filter(|id| Some(id) != keep.as_ref())
-        .collect();
-    state.in_flight.extend(keep);
-    (lost, done)
-}
-
-/// Why copying toward the editor stopped.
-enum Copied {
-    /// The socket reached its end or failed.
-    SocketEnded,
-    /// The response awaited arrived (and was not passed on).
-    Answered,
-}
-
-/// Copies lines from the socket to the editor until the socket ends or, with `until` (a raw
-/// JSON id), until the response with that id arrives, which is kept from the editor. Fails only
-/// when writing to the editor fails.
-fn copy_down<W: Write, R: Read>(
-    shared: &Shared<W>,
-    reader: &mut BufReader<R>,
-    until: Option<&str>,
-) -> io::Result<Copied> {
-    loop {
-        let read = read_line(reader, LINE_LIMIT);
-        let more_ready = memchr::memchr(b'\n', reader.buffer()).is_some();
-        match read {
-            Ok(Some(Line::Complete(line))) => {
-                if let Some(id) = response_id(&line) {
-                    if until == Some(id) {
-                        shared.output().flush()?;
-                        return Ok(Copied::Answered);
-                    }
-                    shared.state().in_flight.remove(id);
-                }
-                let mut output = shared.output();
-                output.write_all(&line)?;
-                output.write_all(b"\n")?;
-            }
-            Ok(Some(Line::TooLong(len))) => {
-                tracing::warn!(
-                    len,
-                    "dropped a message from Switchboard over the line limit"
-                );
-            }
-            Ok(None) => {
-                shared.output().flush()?;
-                return Ok(Copied::SocketEnded);
-            }
-            Err(error) => {
-                tracing::debug!(%error, "reading the socket failed");
-                shared.output().flush()?;
-                return Ok(Copied::SocketEnded);
-            }
-        }
-        if !more_ready {
-            shared.output().flush()?;
-        }
-    }
-}
-
-/// Attaches again: dials (starting an instance when none comes back), replays the handshake,
-/// sends what the editor wrote meanwhile, and hands the connection to the up thread. `None`
-/// when the editor's stdout broke meanwhile.
-fn reattach<W: Write, D: Dial>(
-    shared: &Shared<W>,
-    dial: &mut D,
-    n_attached: u64,
-) -> anyhow::Result<Option<BufReader<UnixStream>>> {
-    let started = Instant::now();
-    let deadline = started + ATTACH_LIMIT;
-    loop {
-        // Nothing is in flight any more (those calls failed when the socket closed), so an
-        // editor that closed stdin needs no new connection.
-        let editor_gone = || shared.state().editor_closed;
-        let Some(stream) = dial.dial(started + START_AFTER, deadline, &editor_gone)? else {
-            tracing::info!("the editor left while Switchboard was away; not attaching again");
-            return Ok(None);
-        };
-        match replay(shared, stream, n_attached, deadline) {
-            Ok(Replayed::Attached(reader)) => {
-                tracing::info!("attached to Switchboard again");
-                return Ok(Some(reader));
-            }
-            Ok(Replayed::EditorGone) => return Ok(None),
-            Err(error) => {
-                tracing::warn!(%error, "the new connection failed during the handshake");
-                if Instant::now() >= deadline {
-                    return Err(error.context("cannot attach to Switchboard again"));
-                }
-                std::thread::sleep(ATTACH_POLL);
-            }
-        }
-    }
-}
-
-enum Replayed {
-    Attached(BufReader<UnixStream>),
+/// How a takeover ended.
+enum Takeover {
+    /// Stdio is ours and an instance should get it again.
+    Carry,
+    /// The editor left; nothing is left to do.
     EditorGone,
 }
 
-/// Replays the handshake on a new connection and then hands it over; an error means this
-/// connection failed and another may be tried.
-fn replay<W: Write>(
-    shared: &Shared<W>,
-    stream: UnixStream,
-    n_attached: u64,
-    deadline: Instant,
-) -> anyhow::Result<Replayed> {
-    let mut reader = BufReader::with_capacity(PIPE_BUFFER, stream.try_clone()?);
-    let (initialize, unanswered, initialized) = {
-        let state = shared.state();
-        let unanswered = state
+impl Shim {
+    pub fn new(stdio: Stdio) -> Shim {
+        Shim {
+            stdio,
+            prefix: Vec::new(),
+            skip_to_line_end: false,
+            initialize: None,
+            book: Book::default(),
+            ledger: None,
+        }
+    }
+
+    /// Hands stdio to the instance on `stream`, and again to the next one each time an instance
+    /// goes, until the editor leaves. Fails only when no instance can be reached again.
+    pub fn run(mut self, mut stream: UnixStream, dial: &mut dyn Dial) -> anyhow::Result<()> {
+        loop {
+            self.book = Book::default();
+            let followed = self.hand_over(&stream).and_then(|()| self.follow(&stream));
+            if let Err(error) = followed {
+                tracing::debug!(%error, "the connection to Switchboard failed");
+            }
+            drop(stream);
+            if self.book.input_ended {
+                let unanswered = self.unanswered();
+                let _ = self.fail(unanswered, UNANSWERED_MESSAGE);
+                return Ok(());
+            }
+            tracing::warn!("the connection to Switchboard closed; attaching again");
+            if let Takeover::EditorGone = self.take_over()? {
+                return Ok(());
+            }
+            match self.reattach(dial)? {
+                Some(next) => stream = next,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Sends the header (with the handshake to replay), what the editor wrote meanwhile, and
+    /// the two descriptors.
+    fn hand_over(&mut self, stream: &UnixStream) -> io::Result<()> {
+        let replay = self
             .initialize
             .as_ref()
-            .is_some_and(|initialize| state.in_flight.contains(&initialize.id));
-        let line = state.initialize.as_ref().map(|init| init.line.clone());
-        (line, unanswered, state.initialized)
-    };
-    match initialize {
-        None => {}
-        // The editor still waits for this answer, so it is sent as it was and passed on.
-        Some(line) if unanswered => (&stream).write_all(&line)?,
-        Some(line) => {
-            let id = format!("\"{REINIT_ID_PREFIX}{n_attached}\"");
-            let params = Envelope::parse(&line)
-                .expect("the stored initialize was parsed before")
-                .params;
-            (&stream).write_all(&jsonrpc::request_line(&id, "initialize", params))?;
-            let patience = deadline.saturating_duration_since(Instant::now());
-            stream.set_read_timeout(Some(patience.max(Duration::from_millis(1))))?;
-            match copy_down(shared, &mut reader, Some(&id)) {
-                Ok(Copied::Answered) => {}
-                Ok(Copied::SocketEnded) => anyhow::bail!("no answer to the replayed initialize"),
-                Err(_) => return Ok(Replayed::EditorGone),
+            .map(|initialize| initialize.line.clone());
+        let mut message = Header::new(replay, self.prefix.len()).to_line();
+        message.extend_from_slice(&self.prefix);
+        let (ledger, ledger_fd) = Ledger::create()?;
+        self.ledger = Some(ledger);
+        let fds = [
+            self.stdio.input.as_raw_fd(),
+            self.stdio.output.as_raw_fd(),
+            ledger_fd.as_raw_fd(),
+        ];
+        handoff::send_with_fds(stream, &message, &fds)
+    }
+
+    /// The requests the instance took and did not answer, by its ledger and its records.
+    fn unanswered(&mut self) -> HashSet<Box<str>> {
+        let mut unanswered = std::mem::take(&mut self.book.in_flight);
+        if let Some(ledger) = &self.ledger {
+            unanswered.extend(ledger.in_flight());
+        }
+        unanswered
+    }
+
+    /// Reads the ledger until the socket ends.
+    fn follow(&mut self, stream: &UnixStream) -> io::Result<()> {
+        let mut reader = BufReader::with_capacity(PIPE_BUFFER, stream).take(RECORD_LIMIT);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            reader.set_limit(RECORD_LIMIT);
+            if reader.read_until(b'\n', &mut line)? == 0 {
+                return Ok(());
             }
-            stream.set_read_timeout(None)?;
-            if initialized {
-                let note = jsonrpc::notification_line("notifications/initialized", None);
-                (&stream).write_all(&note)?;
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            match Record::parse(text) {
+                Some(record) => self.note(record),
+                None => tracing::warn!(
+                    record = %String::from_utf8_lossy(text),
+                    "Switchboard wrote a ledger record this connect does not know"
+                ),
             }
         }
     }
-    let connection = Arc::new(stream);
-    loop {
-        let waiting = {
-            let mut state = shared.state();
-            if state.waiting.is_empty() {
-                state.connection = Some(connection.clone());
-                if state.editor_closed {
-                    let _ = connection.shutdown(Shutdown::Write);
+
+    fn note(&mut self, record: Record<'_>) {
+        let book = &mut self.book;
+        match record {
+            Record::Accepted => {
+                book.accepted = true;
+                // What was sent ahead of stdin is the instance's now, and so are its requests.
+                let prefix = std::mem::take(&mut self.prefix);
+                book.in_flight.extend(request_ids(&prefix));
+            }
+            Record::Request(id) => {
+                book.in_flight.insert(id.into());
+            }
+            Record::Answered(id) => {
+                book.in_flight.remove(id);
+            }
+            Record::Initialize(line) => {
+                let parsed = std::str::from_utf8(line)
+                    .ok()
+                    .and_then(|text| RawValue::from_string(text.to_owned()).ok());
+                let id = Envelope::parse(line)
+                    .ok()
+                    .and_then(|envelope| envelope.id.map(|id| Box::from(id.get())));
+                if let (Some(line), Some(id)) = (parsed, id) {
+                    self.initialize = Some(Initialize { line, id });
                 }
-                return Ok(Replayed::Attached(reader));
             }
-            std::mem::take(&mut state.waiting)
-        };
-        if let Err(error) = (&*connection).write_all(&waiting.concat()) {
-            // Kept for the next connection, in order.
-            let mut state = shared.state();
-            let later = std::mem::replace(&mut state.waiting, waiting);
-            state.waiting.extend(later);
-            return Err(error.into());
+            Record::InputEnded => book.input_ended = true,
         }
     }
-}
 
-/// One line read by [`read_line`].
-#[derive(Debug, PartialEq, Eq)]
-enum Line {
-    /// A line without its `\n`.
-    Complete(Vec<u8>),
-    /// A line longer than the limit, skipped without being kept; its length.
-    TooLong(usize),
-}
+    /// Takes stdio back from an instance that went: ends a line it left half-written, fails the
+    /// calls it took with it, and notes a line it held the start of.
+    fn take_over(&mut self) -> anyhow::Result<Takeover> {
+        for fd in [&self.stdio.input, &self.stdio.output] {
+            handoff::set_nonblocking(fd.as_raw_fd(), false)
+                .context("cannot take the editor's stdio back")?;
+        }
+        if !self.book.accepted {
+            // It went before taking anything: the prefix is still ours to send.
+            return Ok(Takeover::Carry);
+        }
+        let mut lost = self.unanswered();
+        let ledger = self
+            .ledger
+            .take()
+            .expect("an accepted handoff has a ledger");
+        if ledger.partial_output() && self.write_editor(b"\n").is_err() {
+            return Ok(Takeover::EditorGone);
+        }
+        // An `initialize` not answered yet is not lost: the next instance gets it as it was.
+        if let Some(initialize) = &self.initialize
+            && lost.remove(&initialize.id)
+        {
+            self.prefix
+                .extend_from_slice(initialize.line.get().as_bytes());
+            self.prefix.push(b'\n');
+            self.initialize = None;
+        }
+        if let Some(partial) = ledger.partial_input() {
+            self.skip_to_line_end = true;
+            lost.extend(partial.map(|id| Box::from(id.to_string())));
+        }
+        if self.fail(lost, RESTARTED_MESSAGE).is_err() {
+            return Ok(Takeover::EditorGone);
+        }
+        Ok(Takeover::Carry)
+    }
 
-/// Reads the next line of at most `limit` bytes, in time linear in its length. `None` at end of
-/// stream; a last line without `\n` still counts.
-fn read_line<R: BufRead>(reader: &mut R, limit: usize) -> io::Result<Option<Line>> {
-    let mut line = Vec::new();
-    let mut skipped: Option<usize> = None;
-    loop {
-        let available = match reader.fill_buf() {
-            Ok(available) => available,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+    /// Dials until an instance answers, keeping what the editor writes meanwhile. `None` when
+    /// the editor left first.
+    fn reattach(&mut self, dial: &mut dyn Dial) -> anyhow::Result<Option<UnixStream>> {
+        let started = Instant::now();
+        let dialed = dial.dial(
+            started + START_AFTER,
+            started + ATTACH_LIMIT,
+            &mut |pause| self.read_editor(pause).unwrap_or(false),
+        );
+        let waiting = match dialed {
+            Ok(Some(stream)) => {
+                tracing::info!("attached to Switchboard again");
+                return Ok(Some(stream));
+            }
+            Ok(None) => {
+                tracing::info!("the editor left while Switchboard was away");
+                Ok(None)
+            }
+            Err(error) => Err(error.context("cannot attach to Switchboard again")),
+        };
+        let unsent = request_ids(&std::mem::take(&mut self.prefix));
+        let _ = self.fail(unsent, RESTARTED_MESSAGE);
+        waiting
+    }
+
+    /// Waits up to `pause` for the editor to write, and keeps what it wrote for the next
+    /// instance. `false` once stdin ended.
+    fn read_editor(&mut self, pause: Duration) -> io::Result<bool> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout};
+        let timeout = PollTimeout::try_from(pause).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(self.stdio.input.as_fd(), PollFlags::POLLIN)];
+        match nix::poll::poll(&mut fds, timeout) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => return Ok(true),
+            Ok(_) => {}
+            Err(errno) => return Err(errno.into()),
+        }
+        let mut buf = vec![0; PIPE_BUFFER];
+        let n = match (&self.stdio.input).read(&mut buf) {
+            Ok(0) => return Ok(false),
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => return Ok(true),
             Err(error) => return Err(error),
         };
-        if available.is_empty() {
-            return Ok(match skipped {
-                Some(len) => Some(Line::TooLong(len)),
-                None if line.is_empty() => None,
-                None => Some(Line::Complete(line)),
-            });
-        }
-        let (len, found_newline) = match memchr::memchr(b'\n', available) {
-            Some(pos) => (pos, true),
-            None => (available.len(), false),
-        };
-        match skipped.as_mut() {
-            Some(skipped) => *skipped += len,
-            None if line.len() + len > limit => {
-                skipped = Some(line.len() + len);
-                line = Vec::new();
+        let mut read = &buf[..n];
+        if self.skip_to_line_end {
+            match memchr::memchr(b'\n', read) {
+                Some(pos) => {
+                    read = &read[pos + 1..];
+                    self.skip_to_line_end = false;
+                }
+                None => read = &[],
             }
-            None => line.extend_from_slice(&available[..len]),
         }
-        reader.consume(len + usize::from(found_newline));
-        if found_newline {
-            return Ok(Some(match skipped {
-                Some(len) => Line::TooLong(len),
-                None => Line::Complete(line),
-            }));
-        }
+        self.prefix.extend_from_slice(read);
+        Ok(true)
     }
+
+    /// Answers each of `ids` (JSON text) with an error carrying `message`.
+    fn fail(&self, ids: impl IntoIterator<Item = Box<str>>, message: &str) -> io::Result<()> {
+        let error = ErrorObject::new(jsonrpc::BACKEND_UNAVAILABLE, message);
+        let mut lines = Vec::new();
+        for id in ids {
+            if let Ok(id) = serde_json::from_str::<&RawValue>(&id) {
+                lines.extend_from_slice(&jsonrpc::error_line(Some(id), &error));
+            }
+        }
+        if lines.is_empty() {
+            return Ok(());
+        }
+        self.write_editor(&lines)
+    }
+
+    fn write_editor(&self, bytes: &[u8]) -> io::Result<()> {
+        (&self.stdio.output).write_all(bytes)
+    }
+}
+
+/// The ids (JSON text) of the requests among the complete lines of `bytes`.
+fn request_ids(bytes: &[u8]) -> Vec<Box<str>> {
+    let complete = match memchr::memrchr(b'\n', bytes) {
+        Some(pos) => &bytes[..pos],
+        None => return Vec::new(),
+    };
+    complete
+        .split(|&byte| byte == b'\n')
+        .filter_map(|line| {
+            let envelope = Envelope::parse(line).ok()?;
+            match envelope.kind() {
+                Kind::Request => envelope.id.map(|id| Box::from(id.get())),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const PATIENCE: Duration = Duration::from_secs(10);
-
-    /// Hands out prepared streams, as if an instance came back each time.
-    struct Queue(std::sync::mpsc::Receiver<UnixStream>);
-
-    impl Dial for Queue {
-        fn dial(
-            &mut self,
-            _start_at: Instant,
-            deadline: Instant,
-            _editor_gone: &dyn Fn() -> bool,
-        ) -> anyhow::Result<Option<UnixStream>> {
-            let patience = deadline.saturating_duration_since(Instant::now());
-            self.0
-                .recv_timeout(patience)
-                .context("no stream came")
-                .map(Some)
-        }
-    }
-
-    /// One end of a connection, read line by line with a bound on every wait.
-    struct Peer {
-        reader: BufReader<UnixStream>,
-        writer: UnixStream,
-    }
-
-    impl Peer {
-        fn new(stream: UnixStream) -> Peer {
-            stream
-                .set_read_timeout(Some(PATIENCE))
-                .expect("set a read timeout");
-            Peer {
-                reader: BufReader::new(stream.try_clone().expect("clone a stream")),
-                writer: stream,
-            }
-        }
-
-        fn send(&mut self, message: serde_json::Value) {
-            let mut line = message.to_string().into_bytes();
-            line.push(b'\n');
-            self.writer.write_all(&line).expect("write a line");
-        }
-
-        fn receive(&mut self) -> serde_json::Value {
-            let mut line = String::new();
-            let read = self
-                .reader
-                .read_line(&mut line)
-                .expect("read a line in time");
-            assert!(read > 0, "the stream ended");
-            serde_json::from_str(&line).expect("a JSON line")
-        }
-
-        fn at_end(&mut self) -> bool {
-            let mut line = String::new();
-            self.reader.read_line(&mut line).expect("read in time") == 0
-        }
-    }
-
-    fn pair() -> (UnixStream, UnixStream) {
-        UnixStream::pair().expect("a socket pair")
-    }
-
-    fn start_shim(first: UnixStream) -> (Peer, Shim, std::sync::mpsc::Sender<UnixStream>) {
-        let (editor, stdio) = pair();
-        let (streams, queue) = std::sync::mpsc::channel();
-        let input = stdio.try_clone().expect("clone a stream");
-        let shim = Shim::start(input, stdio, first, Queue(queue)).expect("the shim starts");
-        (Peer::new(editor), shim, streams)
-    }
-
-    fn initialize(id: serde_json::Value) -> serde_json::Value {
-        serde_json::json!({
-            "jsonrpc": "2.0", "id": id, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-        })
-    }
-
-    fn answer(id: &serde_json::Value, result: serde_json::Value) -> serde_json::Value {
-        serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
-    }
-
-    #[tokio::test]
-    async fn a_restart_fails_calls_in_flight_and_replays_the_handshake_unseen() {
-        let (server, shim_end) = pair();
-        let (mut editor, shim, streams) = start_shim(shim_end);
-        let mut server = Peer::new(server);
-
-        editor.send(initialize(1.into()));
-        let request = server.receive();
-        assert_eq!(
-            request,
-            initialize(1.into()),
-            "lines pass through unchanged"
-        );
-        server.send(answer(&request["id"], serde_json::json!({"ok": true})));
-        assert_eq!(editor.receive()["id"], 1);
-        editor.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        assert_eq!(server.receive()["method"], "notifications/initialized");
-        editor.send(serde_json::json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call"}));
-        editor.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call"}));
-        assert_eq!(server.receive()["id"], "a");
-        assert_eq!(server.receive()["id"], 2);
-        server.send(answer(&2.into(), serde_json::json!({})));
-        assert_eq!(editor.receive()["id"], 2);
-
-        drop(server);
-        let lost = editor.receive();
-        assert_eq!(lost["id"], "a", "only the unanswered call is lost: {lost}");
-        assert_eq!(lost["error"]["code"], jsonrpc::BACKEND_UNAVAILABLE);
-        assert_eq!(lost["error"]["message"], RESTARTED_MESSAGE);
-
-        // Written while no instance runs: it waits for the next one.
-        editor.send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
-        let (server, shim_end) = pair();
-        streams.send(shim_end).expect("the shim dials");
-        let mut server = Peer::new(server);
-        let replayed = server.receive();
-        let private_id = format!("{REINIT_ID_PREFIX}1");
-        assert_eq!(replayed["id"], private_id.as_str());
-        assert_eq!(replayed["params"], initialize(1.into())["params"]);
-        server.send(answer(&replayed["id"], serde_json::json!({"ok": true})));
-        assert_eq!(server.receive()["method"], "notifications/initialized");
-        assert_eq!(server.receive()["id"], 3);
-        server.send(answer(&3.into(), serde_json::json!({"tools": []})));
-        let next = editor.receive();
-        assert_eq!(
-            next["id"], 3,
-            "the replayed handshake's answer is not passed on: {next}"
-        );
-
-        // The editor leaves with a call in flight: its answer still arrives.
-        editor.send(serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}));
-        editor
-            .writer
-            .shutdown(Shutdown::Write)
-            .expect("close stdin");
-        assert_eq!(server.receive()["id"], 4);
-        assert!(
-            server.at_end(),
-            "the socket's sending side closes after stdin"
-        );
-        server.send(answer(&4.into(), serde_json::json!({})));
-        assert_eq!(editor.receive()["id"], 4);
-        drop(server);
-        shim.wait(PATIENCE).await.expect("the shim ends cleanly");
-        assert!(editor.at_end(), "stdout closes");
-    }
-
-    #[tokio::test]
-    async fn an_unanswered_initialize_is_sent_again_as_it_was() {
-        let (server, shim_end) = pair();
-        let (mut editor, shim, streams) = start_shim(shim_end);
-        let mut server = Peer::new(server);
-        editor.send(initialize("init".into()));
-        assert_eq!(server.receive()["method"], "initialize");
-        drop(server);
-
-        let (server, shim_end) = pair();
-        streams.send(shim_end).expect("the shim dials");
-        let mut server = Peer::new(server);
-        assert_eq!(server.receive(), initialize("init".into()));
-        server.send(answer(&"init".into(), serde_json::json!({"ok": true})));
-        let answered = editor.receive();
-        assert_eq!(
-            answered["id"], "init",
-            "no error, just the answer: {answered}"
-        );
-        assert!(answered.get("error").is_none());
-
-        editor
-            .writer
-            .shutdown(Shutdown::Write)
-            .expect("close stdin");
-        assert!(server.at_end());
-        drop(server);
-        shim.wait(PATIENCE).await.expect("the shim ends cleanly");
-    }
-
     #[test]
-    fn read_line_skips_lines_over_the_limit_and_keeps_the_rest() {
-        let input: &[u8] = b"short\r\n0123456789abcdef\n\nlast";
-        let mut reader = BufReader::with_capacity(4, input);
-        let mut lines = Vec::new();
-        while let Some(line) = read_line(&mut reader, 8).expect("memory reads") {
-            lines.push(line);
-        }
+    fn a_takeover_ends_a_half_written_line_fails_what_was_held_and_skips_a_half_read_one() {
+        let (editor, shim_end) = UnixStream::pair().expect("a socket pair");
+        let stdio = Stdio {
+            input: File::from(OwnedFd::from(shim_end.try_clone().expect("clone"))),
+            output: File::from(OwnedFd::from(shim_end)),
+        };
+        let mut shim = Shim::new(stdio);
+        let (ledger, fd) = Ledger::create().expect("a ledger");
+        let instance = Ledger::open(&fd).expect("the instance maps it");
+        shim.ledger = Some(ledger);
+        shim.note(Record::Accepted);
+        shim.note(Record::Initialize(
+            br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
+        ));
+        assert!(instance.claim(0, "0"));
+        assert!(instance.claim(1, "5"));
+        instance.release(0);
+        shim.note(Record::Request("\"long-id\""));
+        instance.set_partial_output(true);
+        instance.set_partial_input(Some(Some(7)));
+        drop(instance);
+
+        assert!(matches!(shim.take_over(), Ok(Takeover::Carry)));
+        let mut written = vec![0; 4096];
+        let n = (&editor).read(&mut written).expect("the shim wrote");
+        let written = String::from_utf8(written[..n].to_vec()).expect("text");
+        let (ended, errors) = written.split_at(1);
+        assert_eq!(ended, "\n", "the half-written line is ended first");
+        let mut failed: Vec<serde_json::Value> = errors
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("JSON"))
+            .map(|error| {
+                assert_eq!(error["error"]["message"], RESTARTED_MESSAGE);
+                error["id"].clone()
+            })
+            .collect();
+        failed.sort_by_key(|id| id.to_string());
         assert_eq!(
-            lines,
+            failed,
             [
-                Line::Complete(b"short\r".to_vec()),
-                Line::TooLong(16),
-                Line::Complete(Vec::new()),
-                Line::Complete(b"last".to_vec()),
-            ]
+                serde_json::json!("long-id"),
+                serde_json::json!(5),
+                serde_json::json!(7)
+            ],
+            "the answered initialize is not failed"
         );
+
+        (&editor)
+            .write_all(b"rest of line 7\"}\n{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n")
+            .expect("write");
+        assert!(shim.read_editor(Duration::from_secs(5)).expect("read"));
+        assert_eq!(
+            shim.prefix, b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n",
+            "the rest of the half-read line is dropped, the next line kept"
+        );
+        assert_eq!(request_ids(&shim.prefix), [Box::from("8")]);
+        let replay = shim.initialize.as_ref().expect("kept to replay");
+        assert_eq!(&*replay.id, "0");
     }
 }

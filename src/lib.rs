@@ -10,6 +10,7 @@ pub mod demo;
 pub mod dirs;
 pub mod editors;
 pub mod framing;
+pub mod handoff;
 pub mod hub;
 pub mod jsonrpc;
 pub mod output;

@@ -104,7 +104,7 @@ fn main() -> ExitCode {
             dry_run,
             config,
         } => install(editor, to, dry_run, config),
-        Command::Connect { config } => runtime().block_on(connect(config)),
+        Command::Connect { config } => connect(config),
         Command::Reload => single_thread_runtime().block_on(reload()),
         Command::DemoServer => runtime()
             .block_on(switchboard::demo::run())
@@ -158,15 +158,14 @@ async fn wait_for_signal() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn connect(config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+fn connect(config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
     let runtime_dir = switchboard::dirs::runtime_dir();
     switchboard::connect::run(switchboard::connect::ConnectOptions {
         runtime_dir,
         exe,
         config,
-    })
-    .await?;
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -524,3 +524,126 @@ fn every_progress_notification_comes_before_its_response() {
         );
     }
 }
+
+#[test]
+fn a_killed_instance_fails_the_calls_it_held_and_the_session_carries_on() {
+    let place = Place::new();
+    let mut serve = place.serve();
+    let mut editor = place.connect();
+    editor.handshake();
+    editor.wait_for_tool("demo__sleep");
+
+    for id in [json!(20), json!("twenty-one")] {
+        editor.send(json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "demo__sleep", "arguments": {"ms": 5000}, "_meta": {"progressToken": id}}
+        }));
+        editor.next_matching(|message| {
+            message["method"] == "notifications/progress"
+                && message["params"]["progressToken"] == id
+        });
+    }
+    kill(Pid::from_raw(serve.child.id() as i32), Signal::SIGKILL).expect("kill serve");
+    // Nothing of the instance answers now: the shim learns the calls in flight from the ledger
+    // the two shared.
+    let mut lost_ids = Vec::new();
+    while lost_ids.len() < 2 {
+        let lost = editor.next_matching(|message| message.get("id").is_some());
+        assert_eq!(lost["error"]["code"], -32001, "{lost}");
+        assert_eq!(
+            lost["error"]["message"],
+            switchboard::connect::RESTARTED_MESSAGE
+        );
+        lost_ids.push(lost["id"].to_string());
+    }
+    lost_ids.sort();
+    assert_eq!(lost_ids, ["\"twenty-one\"", "20"]);
+    serve.wait_exit();
+
+    // Written while no instance runs: kept, and sent to the next one.
+    editor.send(json!({
+        "jsonrpc": "2.0", "id": 22, "method": "tools/call",
+        "params": {"name": "demo__echo", "arguments": {"text": "waited"}}
+    }));
+    let _second = place.serve();
+    assert_eq!(echoed(&editor.response(&json!(22))), "waited");
+    let tools = editor.request(json!(23), "tools/list", json!({}));
+    assert!(
+        tools["result"]["tools"].is_array(),
+        "the handshake was replayed unseen: {tools}"
+    );
+}
+
+#[test]
+fn a_killed_connect_closes_the_editors_stdout_and_leaves_the_instance_running() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let mut editor = place.connect();
+    editor.handshake();
+    editor.child.kill().expect("kill connect");
+    let deadline = Instant::now() + EVENT_LIMIT;
+    loop {
+        match editor.received.recv_timeout(Duration::from_millis(100)) {
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Ok(line) => panic!("nothing more after the kill: {line}"),
+            Err(mpsc::RecvTimeoutError::Timeout) => assert!(
+                Instant::now() < deadline,
+                "Switchboard let go of the editor's stdout"
+            ),
+        }
+    }
+    let mut other = place.connect();
+    other.handshake();
+    other.wait_for_tool("demo__echo");
+    assert_eq!(
+        echoed(&other.echo(json!(1), "still serving")),
+        "still serving"
+    );
+}
+
+#[test]
+fn stdio_that_cannot_be_handed_over_is_relayed() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let input = place.dir.path().join("input.jsonl");
+    let output = place.dir.path().join("output.jsonl");
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "file", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    ];
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(&input, text).expect("write input");
+    let status = place
+        .command(&["connect"])
+        .stdin(std::fs::File::open(&input).expect("open input"))
+        .stdout(std::fs::File::create(&output).expect("create output"))
+        .status()
+        .expect("connect runs");
+    assert!(status.success());
+    let written = std::fs::read_to_string(&output).expect("read output");
+    let answers: Vec<Value> = written
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON lines only"))
+        .collect();
+    assert_eq!(answers.len(), 2, "{written}");
+    assert_eq!(answers[0]["id"], 0);
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "switchboard");
+    assert_eq!(answers[1], json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+}
+
+#[test]
+fn a_large_message_crosses_whole_both_ways() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let mut editor = place.connect();
+    editor.handshake();
+    editor.wait_for_tool("demo__echo");
+    let text: String = (0..300_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let answer = editor.echo(json!("big"), &text);
+    assert_eq!(echoed(&answer).len(), text.len());
+    assert_eq!(echoed(&answer), text);
+    assert_eq!(echoed(&editor.echo(json!("small"), "after")), "after");
+}

@@ -53,6 +53,10 @@ pub enum Inbound {
 /// The messages belonging to one client request, each one complete JSON text without a newline.
 pub struct RequestReply {
     pub messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    /// The request's id, as the client wrote it (JSON text).
+    pub id: Box<str>,
+    /// Whether the request is `initialize`.
+    pub initialize: bool,
 }
 
 /// Messages for the session not tied to any of its requests (list_changed, resource updates,
@@ -440,7 +444,11 @@ impl Session {
         if let Some(result) = immediate {
             let _ = reply.send(response(id, result));
         }
-        Inbound::Request(RequestReply { messages })
+        Inbound::Request(RequestReply {
+            messages,
+            id: id.get().into(),
+            initialize: method == "initialize",
+        })
     }
 
     fn initialize(&self, params: Option<&RawValue>) -> Result<String, ErrorObject> {

@@ -1,25 +1,35 @@
 //! The local socket that `switchboard connect` attaches to.
 //!
 //! Each connection is one hub session speaking newline-delimited JSON-RPC both ways, exactly like
-//! MCP over stdio, so the shim only has to copy lines. The socket lives in the runtime directory
+//! MCP over stdio; or, when `switchboard connect` hands over the editor's stdio with its first
+//! bytes ([`handoff`]), the session reads and writes those directly and the socket carries the
+//! ledger. The socket lives in the runtime directory
 //! (0700) and is itself 0600; a peer of another user is refused anyway.
 
-use std::io;
+use std::io::{self, Cursor};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::Context;
 use nix::fcntl::{Flock, FlockArg};
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::unix::OwnedWriteHalf;
+use serde_json::value::RawValue;
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+    Interest,
+};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf, pipe};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::framing::{Frame, LineReader};
+use crate::handoff;
 use crate::hub::{Hub, Inbound, RequestReply, Session, SessionEvents};
-use crate::jsonrpc::{self, ErrorObject};
+use crate::jsonrpc::{self, Envelope, ErrorObject};
 
 /// The socket's file name in the runtime directory.
 pub const SOCKET_NAME: &str = "switchboard.sock";
@@ -152,72 +162,327 @@ pub async fn serve_socket(
     }
 }
 
-/// Carries one connection: reads lines into the session, and a writer task sends everything the
-/// session answers or emits.
+/// Carries one connection. A client that sends its stdio with the first bytes ([`handoff`]) is
+/// read and answered through those; any other speaks newline-delimited JSON-RPC on the socket.
 async fn serve_connection(
     stream: UnixStream,
     hub: Hub,
     max_message_size: usize,
     cancel: CancellationToken,
 ) {
+    let mut opening = vec![0; SOCKET_BUFFER];
+    let received = tokio::select! {
+        _ = cancel.cancelled() => return,
+        received = stream.async_io(Interest::READABLE, || {
+            handoff::recv_with_fds(stream.as_raw_fd(), &mut opening)
+        }) => received,
+    };
+    let (n_read, fds) = match received {
+        Ok(received) => received,
+        Err(error) => {
+            tracing::debug!(%error, "reading the socket failed");
+            return;
+        }
+    };
+    opening.truncate(n_read);
     let (read_half, write_half) = stream.into_split();
-    let (session, events) = hub.open_session();
-    tracing::debug!(session = session.id(), "socket connection opened");
-    let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_CAPACITY);
-    let writer = tokio::spawn(write_loop(write_half, outgoing_rx, cancel.clone()));
-    let forward_events = tokio::spawn(forward_events(events, outgoing.clone()));
-    let mut replies = JoinSet::new();
-    let mut lines = LineReader::new(
-        BufReader::with_capacity(SOCKET_BUFFER, read_half),
-        max_message_size,
-    );
+    let socket = BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(opening).chain(read_half));
+    if fds.is_empty() {
+        let session = Carry::new(hub, max_message_size, cancel);
+        session.run(socket, write_half, None).await;
+        return;
+    }
+    match accept_handoff(socket, fds, max_message_size).await {
+        Ok(accepted) => {
+            let mut write_half = write_half;
+            let mut accepted_line = Vec::new();
+            handoff::Record::Accepted.encode(&mut accepted_line);
+            // Said before stdin is read: from here on, what the editor wrote is ours to answer.
+            if let Err(error) = write_half.write_all(&accepted_line).await {
+                tracing::debug!(%error, "switchboard connect left during the handoff");
+                return;
+            }
+            let session = Carry::new(hub, max_message_size, cancel);
+            if let Some(replay) = &accepted.replay {
+                session.replay_initialize(replay);
+            }
+            let ledger = Ledger {
+                socket: write_half,
+                lifeline: accepted.lifeline,
+                handed: accepted.handed,
+                records: accepted.records,
+            };
+            session
+                .run(accepted.input, accepted.output, Some(ledger))
+                .await;
+        }
+        Err(error) => tracing::warn!(%error, "refused a handoff from switchboard connect"),
+    }
+}
 
-    let client_finished = loop {
-        let frame = tokio::select! {
-            _ = cancel.cancelled() => break false,
-            Some(_) = replies.join_next(), if !replies.is_empty() => continue,
-            frame = lines.next_frame() => frame,
+type SocketReader = BufReader<tokio::io::Chain<Cursor<Vec<u8>>, OwnedReadHalf>>;
+type HandoffInput = BufReader<tokio::io::Chain<Cursor<Vec<u8>>, MarkingReader<pipe::Receiver>>>;
+
+/// A handoff read off the socket: the editor's stdio and what to do first.
+struct Accepted {
+    input: HandoffInput,
+    output: pipe::Sender,
+    replay: Option<Box<RawValue>>,
+    /// The socket's reading side; the shim never writes after the header, so this only ends.
+    lifeline: SocketReader,
+    /// The shared ledger, and records for the socket.
+    handed: Arc<Handed>,
+    records: mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+/// Reads the header and the prefix, and takes the two descriptors that came with them.
+async fn accept_handoff(
+    mut socket: SocketReader,
+    fds: Vec<OwnedFd>,
+    max_message_size: usize,
+) -> anyhow::Result<Accepted> {
+    let mut line = Vec::new();
+    (&mut socket)
+        .take(max_message_size as u64 + 1024)
+        .read_until(b'\n', &mut line)
+        .await?;
+    let header: handoff::Header =
+        serde_json::from_slice(&line).context("the first line is not a handoff header")?;
+    anyhow::ensure!(
+        header.version == handoff::VERSION,
+        "handoff version {} is not {}; the connect and serve binaries differ",
+        header.version,
+        handoff::VERSION
+    );
+    let [input, output, ledger]: [OwnedFd; 3] = fds
+        .try_into()
+        .map_err(|fds: Vec<OwnedFd>| anyhow::anyhow!("{} descriptors instead of 3", fds.len()))?;
+    let ledger = handoff::Ledger::open(&ledger).context("cannot map the ledger")?;
+    let mut prefix = vec![0; header.prefix];
+    socket.read_exact(&mut prefix).await?;
+    for fd in [&input, &output] {
+        handoff::set_nonblocking(fd.as_raw_fd(), true)?;
+    }
+    let (records, records_rx) = mpsc::unbounded_channel();
+    let handed = Arc::new(Handed::new(ledger, records));
+    let input = pipe::Receiver::from_owned_fd_unchecked(input)?;
+    let marking = MarkingReader::new(input, &prefix, handed.clone());
+    Ok(Accepted {
+        input: BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(prefix).chain(marking)),
+        output: pipe::Sender::from_owned_fd_unchecked(output)?,
+        replay: header.replay,
+        lifeline: socket,
+        handed,
+        records: records_rx,
+    })
+}
+
+/// The socket of a handed-off session: records go out on it, and its end means the shim left.
+struct Ledger {
+    socket: OwnedWriteHalf,
+    lifeline: SocketReader,
+    handed: Arc<Handed>,
+    records: mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+/// What the reading and writing sides of a handed-off session share: the ledger in memory, its
+/// free slots, and records for the socket.
+struct Handed {
+    ledger: handoff::Ledger,
+    free: Mutex<Vec<usize>>,
+    records: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+/// Where a request read from the editor is recorded as unanswered.
+enum Entry {
+    Slot(usize),
+    Record(Box<str>),
+}
+
+impl Handed {
+    fn new(ledger: handoff::Ledger, records: mpsc::UnboundedSender<Vec<u8>>) -> Handed {
+        Handed {
+            ledger,
+            free: Mutex::new((0..handoff::SLOTS).rev().collect()),
+            records,
+        }
+    }
+
+    fn free(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
+        self.free
+            .lock()
+            .expect("the slot list lock is never poisoned")
+    }
+
+    fn record(&self, record: handoff::Record<'_>) {
+        let mut line = Vec::new();
+        record.encode(&mut line);
+        let _ = self.records.send(line);
+    }
+
+    /// Records a request read from the editor: in a slot, or on the socket when none fits.
+    fn request(&self, id: &str) -> Entry {
+        let slot = self.free().pop();
+        if let Some(slot) = slot {
+            if self.ledger.claim(slot, id) {
+                return Entry::Slot(slot);
+            }
+            self.free().push(slot);
+        }
+        self.record(handoff::Record::Request(id));
+        Entry::Record(id.into())
+    }
+}
+
+/// One message or fact for the writer, in the order the client must see them.
+enum Out {
+    /// One complete JSON text for the client.
+    Message(Vec<u8>),
+    /// The answer to the request recorded here was the message before.
+    Answered(Entry),
+}
+
+/// One client's session, from its first line to its close.
+struct Carry {
+    hub: Hub,
+    session: Session,
+    events: Option<SessionEvents>,
+    max_message_size: usize,
+    cancel: CancellationToken,
+}
+
+impl Carry {
+    fn new(hub: Hub, max_message_size: usize, cancel: CancellationToken) -> Carry {
+        let (session, events) = hub.open_session();
+        tracing::debug!(session = session.id(), "socket connection opened");
+        Carry {
+            hub,
+            session,
+            events: Some(events),
+            max_message_size,
+            cancel,
+        }
+    }
+
+    /// Takes the editor's `initialize` again under an id of our own, and drops the answer.
+    fn replay_initialize(&self, initialize: &RawValue) {
+        let params = Envelope::parse(initialize.get().as_bytes())
+            .ok()
+            .and_then(|envelope| envelope.params);
+        let request = jsonrpc::request_line(handoff::REPLAY_ID, "initialize", params);
+        drop(self.session.receive(&request));
+        let initialized = jsonrpc::notification_line("notifications/initialized", None);
+        drop(self.session.receive(&initialized));
+    }
+
+    /// Reads lines from `input` into the session and writes what it answers or emits to
+    /// `output`; with a ledger, keeps it as [`handoff`] describes.
+    async fn run<R, W>(mut self, input: R, output: W, ledger: Option<Ledger>)
+    where
+        R: AsyncBufRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let session = self.session.clone();
+        let cancel = self.cancel.clone();
+        let max_message_size = self.max_message_size;
+        let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_CAPACITY);
+        let (records, mut lifeline, writer) = match ledger {
+            Some(Ledger {
+                socket,
+                lifeline,
+                handed,
+                records,
+            }) => {
+                let ledger = LedgerWriter {
+                    socket,
+                    handed: handed.clone(),
+                    records,
+                    pending: Vec::new(),
+                };
+                let writer = write_loop(output, outgoing_rx, Some(ledger), cancel.clone());
+                (Some(handed), Some(lifeline), tokio::spawn(writer))
+            }
+            None => (
+                None,
+                None,
+                tokio::spawn(write_loop(output, outgoing_rx, None, cancel.clone())),
+            ),
         };
-        let answer = match frame {
-            Ok(Some(Frame::Line(line))) => receive_line(&session, &line, &mut replies, &outgoing),
-            Ok(Some(Frame::Oversized { len, .. })) => Some(oversized_error(len, max_message_size)),
-            Ok(None) => break true,
-            Err(error) => {
-                tracing::debug!(session = session.id(), %error, "reading the socket failed");
+        let events = self.events.take().expect("a session runs once");
+        let forward_events = tokio::spawn(forward_events(events, outgoing.clone()));
+        let mut replies = JoinSet::new();
+        let mut lines = LineReader::new(input, max_message_size);
+        let lifeline_ended = async {
+            match lifeline.as_mut() {
+                Some(lifeline) => {
+                    let mut sink = [0; 64];
+                    while let Ok(1..) = lifeline.read(&mut sink).await {}
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(lifeline_ended);
+
+        let client_finished = loop {
+            let frame = tokio::select! {
+                _ = cancel.cancelled() => break false,
+                _ = &mut lifeline_ended => {
+                    tracing::debug!(session = session.id(), "switchboard connect left");
+                    break false;
+                }
+                Some(_) = replies.join_next(), if !replies.is_empty() => continue,
+                frame = lines.next_frame() => frame,
+            };
+            let answer = match frame {
+                Ok(Some(Frame::Line(line))) => {
+                    receive_line(&session, &line, &mut replies, &outgoing, records.as_ref())
+                }
+                Ok(Some(Frame::Oversized { len, .. })) => {
+                    Some(oversized_error(len, max_message_size))
+                }
+                Ok(None) => break true,
+                Err(error) => {
+                    tracing::debug!(session = session.id(), %error, "reading the client failed");
+                    break false;
+                }
+            };
+            if let Some(answer) = answer
+                && outgoing.send(Out::Message(answer)).await.is_err()
+            {
                 break false;
             }
         };
-        if let Some(answer) = answer
-            && outgoing.send(answer).await.is_err()
-        {
-            break false;
-        }
-    };
 
-    // A client that only closed its sending side still gets the answers to what it asked.
-    if client_finished {
-        let drained = tokio::time::timeout(DRAIN_LIMIT, async {
-            while replies.join_next().await.is_some() {}
-        });
-        tokio::select! {
-            _ = cancel.cancelled() => {}
-            _ = drained => {}
+        // A client that only closed its sending side still gets the answers to what it asked.
+        if client_finished {
+            if let Some(handed) = &records {
+                handed.record(handoff::Record::InputEnded);
+            }
+            let drained = tokio::time::timeout(DRAIN_LIMIT, async {
+                while replies.join_next().await.is_some() {}
+            });
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                _ = &mut lifeline_ended => {}
+                _ = drained => {}
+            }
         }
+        replies.abort_all();
+        self.hub.close_session(session.id());
+        forward_events.abort();
+        drop(outgoing);
+        drop(records);
+        // A client that stopped reading must not keep this task forever.
+        let mut writer = writer;
+        if tokio::time::timeout(CLOSE_LIMIT, &mut writer)
+            .await
+            .is_err()
+        {
+            cancel.cancel();
+            let _ = writer.await;
+        }
+        tracing::debug!(session = session.id(), "socket connection closed");
     }
-    replies.abort_all();
-    hub.close_session(session.id());
-    forward_events.abort();
-    drop(outgoing);
-    // A client that stopped reading must not keep this task forever.
-    let mut writer = writer;
-    if tokio::time::timeout(CLOSE_LIMIT, &mut writer)
-        .await
-        .is_err()
-    {
-        cancel.cancel();
-        let _ = writer.await;
-    }
-    tracing::debug!(session = session.id(), "socket connection closed");
 }
 
 /// Hands one line to the session; returns what must be written back at once, if anything.
@@ -225,7 +490,8 @@ fn receive_line(
     session: &Session,
     line: &[u8],
     replies: &mut JoinSet<()>,
-    outgoing: &mpsc::Sender<Vec<u8>>,
+    outgoing: &mpsc::Sender<Out>,
+    handed: Option<&Arc<Handed>>,
 ) -> Option<Vec<u8>> {
     let first = line.iter().find(|byte| !byte.is_ascii_whitespace())?;
     if *first == b'[' {
@@ -239,7 +505,13 @@ fn receive_line(
     }
     match session.receive(line) {
         Inbound::Request(reply) => {
-            replies.spawn(forward_reply(reply, outgoing.clone()));
+            let entry = handed.map(|handed| {
+                if reply.initialize {
+                    handed.record(handoff::Record::Initialize(line));
+                }
+                handed.request(&reply.id)
+            });
+            replies.spawn(forward_reply(reply, outgoing.clone(), entry));
             None
         }
         Inbound::Accepted => None,
@@ -257,67 +529,221 @@ fn oversized_error(len: usize, limit: usize) -> Vec<u8> {
     )
 }
 
-/// Forwards everything belonging to one request, ending after its response.
-async fn forward_reply(mut reply: RequestReply, outgoing: mpsc::Sender<Vec<u8>>) {
-    while let Some(message) = reply.messages.recv().await {
-        if outgoing.send(message).await.is_err() {
+/// Forwards everything belonging to one request, ending after its response; with an `entry`
+/// in the ledger, then says the request was answered.
+async fn forward_reply(reply: RequestReply, outgoing: mpsc::Sender<Out>, entry: Option<Entry>) {
+    let mut messages = reply.messages;
+    let mut forwarded = false;
+    while let Some(message) = messages.recv().await {
+        if outgoing.send(Out::Message(message)).await.is_err() {
             return;
         }
+        forwarded = true;
+    }
+    if let Some(entry) = entry.filter(|_| forwarded) {
+        let _ = outgoing.send(Out::Answered(entry)).await;
     }
 }
 
-async fn forward_events(mut events: SessionEvents, outgoing: mpsc::Sender<Vec<u8>>) {
+async fn forward_events(mut events: SessionEvents, outgoing: mpsc::Sender<Out>) {
     while let Some(message) = events.recv().await {
-        if outgoing.send(message).await.is_err() {
+        if outgoing.send(Out::Message(message)).await.is_err() {
             return;
         }
     }
 }
 
-/// Owns the write half: one message per line, batching whatever is queued before a flush. Stops
-/// at once when the connection is cancelled, and cancels it when writing fails.
-async fn write_loop(
-    write_half: OwnedWriteHalf,
-    mut outgoing: mpsc::Receiver<Vec<u8>>,
+/// The writing side of a ledger: records from the reader wait in `records`, and go out in
+/// `pending` ahead of anything that depends on them.
+struct LedgerWriter {
+    socket: OwnedWriteHalf,
+    handed: Arc<Handed>,
+    records: mpsc::UnboundedReceiver<Vec<u8>>,
+    pending: Vec<u8>,
+}
+
+impl LedgerWriter {
+    /// Moves what the reader recorded into `pending`.
+    fn take_records(&mut self) {
+        while let Ok(record) = self.records.try_recv() {
+            self.pending.extend_from_slice(&record);
+        }
+    }
+
+    fn push(&mut self, record: handoff::Record<'_>) {
+        record.encode(&mut self.pending);
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            self.socket.write_all(&self.pending).await?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Owns the client's writing side: one message per line, batching whatever is queued into one
+/// write. With a ledger, a request's answer is recorded only once it is written, and a write
+/// that may reach the client in pieces is announced first. Stops at once when the connection is
+/// cancelled, and cancels it when writing fails.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut outgoing: mpsc::Receiver<Out>,
+    mut ledger: Option<LedgerWriter>,
     cancel: CancellationToken,
 ) {
-    let mut writer = BufWriter::with_capacity(SOCKET_BUFFER, write_half);
-    loop {
-        let message = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break,
-            message = outgoing.recv() => match message {
-                Some(message) => message,
-                None => break,
-            },
-        };
-        let written = async {
-            write_message(&mut writer, &message).await?;
-            while let Ok(message) = outgoing.try_recv() {
-                write_message(&mut writer, &message).await?;
+    let mut batch = Vec::new();
+    let mut answered: Vec<Entry> = Vec::new();
+    let result: io::Result<()> = async {
+        loop {
+            let recorded = async {
+                match ledger.as_mut() {
+                    Some(ledger) => ledger.records.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let first = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Ok(()),
+                out = outgoing.recv() => match out {
+                    Some(out) => Some(out),
+                    None => break,
+                },
+                Some(record) = recorded => {
+                    if let Some(ledger) = ledger.as_mut() {
+                        ledger.pending.extend_from_slice(&record);
+                    }
+                    None
+                }
+            };
+            let mut next = first;
+            while let Some(out) = next.take().or_else(|| outgoing.try_recv().ok()) {
+                match out {
+                    Out::Message(message) => {
+                        batch.extend_from_slice(&message);
+                        if message.last() != Some(&b'\n') {
+                            batch.push(b'\n');
+                        }
+                        if batch.len() >= SOCKET_BUFFER {
+                            write_batch(&mut output, &mut batch, ledger.as_mut(), &cancel).await?;
+                        }
+                    }
+                    Out::Answered(entry) => answered.push(entry),
+                }
             }
-            writer.flush().await
-        };
-        let result = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break,
-            result = written => result,
-        };
-        if let Err(error) = result {
-            tracing::debug!(%error, "writing to the socket failed");
-            cancel.cancel();
-            break;
+            write_batch(&mut output, &mut batch, ledger.as_mut(), &cancel).await?;
+            if let Some(ledger) = ledger.as_mut() {
+                ledger.take_records();
+                for entry in answered.drain(..) {
+                    match entry {
+                        Entry::Slot(slot) => {
+                            ledger.handed.ledger.release(slot);
+                            ledger.handed.free().push(slot);
+                        }
+                        Entry::Record(id) => ledger.push(handoff::Record::Answered(&id)),
+                    }
+                }
+                ledger.flush().await?;
+            }
         }
+        if let Some(ledger) = ledger.as_mut() {
+            ledger.take_records();
+            ledger.flush().await?;
+        }
+        Ok(())
     }
-    let _ = writer.shutdown().await;
+    .await;
+    if let Err(error) = result {
+        tracing::debug!(%error, "writing to the client failed");
+        cancel.cancel();
+    }
+    let _ = output.shutdown().await;
 }
 
-async fn write_message(writer: &mut BufWriter<OwnedWriteHalf>, message: &[u8]) -> io::Result<()> {
-    writer.write_all(message).await?;
-    if message.last() != Some(&b'\n') {
-        writer.write_all(b"\n").await?;
+/// Writes `batch` whole, unless the connection is cancelled meanwhile.
+async fn write_batch<W: AsyncWrite + Unpin>(
+    output: &mut W,
+    batch: &mut Vec<u8>,
+    mut ledger: Option<&mut LedgerWriter>,
+    cancel: &CancellationToken,
+) -> io::Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let split = batch.len() > handoff::ATOMIC_WRITE;
+    if split && let Some(ledger) = ledger.as_mut() {
+        ledger.handed.ledger.set_partial_output(true);
+    }
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Ok(()),
+        written = output.write_all(batch) => written?,
+    }
+    batch.clear();
+    if split && let Some(ledger) = ledger {
+        ledger.handed.ledger.set_partial_output(false);
     }
     Ok(())
+}
+
+/// Watches the editor's stdin on its way in and keeps in the ledger whether it stopped in the
+/// middle of a line, so the shim knows whether a piece of a line is lost with a dying instance.
+struct MarkingReader<R> {
+    inner: R,
+    handed: Arc<Handed>,
+    /// The first bytes of the line under way, to find its id.
+    head: Vec<u8>,
+}
+
+/// How many bytes of a line under way are kept to find its id.
+const HEAD_KEPT: usize = 512;
+
+impl<R> MarkingReader<R> {
+    /// `prefix` is what comes before `inner`'s bytes.
+    fn new(inner: R, prefix: &[u8], handed: Arc<Handed>) -> MarkingReader<R> {
+        let mut reader = MarkingReader {
+            inner,
+            handed,
+            head: Vec::new(),
+        };
+        reader.observe(prefix);
+        reader
+    }
+
+    fn observe(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let tail = match memchr::memrchr(b'\n', bytes) {
+            Some(pos) => {
+                self.head.clear();
+                &bytes[pos + 1..]
+            }
+            None if self.head.len() >= HEAD_KEPT => return,
+            None => bytes,
+        };
+        let room = HEAD_KEPT.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&tail[..room.min(tail.len())]);
+        let partial = (!self.head.is_empty()).then(|| jsonrpc::sniff_numeric_id(&self.head));
+        self.handed.ledger.set_partial_input(partial);
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for MarkingReader<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let this = &mut *self;
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = &polled {
+            this.observe(&buf.filled()[before..]);
+        }
+        polled
+    }
 }
 
 #[cfg(test)]
@@ -448,6 +874,40 @@ mod tests {
         server.await.expect("serve_socket ends");
         assert!(!path.exists(), "the socket file is removed on shutdown");
         hub.shutdown().await;
+    }
+
+    #[test]
+    fn the_ledger_says_when_stdin_stops_mid_line_and_which_id_that_line_has() {
+        let (shim_side, fd) = handoff::Ledger::create().expect("a ledger");
+        let (records, _records) = mpsc::unbounded_channel();
+        let handed = Arc::new(Handed::new(
+            handoff::Ledger::open(&fd).expect("maps"),
+            records,
+        ));
+        let mut reader = MarkingReader::new(
+            tokio::io::empty(),
+            br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"a":""#,
+            handed,
+        );
+        assert_eq!(shim_side.partial_input(), Some(Some(12)));
+        reader.observe(b"\"}}\n");
+        assert_eq!(shim_side.partial_input(), None, "the line is whole again");
+        reader.observe(b"{\"jsonrpc\":\"2.0\",");
+        assert_eq!(shim_side.partial_input(), Some(None), "no id seen yet");
+        reader.observe(b"\"id\":\"a string\",");
+        assert_eq!(
+            shim_side.partial_input(),
+            Some(None),
+            "string ids are not sniffed"
+        );
+        reader.observe(b"\"method\":\"ping\"}\n{\"id\":3");
+        assert_eq!(
+            shim_side.partial_input(),
+            Some(None),
+            "a number that may go on is not taken"
+        );
+        reader.observe(b"4,");
+        assert_eq!(shim_side.partial_input(), Some(Some(34)));
     }
 
     #[tokio::test]
