@@ -16,6 +16,9 @@ use std::time::Duration;
 use common::*;
 use serde_json::value::RawValue;
 
+/// How many turns the sequential measurements take.
+const ROUNDS: usize = 20;
+
 fn main() {
     let sequential = option("--sequential", 5000);
     let concurrent = option("--concurrent", 50_000);
@@ -166,13 +169,17 @@ impl HttpClient {
         (status, response.text().await.expect("body"))
     }
 
-    async fn call(&self, id: u64, params: &RawValue) -> bool {
+    /// Calls a tool; panics with what came back unless it is a result.
+    async fn call(&self, id: u64, params: &RawValue) {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{}}}"#,
             params.get()
         );
         let (status, text) = self.post(body).await;
-        status == 200 && text.contains("\"result\"")
+        assert!(
+            status == 200 && text.contains("\"result\""),
+            "HTTP {status}: {text}"
+        );
     }
 }
 
@@ -228,7 +235,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
             let (http, params, ids) = (http.clone(), params.clone(), ids.clone());
             async move {
                 let id = ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                assert!(http.call(id, &params).await);
+                http.call(id, &params).await;
             }
         }
     };
@@ -240,13 +247,20 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         measure_sequential(500, socket_call.clone()).await;
     }
     println!(
-        "tools/call `echo` on `switchboard demo-server`; {sequential} sequential, {concurrent} with {in_flight} in flight"
+        "tools/call `echo` on `switchboard demo-server`; {sequential} sequential (in {ROUNDS} rounds taking turns), {concurrent} with {in_flight} in flight"
     );
     print_header();
-    let direct_seq = measure_sequential(sequential, direct_call.clone()).await;
-    let http_seq = measure_sequential(sequential, http_call.clone()).await;
-    let connect_seq = measure_sequential(sequential, connect_call.clone()).await;
-    let socket_seq = measure_sequential(sequential, socket_call).await;
+    // The paths take turns in short rounds, so that whatever else the machine does in the
+    // meantime weighs on each of them alike.
+    let per_round = sequential.div_ceil(ROUNDS);
+    let mut runs: [Vec<Figures>; 4] = Default::default();
+    for _ in 0..ROUNDS {
+        runs[0].push(measure_sequential(per_round, direct_call.clone()).await);
+        runs[1].push(measure_sequential(per_round, http_call.clone()).await);
+        runs[2].push(measure_sequential(per_round, connect_call.clone()).await);
+        runs[3].push(measure_sequential(per_round, socket_call.clone()).await);
+    }
+    let [direct_seq, http_seq, connect_seq, socket_seq] = runs.map(Figures::combine);
     direct_seq.print("direct stdio, sequential");
     http_seq.print("HTTP /mcp, sequential");
     connect_seq.print("switchboard connect, sequential");

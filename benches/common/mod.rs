@@ -116,6 +116,7 @@ pub const INITIALIZE_PARAMS: &str = r#"{"protocolVersion":"2025-11-25","capabili
 /// Latencies and throughput of one measured run.
 pub struct Figures {
     latencies: Vec<Duration>,
+    elapsed: Duration,
     pub rate: f64,
 }
 
@@ -123,7 +124,21 @@ impl Figures {
     pub fn new(mut latencies: Vec<Duration>, elapsed: Duration) -> Figures {
         latencies.sort();
         let rate = latencies.len() as f64 / elapsed.as_secs_f64();
-        Figures { latencies, rate }
+        Figures {
+            latencies,
+            elapsed,
+            rate,
+        }
+    }
+
+    /// The figures of several runs taken as one.
+    pub fn combine(runs: impl IntoIterator<Item = Figures>) -> Figures {
+        let (mut latencies, mut elapsed) = (Vec::new(), Duration::ZERO);
+        for run in runs {
+            latencies.extend(run.latencies);
+            elapsed += run.elapsed;
+        }
+        Figures::new(latencies, elapsed)
     }
 
     pub fn percentile(&self, p: f64) -> f64 {
