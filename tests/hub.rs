@@ -659,3 +659,35 @@ async fn completion_and_log_levels_reach_the_backends_with_names_rewritten() {
     }
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_call_made_as_soon_as_a_backend_is_ready_finds_its_tool() {
+    // No catalog cache: the hub learns the demo's tools only when it becomes ready.
+    let hub = hub(vec![demo("fresh")]);
+    let (session, _) = initialized(&hub, json!({})).await;
+    wait_state(
+        &hub.engine().backend("fresh").expect("configured"),
+        BackendState::Ready,
+    )
+    .await;
+    let answer = request(
+        &session,
+        json!(1),
+        "tools/call",
+        json!({"name": "fresh__echo", "arguments": {"text": "first thing"}}),
+    )
+    .await;
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "first thing",
+        "{answer}"
+    );
+    let unknown = request(
+        &session,
+        json!(2),
+        "tools/call",
+        json!({"name": "fresh__nothing", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    hub.shutdown().await;
+}

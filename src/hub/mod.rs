@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::BackendConfig;
@@ -37,6 +37,11 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = crate::supervisor::SUPPORTED_
 const SESSION_EVENTS_CAPACITY: usize = 1024;
 /// How long rebuilding the catalog waits for more changes to arrive before it runs.
 const CATALOG_SETTLE: Duration = Duration::from_millis(20);
+/// How long a call naming something the catalog does not know waits for a rebuild that is due.
+const CATALOG_WAIT: Duration = Duration::from_secs(1);
+
+/// Where a call goes: the backend, the params it receives, and the progress token swapped in.
+type Routed = (BackendHandle, Box<RawValue>, Option<ProgressToken>);
 
 /// What became of one message a client sent.
 pub enum Inbound {
@@ -83,6 +88,10 @@ struct HubInner {
     routes: Mutex<Routes>,
     next_id: AtomicU64,
     stop: CancellationToken,
+    /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
+    unseen_changes: Mutex<watch::Receiver<()>>,
+    /// Told after each rebuild.
+    rebuilt: watch::Sender<()>,
 }
 
 /// Correlations that outlive one call of `receive`.
@@ -158,6 +167,8 @@ impl Hub {
             routes: Mutex::new(Routes::default()),
             next_id: AtomicU64::new(1),
             stop: CancellationToken::new(),
+            unseen_changes: Mutex::new(engine.changes()),
+            rebuilt: watch::channel(()).0,
             engine: engine.clone(),
         });
         let cache = CatalogCache::new(options.catalog_cache);
@@ -288,6 +299,15 @@ impl HubInner {
         self.routes.lock().expect("routes lock is never poisoned")
     }
 
+    /// Whether the engine changed since the catalog was last rebuilt, so a rebuild is due.
+    fn catalog_due(&self) -> bool {
+        self.unseen_changes
+            .lock()
+            .expect("the change receiver lock is never poisoned")
+            .has_changed()
+            .unwrap_or(false)
+    }
+
     fn catalog(&self) -> Arc<MergedCatalog> {
         self.catalog
             .read()
@@ -403,28 +423,7 @@ impl Session {
             | "resources/read"
             | "resources/subscribe"
             | "resources/unsubscribe"
-            | "completion/complete" => match self.route(hub, method, envelope.params) {
-                Ok((backend, params, progress)) => {
-                    let subscription = match method {
-                        "resources/subscribe" | "resources/unsubscribe" => envelope
-                            .params
-                            .and_then(|params| ObjectEntries::parse(params.get()).ok())
-                            .and_then(|params| params.get_str("uri").map(|uri| uri.into_owned()))
-                            .map(|uri| (method == "resources/subscribe", uri)),
-                        _ => None,
-                    };
-                    let call = Call {
-                        method: method.to_owned(),
-                        backend,
-                        params,
-                        progress,
-                        subscription,
-                    };
-                    self.start_call(id, call, reply.clone());
-                    None
-                }
-                Err(error) => Some(Err(error)),
-            },
+            | "completion/complete" => self.call(hub, id, method, envelope.params, &reply),
             "logging/setLevel" => {
                 let params = envelope.params.map(ToOwned::to_owned);
                 let reply_id = id.to_owned();
@@ -494,13 +493,78 @@ impl Session {
         Ok(result.to_string())
     }
 
+    /// Routes a call to its owning backend and starts it. A name the catalog does not know
+    /// while a rebuild is due (a backend just became ready) waits for that rebuild first.
+    fn call(
+        &self,
+        hub: &Arc<HubInner>,
+        id: &RawValue,
+        method: &str,
+        params: Option<&RawValue>,
+        reply: &mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Option<Result<String, ErrorObject>> {
+        let mut rebuilt = hub.rebuilt.subscribe();
+        match self.route(hub, method, params) {
+            Ok(routed) => {
+                self.start_routed(id, method, params, routed, reply.clone());
+                None
+            }
+            Err(_) if hub.catalog_due() => {
+                let session = self.clone();
+                let hub = hub.clone();
+                let id = id.to_owned();
+                let method = method.to_owned();
+                let params = params.map(ToOwned::to_owned);
+                let reply = reply.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(CATALOG_WAIT, rebuilt.changed()).await;
+                    match session.route(&hub, &method, params.as_deref()) {
+                        Ok(routed) => {
+                            session.start_routed(&id, &method, params.as_deref(), routed, reply)
+                        }
+                        Err(error) => {
+                            let _ = reply.send(response(&id, Err(error)));
+                        }
+                    }
+                });
+                None
+            }
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    fn start_routed(
+        &self,
+        id: &RawValue,
+        method: &str,
+        params: Option<&RawValue>,
+        (backend, rewritten, progress): Routed,
+        reply: mpsc::UnboundedSender<Vec<u8>>,
+    ) {
+        let subscription = match method {
+            "resources/subscribe" | "resources/unsubscribe" => params
+                .and_then(|params| ObjectEntries::parse(params.get()).ok())
+                .and_then(|params| params.get_str("uri").map(|uri| uri.into_owned()))
+                .map(|uri| (method == "resources/subscribe", uri)),
+            _ => None,
+        };
+        let call = Call {
+            method: method.to_owned(),
+            backend,
+            params: rewritten,
+            progress,
+            subscription,
+        };
+        self.start_call(id, call, reply);
+    }
+
     /// Finds the owning backend and rewrites the params it will receive.
     fn route(
         &self,
         hub: &Arc<HubInner>,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(BackendHandle, Box<RawValue>, Option<ProgressToken>), ErrorObject> {
+    ) -> Result<Routed, ErrorObject> {
         let params = params.ok_or_else(|| invalid_params(format!("{method} needs params")))?;
         let mut entries = ObjectEntries::parse(params.get())
             .map_err(|_| invalid_params("params must be an object"))?;
@@ -983,6 +1047,10 @@ fn rebuild_catalog(
     cache: &CatalogCache,
     known: &mut HashMap<String, Arc<crate::status::Catalog>>,
 ) {
+    hub.unseen_changes
+        .lock()
+        .expect("the change receiver lock is never poisoned")
+        .mark_unchanged();
     let handles = hub.engine.backends();
     let statuses: Vec<_> = handles.iter().map(|handle| handle.status()).collect();
     let configs: Vec<_> = handles.iter().map(|handle| handle.config()).collect();
@@ -1018,6 +1086,7 @@ fn rebuild_catalog(
         *current = merged;
         changes
     };
+    hub.rebuilt.send_replace(());
     let methods = [
         (changes.tools, "notifications/tools/list_changed"),
         (changes.prompts, "notifications/prompts/list_changed"),
