@@ -198,11 +198,6 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     )
     .await;
     let http = HttpClient::start(&serve.url).await;
-    let socket = tokio::net::UnixStream::connect(serve.runtime_dir.join("switchboard.sock"))
-        .await
-        .expect("socket");
-    let (socket_reader, socket_writer) = socket.into_split();
-    let socket = StdioClient::over(socket_reader, socket_writer, None).await;
 
     let direct_params: Arc<RawValue> = Arc::from(
         RawValue::from_string(r#"{"name":"echo","arguments":{"text":"hello"}}"#.to_owned())
@@ -227,7 +222,6 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     };
     let direct_call = stdio_call(&direct, &direct_params);
     let connect_call = stdio_call(&connect, &hub_params);
-    let socket_call = stdio_call(&socket, &hub_params);
     let http_call = {
         let (http, params) = (http.clone(), hub_params.clone());
         let ids = Arc::new(std::sync::atomic::AtomicU64::new(1));
@@ -244,7 +238,6 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         measure_sequential(500, direct_call.clone()).await;
         measure_sequential(500, http_call.clone()).await;
         measure_sequential(500, connect_call.clone()).await;
-        measure_sequential(500, socket_call.clone()).await;
     }
     println!(
         "tools/call `echo` on `switchboard demo-server`; {sequential} sequential (in {ROUNDS} rounds taking turns), {concurrent} with {in_flight} in flight"
@@ -253,18 +246,16 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     // The paths take turns in short rounds, so that whatever else the machine does in the
     // meantime weighs on each of them alike.
     let per_round = sequential.div_ceil(ROUNDS);
-    let mut runs: [Vec<Figures>; 4] = Default::default();
+    let mut runs: [Vec<Figures>; 3] = Default::default();
     for _ in 0..ROUNDS {
         runs[0].push(measure_sequential(per_round, direct_call.clone()).await);
         runs[1].push(measure_sequential(per_round, http_call.clone()).await);
         runs[2].push(measure_sequential(per_round, connect_call.clone()).await);
-        runs[3].push(measure_sequential(per_round, socket_call.clone()).await);
     }
-    let [direct_seq, http_seq, connect_seq, socket_seq] = runs.map(Figures::combine);
+    let [direct_seq, http_seq, connect_seq] = runs.map(Figures::combine);
     direct_seq.print("direct stdio, sequential");
     http_seq.print("HTTP /mcp, sequential");
     connect_seq.print("switchboard connect, sequential");
-    socket_seq.print("serve's socket (no shim), sequential");
     let direct_par = measure_concurrent(concurrent, in_flight, direct_call).await;
     let http_par = measure_concurrent(concurrent, in_flight, http_call).await;
     let connect_par = measure_concurrent(concurrent, in_flight, connect_call).await;
