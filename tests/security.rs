@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::*;
-use switchboard::serve::http::{DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT};
+use switchboard::serve::http::{BODY_READ_TIMEOUT, DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -1010,4 +1010,58 @@ async fn files_switchboard_writes_are_for_its_owner_only() {
     serve.stop();
     let (exposed, _) = exposed_files(&roots);
     assert!(exposed.is_empty(), "after serving:\n{}", exposed.join("\n"));
+}
+
+#[tokio::test]
+async fn a_body_that_trickles_in_is_cut_off_without_holding_up_others() {
+    let serve = start("info");
+    let port = port(&serve);
+    let started = tokio::time::Instant::now();
+    let headers = mcp_initialize(&[
+        format!("Host: 127.0.0.1:{port}"),
+        bearer(MCP_TOKEN),
+        format!("Content-Length: {}", INITIALIZE.len()),
+    ]);
+    let trickle = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let (mut trickle_read, mut trickle_write) = trickle.into_split();
+    // The headers at once, then the body a byte every half second: it would take far longer
+    // than the limit.
+    let trickler = tokio::spawn(async move {
+        trickle_write
+            .write_all(format!("{headers}\r\n\r\n").as_bytes())
+            .await?;
+        for byte in INITIALIZE.bytes() {
+            trickle_write.write_all(&[byte]).await?;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Ok::<(), std::io::Error>(())
+    });
+
+    for _ in 0..20 {
+        let reply = exchange(
+            port,
+            &mcp_initialize(&[format!("Host: 127.0.0.1:{port}"), bearer(MCP_TOKEN)]),
+            INITIALIZE,
+        )
+        .await;
+        assert_eq!(reply.status, 200, "others are served meanwhile: {reply:?}");
+    }
+
+    let answer = until_closed(
+        &mut trickle_read,
+        started + BODY_READ_TIMEOUT + Duration::from_secs(10),
+    )
+    .await;
+    assert!(
+        answer.starts_with("HTTP/1.1 408"),
+        "the trickle gets 408 and its connection closes: {answer}"
+    );
+    assert!(answer.contains("did not arrive within"), "{answer}");
+    assert!(
+        started.elapsed() >= BODY_READ_TIMEOUT,
+        "not cut off before its time"
+    );
+    trickler.abort();
 }

@@ -113,6 +113,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// at once; a connection idle between requests for this long is closed too.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a request's body may take to arrive, counted from when its headers did. Clients on
+/// this machine send a body of the largest size allowed in milliseconds.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long [`serve`] waits after failing to accept a connection.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -154,8 +158,9 @@ pub fn app(hub: Hub, options: HttpOptions) -> Router {
 /// Serves `router` on `listener` until `shutdown` is cancelled.
 ///
 /// A connection must send a request's headers within [`HEADER_READ_TIMEOUT`] (counted from when
-/// it connects or finishes its previous exchange), else it is closed: a client that never
-/// finishes its headers cannot hold a connection and a task for ever.
+/// it connects or finishes its previous exchange), else it is closed, and then the body within
+/// [`BODY_READ_TIMEOUT`], else the request fails: a client that never finishes cannot hold a
+/// connection and a task for ever.
 ///
 /// On shutdown it stops accepting connections, ends every SSE stream (which cancels the requests
 /// they carry) and waits up to a few seconds for connections still answering a request.
@@ -164,7 +169,12 @@ pub async fn serve(
     router: Router,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
-    let router = router.layer(Extension(Shutdown(shutdown.clone())));
+    let router =
+        router
+            .layer(Extension(Shutdown(shutdown.clone())))
+            .layer(middleware::map_request(|request: Request| async move {
+                request.map(|body| Body::new(DeadlineBody::new(body, BODY_READ_TIMEOUT)))
+            }));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
@@ -1233,7 +1243,61 @@ fn message_event(message: &[u8]) -> Event {
     }
 }
 
-/// Reads the body, refusing it past `limit` bytes with 413.
+/// A request body that fails once its time to arrive has passed.
+struct DeadlineBody {
+    inner: Body,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    limit: Duration,
+}
+
+/// The error of a [`DeadlineBody`] that took too long.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {} s", .0.as_secs())]
+struct BodyTimedOut(Duration);
+
+impl DeadlineBody {
+    fn new(inner: Body, limit: Duration) -> DeadlineBody {
+        DeadlineBody {
+            inner,
+            deadline: Box::pin(tokio::time::sleep(limit)),
+            limit,
+        }
+    }
+}
+
+impl hyper::body::Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(self.limit))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Whether `error`, or an error it wraps, is a body that took too long.
+fn body_timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(error), |error| error.source())
+        .any(|error| error.is::<BodyTimedOut>())
+}
+
+/// Reads the body, refusing it past `limit` bytes with 413, and one that takes too long with 408.
 async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Response> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -1249,6 +1313,12 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
         Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
             Err(too_large(None, limit))
         }
+        Err(error) if body_timed_out(&*error) => Err(jsonrpc_error_response(
+            StatusCode::REQUEST_TIMEOUT,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            error.to_string(),
+        )),
         Err(error) => Err(jsonrpc_error_response(
             StatusCode::BAD_REQUEST,
             None,
