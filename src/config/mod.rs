@@ -673,7 +673,38 @@ fn read_servers(
             backends.push(backend);
         }
     }
+    warn_shared_prefixes(reporter, format, servers, &backends);
     backends
+}
+
+/// Two servers may offer tools under one prefix (names that clash then end in `_2`, `_3`, …),
+/// but that is rarely meant, so it is worth a warning on the later one.
+fn warn_shared_prefixes(
+    reporter: &mut Reporter<'_>,
+    format: Format,
+    servers: &[Entry],
+    backends: &[BackendConfig],
+) {
+    let mut owners: HashMap<&str, &str> = HashMap::new();
+    for backend in backends {
+        let Some(owner) = owners.get(backend.prefix.as_str()) else {
+            owners.insert(&backend.prefix, &backend.name);
+            continue;
+        };
+        let offset = servers
+            .iter()
+            .find(|server| server.key == backend.name)
+            .map_or(0, |server| server.key_offset);
+        reporter.warning(
+            offset,
+            &format!("{}.{}", format.servers_key(), backend.name),
+            format!(
+                "`{}` offers its tools and prompts under the prefix `{}`, as `{owner}` does: \
+                 a name both offer is told apart only by `_2`, `_3`, … at its end",
+                backend.name, backend.prefix
+            ),
+        );
+    }
 }
 
 fn is_valid_server_name(name: &str) -> bool {

@@ -1077,3 +1077,23 @@ fn diagnostics_print_like_a_compiler() {
         "/etc/switchboard/config.toml:3:11: warning: `nope` was not found on PATH"
     );
 }
+
+#[test]
+fn a_prefix_two_servers_share_is_a_warning_on_the_later_one() {
+    let config = parse_toml(
+        "[servers.files]\ncommand = \"sh\"\n\n\
+         [servers.other]\ncommand = \"sh\"\nprefix = \"files\"\n\n\
+         [servers.third]\ncommand = \"sh\"\nprefix = \"own\"\n",
+    );
+    assert!(!config.has_errors());
+    assert_eq!(names(&config), ["files", "other", "third"]);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Warning, 4, 10, "servers.other")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "`other` offers its tools and prompts under the prefix `files`, as `files` does: a name \
+         both offer is told apart only by `_2`, `_3`, … at its end"
+    );
+}
