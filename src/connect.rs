@@ -44,7 +44,7 @@ pub const RESTARTED_MESSAGE: &str = "Switchboard restarted; this call was lost, 
 
 /// The message of the error that fails a call still unanswered when Switchboard closed the
 /// session after the editor closed stdin.
-pub const UNANSWERED_MESSAGE: &str =
+const UNANSWERED_MESSAGE: &str =
     "Switchboard closed the session before answering; the editor had closed stdin";
 
 /// How long attaching may take in all, including starting an instance.
@@ -73,7 +73,7 @@ pub fn run(options: ConnectOptions) -> anyhow::Result<()> {
 }
 
 /// Reaches Switchboard's socket: once at start, and again after the connection closed.
-pub trait Dial {
+trait Dial {
     /// A connected stream, or an error once `deadline` passes. When nothing answers at
     /// `start_at` or later, an instance may be started. Between attempts it calls `pause`,
     /// which waits a little and returns `false` once the editor has left: then it gives up with
@@ -87,7 +87,7 @@ pub trait Dial {
 }
 
 /// Dials the socket in the runtime directory and starts `<exe> serve` when nothing answers.
-pub struct SocketDialer {
+struct SocketDialer {
     runtime_dir: PathBuf,
     socket: PathBuf,
     log: PathBuf,
@@ -96,7 +96,7 @@ pub struct SocketDialer {
 }
 
 impl SocketDialer {
-    pub fn new(options: &ConnectOptions) -> SocketDialer {
+    fn new(options: &ConnectOptions) -> SocketDialer {
         SocketDialer {
             runtime_dir: options.runtime_dir.clone(),
             socket: socket_path(&options.runtime_dir),
@@ -207,9 +207,9 @@ fn log_tail(log: &Path) -> String {
 
 /// The two descriptors handed to Switchboard: the editor's stdin and stdout, or pipes relaying
 /// them.
-pub struct Stdio {
-    pub input: File,
-    pub output: File,
+struct Stdio {
+    input: File,
+    output: File,
 }
 
 /// The thread copying toward a stdout that cannot be handed over.
@@ -281,7 +281,7 @@ fn relay(mut from: impl Read, mut to: impl Write) {
 }
 
 /// The shim: the stdio it hands over, and what it must remember across instances.
-pub struct Shim {
+struct Shim {
     stdio: Stdio,
     /// What the editor wrote while no instance had its stdin, to send ahead of it.
     prefix: Vec<u8>,
@@ -323,7 +323,7 @@ enum Takeover {
 }
 
 impl Shim {
-    pub fn new(stdio: Stdio) -> Shim {
+    fn new(stdio: Stdio) -> Shim {
         Shim {
             stdio,
             prefix: Vec::new(),
@@ -336,7 +336,7 @@ impl Shim {
 
     /// Hands stdio to the instance on `stream`, and again to the next one each time an instance
     /// goes, until the editor leaves. Fails only when no instance can be reached again.
-    pub fn run(mut self, mut stream: UnixStream, dial: &mut dyn Dial) -> anyhow::Result<()> {
+    fn run(mut self, mut stream: UnixStream, dial: &mut dyn Dial) -> anyhow::Result<()> {
         loop {
             self.book = Book::default();
             let followed = self.hand_over(&stream).and_then(|()| self.follow(&stream));
