@@ -227,6 +227,16 @@ impl Relays {
     }
 }
 
+/// `serve` puts the editor's stdio in non-blocking mode, and whoever shares those descriptions
+/// (a wrapper shell, say) would still find them so after we exit: they are put back.
+impl Drop for Stdio {
+    fn drop(&mut self) {
+        for fd in [&self.input, &self.output] {
+            let _ = handoff::set_nonblocking(fd.as_raw_fd(), false);
+        }
+    }
+}
+
 impl Stdio {
     /// This process's stdin and stdout: pipes and sockets as they are, anything else (a
     /// terminal, a file, `/dev/null`) through a relay.

@@ -647,3 +647,43 @@ fn a_large_message_crosses_whole_both_ways() {
     assert_eq!(echoed(&answer), text);
     assert_eq!(echoed(&editor.echo(json!("small"), "after")), "after");
 }
+
+#[test]
+fn stdio_is_left_blocking_for_whoever_shares_it() {
+    let place = Place::new();
+    let _serve = place.serve();
+    // A wrapper shell shares connect's stdin and stdout, and looks at their flags afterwards.
+    let exe = switchboard_exe();
+    let config = place.config();
+    let script = format!(
+        "{exe:?} connect --config {config:?}; grep -h '^flags' /proc/self/fdinfo/0 /proc/self/fdinfo/1"
+    );
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env("SWITCHBOARD_RUNTIME_DIR", place.runtime_dir())
+        .env("SWITCHBOARD_DATA_DIR", place.dir.path().join("data"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh starts");
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wrapped", "version": "1"}}});
+    let mut stdin = shell.stdin.take().expect("piped");
+    writeln!(stdin, "{initialize}").expect("write");
+    drop(stdin);
+    let output = shell.wait_with_output().expect("sh ends");
+    let text = String::from_utf8(output.stdout).expect("text");
+    let mut lines = text.lines();
+    let answer: Value = serde_json::from_str(lines.next().expect("the answer")).expect("JSON");
+    assert_eq!(answer["id"], 0, "{text}");
+    let flags: Vec<u32> = lines
+        .map(|line| {
+            let octal = line.trim_start_matches("flags:").trim();
+            u32::from_str_radix(octal, 8).expect("octal flags")
+        })
+        .collect();
+    assert_eq!(flags.len(), 2, "{text}");
+    for flag in flags {
+        assert_eq!(flag & 0o4000, 0, "O_NONBLOCK is cleared: {text}");
+    }
+}
