@@ -50,7 +50,7 @@ fn the_dashboard_works_in_a_real_browser() {
 }
 
 /// `switchboard serve` on a free port with its own directories, over a config with the demo
-/// server, the "everything" server, a server that exits during its handshake (so there is a
+/// server, the "everything" server (one of its tools denied), a server that exits during its handshake (so there is a
 /// failing backend to show), and an entry whose command does not exist (so the config is invalid
 /// and the dashboard shows why).
 struct DashboardServe {
@@ -66,7 +66,7 @@ impl DashboardServe {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = format!(
             "[servers.demo]\ncommand = {demo:?}\nargs = [\"demo-server\"]\n\n\
-             [servers.everything]\ncommand = {everything:?}\nargs = [\"stdio\"]\n\n\
+             [servers.everything]\ncommand = {everything:?}\nargs = [\"stdio\"]\ntools_deny = [\"get-tiny-image\"]\n\n\
              [servers.flaky]\ncommand = \"python3\"\nargs = [\"-c\", {flaky:?}]\n\n\
              [servers.broken]\ncommand = \"/nonexistent/switchboard-ui-test-server\"\n",
             demo = switchboard_exe().to_string_lossy(),

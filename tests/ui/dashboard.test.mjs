@@ -314,6 +314,21 @@ test("try it calls demo's echo and shows the result, readable and raw", async ()
   assertNoPageErrors();
 });
 
+test("a tool the config keeps from editors says so, and one it offers shows its exposed name", async () => {
+  await open("#/backend/everything/tools/get-tiny-image");
+  const denied = page.locator('.tool-detail[data-tool="get-tiny-image"]');
+  await denied.getByTestId("not-offered").waitFor();
+  assert.match(await denied.getByTestId("not-offered").textContent(), /Not offered to editors/);
+  assert.equal(await denied.locator(".exposed code").count(), 0);
+  await screenshots("tool-not-offered", denied);
+
+  await open("#/backend/everything/tools/get-sum");
+  const offered = page.locator('.tool-detail[data-tool="get-sum"]');
+  await offered.locator(".exposed code").waitFor();
+  assert.equal(await offered.locator(".exposed code").textContent(), "everything__get-sum");
+  assert.equal(await offered.getByTestId("not-offered").count(), 0);
+});
+
 test("try it builds enum and number fields, and shows tool errors as such", async () => {
   await open("#/backend/everything/tools/get-structured-content");
   const detail = page.locator('.tool-detail[data-tool="get-structured-content"]');

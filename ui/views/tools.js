@@ -113,7 +113,9 @@ export class ToolsTab {
       h("header", { class: "tool-head" },
         h("h2", { class: "mono tool-title", text: tool.name }),
         tool.title && tool.title !== tool.name ? h("span", { class: "muted", text: tool.title }) : null,
-        exposed ? h("div", { class: "exposed" }, h("span", { class: "muted small", text: "Editors see it as" }), h("code", { text: exposed }), copyButton(() => exposed, `Copy the exposed name ${exposed}`)) : null),
+        exposed
+          ? h("div", { class: "exposed" }, h("span", { class: "muted small", text: "Editors see it as" }), h("code", { text: exposed }), copyButton(() => exposed, `Copy the exposed name ${exposed}`))
+          : h("div", { class: "exposed not-offered", data: { testid: "not-offered" } }, h("span", { class: "muted small", text: "Not offered to editors: the server's tools_allow or tools_deny leaves it out. Try it still calls it." }))),
       tool.description ? h("p", { class: "tool-description", text: tool.description }) : null,
       hints.length > 0 ? h("div", { class: "tags" }, hints) : null,
       h("section", { class: "section", attrs: { "aria-label": "Arguments" } },
