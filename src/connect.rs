@@ -322,6 +322,8 @@ struct Book {
     in_flight: HashSet<Box<str>>,
     /// The editor closed stdin: the instance delivered the answers it could and ended.
     input_ended: bool,
+    /// The instance refused the handoff, for this reason.
+    refused: Option<String>,
 }
 
 /// How a takeover ended.
@@ -358,6 +360,15 @@ impl Shim {
                 let unanswered = self.unanswered();
                 let _ = self.fail(unanswered, UNANSWERED_MESSAGE);
                 return Ok(());
+            }
+            if let Some(reason) = self.book.refused.take() {
+                // Trying again would only be refused again.
+                let unsent = request_ids(&std::mem::take(&mut self.prefix));
+                let _ = self.fail(
+                    unsent,
+                    &format!("Switchboard refused this session: {reason}"),
+                );
+                anyhow::bail!("Switchboard refused to take the editor's stdio: {reason}");
             }
             tracing::warn!("the connection to Switchboard closed; attaching again");
             if let Takeover::EditorGone = self.take_over()? {
@@ -446,6 +457,7 @@ impl Shim {
                 }
             }
             Record::InputEnded => book.input_ended = true,
+            Record::Refused(reason) => book.refused = Some(reason.to_owned()),
         }
     }
 
@@ -513,9 +525,14 @@ impl Shim {
     }
 
     /// Waits up to `pause` for the editor to write, and keeps what it wrote for the next
-    /// instance. `false` once stdin ended.
+    /// instance, up to [`handoff::PREFIX_LIMIT`]. `false` once stdin ended.
     fn read_editor(&mut self, pause: Duration) -> io::Result<bool> {
         use nix::poll::{PollFd, PollFlags, PollTimeout};
+        if self.prefix.len() >= handoff::PREFIX_LIMIT {
+            // Enough waits already; the editor waits too, on a full pipe.
+            std::thread::sleep(pause);
+            return Ok(true);
+        }
         let timeout = PollTimeout::try_from(pause).unwrap_or(PollTimeout::MAX);
         let mut fds = [PollFd::new(self.stdio.input.as_fd(), PollFlags::POLLIN)];
         match nix::poll::poll(&mut fds, timeout) {
@@ -523,7 +540,7 @@ impl Shim {
             Ok(_) => {}
             Err(errno) => return Err(errno.into()),
         }
-        let mut buf = vec![0; PIPE_BUFFER];
+        let mut buf = vec![0; PIPE_BUFFER.min(handoff::PREFIX_LIMIT - self.prefix.len())];
         let n = match (&self.stdio.input).read(&mut buf) {
             Ok(0) => return Ok(false),
             Ok(n) => n,

@@ -30,6 +30,10 @@ pub const VERSION: u32 = 1;
 /// The id under which Switchboard replays the editor's `initialize` after a restart.
 pub const REPLAY_ID: &str = "\"switchboard-connect-replay\"";
 
+/// The most the shim sends ahead of stdin ([`Header::prefix`]); past it, it stops reading the
+/// editor until an instance takes over.
+pub const PREFIX_LIMIT: usize = 64 * 1024 * 1024;
+
 /// Writes of at most this many bytes reach a pipe whole (`PIPE_BUF`); longer ones may be split.
 pub const ATOMIC_WRITE: usize = 4096;
 
@@ -44,7 +48,7 @@ pub struct Header {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Box<RawValue>>,
     /// How many bytes follow the header: what the editor wrote while no instance had its stdin,
-    /// to be read before stdin itself.
+    /// to be read before stdin itself. At most [`PREFIX_LIMIT`].
     pub prefix: usize,
 }
 
@@ -87,6 +91,8 @@ pub enum Record<'a> {
     Initialize(&'a [u8]),
     /// The editor closed stdin; the answers still due follow, then the socket closes.
     InputEnded,
+    /// The handoff is refused, for this reason (one line); the socket closes.
+    Refused(&'a str),
 }
 
 impl<'a> Record<'a> {
@@ -107,6 +113,13 @@ impl<'a> Record<'a> {
                 out.extend_from_slice(line);
             }
             Record::InputEnded => out.push(b'E'),
+            Record::Refused(reason) => {
+                out.push(b'R');
+                out.extend(reason.bytes().map(|byte| match byte {
+                    b'\n' | b'\r' => b' ',
+                    byte => byte,
+                }));
+            }
         }
         out.push(b'\n');
     }
@@ -125,6 +138,7 @@ impl<'a> Record<'a> {
             b'-' => Record::Answered(text()?),
             b'I' if !rest.is_empty() => Record::Initialize(rest),
             b'E' if rest.is_empty() => Record::InputEnded,
+            b'R' => Record::Refused(std::str::from_utf8(rest).ok()?),
             _ => return None,
         })
     }
@@ -401,6 +415,7 @@ mod tests {
             Record::Answered("\"a b\""),
             Record::Initialize(br#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#),
             Record::InputEnded,
+            Record::Refused("a reason"),
         ];
         let mut out = Vec::new();
         for record in &records {

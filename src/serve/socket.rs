@@ -42,6 +42,8 @@ const SOCKET_BUFFER: usize = 64 * 1024;
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for the connections to close their sessions.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+/// How long `switchboard connect` may take to send its handoff header and prefix.
+const HANDOFF_LIMIT: Duration = Duration::from_secs(10);
 /// Pause after a failed accept (for example, out of file descriptors) before trying again.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -192,7 +194,15 @@ async fn serve_connection(
         session.run(socket, write_half, None).await;
         return;
     }
-    match accept_handoff(socket, fds, max_message_size).await {
+    let accepted =
+        tokio::time::timeout(HANDOFF_LIMIT, accept_handoff(socket, fds, max_message_size))
+            .await
+            .unwrap_or_else(|_| {
+                Err(anyhow::anyhow!(
+                    "the handoff did not arrive within {HANDOFF_LIMIT:?}"
+                ))
+            });
+    match accepted {
         Ok(accepted) => {
             let mut write_half = write_half;
             let mut accepted_line = Vec::new();
@@ -216,7 +226,13 @@ async fn serve_connection(
                 .run(accepted.input, accepted.output, Some(ledger))
                 .await;
         }
-        Err(error) => tracing::warn!(%error, "refused a handoff from switchboard connect"),
+        Err(error) => {
+            tracing::warn!(%error, "refused a handoff from switchboard connect");
+            let mut refused = Vec::new();
+            handoff::Record::Refused(&format!("{error:#}")).encode(&mut refused);
+            let mut write_half = write_half;
+            let _ = write_half.write_all(&refused).await;
+        }
     }
 }
 
@@ -258,6 +274,12 @@ async fn accept_handoff(
         .try_into()
         .map_err(|fds: Vec<OwnedFd>| anyhow::anyhow!("{} descriptors instead of 3", fds.len()))?;
     let ledger = handoff::Ledger::open(&ledger).context("cannot map the ledger")?;
+    anyhow::ensure!(
+        header.prefix <= handoff::PREFIX_LIMIT,
+        "a prefix of {} bytes is over the limit of {}",
+        header.prefix,
+        handoff::PREFIX_LIMIT
+    );
     let mut prefix = vec![0; header.prefix];
     socket.read_exact(&mut prefix).await?;
     for fd in [&input, &output] {
@@ -802,18 +824,46 @@ mod tests {
         }
     }
 
+    /// `serve_socket` on a socket in a temporary directory, over a hub without backends.
+    struct Served {
+        _dir: tempfile::TempDir,
+        path: PathBuf,
+        hub: Hub,
+        shutdown: CancellationToken,
+        server: tokio::task::JoinHandle<()>,
+    }
+
+    impl Served {
+        fn start(max_message_size: usize) -> Served {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let path = socket_path(dir.path());
+            let listener = bind(&path).expect("binds");
+            let hub = Hub::start(
+                Vec::new(),
+                crate::spawn::GroupRegistry::in_memory(),
+                crate::hub::HubOptions::default(),
+            );
+            let shutdown = CancellationToken::new();
+            let server = tokio::spawn(serve_socket(
+                listener,
+                hub.clone(),
+                max_message_size,
+                shutdown.clone(),
+            ));
+            Served {
+                _dir: dir,
+                path,
+                hub,
+                shutdown,
+                server,
+            }
+        }
+    }
+
     #[tokio::test]
     async fn each_line_is_one_message_and_bad_lines_get_errors_without_closing() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = socket_path(dir.path());
-        let listener = bind(&path).expect("binds");
-        let hub = Hub::start(
-            Vec::new(),
-            crate::spawn::GroupRegistry::in_memory(),
-            crate::hub::HubOptions::default(),
-        );
-        let shutdown = CancellationToken::new();
-        let server = tokio::spawn(serve_socket(listener, hub.clone(), 256, shutdown.clone()));
+        let served = Served::start(256);
+        let path = served.path.clone();
         let mut client = Client::connect(&path).await;
 
         client
@@ -864,16 +914,16 @@ mod tests {
             .await;
         assert_eq!(other.next().await.expect("an answer")["id"], 4);
 
-        shutdown.cancel();
+        served.shutdown.cancel();
         assert_eq!(
             client.next().await,
             None,
             "shutdown closes every connection"
         );
         assert_eq!(other.next().await, None);
-        server.await.expect("serve_socket ends");
+        served.server.await.expect("serve_socket ends");
         assert!(!path.exists(), "the socket file is removed on shutdown");
-        hub.shutdown().await;
+        served.hub.shutdown().await;
     }
 
     #[test]
@@ -908,6 +958,56 @@ mod tests {
         );
         reader.observe(b"4,");
         assert_eq!(shim_side.partial_input(), Some(Some(34)));
+    }
+
+    #[tokio::test]
+    async fn a_bad_handoff_is_refused_with_its_reason_and_others_are_served() {
+        let served = Served::start(1024);
+        let path = served.path.clone();
+
+        let cases = [
+            (
+                handoff::Header::new(None, handoff::PREFIX_LIMIT + 1).to_line(),
+                "over the limit",
+            ),
+            (
+                br#"{"switchboard":"handoff","version":99,"prefix":0}"#.to_vec(),
+                "handoff version 99 is not 1",
+            ),
+            (b"{\"jsonrpc\":\"2.0\"}\n".to_vec(), "not a handoff header"),
+        ];
+        for (mut header, reason) in cases {
+            if header.last() != Some(&b'\n') {
+                header.push(b'\n');
+            }
+            let path = path.clone();
+            let answer = tokio::task::spawn_blocking(move || {
+                let stream = std::os::unix::net::UnixStream::connect(&path).expect("connects");
+                let (input, output) = std::io::pipe().expect("a pipe");
+                let (_ledger, ledger_fd) = handoff::Ledger::create().expect("a ledger");
+                let fds = [input.as_raw_fd(), output.as_raw_fd(), ledger_fd.as_raw_fd()];
+                handoff::send_with_fds(&stream, &header, &fds).expect("sent");
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .expect("timeout");
+                let mut answer = String::new();
+                std::io::Read::read_to_string(&mut &stream, &mut answer).expect("read");
+                answer
+            })
+            .await
+            .expect("the client ran");
+            assert!(answer.starts_with('R'), "refused: {answer:?}");
+            assert!(answer.contains(reason), "{answer:?} says {reason:?}");
+        }
+
+        let mut client = Client::connect(&path).await;
+        client
+            .send(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .await;
+        assert_eq!(client.next().await.expect("an answer")["id"], 1);
+        served.shutdown.cancel();
+        served.server.await.expect("serve_socket ends");
+        served.hub.shutdown().await;
     }
 
     #[tokio::test]
