@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
 use serde_json::value::RawValue;
 
 /// How many turns the sequential measurements take.
@@ -183,6 +185,76 @@ impl HttpClient {
     }
 }
 
+/// The leanest HTTP/1.1 client: one keep-alive connection driven by hyper, no pool. Shows how
+/// much of a call over `/mcp` is the server's and how much the client's.
+#[derive(Clone)]
+struct LeanHttpClient {
+    sender: Arc<tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Full<Bytes>>>>,
+    url: String,
+    session: String,
+}
+
+impl LeanHttpClient {
+    async fn start(url: &str, session: &str) -> LeanHttpClient {
+        let authority = url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .expect("an authority");
+        let stream = tokio::net::TcpStream::connect(authority)
+            .await
+            .expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .expect("handshake");
+        tokio::spawn(connection);
+        LeanHttpClient {
+            sender: Arc::new(tokio::sync::Mutex::new(sender)),
+            url: url.to_owned(),
+            session: session.to_owned(),
+        }
+    }
+
+    async fn call(&self, id: u64, params: &RawValue) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{}}}"#,
+            params.get()
+        );
+        let request = hyper::Request::post(&self.url)
+            .header(
+                "host",
+                self.url
+                    .trim_start_matches("http://")
+                    .split('/')
+                    .next()
+                    .expect("host"),
+            )
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(Full::new(Bytes::from(body)))
+            .expect("a request");
+        let mut sender = self.sender.lock().await;
+        sender.ready().await.expect("the connection is open");
+        let response = sender.send_request(request).await.expect("POST");
+        let status = response.status().as_u16();
+        let text = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        assert!(
+            status == 200 && memchr::memmem::find(&text, b"\"result\"").is_some(),
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&text)
+        );
+    }
+}
+
 async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     let serve = Serve::start(1);
     let direct = StdioClient::start(
@@ -198,6 +270,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     )
     .await;
     let http = HttpClient::start(&serve.url).await;
+    let lean = LeanHttpClient::start(&serve.url, &http.session).await;
 
     let direct_params: Arc<RawValue> = Arc::from(
         RawValue::from_string(r#"{"name":"echo","arguments":{"text":"hello"}}"#.to_owned())
@@ -222,6 +295,17 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     };
     let direct_call = stdio_call(&direct, &direct_params);
     let connect_call = stdio_call(&connect, &hub_params);
+    let lean_call = {
+        let (lean, params) = (lean.clone(), hub_params.clone());
+        let ids = Arc::new(std::sync::atomic::AtomicU64::new(1_000_000_000));
+        move || {
+            let (lean, params, ids) = (lean.clone(), params.clone(), ids.clone());
+            async move {
+                let id = ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                lean.call(id, &params).await;
+            }
+        }
+    };
     let http_call = {
         let (http, params) = (http.clone(), hub_params.clone());
         let ids = Arc::new(std::sync::atomic::AtomicU64::new(1));
@@ -238,6 +322,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         measure_sequential(500, direct_call.clone()).await;
         measure_sequential(500, http_call.clone()).await;
         measure_sequential(500, connect_call.clone()).await;
+        measure_sequential(500, lean_call.clone()).await;
     }
     println!(
         "tools/call `echo` on `switchboard demo-server`; {sequential} sequential (in {ROUNDS} rounds taking turns), {concurrent} with {in_flight} in flight"
@@ -246,16 +331,18 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     // The paths take turns in short rounds, so that whatever else the machine does in the
     // meantime weighs on each of them alike.
     let per_round = sequential.div_ceil(ROUNDS);
-    let mut runs: [Vec<Figures>; 3] = Default::default();
+    let mut runs: [Vec<Figures>; 4] = Default::default();
     for _ in 0..ROUNDS {
         runs[0].push(measure_sequential(per_round, direct_call.clone()).await);
         runs[1].push(measure_sequential(per_round, http_call.clone()).await);
         runs[2].push(measure_sequential(per_round, connect_call.clone()).await);
+        runs[3].push(measure_sequential(per_round, lean_call.clone()).await);
     }
-    let [direct_seq, http_seq, connect_seq] = runs.map(Figures::combine);
+    let [direct_seq, http_seq, connect_seq, lean_seq] = runs.map(Figures::combine);
     direct_seq.print("direct stdio, sequential");
     http_seq.print("HTTP /mcp, sequential");
     connect_seq.print("switchboard connect, sequential");
+    lean_seq.print("HTTP /mcp, lean client, sequential");
     let direct_par = measure_concurrent(concurrent, in_flight, direct_call).await;
     let http_par = measure_concurrent(concurrent, in_flight, http_call).await;
     let connect_par = measure_concurrent(concurrent, in_flight, connect_call).await;
@@ -264,8 +351,9 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     connect_par.print(&format!("switchboard connect, {in_flight} in flight"));
     println!();
     println!(
-        "sequential p50 / direct:   HTTP {:.2}x, connect {:.2}x",
+        "sequential p50 / direct:   HTTP {:.2}x (lean client {:.2}x), connect {:.2}x",
         http_seq.p50() / direct_seq.p50(),
+        lean_seq.p50() / direct_seq.p50(),
         connect_seq.p50() / direct_seq.p50()
     );
     println!(
