@@ -489,13 +489,13 @@ fn write_default_config(path: &Path, exe: &Path) -> io::Result<()> {
 
 /// Which of the two accepted shapes a file has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     Toml,
     Json,
 }
 
 impl Format {
-    fn of(path: &Path) -> Format {
+    pub(crate) fn of(path: &Path) -> Format {
         let is_json = path
             .extension()
             .is_some_and(|extension| extension.eq_ignore_ascii_case("json"));
@@ -503,7 +503,7 @@ impl Format {
     }
 
     /// The key that holds the servers, first part of every diagnostic's field path.
-    fn servers_key(self) -> &'static str {
+    pub(crate) fn servers_key(self) -> &'static str {
         match self {
             Format::Toml => "servers",
             Format::Json => "mcpServers",

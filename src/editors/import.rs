@@ -19,7 +19,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table};
 
 use super::files::{self, JsonFile};
 use super::{Editor, EditorError};
-use crate::config::{self, Diagnostic, MAX_SERVER_NAME_LEN};
+use crate::config::{self, Diagnostic, Format, MAX_SERVER_NAME_LEN};
 
 /// What to import, from where, into which config.
 #[derive(Debug, Clone, Copy)]
@@ -575,29 +575,6 @@ fn reference(text: &str, env_allowed: bool) -> Option<&str> {
         from = end;
     }
     None
-}
-
-/// Which of the two shapes our config has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Toml,
-    Json,
-}
-
-impl Format {
-    fn of(path: &Path) -> Format {
-        match path.extension() {
-            Some(extension) if extension.eq_ignore_ascii_case("json") => Format::Json,
-            _ => Format::Toml,
-        }
-    }
-
-    fn servers_key(self) -> &'static str {
-        match self {
-            Format::Toml => "servers",
-            Format::Json => "mcpServers",
-        }
-    }
 }
 
 /// The text a JSON config starts from when there is none.
