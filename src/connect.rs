@@ -347,7 +347,8 @@ impl Shim {
     }
 
     /// Hands stdio to the instance on `stream`, and again to the next one each time an instance
-    /// goes, until the editor leaves. Fails only when no instance can be reached again.
+    /// goes, until the editor leaves. Fails when no instance can be reached again, or when one
+    /// refuses the handoff (another would refuse it too).
     fn run(mut self, mut stream: UnixStream, dial: &mut dyn Dial) -> anyhow::Result<()> {
         loop {
             self.book = Book::default();
