@@ -76,8 +76,9 @@ impl<'a> Envelope<'a> {
 pub struct ErrorObject {
     pub code: i64,
     pub message: String,
+    /// Boxed: a JSON value is large, and errors travel in `Result`s on every call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<serde_json::Value>,
+    pub data: Option<Box<serde_json::Value>>,
 }
 
 impl ErrorObject {

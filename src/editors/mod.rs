@@ -175,10 +175,11 @@ impl Endpoint {
 
     /// `{"type": kind, "url": …}`, with an `Authorization` header when there is a token.
     pub fn http_entry(&self, kind: Option<&str>) -> Value {
-        let mut entry = json!({ "url": self.url });
+        let mut entry = json!({});
         if let Some(kind) = kind {
             entry["type"] = json!(kind);
         }
+        entry["url"] = json!(self.url);
         if let Some(token) = &self.token {
             entry["headers"] = json!({ "Authorization": format!("Bearer {token}") });
         }
@@ -263,6 +264,24 @@ mod tests {
         }
         assert_eq!(Editor::from_client_id("zed"), None);
         assert_eq!(Editor::from_client_id("claude"), None);
+    }
+
+    #[test]
+    fn entries_list_their_keys_in_the_order_people_write_them() {
+        let endpoint = Endpoint {
+            exe: PathBuf::from("/opt/switchboard"),
+            url: "http://127.0.0.1:9000/mcp".to_owned(),
+            token: Some("s3cret".to_owned()),
+        };
+        let text = |entry: Value| serde_json::to_string(&entry).expect("JSON");
+        assert_eq!(
+            text(endpoint.stdio_entry()),
+            r#"{"command":"/opt/switchboard","args":["connect"]}"#
+        );
+        assert_eq!(
+            text(endpoint.http_entry(Some("http"))),
+            r#"{"type":"http","url":"http://127.0.0.1:9000/mcp","headers":{"Authorization":"Bearer s3cret"}}"#
+        );
     }
 
     #[test]
