@@ -492,7 +492,7 @@ impl Shim {
         }
         if let Some(partial) = ledger.partial_input() {
             self.skip_to_line_end = true;
-            lost.extend(partial.map(|id| Box::from(id.to_string())));
+            lost.extend(partial);
         }
         if self.fail(lost, RESTARTED_MESSAGE).is_err() {
             return Ok(Takeover::EditorGone);
@@ -624,7 +624,7 @@ mod tests {
         instance.release(0);
         shim.note(Record::Request("\"long-id\""));
         instance.set_partial_output(true);
-        instance.set_partial_input(Some(Some(7)));
+        instance.set_partial_input(Some(Some(b"\"half\"")));
         drop(instance);
 
         assert!(matches!(shim.take_over(), Ok(Takeover::Carry)));
@@ -645,15 +645,17 @@ mod tests {
         assert_eq!(
             failed,
             [
+                serde_json::json!("half"),
                 serde_json::json!("long-id"),
                 serde_json::json!(5),
-                serde_json::json!(7)
             ],
             "the answered initialize is not failed"
         );
 
         (&editor)
-            .write_all(b"rest of line 7\"}\n{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n")
+            .write_all(
+                b"rest of line \"half\"\"}\n{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n",
+            )
             .expect("write");
         assert!(shim.read_editor(Duration::from_secs(5)).expect("read"));
         assert_eq!(

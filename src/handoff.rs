@@ -18,14 +18,14 @@ use std::num::NonZeroUsize;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
 
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// The version of this protocol; both sides must speak the same.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The id under which Switchboard replays the editor's `initialize` after a restart.
 pub const REPLAY_ID: &str = "\"switchboard-connect-replay\"";
@@ -158,9 +158,9 @@ struct Layout {
     /// 1 while a write to the editor that may be split is under way.
     partial_output: AtomicU32,
     /// 0: what was read from the editor ends with a whole line; 1: part of a line was read;
-    /// 2: likewise, and its first bytes showed the numeric id in `partial_input_id`.
+    /// 2: likewise, and its first bytes showed the id in `partial_input_id`.
     partial_input: AtomicU32,
-    partial_input_id: AtomicU64,
+    partial_input_id: IdText,
     _reserved: [AtomicU64; 5],
     slots: [Slot; SLOTS],
 }
@@ -169,8 +169,37 @@ struct Layout {
 struct Slot {
     /// 1 while the request whose id is below is unanswered.
     used: AtomicU32,
+    id: IdText,
+}
+
+/// The JSON text of a request id.
+#[repr(C)]
+struct IdText {
     len: AtomicU32,
-    id: [AtomicU8; SLOT_ID_BYTES],
+    bytes: [AtomicU8; SLOT_ID_BYTES],
+}
+
+impl IdText {
+    /// `false` when `id` is too long to be kept.
+    fn store(&self, id: &[u8]) -> bool {
+        if id.len() > SLOT_ID_BYTES {
+            return false;
+        }
+        for (cell, byte) in self.bytes.iter().zip(id) {
+            cell.store(*byte, Ordering::Relaxed);
+        }
+        self.len.store(id.len() as u32, Ordering::Relaxed);
+        true
+    }
+
+    fn load(&self) -> Option<Box<str>> {
+        let len = (self.len.load(Ordering::Relaxed) as usize).min(SLOT_ID_BYTES);
+        let bytes: Vec<u8> = self.bytes[..len]
+            .iter()
+            .map(|cell| cell.load(Ordering::Relaxed))
+            .collect();
+        String::from_utf8(bytes).ok().map(String::into_boxed_str)
+    }
 }
 
 /// The size of a ledger's memfd.
@@ -266,13 +295,9 @@ impl Ledger {
         let Some(slot) = self.layout().slots.get(slot) else {
             return false;
         };
-        if id.len() > SLOT_ID_BYTES {
+        if !slot.id.store(id.as_bytes()) {
             return false;
         }
-        for (cell, byte) in slot.id.iter().zip(id.bytes()) {
-            cell.store(byte, Ordering::Relaxed);
-        }
-        slot.len.store(id.len() as u32, Ordering::Relaxed);
         slot.used.store(1, Ordering::Release);
         true
     }
@@ -290,14 +315,7 @@ impl Ledger {
             .slots
             .iter()
             .filter(|slot| slot.used.load(Ordering::Acquire) == 1)
-            .filter_map(|slot| {
-                let len = (slot.len.load(Ordering::Relaxed) as usize).min(SLOT_ID_BYTES);
-                let bytes: Vec<u8> = slot.id[..len]
-                    .iter()
-                    .map(|cell| cell.load(Ordering::Relaxed))
-                    .collect();
-                String::from_utf8(bytes).ok().map(String::into_boxed_str)
-            })
+            .filter_map(|slot| slot.id.load())
             .collect()
     }
 
@@ -312,25 +330,31 @@ impl Ledger {
     }
 
     /// `None`: the input read so far ends with a whole line; `Some(id)`: part of a line was
-    /// read, with the numeric id its first bytes showed.
-    pub fn set_partial_input(&self, partial: Option<Option<u64>>) {
+    /// read, with the id (JSON text) its first bytes showed.
+    pub fn set_partial_input(&self, partial: Option<Option<&[u8]>>) {
         let layout = self.layout();
         let state = match partial {
             None => 0,
             Some(None) => 1,
             Some(Some(id)) => {
-                layout.partial_input_id.store(id, Ordering::Relaxed);
-                2
+                // "No id" while the id changes: Switchboard may die between any two stores.
+                layout.partial_input.store(1, Ordering::Relaxed);
+                fence(Ordering::Release);
+                if layout.partial_input_id.store(id) {
+                    2
+                } else {
+                    1
+                }
             }
         };
         layout.partial_input.store(state, Ordering::Release);
     }
 
-    pub fn partial_input(&self) -> Option<Option<u64>> {
+    pub fn partial_input(&self) -> Option<Option<Box<str>>> {
         let layout = self.layout();
         match layout.partial_input.load(Ordering::Acquire) {
             0 => None,
-            2 => Some(Some(layout.partial_input_id.load(Ordering::Relaxed))),
+            2 => Some(layout.partial_input_id.load()),
             _ => Some(None),
         }
     }
@@ -444,12 +468,14 @@ mod tests {
         assert!(!serve.claim(3, &"9".repeat(SLOT_ID_BYTES + 1)));
         assert!(!serve.claim(SLOTS, "2"), "no slot past the end");
         serve.set_partial_output(true);
-        serve.set_partial_input(Some(Some(7)));
+        serve.set_partial_input(Some(Some(b"\"half-read\"")));
         let mut in_flight = shim.in_flight();
         in_flight.sort();
         assert_eq!(in_flight, [Box::from("\"a-string-id\""), Box::from("1")]);
         assert!(shim.partial_output());
-        assert_eq!(shim.partial_input(), Some(Some(7)));
+        assert_eq!(shim.partial_input(), Some(Some(Box::from("\"half-read\""))));
+        serve.set_partial_input(Some(Some("9".repeat(SLOT_ID_BYTES + 1).as_bytes())));
+        assert_eq!(shim.partial_input(), Some(None), "too long to keep");
         serve.release(0);
         serve.set_partial_input(None);
         assert_eq!(shim.in_flight(), [Box::from("\"a-string-id\"")]);

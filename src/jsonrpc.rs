@@ -158,11 +158,17 @@ fn push_raw(line: &mut Vec<u8>, json: &str) {
 }
 
 /// Finds the top-level numeric `"id"` in the first bytes of a message too large to parse.
+pub fn sniff_numeric_id(head: &[u8]) -> Option<u64> {
+    std::str::from_utf8(sniff_id(head)?).ok()?.parse().ok()
+}
+
+/// The JSON text of the top-level `"id"` (a number or a string) in the first bytes of a
+/// message, when it shows there whole.
 ///
 /// Scans only outside strings and at nesting depth one, so an `"id"` inside the payload is
 /// never mistaken for the message's own; a number that runs to the end of `head` may go on
-/// beyond it and is not taken.
-pub fn sniff_numeric_id(head: &[u8]) -> Option<u64> {
+/// beyond it and is not taken, nor is a string whose closing quote is not there yet.
+pub fn sniff_id(head: &[u8]) -> Option<&[u8]> {
     let mut depth = 0usize;
     let mut i = 0;
     while i < head.len() {
@@ -176,7 +182,7 @@ pub fn sniff_numeric_id(head: &[u8]) -> Option<u64> {
                     && &head[i..=end] == b"\"id\""
                     && let Some(value) = head[end + 1..].trim_ascii_start().strip_prefix(b":")
                 {
-                    return leading_number(value.trim_ascii_start());
+                    return leading_id(value.trim_ascii_start());
                 }
                 i = end;
             }
@@ -218,12 +224,20 @@ fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
     None
 }
 
-/// The whole number at the start of `value`: digits ended by what may follow a value.
-fn leading_number(value: &[u8]) -> Option<u64> {
-    let n_digits = value.iter().take_while(|c| c.is_ascii_digit()).count();
-    match value.get(n_digits) {
-        Some(b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r') => {
-            std::str::from_utf8(&value[..n_digits]).ok()?.parse().ok()
+/// The whole string, or the whole integer (digits ended by what may follow a value), at the
+/// start of `value`.
+fn leading_id(value: &[u8]) -> Option<&[u8]> {
+    if value.first() == Some(&b'"') {
+        return string_end(value, 0).map(|end| &value[..=end]);
+    }
+    let sign = usize::from(value.first() == Some(&b'-'));
+    let n_digits = value[sign..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    match value.get(sign + n_digits) {
+        Some(b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r') if n_digits > 0 => {
+            Some(&value[..sign + n_digits])
         }
         _ => None,
     }
@@ -337,6 +351,15 @@ mod tests {
         assert_eq!(sniff_numeric_id(br#"{"id":184467440"#), None, "cut short");
         assert_eq!(sniff_numeric_id(br#"{"id":1.5,"result":{}}"#), None);
         assert_eq!(sniff_numeric_id(br#"{"id":1e3,"result":{}}"#), None);
+        assert_eq!(sniff_numeric_id(br#"{"id":"12","result":{}}"#), None);
+        assert_eq!(
+            sniff_id(br#"{"id" : "a \"quoted\" id","method":"#),
+            Some(&br#""a \"quoted\" id""#[..])
+        );
+        assert_eq!(sniff_id(br#"{"id":"cut \"short"#), None);
+        assert_eq!(sniff_id(br#"{"id":-4,"method":"#), Some(&b"-4"[..]));
+        assert_eq!(sniff_id(br#"{"id":-,"method":"#), None);
+        assert_eq!(sniff_id(br#"{"id":null,"method":"#), None);
         assert_eq!(
             sniff_numeric_id(br#"{"jsonrpc":"id","method":"ping","id" : 77 }"#),
             Some(77),

@@ -192,6 +192,28 @@ impl Connect {
         self.send_line(&message.to_string());
     }
 
+    /// Writes `text` with no line end, and waits until the instance has read it.
+    fn send_part(&mut self, text: &str) {
+        use std::os::fd::AsRawFd;
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(text.as_bytes()).expect("write to connect");
+        stdin.flush().expect("flush");
+        let deadline = Instant::now() + EVENT_LIMIT;
+        loop {
+            let mut unread: libc::c_int = 0;
+            // SAFETY: FIONREAD writes one int, the bytes still in the pipe, into `unread`.
+            let status = unsafe { libc::ioctl(stdin.as_raw_fd(), libc::FIONREAD, &mut unread) };
+            assert_eq!(status, 0, "FIONREAD on the editor's pipe");
+            if unread == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{unread} bytes left unread");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // The instance notes a half-read line right after the read that took it.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
     /// The next message on stdout; every line must be JSON.
     fn next(&mut self) -> Value {
         let line = self
@@ -543,11 +565,16 @@ fn a_killed_instance_fails_the_calls_it_held_and_the_session_carries_on() {
                 && message["params"]["progressToken"] == id
         });
     }
+    // Half a request, longer than the instance reads at once, read when the instance dies.
+    let long = "x".repeat(100_000);
+    editor.send_part(&format!(
+        r#"{{"jsonrpc":"2.0","id":"half-read","method":"tools/call","params":{{"name":"demo__echo","arguments":{{"text":"{long}"#
+    ));
     kill(Pid::from_raw(serve.child.id() as i32), Signal::SIGKILL).expect("kill serve");
-    // Nothing of the instance answers now: the shim learns the calls in flight from the ledger
-    // the two shared.
+    // Nothing of the instance answers now: the shim learns the calls in flight, and the id of
+    // the half-read line, from the ledger the two shared.
     let mut lost_ids = Vec::new();
-    while lost_ids.len() < 2 {
+    while lost_ids.len() < 3 {
         let lost = editor.next_matching(|message| message.get("id").is_some());
         assert_eq!(lost["error"]["code"], -32001, "{lost}");
         assert_eq!(
@@ -557,8 +584,10 @@ fn a_killed_instance_fails_the_calls_it_held_and_the_session_carries_on() {
         lost_ids.push(lost["id"].to_string());
     }
     lost_ids.sort();
-    assert_eq!(lost_ids, ["\"twenty-one\"", "20"]);
+    assert_eq!(lost_ids, ["\"half-read\"", "\"twenty-one\"", "20"]);
     serve.wait_exit();
+    // The rest of the half-read line goes nowhere: its start died with the instance.
+    editor.send_line(&format!("{long}\"}}}}}}"));
 
     // Written while no instance runs: kept, and sent to the next one.
     editor.send(json!({

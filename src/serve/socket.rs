@@ -747,7 +747,7 @@ impl<R> MarkingReader<R> {
         };
         let room = HEAD_KEPT.saturating_sub(self.head.len());
         self.head.extend_from_slice(&tail[..room.min(tail.len())]);
-        let partial = (!self.head.is_empty()).then(|| jsonrpc::sniff_numeric_id(&self.head));
+        let partial = (!self.head.is_empty()).then(|| jsonrpc::sniff_id(&self.head));
         self.handed.ledger.set_partial_input(partial);
     }
 }
@@ -939,16 +939,21 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"a":""#,
             handed,
         );
-        assert_eq!(shim_side.partial_input(), Some(Some(12)));
+        assert_eq!(shim_side.partial_input(), Some(Some(Box::from("12"))));
         reader.observe(b"\"}}\n");
         assert_eq!(shim_side.partial_input(), None, "the line is whole again");
         reader.observe(b"{\"jsonrpc\":\"2.0\",");
         assert_eq!(shim_side.partial_input(), Some(None), "no id seen yet");
-        reader.observe(b"\"id\":\"a string\",");
+        reader.observe(b"\"id\":\"a str");
         assert_eq!(
             shim_side.partial_input(),
             Some(None),
-            "string ids are not sniffed"
+            "a string not closed yet is not taken"
+        );
+        reader.observe(b"ing\",");
+        assert_eq!(
+            shim_side.partial_input(),
+            Some(Some(Box::from("\"a string\"")))
         );
         reader.observe(b"\"method\":\"ping\"}\n{\"id\":3");
         assert_eq!(
@@ -957,7 +962,7 @@ mod tests {
             "a number that may go on is not taken"
         );
         reader.observe(b"4,");
-        assert_eq!(shim_side.partial_input(), Some(Some(34)));
+        assert_eq!(shim_side.partial_input(), Some(Some(Box::from("34"))));
     }
 
     #[tokio::test]
@@ -972,7 +977,7 @@ mod tests {
             ),
             (
                 br#"{"switchboard":"handoff","version":99,"prefix":0}"#.to_vec(),
-                "handoff version 99 is not 1",
+                &format!("handoff version 99 is not {}", handoff::VERSION),
             ),
             (b"{\"jsonrpc\":\"2.0\"}\n".to_vec(), "not a handoff header"),
         ];
