@@ -53,6 +53,13 @@ fn check_sniffed_ids(message: &[u8], id: Option<&RawValue>) {
             "sniffed id {sniffed:?} from the first {cut} bytes, but the message's id is {:?}",
             id.map(RawValue::get)
         );
+        let sniffed = jsonrpc::sniff_id(&message[..cut]);
+        assert!(
+            sniffed.is_none() || sniffed == id.map(|id| id.get().as_bytes()),
+            "sniffed id text {:?} from the first {cut} bytes, but the message's id is {:?}",
+            sniffed.map(String::from_utf8_lossy),
+            id.map(RawValue::get)
+        );
     }
     let sniffed = jsonrpc::sniff_trailing_numeric_id(message);
     assert!(
