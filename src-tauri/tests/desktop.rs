@@ -646,9 +646,11 @@ impl Tray {
         Some(Item::from_layout(&reply["data"][1]))
     }
 
+    /// The first whole layout that passes `check`.
     fn wait_for_layout(&self, what: &str, check: impl Fn(&Item) -> bool) -> Item {
         wait_until(&format!("the tray menu to show {what}"), || {
-            self.layout().filter(|layout| check(layout))
+            self.layout()
+                .filter(|layout| layout.is_whole() && check(layout))
         })
     }
 
@@ -732,6 +734,20 @@ impl Tray {
 }
 
 impl Item {
+    /// Whether this menu has all its items. The app empties the menu and fills it again on
+    /// every change, front to back, so a layout read meanwhile lacks its first or last items.
+    fn is_whole(&self) -> bool {
+        let summary_first = self
+            .children
+            .first()
+            .is_some_and(|item| !item.enabled && !item.label.is_empty());
+        let quit_last = self
+            .children
+            .last()
+            .is_some_and(|item| item.label == "Quit Switchboard");
+        summary_first && quit_last
+    }
+
     fn from_layout(node: &Value) -> Item {
         let properties = &node[1];
         let property = |name: &str| &properties[name]["data"];
