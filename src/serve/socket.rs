@@ -822,6 +822,13 @@ mod tests {
                 .expect("read");
             line.map(|line| serde_json::from_str(&line).expect("a JSON line"))
         }
+
+        /// Pings with `id` and checks that the answer carries it.
+        async fn ping(&mut self, id: u64) {
+            let ping = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            self.send(ping.as_bytes()).await;
+            assert_eq!(self.next().await.expect("an answer")["id"], id);
+        }
     }
 
     /// `serve_socket` on a socket in a temporary directory, over a hub without backends.
@@ -902,17 +909,11 @@ mod tests {
         client
             .send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
             .await;
-        client
-            .send(br#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#)
-            .await;
-        assert_eq!(client.next().await.expect("an answer")["id"], 4);
+        client.ping(4).await;
 
         // Two connections are two sessions, so the same ids do not collide.
         let mut other = Client::connect(&path).await;
-        other
-            .send(br#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#)
-            .await;
-        assert_eq!(other.next().await.expect("an answer")["id"], 4);
+        other.ping(4).await;
 
         served.shutdown.cancel();
         assert_eq!(
@@ -1006,10 +1007,7 @@ mod tests {
         }
 
         let mut client = Client::connect(&path).await;
-        client
-            .send(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
-            .await;
-        assert_eq!(client.next().await.expect("an answer")["id"], 1);
+        client.ping(1).await;
         served.shutdown.cancel();
         served.server.await.expect("serve_socket ends");
         served.hub.shutdown().await;
