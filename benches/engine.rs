@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::*;
 use serde_json::value::RawValue;
 use switchboard::config::BackendConfig;
-use switchboard::status::BackendState;
+use switchboard::supervisor::status::BackendState;
 use switchboard::supervisor::{Engine, EngineOptions};
 
 fn main() {
@@ -32,7 +32,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         std::iter::empty::<(&str, &str)>(),
     )
     .await;
-    let groups = switchboard::spawn::GroupRegistry::in_memory();
+    let groups = switchboard::supervisor::spawn::GroupRegistry::in_memory();
     let mut config = BackendConfig::new("demo", SWITCHBOARD, vec!["demo-server".to_owned()]);
     config.health_interval = None;
     let engine = Engine::start(

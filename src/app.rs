@@ -11,11 +11,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config};
+use crate::control::reload::{ConfigState, ReloadOutcome, Reloader};
+use crate::control::{api, token, ui};
 use crate::hub::{Hub, HubOptions};
-use crate::reload::{ConfigState, ReloadOutcome, Reloader};
-use crate::serve::{api, http, socket, token, ui};
-use crate::spawn::GroupRegistry;
-use crate::status::BackendStatus;
+use crate::supervisor::spawn::GroupRegistry;
+use crate::supervisor::status::BackendStatus;
+use crate::transport::{http, socket};
 
 /// How long shutdown may take before it gives up waiting (the guardian then kills leftovers).
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(15);

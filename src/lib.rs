@@ -1,23 +1,18 @@
 //! Switchboard's core: supervises local MCP servers and offers them to editors.
 //!
+//! The folders follow the data flow, from the bottom up: `wire` (JSON-RPC and framing),
+//! `supervisor` (one task per backend), `hub` (one MCP server made of every backend),
+//! `transport` (how editors reach the hub), `control` (the dashboard's API and live reload).
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
 pub mod app;
 pub mod config;
-pub mod connect;
 pub mod control;
 pub mod demo;
 pub mod dirs;
 pub mod editors;
-pub mod framing;
-pub mod handoff;
+pub mod guard;
 pub mod hub;
-pub mod jsonrpc;
-pub mod output;
-pub mod policy;
-pub mod reload;
-pub mod rpc;
-pub mod serve;
-pub mod spawn;
-pub mod status;
 pub mod supervisor;
+pub mod transport;
+pub mod wire;

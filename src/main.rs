@@ -110,7 +110,7 @@ fn main() -> ExitCode {
             .block_on(switchboard::demo::run())
             .map(|()| ExitCode::SUCCESS),
         Command::Guardian => {
-            switchboard::spawn::run_guardian();
+            switchboard::supervisor::spawn::run_guardian();
             Ok(ExitCode::SUCCESS)
         }
     };
@@ -161,7 +161,7 @@ async fn wait_for_signal() -> anyhow::Result<()> {
 fn connect(config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
     let runtime_dir = switchboard::dirs::runtime_dir();
-    switchboard::connect::run(switchboard::connect::ConnectOptions {
+    switchboard::transport::connect::run(switchboard::transport::connect::ConnectOptions {
         runtime_dir,
         exe,
         config,
@@ -170,8 +170,8 @@ fn connect(config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
 }
 
 async fn reload() -> anyhow::Result<ExitCode> {
-    use switchboard::reload::ReloadOutcome;
-    let outcome = switchboard::control::reload(
+    use switchboard::control::reload::ReloadOutcome;
+    let outcome = switchboard::control::client::reload(
         &switchboard::dirs::runtime_dir(),
         &switchboard::dirs::data_dir(),
     )

@@ -429,7 +429,7 @@ fn a_restart_fails_the_call_in_flight_and_the_session_carries_on() {
 
     let _second = place.serve();
     assert!(serve.wait_exit().success());
-    let socket = switchboard::serve::socket::socket_path(&place.runtime_dir());
+    let socket = switchboard::transport::socket::socket_path(&place.runtime_dir());
     assert!(
         socket.exists(),
         "the old instance, exiting, leaves the new instance's socket alone"
@@ -483,7 +483,7 @@ fn the_socket_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let place = Place::new();
     let _serve = place.serve();
-    let socket = switchboard::serve::socket::socket_path(&place.runtime_dir());
+    let socket = switchboard::transport::socket::socket_path(&place.runtime_dir());
     let mode = std::fs::metadata(&socket)
         .expect("the socket exists")
         .permissions()
@@ -579,7 +579,7 @@ fn a_killed_instance_fails_the_calls_it_held_and_the_session_carries_on() {
         assert_eq!(lost["error"]["code"], -32001, "{lost}");
         assert_eq!(
             lost["error"]["message"],
-            switchboard::connect::RESTARTED_MESSAGE
+            switchboard::transport::connect::RESTARTED_MESSAGE
         );
         lost_ids.push(lost["id"].to_string());
     }

@@ -6,8 +6,8 @@ mod support;
 use std::time::Duration;
 
 use support::*;
-use switchboard::rpc::{CloseReason, RpcError};
-use switchboard::status::{BackendState, StopReason};
+use switchboard::supervisor::rpc::{CloseReason, RpcError};
+use switchboard::supervisor::status::{BackendState, StopReason};
 use switchboard::supervisor::{Applied, CallError, ControlError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,7 +200,7 @@ async fn banners_garbage_and_non_utf8_on_stdout_are_recorded_and_skipped() {
         .output()
         .tail(100)
         .into_iter()
-        .filter(|line| line.stream == switchboard::output::OutputStream::StdoutNoise)
+        .filter(|line| line.stream == switchboard::supervisor::output::OutputStream::StdoutNoise)
         .map(|line| line.text)
         .collect();
     assert!(

@@ -9,12 +9,12 @@ use serde_json::{Value, json};
 use support::*;
 use switchboard::config::BackendConfig;
 use switchboard::hub::{Hub, HubOptions, Inbound, Session, SessionEvents};
-use switchboard::status::BackendState;
+use switchboard::supervisor::status::BackendState;
 
 fn hub(configs: Vec<BackendConfig>) -> Hub {
     Hub::start(
         configs,
-        switchboard::spawn::GroupRegistry::in_memory(),
+        switchboard::supervisor::spawn::GroupRegistry::in_memory(),
         HubOptions::default(),
     )
 }
@@ -383,7 +383,7 @@ async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_list
     };
     let hub = Hub::start(
         vec![lazy, manual],
-        switchboard::spawn::GroupRegistry::in_memory(),
+        switchboard::supervisor::spawn::GroupRegistry::in_memory(),
         options,
     );
     ready(&hub, "lazy").await;
@@ -445,7 +445,7 @@ async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_list
     };
     let hub = Hub::start(
         vec![lazy],
-        switchboard::spawn::GroupRegistry::in_memory(),
+        switchboard::supervisor::spawn::GroupRegistry::in_memory(),
         options,
     );
     let (session, _) = initialized(&hub, json!({})).await;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::*;
-use switchboard::serve::http::{BODY_READ_TIMEOUT, DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT};
+use switchboard::transport::http::{BODY_READ_TIMEOUT, DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -38,7 +38,7 @@ use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 use support::*;
-use switchboard::jsonrpc;
+use switchboard::wire::jsonrpc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -1618,7 +1618,10 @@ fn run_marker(serve_pid: u32) -> String {
     let started = stat(serve_pid)
         .and_then(|fields| fields.get(19).cloned())
         .expect("serve's start time");
-    format!("{}={serve_pid}-{started}", switchboard::spawn::RUN_ID_ENV)
+    format!(
+        "{}={serve_pid}-{started}",
+        switchboard::supervisor::spawn::RUN_ID_ENV
+    )
 }
 
 /// The fields of `/proc/PID/stat` after the command name: 0 is the state, 1 the parent, 2 the

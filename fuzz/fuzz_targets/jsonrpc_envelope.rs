@@ -1,4 +1,4 @@
-//! The JSON-RPC envelope (`src/jsonrpc.rs`): parsing any bytes, the kinds, the id sniffers of
+//! The JSON-RPC envelope (`src/wire/jsonrpc.rs`): parsing any bytes, the kinds, the id sniffers of
 //! oversized messages, and the line builders.
 //!
 //! Invariants: nothing panics; the kind agrees with the fields; a line built from a parsed id,
@@ -10,7 +10,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
-use switchboard::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use switchboard::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 fuzz_target!(|message: &[u8]| {
     let Ok(envelope) = Envelope::parse(message) else {

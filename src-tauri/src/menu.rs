@@ -4,8 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use switchboard::reload::ConfigState;
-use switchboard::status::{BackendState, BackendStatus};
+use switchboard::control::reload::ConfigState;
+use switchboard::supervisor::status::{BackendState, BackendStatus};
 
 /// The overall health the tray icon shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! The tray icon and its menu, rebuilt from the core's published status, and the crash-loop
 //! notifications. What the menu says is decided in `menu.rs`; this file only draws it.
 
-use switchboard::reload::ConfigState;
-use switchboard::status::BackendStatus;
+use switchboard::control::reload::ConfigState;
+use switchboard::supervisor::status::BackendStatus;
 use tauri::image::Image;
 use tauri::menu::{
     CheckMenuItem, IsMenuItem, Menu, MenuItem, MenuItemKind, PredefinedMenuItem, Submenu,

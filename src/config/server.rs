@@ -211,9 +211,9 @@ impl Reader<'_, '_> {
     fn check_command(&mut self, backend: &BackendConfig, offset: usize, prefix: &str) {
         let search_path = match backend.env.get("PATH") {
             Some(path) => OsStr::new(path),
-            None => crate::spawn::search_path(),
+            None => crate::supervisor::spawn::search_path(),
         };
-        if crate::spawn::find_command(&backend.command, search_path).is_some() {
+        if crate::supervisor::spawn::find_command(&backend.command, search_path).is_some() {
             return;
         }
         let message = if backend.command.contains('/') {

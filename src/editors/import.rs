@@ -552,7 +552,7 @@ impl EntryReader<'_> {
         let path = path.split(['?', '#']).next().unwrap_or_default();
         loopback
             && port.parse::<u16>().ok() == Some(self.port)
-            && path.trim_end_matches('/') == crate::serve::http::MCP_PATH
+            && path.trim_end_matches('/') == crate::transport::http::MCP_PATH
     }
 }
 

@@ -161,8 +161,8 @@ impl Endpoint {
             exe,
             url: format!(
                 "{}{}",
-                crate::serve::api::local_base_url(endpoint.listen),
-                crate::serve::http::MCP_PATH
+                crate::control::api::local_base_url(endpoint.listen),
+                crate::transport::http::MCP_PATH
             ),
             token: endpoint.token.clone(),
         }

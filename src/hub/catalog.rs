@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use super::names::{self, Offered};
 use super::rewrite::{ObjectEntries, json_string};
 use crate::config::BackendConfig;
-use crate::status::{BackendState, BackendStatus, Catalog};
+use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
 
 /// Where an exposed tool or prompt goes.
 #[derive(Debug, Clone, PartialEq, Eq)]

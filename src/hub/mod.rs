@@ -21,13 +21,13 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::BackendConfig;
-use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
-use crate::rpc::ProgressSink;
-use crate::spawn::GroupRegistry;
-use crate::status::BackendState;
+use crate::supervisor::rpc::ProgressSink;
+use crate::supervisor::spawn::GroupRegistry;
+use crate::supervisor::status::BackendState;
 use crate::supervisor::{
     BackendHandle, BackendNotification, CallError, Engine, EngineOptions, ServerRequest,
 };
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use catalog::{CatalogCache, MergedCatalog, Source};
 use rewrite::{ObjectEntries, json_string};
 
@@ -1045,7 +1045,7 @@ fn random_id() -> String {
 fn rebuild_catalog(
     hub: &HubInner,
     cache: &CatalogCache,
-    known: &mut HashMap<String, Arc<crate::status::Catalog>>,
+    known: &mut HashMap<String, Arc<crate::supervisor::status::Catalog>>,
 ) {
     hub.unseen_changes
         .lock()

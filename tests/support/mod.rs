@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use switchboard::config::{BackendConfig, RestartPolicy};
-use switchboard::status::{BackendState, BackendStatus};
+use switchboard::supervisor::status::{BackendState, BackendStatus};
 use switchboard::supervisor::{BackendHandle, Engine, EngineOptions};
 
 /// Generous bound for waiting on an event that should come within milliseconds; only a broken
@@ -57,7 +57,7 @@ pub fn fast_restarts() -> RestartPolicy {
 
 /// Starts an engine over the given backends with an in-memory process-group registry.
 pub fn engine(configs: Vec<BackendConfig>) -> Engine {
-    let groups = switchboard::spawn::GroupRegistry::in_memory();
+    let groups = switchboard::supervisor::spawn::GroupRegistry::in_memory();
     Engine::start(
         configs,
         EngineOptions {

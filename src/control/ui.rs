@@ -273,7 +273,7 @@ mod tests {
         embedded.sort();
         assert_eq!(
             embedded, on_disk,
-            "EMBEDDED in src/serve/ui.rs must list exactly the dashboard's files"
+            "EMBEDDED in src/control/ui.rs must list exactly the dashboard's files"
         );
         for (path, _) in EMBEDDED {
             assert!(content_type(path).is_some(), "{path} has no content type");

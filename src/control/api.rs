@@ -68,20 +68,20 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use super::http::{Guard, MCP_PATH};
 use super::token::ApiToken;
 use crate::config::BackendConfig;
+use crate::control::reload::{ConfigState, Reloader};
 use crate::editors::{self, Editor, EditorError, Endpoint, InstallRequest};
 use crate::hub::Hub;
 use crate::hub::catalog::{self, Source};
 use crate::hub::rewrite::ObjectEntries;
-use crate::output::OutputLine;
-use crate::reload::{ConfigState, Reloader};
-use crate::status::{
+use crate::supervisor::output::OutputLine;
+use crate::supervisor::status::{
     BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, ServerDescription,
     StopReason, unix_millis,
 };
 use crate::supervisor::{BackendHandle, ControlError};
+use crate::transport::http::{Guard, MCP_PATH};
 
 /// Every API route starts with this.
 pub const API_PREFIX: &str = "/api";
@@ -1193,7 +1193,7 @@ mod tests {
 
     use super::*;
     use crate::hub::HubOptions;
-    use crate::spawn::GroupRegistry;
+    use crate::supervisor::spawn::GroupRegistry;
 
     /// Generous bound for an event that should come within milliseconds.
     const EVENT_LIMIT: Duration = Duration::from_secs(20);

@@ -10,8 +10,8 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 
 use crate::app::Instance;
-use crate::reload::ReloadOutcome;
-use crate::serve::token;
+use crate::control::reload::ReloadOutcome;
+use crate::control::token;
 
 /// Asks the running instance to reload its config file, and returns what it did.
 pub async fn reload(runtime_dir: &Path, data_dir: &Path) -> anyhow::Result<ReloadOutcome> {

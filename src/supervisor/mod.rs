@@ -3,6 +3,12 @@
 //! The task's state is an enum whose variants own their resources. Every change of state goes
 //! through [`BackendTask::transition`], which also publishes the new status.
 
+pub mod output;
+pub mod policy;
+pub mod rpc;
+pub mod spawn;
+pub mod status;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -14,18 +20,18 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::config::BackendConfig;
-use crate::framing::{Frame, LineReader};
-use crate::jsonrpc::{self, ErrorObject};
-use crate::output::{OutputLog, OutputStream};
-use crate::policy::{Decision, RestartBudget};
-use crate::rpc::{
+use crate::supervisor::output::{OutputLog, OutputStream};
+use crate::supervisor::policy::{Decision, RestartBudget};
+use crate::supervisor::rpc::{
     CloseReason, Connection, ConnectionOptions, Incoming, ProgressSink, RpcError, Started,
 };
-use crate::spawn::{self, BackendProcess, GroupRegistry, SpawnSpec};
-use crate::status::{
+use crate::supervisor::spawn::{BackendProcess, GroupRegistry, SpawnSpec};
+use crate::supervisor::status::{
     BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, ServerDescription,
     StopReason, unix_millis,
 };
+use crate::wire::framing::{Frame, LineReader};
+use crate::wire::jsonrpc::{self, ErrorObject};
 
 /// The protocol versions Switchboard speaks with backends, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =

@@ -26,10 +26,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::framing::{Frame, LineReader};
-use crate::handoff;
 use crate::hub::{Hub, Inbound, RequestReply, Session, SessionEvents};
-use crate::jsonrpc::{self, Envelope, ErrorObject};
+use crate::transport::handoff;
+use crate::wire::framing::{Frame, LineReader};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 
 /// The socket's file name in the runtime directory.
 pub const SOCKET_NAME: &str = "switchboard.sock";
@@ -847,7 +847,7 @@ mod tests {
             let listener = bind(&path).expect("binds");
             let hub = Hub::start(
                 Vec::new(),
-                crate::spawn::GroupRegistry::in_memory(),
+                crate::supervisor::spawn::GroupRegistry::in_memory(),
                 crate::hub::HubOptions::default(),
             );
             let shutdown = CancellationToken::new();

@@ -83,7 +83,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::hub::rewrite::ObjectEntries;
 use crate::hub::{Hub, Inbound, SUPPORTED_PROTOCOL_VERSIONS, Session, SessionEvents};
-use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -1537,8 +1537,8 @@ mod tests {
     use super::*;
     use crate::config::BackendConfig;
     use crate::hub::HubOptions;
-    use crate::spawn::GroupRegistry;
-    use crate::status::BackendState;
+    use crate::supervisor::spawn::GroupRegistry;
+    use crate::supervisor::status::BackendState;
 
     /// Generous bound for an event that should come within milliseconds.
     const EVENT_LIMIT: Duration = Duration::from_secs(20);

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::output::OutputLine;
+use crate::supervisor::output::OutputLine;
 
 /// The states of a backend, as published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

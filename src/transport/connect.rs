@@ -1,6 +1,6 @@
 //! `switchboard connect`: the stdio shim an editor launches. It attaches to the running
 //! Switchboard through its socket in the runtime directory (starting a headless instance when none
-//! runs) and hands it the editor's stdin and stdout ([`crate::handoff`]), so that calls travel
+//! runs) and hands it the editor's stdin and stdout ([`crate::transport::handoff`]), so that calls travel
 //! between the editor and Switchboard with no process in between.
 //!
 //! The shim then only reads the ledger Switchboard keeps on the socket. When the socket closes
@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::value::RawValue;
 
-use crate::handoff::{self, Header, Ledger, Record};
-use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
-use crate::serve::socket::socket_path;
+use crate::transport::handoff::{self, Header, Ledger, Record};
+use crate::transport::socket::socket_path;
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 /// Where to find (or how to start) the running Switchboard.
 pub struct ConnectOptions {
@@ -122,7 +122,7 @@ impl SocketDialer {
             OsString::from(crate::dirs::RUNTIME_DIR_ENV),
             self.runtime_dir.clone().into_os_string(),
         )];
-        let pid = crate::spawn::spawn_detached(&self.exe, &args, &env, &self.log)
+        let pid = crate::supervisor::spawn::spawn_detached(&self.exe, &args, &env, &self.log)
             .with_context(|| format!("cannot start {} serve", self.exe.display()))?;
         tracing::info!(pid, log = %self.log.display(), "started a headless Switchboard");
         Ok(pid)

@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig};
 use crate::hub::Hub;
-use crate::status::unix_millis;
 use crate::supervisor::ApplyReport;
+use crate::supervisor::status::unix_millis;
 
 /// After an event about the config file, how long the file must stay quiet before it is read:
 /// one save often arrives as several events (truncate, write, rename, chmod).

@@ -14,10 +14,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::framing::{Frame, LineReader};
-use crate::jsonrpc::{self, Envelope, ErrorObject, Kind};
-use crate::output::{OutputLog, OutputStream};
-use crate::status::ExitDescription;
+use crate::supervisor::output::{OutputLog, OutputStream};
+use crate::supervisor::status::ExitDescription;
+use crate::wire::framing::{Frame, LineReader};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 /// How many incoming notifications and requests may wait for the consumer before the reader
 /// stops reading (and so the backend blocks on its stdout).

@@ -22,7 +22,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use crate::status::ExitDescription;
+use crate::supervisor::status::ExitDescription;
 
 /// The PATH used to find backend commands: the user's login-shell PATH followed by our own.
 ///

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::status::unix_millis;
+use crate::supervisor::status::unix_millis;
 
 /// The longest line kept; longer lines are cut and marked.
 pub const MAX_LINE_BYTES: usize = 4096;
