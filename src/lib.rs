@@ -11,7 +11,7 @@ pub mod control;
 pub mod demo;
 pub mod dirs;
 pub mod editors;
-pub mod guard;
+pub(crate) mod guard;
 pub mod hub;
 pub mod supervisor;
 pub mod transport;

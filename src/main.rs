@@ -266,11 +266,11 @@ fn install(
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
-    let endpoint = editors::Endpoint::for_config_file(&config_path, exe)?;
+    let destination = editors::Destination::for_config_file(&config_path, exe)?;
     let report = editors::install(editors::InstallRequest {
         editor,
         to: to.as_deref(),
-        endpoint: &endpoint,
+        destination: &destination,
         dry_run,
     })?;
     eprint!("{report}");

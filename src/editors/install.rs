@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::files::{self, JsonFile};
-use super::{ENTRY_NAME, Editor, EditorError, Endpoint};
+use super::{Destination, ENTRY_NAME, Editor, EditorError};
 
 /// Which editor to point at which endpoint.
 #[derive(Debug, Clone, Copy)]
@@ -15,7 +15,7 @@ pub struct InstallRequest<'a> {
     pub editor: Editor,
     /// The editor's file; its usual place when `None`.
     pub to: Option<&'a Path>,
-    pub endpoint: &'a Endpoint,
+    pub destination: &'a Destination,
     /// Only report what would change; write nothing.
     pub dry_run: bool,
 }
@@ -101,7 +101,7 @@ pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError
     let editor = request.editor;
     let path = editor.file(request.to)?;
     let file = JsonFile::read_or_new(&path)?;
-    let entry = editor.switchboard_entry(request.endpoint);
+    let entry = editor.switchboard_entry(request.destination);
     let existing = match file.servers(editor.servers_key())? {
         Some(servers) => files::properties(&servers),
         None => Vec::new(),
@@ -158,19 +158,19 @@ mod tests {
     use super::*;
     use crate::editors::files::Encoding;
 
-    fn endpoint(token: Option<&str>) -> Endpoint {
-        Endpoint {
+    fn endpoint(token: Option<&str>) -> Destination {
+        Destination {
             exe: PathBuf::from("/opt/sb/switchboard"),
             url: "http://127.0.0.1:8765/mcp".to_owned(),
             token: token.map(str::to_owned),
         }
     }
 
-    fn run(editor: Editor, path: &Path, endpoint: &Endpoint, dry_run: bool) -> InstallReport {
+    fn run(editor: Editor, path: &Path, endpoint: &Destination, dry_run: bool) -> InstallReport {
         install(InstallRequest {
             editor,
             to: Some(path),
-            endpoint,
+            destination: endpoint,
             dry_run,
         })
         .expect("installs")
@@ -264,7 +264,7 @@ mod tests {
         let error = install(InstallRequest {
             editor: Editor::Cursor,
             to: Some(&path),
-            endpoint: &endpoint(None),
+            destination: &endpoint(None),
             dry_run: false,
         })
         .expect_err("refused");

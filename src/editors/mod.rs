@@ -11,6 +11,7 @@
 //! Every write replaces the file atomically (a temporary file beside it, then a rename) with the
 //! permissions it had; [`install`] first copies the editor's file to a backup beside it.
 
+mod clients;
 mod files;
 mod import;
 mod install;
@@ -22,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, ConfigError, EndpointConfig, Severity};
 
+pub use clients::{ClientSetup, client_setups};
 pub use import::{ImportAction, ImportReport, ImportRequest, ServerImport, SkipReason, import};
 pub use install::{InstallOutcome, InstallReport, InstallRequest, install};
 
@@ -100,6 +102,24 @@ impl Editor {
         }
     }
 
+    /// How an editor reaches Switchboard: Claude Desktop launches `switchboard connect` (stdio),
+    /// the others call `/mcp` (Streamable HTTP).
+    pub fn transport(self) -> &'static str {
+        match self {
+            Editor::Claude => "stdio",
+            Editor::Cursor | Editor::VsCode => "http",
+        }
+    }
+
+    /// How to open the editor's config, and where else it reads servers from.
+    fn how_to_open(self) -> &'static str {
+        match self {
+            Editor::Claude => "Settings → Developer → Edit Config",
+            Editor::Cursor => "or .cursor/mcp.json in a project",
+            Editor::VsCode => "MCP: Open User Configuration; or .vscode/mcp.json in a workspace",
+        }
+    }
+
     /// Whether the editor replaces `${…}` references in a server's values before starting it.
     /// Claude Desktop passes values on as written.
     fn expands_references(self) -> bool {
@@ -111,7 +131,7 @@ impl Editor {
 
     /// The entry that points this editor at Switchboard: `switchboard connect` over stdio for
     /// Claude Desktop, the `/mcp` URL for the others.
-    pub fn switchboard_entry(self, endpoint: &Endpoint) -> Value {
+    pub fn switchboard_entry(self, endpoint: &Destination) -> Value {
         match self {
             Editor::Claude => endpoint.stdio_entry(),
             Editor::Cursor => endpoint.http_entry(None),
@@ -122,7 +142,7 @@ impl Editor {
 
 /// What editors are given to reach Switchboard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
+pub struct Destination {
     /// The `switchboard` binary, which stdio editors launch as `switchboard connect`.
     pub exe: PathBuf,
     /// `/mcp`'s URL, like `http://127.0.0.1:8765/mcp`.
@@ -131,20 +151,20 @@ pub struct Endpoint {
     pub token: Option<String>,
 }
 
-impl Endpoint {
+impl Destination {
     /// The endpoint the config file at `path` describes (its `[endpoint]` table, defaults for
     /// what it leaves out, and for everything when there is no file).
     ///
     /// A setting with an error (say, a token from an unset `${env:…}`) is refused rather than
     /// left at its default: an editor given no token, or the wrong port, would only fail.
-    pub fn for_config_file(path: &Path, exe: PathBuf) -> Result<Endpoint, EditorError> {
+    pub fn for_config_file(path: &Path, exe: PathBuf) -> Result<Destination, EditorError> {
         if !path.exists() {
-            return Ok(Endpoint::new(exe, &EndpointConfig::default()));
+            return Ok(Destination::new(exe, &EndpointConfig::default()));
         }
-        Endpoint::for_config(&crate::config::load(path)?, exe)
+        Destination::for_config(&crate::config::load(path)?, exe)
     }
 
-    fn for_config(config: &Config, exe: PathBuf) -> Result<Endpoint, EditorError> {
+    fn for_config(config: &Config, exe: PathBuf) -> Result<Destination, EditorError> {
         let invalid = config.diagnostics.iter().any(|diagnostic| {
             diagnostic.severity == Severity::Error && diagnostic.field.starts_with("endpoint")
         });
@@ -153,15 +173,15 @@ impl Endpoint {
                 path: config.path.clone(),
             });
         }
-        Ok(Endpoint::new(exe, &config.endpoint))
+        Ok(Destination::new(exe, &config.endpoint))
     }
 
-    pub fn new(exe: PathBuf, endpoint: &EndpointConfig) -> Endpoint {
-        Endpoint {
+    pub fn new(exe: PathBuf, endpoint: &EndpointConfig) -> Destination {
+        Destination {
             exe,
             url: format!(
                 "{}{}",
-                crate::control::api::local_base_url(endpoint.listen),
+                crate::transport::http::local_base_url(endpoint.listen),
                 crate::transport::http::MCP_PATH
             ),
             token: endpoint.token.clone(),
@@ -268,7 +288,7 @@ mod tests {
 
     #[test]
     fn entries_list_their_keys_in_the_order_people_write_them() {
-        let endpoint = Endpoint {
+        let endpoint = Destination {
             exe: PathBuf::from("/opt/switchboard"),
             url: "http://127.0.0.1:9000/mcp".to_owned(),
             token: Some("s3cret".to_owned()),
@@ -286,7 +306,7 @@ mod tests {
 
     #[test]
     fn entries_point_at_the_binary_or_the_url_with_the_token() {
-        let endpoint = Endpoint::new(
+        let endpoint = Destination::new(
             PathBuf::from("/opt/switchboard"),
             &EndpointConfig {
                 listen: "0.0.0.0:9000".parse().expect("an address"),
@@ -305,7 +325,7 @@ mod tests {
             json!({ "url": "http://127.0.0.1:9000/mcp", "headers": headers })
         );
         assert_eq!(
-            Editor::VsCode.switchboard_entry(&Endpoint {
+            Editor::VsCode.switchboard_entry(&Destination {
                 token: None,
                 ..endpoint
             }),
@@ -318,11 +338,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("config.toml");
         let exe = || PathBuf::from("/sb");
-        let endpoint = Endpoint::for_config_file(&path, exe()).expect("defaults");
+        let endpoint = Destination::for_config_file(&path, exe()).expect("defaults");
         assert_eq!(endpoint.url, "http://127.0.0.1:8765/mcp");
 
         std::fs::write(&path, "[endpoint]\nlisten = \"127.0.0.1:4000\"\n").expect("write");
-        let endpoint = Endpoint::for_config_file(&path, exe()).expect("valid");
+        let endpoint = Destination::for_config_file(&path, exe()).expect("valid");
         assert_eq!(endpoint.url, "http://127.0.0.1:4000/mcp");
         assert_eq!(endpoint.token, None);
 
@@ -331,12 +351,12 @@ mod tests {
             "[endpoint]\ntoken = \"${env:SWITCHBOARD_EDITORS_TEST_UNSET_VARIABLE}\"\n",
         )
         .expect("write");
-        let error = Endpoint::for_config_file(&path, exe()).expect_err("refused");
+        let error = Destination::for_config_file(&path, exe()).expect_err("refused");
         assert!(matches!(error, EditorError::EndpointInvalid { .. }));
         assert!(error.to_string().contains("switchboard check"));
 
         std::fs::write(&path, "[endpoint\n").expect("write");
-        let error = Endpoint::for_config_file(&path, exe()).expect_err("refused");
+        let error = Destination::for_config_file(&path, exe()).expect_err("refused");
         assert!(matches!(error, EditorError::Config(_)), "{error}");
     }
 }

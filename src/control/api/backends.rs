@@ -1,0 +1,329 @@
+//! `/api/backends`: every backend's summary and detail, start, stop and restart, and try-it calls
+//! of a backend's tools.
+
+use std::collections::BTreeMap;
+use std::path::Path as FilePath;
+use std::time::SystemTime;
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::{ApiError, ApiState, bad_path, json_ok};
+use crate::config::BackendConfig;
+use crate::guard::json_response;
+use crate::hub::Hub;
+use crate::hub::catalog::{self, Source};
+use crate::hub::rewrite::ObjectEntries;
+use crate::supervisor::output::OutputLine;
+use crate::supervisor::status::{
+    BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, ServerDescription,
+    StopReason, unix_millis,
+};
+
+/// How many of a backend's recent output lines its detail carries.
+const OUTPUT_LINES: usize = 500;
+
+/// What a masked environment value reads as.
+pub(super) const MASKED: &str = "••••••";
+
+pub(super) async fn list_backends(State(api): State<ApiState>) -> Response {
+    let now_ms = unix_millis(SystemTime::now());
+    let backends = api.backends_in_order();
+    let statuses: Vec<BackendStatus> = backends.iter().map(|backend| backend.status()).collect();
+    let configs: Vec<_> = backends.iter().map(|backend| backend.config()).collect();
+    let summaries: Vec<BackendSummary<'_>> = configs
+        .iter()
+        .zip(&statuses)
+        .zip(&backends)
+        .map(|((config, status), backend)| BackendSummary {
+            pending: Some(backend.pending_requests()),
+            ..BackendSummary::new(status, config, now_ms)
+        })
+        .collect();
+    json_ok(&summaries)
+}
+
+pub(super) async fn backend_detail(
+    State(api): State<ApiState>,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let Path(name) = path.map_err(bad_path)?;
+    let backend = api.backend(&name)?;
+    let status = backend.status();
+    let config = backend.config();
+    let detail = BackendDetail {
+        overview: Overview::new(&status, &config, unix_millis(SystemTime::now())),
+        history: &status.history,
+        output: backend.output().tail(OUTPUT_LINES),
+        server: status.server.as_deref(),
+        tools: &status.catalog.tools,
+        prompts: &status.catalog.prompts,
+        resources: &status.catalog.resources,
+        resource_templates: &status.catalog.resource_templates,
+        exposed_tools: exposed_tools(api.hub(), &name),
+        config: ConfigView::new(&config),
+    };
+    Ok(json_ok(&detail))
+}
+
+pub(super) async fn control_backend(
+    State(api): State<ApiState>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let Path((name, action)) = path.map_err(bad_path)?;
+    let backend = api.backend(&name)?;
+    let result = match action.as_str() {
+        "start" => backend.start().await,
+        "stop" => backend.stop().await,
+        "restart" => backend.restart().await,
+        _ => {
+            return Err(ApiError::NotFound(format!(
+                "{action:?} is not an action; use start, stop or restart"
+            )));
+        }
+    };
+    if let Err(error) = result {
+        tracing::info!(backend = %name, %action, %error, "control API command failed");
+        return Err(error.into());
+    }
+    tracing::info!(backend = %name, %action, "done through the control API");
+    #[derive(Serialize)]
+    struct Done<'a> {
+        ok: bool,
+        backend: BackendSummary<'a>,
+    }
+    let status = backend.status();
+    let config = backend.config();
+    Ok(json_ok(&Done {
+        ok: true,
+        backend: BackendSummary::new(&status, &config, unix_millis(SystemTime::now())),
+    }))
+}
+
+pub(super) async fn call_tool(
+    State(api): State<ApiState>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let Path((name, tool)) = path.map_err(bad_path)?;
+    let backend = api.backend(&name)?;
+    let body = body.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(rejection.body_text()),
+        _ => ApiError::BadRequest(rejection.body_text()),
+    })?;
+    let arguments = tool_arguments(&body)?;
+    let unknown_tool = || {
+        ApiError::NotFound(format!(
+            "backend {name} has no tool named {tool:?} (use the backend's own name)"
+        ))
+    };
+    // A ready backend's catalog is authoritative; a stopped one may be started by the call.
+    let status = backend.status();
+    if status.state == BackendState::Ready && !lists_tool(&status.catalog, &tool) {
+        return Err(unknown_tool());
+    }
+    match api.hub().call_tool(&name, &tool, arguments).await {
+        Ok(result) => Ok(json_response(
+            StatusCode::OK,
+            result.get().as_bytes().to_vec(),
+        )),
+        Err(error) => {
+            let status = backend.status();
+            if status.state == BackendState::Ready && !lists_tool(&status.catalog, &tool) {
+                return Err(unknown_tool());
+            }
+            Err(ApiError::Backend(format!(
+                "{} (JSON-RPC error {})",
+                error.message, error.code
+            )))
+        }
+    }
+}
+
+/// The fields every view of a backend shares.
+#[derive(Serialize)]
+pub(super) struct Overview<'a> {
+    pub(super) name: &'a str,
+    pub(super) state: BackendState,
+    pub(super) pid: Option<u32>,
+    pub(super) restarts: u32,
+    /// How long the current process has been ready, while it is.
+    pub(super) uptime_ms: Option<u64>,
+    pub(super) restart_at_ms: Option<u64>,
+    pub(super) last_error: Option<&'a str>,
+    pub(super) enabled: bool,
+    pub(super) last_exit: Option<LastExit<'a>>,
+}
+
+/// The newest history entry, without its output tail.
+#[derive(Serialize)]
+pub(super) struct LastExit<'a> {
+    pub(super) at_ms: u64,
+    pub(super) reason: StopReason,
+    pub(super) exit: Option<&'a ExitDescription>,
+    pub(super) uptime_ms: u64,
+    pub(super) detail: Option<&'a str>,
+}
+
+impl<'a> Overview<'a> {
+    pub(super) fn new(
+        status: &'a BackendStatus,
+        config: &BackendConfig,
+        now_ms: u64,
+    ) -> Overview<'a> {
+        let uptime_ms = match status.state {
+            BackendState::Ready => status
+                .ready_since_ms
+                .map(|since| now_ms.saturating_sub(since)),
+            _ => None,
+        };
+        Overview {
+            name: &status.name,
+            state: status.state,
+            pid: status.pid,
+            restarts: status.restarts,
+            uptime_ms,
+            restart_at_ms: status.restart_at_ms,
+            last_error: status.last_error.as_deref(),
+            enabled: config.enabled,
+            last_exit: status.history.last().map(|entry| LastExit {
+                at_ms: entry.at_ms,
+                reason: entry.reason,
+                exit: entry.exit.as_ref(),
+                uptime_ms: entry.uptime_ms,
+                detail: entry.detail.as_deref(),
+            }),
+        }
+    }
+}
+
+/// One entry of `/api/backends` and the data of a `status` event.
+#[derive(Serialize)]
+pub(super) struct BackendSummary<'a> {
+    #[serde(flatten)]
+    pub(super) overview: Overview<'a>,
+    /// How many tools the backend lists.
+    pub(super) tools: usize,
+    /// Requests sent to the backend and not answered yet. Read when listing; status events,
+    /// which follow state changes only, leave it out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) pending: Option<usize>,
+}
+
+impl<'a> BackendSummary<'a> {
+    pub(super) fn new(
+        status: &'a BackendStatus,
+        config: &BackendConfig,
+        now_ms: u64,
+    ) -> BackendSummary<'a> {
+        BackendSummary {
+            overview: Overview::new(status, config, now_ms),
+            tools: status.catalog.tools.len(),
+            pending: None,
+        }
+    }
+}
+
+/// `/api/backends/{name}`.
+#[derive(Serialize)]
+pub(super) struct BackendDetail<'a> {
+    #[serde(flatten)]
+    pub(super) overview: Overview<'a>,
+    /// Newest last.
+    pub(super) history: &'a [HistoryEntry],
+    pub(super) output: Vec<OutputLine>,
+    pub(super) server: Option<&'a ServerDescription>,
+    pub(super) tools: &'a [Box<RawValue>],
+    pub(super) prompts: &'a [Box<RawValue>],
+    pub(super) resources: &'a [Box<RawValue>],
+    pub(super) resource_templates: &'a [Box<RawValue>],
+    /// The backend's own tool name → the name editors see, for the tools that are offered.
+    pub(super) exposed_tools: BTreeMap<String, String>,
+    pub(super) config: ConfigView<'a>,
+}
+
+/// A backend's config as the dashboard may see it: environment values masked.
+#[derive(Serialize)]
+pub(super) struct ConfigView<'a> {
+    pub(super) command: &'a str,
+    pub(super) args: &'a [String],
+    pub(super) cwd: Option<&'a FilePath>,
+    pub(super) env: BTreeMap<&'a str, &'static str>,
+    pub(super) enabled: bool,
+    pub(super) prefix: &'a str,
+    pub(super) start_on_demand: bool,
+}
+
+impl<'a> ConfigView<'a> {
+    pub(super) fn new(config: &'a BackendConfig) -> ConfigView<'a> {
+        ConfigView {
+            command: &config.command,
+            args: &config.args,
+            cwd: config.cwd.as_deref(),
+            env: config
+                .env
+                .keys()
+                .map(|name| (name.as_str(), MASKED))
+                .collect(),
+            enabled: config.enabled,
+            prefix: &config.prefix,
+            start_on_demand: config.start_on_demand,
+        }
+    }
+}
+
+/// The exposed names of `backend`'s tools, merged the way the hub merges every backend's.
+pub(super) fn exposed_tools(hub: &Hub, backend: &str) -> BTreeMap<String, String> {
+    let handles = hub.engine().backends();
+    let statuses: Vec<BackendStatus> = handles.iter().map(|handle| handle.status()).collect();
+    let configs: Vec<_> = handles.iter().map(|handle| handle.config()).collect();
+    let sources: Vec<Source<'_>> = configs
+        .iter()
+        .zip(&statuses)
+        .map(|(config, status)| Source {
+            config,
+            catalog: Some(status.catalog.clone()),
+            listed: catalog::is_listed(config, status),
+        })
+        .collect();
+    let merged = catalog::merge(&sources);
+    merged
+        .tools
+        .iter()
+        .chain(&merged.unlisted_tools)
+        .filter(|(_, route)| &*route.backend == backend)
+        .map(|(exposed, route)| (route.name.clone(), exposed.clone()))
+        .collect()
+}
+
+pub(super) fn lists_tool(catalog: &Catalog, tool: &str) -> bool {
+    catalog.tools.iter().any(|listed| {
+        ObjectEntries::parse(listed.get())
+            .ok()
+            .and_then(|entries| entries.get_str("name").map(|name| name == tool))
+            .unwrap_or(false)
+    })
+}
+
+/// The body of a tool call: a JSON object of arguments, or nothing.
+pub(super) fn tool_arguments(body: &[u8]) -> Result<Option<Box<RawValue>>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let invalid = |detail: String| {
+        ApiError::BadRequest(format!(
+            "the body must be a JSON object of the tool's arguments: {detail}"
+        ))
+    };
+    let arguments: Box<RawValue> =
+        serde_json::from_slice(body).map_err(|error| invalid(error.to_string()))?;
+    if !arguments.get().starts_with('{') {
+        return Err(invalid("it is not an object".to_owned()));
+    }
+    Ok(Some(arguments))
+}

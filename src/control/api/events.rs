@@ -1,0 +1,232 @@
+//! `/api/events`: Server-Sent Events that start with the current state and then follow every
+//! change of status, output, catalog, config and the set of backends.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_core::Stream;
+use serde::Serialize;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio_util::sync::WaitForCancellationFutureOwned;
+
+use super::backends::BackendSummary;
+use super::{ApiState, EVENTS_CAPACITY};
+use crate::config::BackendConfig;
+use crate::control::reload::ConfigState;
+use crate::supervisor::BackendHandle;
+use crate::supervisor::output::OutputLine;
+use crate::supervisor::status::{BackendStatus, Catalog, unix_millis};
+
+pub(super) async fn events(State(api): State<ApiState>) -> Response {
+    let backends = api.backends_in_order();
+    let (sender, receiver) = mpsc::channel(EVENTS_CAPACITY.max(backends.len() + 1));
+    for backend in &backends {
+        follow_backend(backend, &sender);
+    }
+    let mut config = api.inner.config.clone();
+    let _ = sender.try_send(config_event(&config.borrow_and_update()));
+    tokio::spawn(forward_config(config, sender.clone()));
+    tokio::spawn(forward_membership(api.clone(), backends, sender));
+    let feed = EventFeed {
+        events: receiver,
+        shutdown: Box::pin(api.inner.shutdown.clone().cancelled_owned()),
+    };
+    Sse::new(feed)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// Sends the backend's status now, then follows it (see [`forward_backend`]).
+pub(super) fn follow_backend(backend: &BackendHandle, events: &mpsc::Sender<Event>) {
+    let mut statuses = backend.watch_status();
+    let lines = backend.output().follow();
+    let status = statuses.borrow_and_update().clone();
+    let _ = events.try_send(status_event(
+        &status,
+        &backend.config(),
+        unix_millis(SystemTime::now()),
+    ));
+    tokio::spawn(forward_backend(
+        backend.clone(),
+        statuses,
+        lines,
+        status.catalog.clone(),
+        events.clone(),
+    ));
+}
+
+/// Follows backends a reload adds, and sends a `backends` event with every name, in config
+/// order, whenever the set or its order changes. A removed backend's own stream just ends.
+pub(super) async fn forward_membership(
+    api: ApiState,
+    mut known: Vec<BackendHandle>,
+    events: mpsc::Sender<Event>,
+) {
+    let mut changes = api.hub().engine().changes();
+    let mut config = api.inner.config.clone();
+    loop {
+        tokio::select! {
+            () = events.closed() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+            changed = config.changed() => if changed.is_err() { return },
+        }
+        let current = api.backends_in_order();
+        let same = current.len() == known.len()
+            && current
+                .iter()
+                .zip(&known)
+                .all(|(now, before)| now.same_backend(before));
+        if same {
+            continue;
+        }
+        for backend in &current {
+            if !known.iter().any(|before| before.same_backend(backend)) {
+                follow_backend(backend, &events);
+            }
+        }
+        let names: Vec<&str> = current.iter().map(|backend| backend.name()).collect();
+        if events
+            .send(json_event("backends", &BackendNames { names }))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        known = current;
+    }
+}
+
+/// Sends a backend's status changes, catalog changes and output lines until the stream ends.
+pub(super) async fn forward_backend(
+    backend: BackendHandle,
+    mut statuses: watch::Receiver<BackendStatus>,
+    mut lines: broadcast::Receiver<OutputLine>,
+    mut catalog: Arc<Catalog>,
+    events: mpsc::Sender<Event>,
+) {
+    enum Update {
+        Status(BackendStatus),
+        Line(OutputLine),
+        Nothing,
+    }
+    let name = backend.name();
+    let mut lines_open = true;
+    loop {
+        let update = tokio::select! {
+            () = events.closed() => return,
+            changed = statuses.changed() => match changed {
+                Ok(()) => Update::Status(statuses.borrow_and_update().clone()),
+                Err(_) => return,
+            },
+            line = lines.recv(), if lines_open => match line {
+                Ok(line) => Update::Line(line),
+                Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                    tracing::debug!(backend = name, skipped, "an event stream skipped output");
+                    Update::Nothing
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    lines_open = false;
+                    Update::Nothing
+                }
+            },
+        };
+        let mut outgoing = Vec::with_capacity(2);
+        match update {
+            Update::Status(status) => {
+                let now_ms = unix_millis(SystemTime::now());
+                outgoing.push(status_event(&status, &backend.config(), now_ms));
+                if !Arc::ptr_eq(&catalog, &status.catalog) {
+                    catalog = status.catalog.clone();
+                    outgoing.push(json_event("catalog", &BackendRef { backend: name }));
+                }
+            }
+            Update::Line(line) => outgoing.push(json_event(
+                "output",
+                &OutputEvent {
+                    backend: name,
+                    line: &line,
+                },
+            )),
+            Update::Nothing => {}
+        }
+        for event in outgoing {
+            if events.send(event).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Sends the config state whenever it changes, until the stream ends.
+pub(super) async fn forward_config(
+    mut config: watch::Receiver<ConfigState>,
+    events: mpsc::Sender<Event>,
+) {
+    loop {
+        tokio::select! {
+            () = events.closed() => return,
+            changed = config.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let event = config_event(&config.borrow_and_update());
+                if events.send(event).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The events of one `/api/events` stream; ends when Switchboard shuts down.
+pub(super) struct EventFeed {
+    pub(super) events: mpsc::Receiver<Event>,
+    pub(super) shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+impl Stream for EventFeed {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.shutdown.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        self.events.poll_recv(cx).map(|event| event.map(Ok))
+    }
+}
+
+#[derive(Serialize)]
+pub(super) struct BackendRef<'a> {
+    pub(super) backend: &'a str,
+}
+
+#[derive(Serialize)]
+pub(super) struct BackendNames<'a> {
+    pub(super) names: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+pub(super) struct OutputEvent<'a> {
+    pub(super) backend: &'a str,
+    pub(super) line: &'a OutputLine,
+}
+
+pub(super) fn status_event(status: &BackendStatus, config: &BackendConfig, now_ms: u64) -> Event {
+    json_event("status", &BackendSummary::new(status, config, now_ms))
+}
+
+pub(super) fn config_event(config: &ConfigState) -> Event {
+    json_event("config", config)
+}
+
+pub(super) fn json_event(name: &str, data: &impl Serialize) -> Event {
+    let data = serde_json::to_string(data).expect("API bodies always serialize");
+    Event::default().event(name).data(data)
+}

@@ -1,0 +1,442 @@
+//! The control API of the dashboard (browser and desktop window), served beside `/mcp`.
+//!
+//! [`router`] builds it as one `Router` that tests drive without a socket. Every route reads
+//! published status only (`BackendHandle::status`, `watch_status`, the output log) and acts
+//! through the backend handles, so the API holds no state of its own about backends.
+//!
+//! | Route | Answer |
+//! |---|---|
+//! | `GET /api/backends` | every backend's summary, in config order |
+//! | `GET /api/backends/{name}` | summary, history, output, server, catalog, masked config |
+//! | `POST /api/backends/{name}/start`, `/stop`, `/restart` | `{ok, backend}` once done |
+//! | `POST /api/backends/{name}/tools/{tool}/call` | the tool's result as the backend sent it |
+//! | `GET /api/config` | the config file's path, load time, validity and diagnostics |
+//! | `GET /api/clients` | what to paste into each editor's config |
+//! | `POST /api/clients/{editor}/install` | that entry written into the editor's config (a backup first) |
+//! | `GET /api/events` | Server-Sent Events: `status`, `output`, `catalog`, `config` |
+//!
+//! Errors are `{code, message}` with the matching HTTP status (see [`ApiError`]).
+//!
+//! Security:
+//!
+//! - Every request, on every path this router serves (the API, the token exchange, the
+//!   dashboard's files), first passes the same [`Guard`] as `/mcp`: `Host` must be this
+//!   endpoint's loopback address and `Origin`, when sent, one of its own origins. No CORS headers
+//!   are ever sent.
+//! - The API can start processes, so it always needs the dashboard token (see [`super::token`]),
+//!   as `Authorization: Bearer <token>` or as the cookie `switchboard_token`. `/mcp`'s own
+//!   optional token is a different one.
+//! - `GET /?token=<token>` (the link `switchboard serve` prints) sets the cookie (`HttpOnly;
+//!   SameSite=Strict; Path=/`) and redirects to `/`, so the token leaves the address bar at once.
+//! - A request other than `GET` or `HEAD` must also say `Content-Type: application/json`, which
+//!   no HTML form can send, and which makes a browser ask (in vain: no CORS) before a foreign
+//!   page's script may send it. With SameSite=Strict and the Origin check that makes three
+//!   independent defences against a cross-site request riding on the cookie.
+//! - The dashboard's files are served only with a valid cookie (or bearer token); without one
+//!   every other path gets a small page that says where the link is.
+//! - Environment values of backends are never returned (their names are, masked), and no token
+//!   is logged. The one deliberate exception: the snippets of `/api/clients` carry `/mcp`'s
+//!   bearer token when one is configured, since that is what an editor must be given.
+//!
+//! The event stream starts with the current state (one `status` event per backend, in config
+//! order, and one `config` event), so a client that loaded `/api/backends` first misses nothing
+//! in between; after that it sends changes only, with keep-alive comments. It ends when
+//! Switchboard shuts down.
+
+mod backends;
+mod clients;
+mod events;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use self::backends::{backend_detail, call_tool, control_backend, list_backends};
+use self::clients::{clients, install_client};
+use self::events::events;
+use super::token::ApiToken;
+use crate::control::reload::{ConfigState, Reloader};
+use crate::editors::Destination;
+use crate::guard::{ContentType, ErrorResponse, Guard, bearer_tokens, content_type, json_response};
+use crate::hub::Hub;
+use crate::supervisor::{BackendHandle, ControlError};
+use crate::transport::http::{MCP_PATH, local_base_url};
+
+/// Every API route starts with this.
+pub const API_PREFIX: &str = "/api";
+
+/// The cookie that carries the dashboard token.
+pub const TOKEN_COOKIE: &str = "switchboard_token";
+
+/// Events queued for one event stream before its producers wait for the client.
+pub(super) const EVENTS_CAPACITY: usize = 256;
+
+/// What the page without a valid cookie says.
+const LOGIN_MESSAGE: &str =
+    "Open the dashboard link printed by <code>switchboard serve</code> (or from the tray).";
+
+/// What the page after a wrong dashboard link says.
+const INVALID_LINK_MESSAGE: &str = "This dashboard link is not valid. Open the dashboard link \
+    printed by <code>switchboard serve</code> (or from the tray).";
+
+/// What the API needs besides the hub.
+#[derive(Debug, Clone)]
+pub struct ApiOptions {
+    /// The address the endpoint is bound to.
+    pub address: SocketAddr,
+    /// The dashboard token, always required.
+    pub token: ApiToken,
+    /// `/mcp`'s own bearer token, if the config sets one (for the editors' snippets).
+    pub mcp_token: Option<String>,
+    /// Origins allowed besides the endpoint's own (e.g. the desktop window's).
+    pub extra_origins: Vec<String>,
+    /// The `switchboard` binary, which stdio editors launch as `switchboard connect`.
+    pub exe: PathBuf,
+}
+
+/// The API's shared state. Cheap to clone.
+#[derive(Clone)]
+pub struct ApiState {
+    inner: Arc<ApiInner>,
+    /// The dashboard's files, if this build serves them.
+    ui: Option<Router>,
+}
+
+struct ApiInner {
+    hub: Hub,
+    reloader: Reloader,
+    config: watch::Receiver<ConfigState>,
+    guard: Guard,
+    token: ApiToken,
+    /// What editors are given to reach `/mcp`: the snippets and installs use it.
+    destination: Destination,
+    base_url: String,
+    shutdown: CancellationToken,
+}
+
+impl ApiState {
+    /// The API over `hub`, whose config `reloader` reloads; its event streams end when
+    /// `shutdown` is cancelled.
+    pub fn new(
+        hub: Hub,
+        reloader: Reloader,
+        options: ApiOptions,
+        shutdown: CancellationToken,
+    ) -> ApiState {
+        let guard = Guard::new(options.address.port(), None, options.extra_origins);
+        ApiState {
+            inner: Arc::new(ApiInner {
+                hub,
+                config: reloader.state(),
+                reloader,
+                guard,
+                token: options.token,
+                destination: Destination {
+                    exe: options.exe,
+                    url: format!("{}{MCP_PATH}", local_base_url(options.address)),
+                    token: options.mcp_token,
+                },
+                base_url: local_base_url(options.address),
+                shutdown,
+            }),
+            ui: None,
+        }
+    }
+
+    /// Serves the dashboard's files from `ui` behind the cookie: every path outside `/api` that
+    /// is not the token exchange goes there once the request carries the token.
+    ///
+    /// Give the files here rather than adding a fallback to what [`router`] returns: a fallback
+    /// added afterwards would not be behind the guard and the cookie.
+    pub fn with_ui(mut self, ui: Router) -> ApiState {
+        self.ui = Some(ui);
+        self
+    }
+
+    /// The link that opens the dashboard: `http://127.0.0.1:PORT/?token=…`. It carries the
+    /// token, so it is shown once, to the person who started Switchboard, and never logged.
+    pub fn dashboard_url(&self) -> String {
+        format!(
+            "{}/?token={}",
+            self.inner.base_url,
+            self.inner.token.expose()
+        )
+    }
+
+    fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
+    fn backend(&self, name: &str) -> Result<BackendHandle, ApiError> {
+        self.hub()
+            .engine()
+            .backend(name)
+            .ok_or_else(|| ApiError::NotFound(format!("no backend is named {name:?}")))
+    }
+
+    /// Every backend, in config order (any the config does not name last, by name).
+    fn backends_in_order(&self) -> Vec<BackendHandle> {
+        let mut backends = self.hub().engine().backends();
+        let config = self.inner.config.borrow();
+        let position = |name: &str| {
+            config
+                .backend_order
+                .iter()
+                .position(|ordered| ordered == name)
+                .unwrap_or(usize::MAX)
+        };
+        backends.sort_by_key(|backend| position(backend.name()));
+        backends
+    }
+
+    /// Whether the request carries the token, as a bearer token or as the cookie.
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        let token = &self.inner.token;
+        let bearer = bearer_tokens(headers).any(|presented| token.matches(presented));
+        bearer || cookie_values(headers, TOKEN_COOKIE).any(|presented| token.matches(presented))
+    }
+}
+
+/// The control API, the token exchange, and the dashboard's files (see [`ApiState::with_ui`]),
+/// all behind the guard and the token. Merge it beside `/mcp`; add no fallback to it.
+pub fn router(state: ApiState) -> Router {
+    let routes = Router::new()
+        .route("/api/backends", get(list_backends))
+        .route("/api/backends/{name}", get(backend_detail))
+        .route("/api/backends/{name}/{action}", post(control_backend))
+        .route("/api/backends/{name}/tools/{tool}/call", post(call_tool))
+        .route("/api/config", get(config_state))
+        .route("/api/config/reload", post(reload_config))
+        .route("/api/clients", get(clients))
+        .route("/api/clients/{editor}/install", post(install_client))
+        .route("/api/events", get(events))
+        .route("/api", any(unknown_api_path))
+        .route("/api/{*rest}", any(unknown_api_path))
+        .with_state(state.clone());
+    let routes = match &state.ui {
+        Some(ui) => routes.fallback_service(ui.clone()),
+        None => routes.fallback(no_dashboard),
+    };
+    routes.layer(middleware::from_fn_with_state(state, gate))
+}
+
+/// Why an API request failed; the body is `{code, message}`.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The engine refused or abandoned the command (e.g. a stop arrived during the start).
+    #[error("{0}")]
+    Conflict(String),
+    /// The backend could not start, or answered with an error.
+    #[error("{0}")]
+    Backend(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("requests that change something need `Content-Type: application/json`")]
+    UnsupportedMediaType,
+}
+
+impl ApiError {
+    /// The stable error code of the body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::NotFound(_) => "not_found",
+            ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::Backend(_) => "backend_error",
+            ApiError::BadRequest(_) | ApiError::UnsupportedMediaType => "bad_request",
+            ApiError::TooLarge(_) => "too_large",
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Backend(_) => StatusCode::BAD_GATEWAY,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        }
+    }
+}
+
+impl From<ControlError> for ApiError {
+    fn from(error: ControlError) -> ApiError {
+        match error {
+            ControlError::StartFailed { .. } => ApiError::Backend(error.to_string()),
+            ControlError::Interrupted { .. }
+            | ControlError::Removed { .. }
+            | ControlError::ShuttingDown => ApiError::Conflict(error.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        ErrorResponse::new(self.status(), self.code(), self.to_string()).into_response()
+    }
+}
+
+/// Runs before every route: the guard, then the token (or the exchange of a dashboard link),
+/// then, for requests that change something, the content type.
+async fn gate(State(api): State<ApiState>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    if let Err(rejection) = api.inner.guard.check_host_origin(headers) {
+        tracing::debug!(
+            code = rejection.code(),
+            "refused a dashboard request: {rejection}"
+        );
+        return rejection.into_response();
+    }
+    let path = request.uri().path();
+    let is_api = path == API_PREFIX || path.starts_with("/api/");
+    if !is_api
+        && path == "/"
+        && request.method() == Method::GET
+        && let Some(presented) = query_token(request.uri())
+    {
+        return exchange_link(&api, presented);
+    }
+    if !api.authorized(headers) {
+        if is_api {
+            return ApiError::Unauthorized(
+                "the control API needs the dashboard token, as `Authorization: Bearer <token>` \
+                 or as the cookie the dashboard link sets"
+                    .to_owned(),
+            )
+            .into_response();
+        }
+        return html_page(StatusCode::UNAUTHORIZED, LOGIN_MESSAGE);
+    }
+    let safe_method = matches!(*request.method(), Method::GET | Method::HEAD);
+    if !safe_method && content_type(headers) != ContentType::Json {
+        return ApiError::UnsupportedMediaType.into_response();
+    }
+    next.run(request).await
+}
+
+/// `GET /?token=…`: a valid token becomes the cookie and the address bar loses it.
+fn exchange_link(api: &ApiState, presented: &str) -> Response {
+    if !api.inner.token.matches(presented) {
+        tracing::info!("refused a dashboard link with a wrong token");
+        return html_page(StatusCode::UNAUTHORIZED, INVALID_LINK_MESSAGE);
+    }
+    let cookie = format!(
+        "{TOKEN_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+        api.inner.token.expose()
+    );
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+    headers.insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).expect("a token is made of header-safe characters"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+async fn config_state(State(api): State<ApiState>) -> Response {
+    let config = api.inner.config.borrow().clone();
+    json_ok(&config)
+}
+
+/// Reads the config file now and applies it if valid. An invalid or missing file is not an
+/// error of the request: the outcome says what happened, and nothing changed.
+async fn reload_config(State(api): State<ApiState>) -> Response {
+    tracing::info!("config reload asked for through the control API");
+    json_ok(&api.inner.reloader.reload().await)
+}
+
+async fn unknown_api_path(uri: Uri) -> ApiError {
+    ApiError::NotFound(format!("{} is not an API route", uri.path()))
+}
+
+/// Without dashboard files (`ApiState::with_ui`), there is nothing to show.
+async fn no_dashboard() -> Response {
+    html_page(
+        StatusCode::NOT_FOUND,
+        "The dashboard is not part of this build; the control API is at <code>/api</code>.",
+    )
+}
+
+fn bad_path(rejection: PathRejection) -> ApiError {
+    ApiError::BadRequest(rejection.body_text())
+}
+
+fn json_ok(body: &impl Serialize) -> Response {
+    let body = serde_json::to_vec(body).expect("API bodies always serialize");
+    json_response(StatusCode::OK, body)
+}
+
+/// A minimal page (`message` is trusted HTML) that loads nothing and cannot be framed.
+fn html_page(status: StatusCode, message: &str) -> Response {
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\">\n<meta charset=\"utf-8\">\n\
+         <title>Switchboard</title>\n<h1>Switchboard</h1>\n<p>{message}</p>\n</html>\n"
+    );
+    let mut response = Response::new(Body::from(html));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// Every value of the cookie `name` in the request's `Cookie` headers.
+fn cookie_values<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(move |pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key.trim() == name).then_some(value.trim())
+        })
+}
+
+/// The `token` parameter of the query, as sent (tokens need no percent-decoding).
+fn query_token(uri: &Uri) -> Option<&str> {
+    uri.query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+//! What the dashboard's "Connect an editor" page shows for each editor it knows: where that
+//! editor keeps its MCP config on this machine, and the entry to merge into it.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{Destination, ENTRY_NAME, Editor};
+
+/// One editor's way to reach Switchboard.
+#[derive(Debug, Serialize)]
+pub struct ClientSetup {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub transport: &'static str,
+    /// Where that editor keeps its config on this machine, and how to open it.
+    pub config_path_hint: String,
+    /// JSON to merge into that file.
+    pub snippet: String,
+}
+
+/// The setups of Claude Desktop (stdio through `switchboard connect`), Cursor, VS Code (what
+/// `switchboard install` writes for them) and Zed (a snippet only: Switchboard does not edit
+/// Zed's settings), all reaching `destination`.
+pub fn client_setups(destination: &Destination) -> Vec<ClientSetup> {
+    let dirs = directories::BaseDirs::new();
+    let place = |path: &dyn Fn(&Path, &Path) -> std::path::PathBuf, how: &str| {
+        let shown = match &dirs {
+            Some(dirs) => shown_path(&path(dirs.home_dir(), dirs.config_dir()), dirs.home_dir()),
+            None => path(Path::new("~"), Path::new("~/.config"))
+                .display()
+                .to_string(),
+        };
+        format!("{shown} ({how})")
+    };
+    let mut setups: Vec<ClientSetup> = Editor::ALL
+        .into_iter()
+        .map(|editor| ClientSetup {
+            id: editor.client_id(),
+            title: editor.title(),
+            transport: editor.transport(),
+            config_path_hint: place(
+                &|home, config| editor.config_path_in(home, config),
+                editor.how_to_open(),
+            ),
+            snippet: pretty(json!({
+                editor.servers_key(): { ENTRY_NAME: editor.switchboard_entry(destination) }
+            })),
+        })
+        .collect();
+    setups.push(ClientSetup {
+        id: "zed",
+        title: "Zed",
+        transport: "http",
+        config_path_hint: place(&zed_settings_path, "zed: open settings file"),
+        snippet: pretty(json!({
+            "context_servers": { ENTRY_NAME: destination.http_entry(None) }
+        })),
+    });
+    setups
+}
+
+/// Zed's settings file: `~/.config/zed` on Linux and macOS, `%APPDATA%\Zed` on Windows.
+fn zed_settings_path(home: &Path, config_dir: &Path) -> std::path::PathBuf {
+    if cfg!(windows) {
+        config_dir.join("Zed").join("settings.json")
+    } else {
+        home.join(".config").join("zed").join("settings.json")
+    }
+}
+
+/// `path` with the home folder written `~` where that is how people write it.
+fn shown_path(path: &Path, home: &Path) -> String {
+    match path.strip_prefix(home) {
+        Ok(rest) if !cfg!(windows) => format!("~/{}", rest.display()),
+        _ => path.display().to_string(),
+    }
+}
+
+fn pretty(value: Value) -> String {
+    serde_json::to_string_pretty(&value).expect("JSON values always serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn every_known_editor_has_a_setup_with_its_own_file() {
+        let destination = Destination {
+            exe: PathBuf::from("/opt/switchboard/bin/switchboard"),
+            url: "http://127.0.0.1:8765/mcp".to_owned(),
+            token: None,
+        };
+        let setups = client_setups(&destination);
+        let ids: Vec<&str> = setups.iter().map(|setup| setup.id).collect();
+        assert_eq!(ids, ["claude-desktop", "cursor", "vscode", "zed"]);
+        let hint = |id: &str| {
+            let setup = setups.iter().find(|setup| setup.id == id).expect("listed");
+            setup.config_path_hint.clone()
+        };
+        assert!(hint("claude-desktop").contains("claude_desktop_config.json"));
+        assert!(hint("cursor").contains(".cursor/mcp.json"));
+        assert!(hint("vscode").contains("mcp.json"));
+        assert!(hint("zed").contains("zed/settings.json"));
+        let zed: Value = serde_json::from_str(&setups[3].snippet).expect("JSON");
+        assert_eq!(
+            zed["context_servers"][ENTRY_NAME]["url"],
+            "http://127.0.0.1:8765/mcp"
+        );
+    }
+
+    #[test]
+    fn paths_under_home_are_written_with_a_tilde() {
+        let shown = shown_path(
+            Path::new("/home/ada/.cursor/mcp.json"),
+            Path::new("/home/ada"),
+        );
+        if cfg!(windows) {
+            assert_eq!(shown, "/home/ada/.cursor/mcp.json");
+        } else {
+            assert_eq!(shown, "~/.cursor/mcp.json");
+        }
+        assert_eq!(
+            shown_path(Path::new("/etc/x.json"), Path::new("/home/ada")),
+            "/etc/x.json"
+        );
+    }
+}

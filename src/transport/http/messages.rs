@@ -1,0 +1,117 @@
+//! What both HTTP transports answer with: JSON-RPC error responses, SSE message events, and the
+//! final message of a reply.
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use axum::response::sse::Event;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::sessions::SessionRecord;
+use crate::guard::{essence, json_response};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+
+/// Returns the reply's response; the messages before it go to the session's `GET` stream.
+pub(super) async fn final_message(
+    mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    record: Option<&SessionRecord>,
+) -> Option<Vec<u8>> {
+    // Everything before the response goes on at once: a request to the client among it must be
+    // answered before the response can come.
+    while let Some(message) = messages.recv().await {
+        let is_response =
+            Envelope::parse(&message).is_ok_and(|envelope| envelope.kind() == Kind::Response);
+        if is_response {
+            return Some(message);
+        }
+        match record {
+            Some(record) => record.send_related(message),
+            None => tracing::debug!("dropped a message related to a request answered as JSON"),
+        }
+    }
+    None
+}
+
+pub(super) fn message_event(message: &[u8]) -> Event {
+    let event = Event::default().event("message");
+    match std::str::from_utf8(message) {
+        Ok(text) => event.data(text),
+        Err(_) => event.data(String::from_utf8_lossy(message)),
+    }
+}
+
+/// Whether an `Accept` header lists `media_type` (parameters and weights are not weighed).
+pub(super) fn accepts(headers: &HeaderMap, media_type: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|item| essence(item).eq_ignore_ascii_case(media_type))
+}
+
+/// The answer to a body that is not a message object or a batch: invalid JSON (-32700) or valid
+/// JSON of another shape (-32600).
+pub(super) fn unparsable(body: &[u8]) -> Response {
+    json_response(StatusCode::BAD_REQUEST, unparsable_body(body))
+}
+
+/// The JSON-RPC error (`id` null) for a body that is not a message object or a batch.
+pub(super) fn unparsable_body(body: &[u8]) -> Vec<u8> {
+    let (code, message) = match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+        Ok(_) => (
+            jsonrpc::INVALID_REQUEST,
+            "the body must be a JSON-RPC message object or a batch array".to_owned(),
+        ),
+        Err(error) => (
+            jsonrpc::PARSE_ERROR,
+            format!("the body is not valid JSON: {error}"),
+        ),
+    };
+    error_body(None, code, message)
+}
+
+pub(super) fn missing_session(id: Option<&RawValue>) -> Response {
+    jsonrpc_error_response(
+        StatusCode::BAD_REQUEST,
+        id,
+        jsonrpc::INVALID_REQUEST,
+        "missing Mcp-Session-Id header: send initialize alone first, then repeat the \
+         Mcp-Session-Id it returns on every request",
+    )
+}
+
+pub(super) fn unknown_session(id: Option<&RawValue>) -> Response {
+    jsonrpc_error_response(
+        StatusCode::NOT_FOUND,
+        id,
+        jsonrpc::INVALID_REQUEST,
+        "unknown or expired session: send initialize to start a new one",
+    )
+}
+
+pub(super) fn no_response(id: Option<&RawValue>) -> Vec<u8> {
+    error_body(
+        id,
+        jsonrpc::INTERNAL_ERROR,
+        "the request ended without a response",
+    )
+}
+
+pub(super) fn jsonrpc_error_response(
+    status: StatusCode,
+    id: Option<&RawValue>,
+    code: i64,
+    message: impl Into<String>,
+) -> Response {
+    json_response(status, error_body(id, code, message))
+}
+
+/// A JSON-RPC error response as one JSON text (without the newline of the stdio framing).
+pub(super) fn error_body(id: Option<&RawValue>, code: i64, message: impl Into<String>) -> Vec<u8> {
+    let mut body = jsonrpc::error_line(id, &ErrorObject::new(code, message));
+    if body.last() == Some(&b'\n') {
+        body.pop();
+    }
+    body
+}

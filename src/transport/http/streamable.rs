@@ -1,0 +1,446 @@
+//! Streamable HTTP at `/mcp`: `POST` a message or a batch, `GET` the session's event stream,
+//! `DELETE` the session.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::extract::{Extension, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_core::Stream;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio_util::sync::WaitForCancellationFutureOwned;
+
+use super::body::read_body;
+use super::messages::{
+    accepts, error_body, final_message, jsonrpc_error_response, message_event, missing_session,
+    no_response, unknown_session, unparsable,
+};
+use super::sessions::{Activity, CloseUnlessKept, SessionRecord, lock};
+use super::{HttpState, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Shutdown};
+use crate::guard::{ContentType, content_type, echo_bytes, json_response};
+use crate::hub::rewrite::ObjectEntries;
+use crate::hub::{Inbound, SUPPORTED_PROTOCOL_VERSIONS, SessionEvents};
+use crate::wire::jsonrpc::{self, Envelope, Kind};
+
+pub(super) async fn post_mcp(
+    State(state): State<Arc<HttpState>>,
+    shutdown: Option<Extension<Shutdown>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Some(response) = unsupported_protocol_version(&headers) {
+        return response;
+    }
+    if content_type(&headers) == ContentType::Other {
+        return jsonrpc_error_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "the body must be JSON (Content-Type: application/json)",
+        );
+    }
+    let body = match read_body(&headers, body, state.max_body_size).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let session_id = session_id(&headers);
+    match body.iter().find(|byte| !byte.is_ascii_whitespace()) {
+        Some(b'{') => {
+            let answer = if accepts(&headers, "text/event-stream") {
+                Answer::Stream(shutdown.map(|s| s.0))
+            } else {
+                Answer::Json
+            };
+            post_message(&state, session_id, &body, answer).await
+        }
+        Some(b'[') => post_batch(&state, session_id, &body).await,
+        _ => unparsable(&body),
+    }
+}
+
+/// How a request is answered.
+pub(super) enum Answer {
+    /// The response alone, as `application/json`.
+    Json,
+    /// Every message of the reply as an SSE stream, which ends with the server.
+    Stream(Option<Shutdown>),
+}
+
+/// Answers one message.
+pub(super) async fn post_message(
+    state: &HttpState,
+    session_id: Option<&str>,
+    body: &[u8],
+    answer: Answer,
+) -> Response {
+    let Ok(envelope) = Envelope::parse(body) else {
+        return unparsable(body);
+    };
+    let id = envelope.id;
+    let Some(session_id) = session_id else {
+        if envelope.kind() == Kind::Request && envelope.method.as_deref() == Some("initialize") {
+            return initialize(state, body, id).await;
+        }
+        return missing_session(id);
+    };
+    let Some(record) = state.sessions.find(session_id) else {
+        return unknown_session(id);
+    };
+    let answer = match answer {
+        Answer::Stream(_) if !may_relate_messages(&envelope, &record) => Answer::Json,
+        answer => answer,
+    };
+    let activity = Activity::begin(record);
+    match activity.record().session.receive(body) {
+        Inbound::Accepted => StatusCode::ACCEPTED.into_response(),
+        Inbound::Rejected(error) => json_response(StatusCode::OK, error),
+        Inbound::Request(reply) => match answer {
+            Answer::Stream(shutdown) => {
+                let stream = ReplyStream {
+                    messages: reply.messages,
+                    shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
+                    unanswered: Some(id.map(ToOwned::to_owned)),
+                    _activity: activity,
+                };
+                Sse::new(stream)
+                    .keep_alive(KeepAlive::default())
+                    .into_response()
+            }
+            Answer::Json => {
+                let response = final_message(reply.messages, Some(activity.record())).await;
+                json_response(StatusCode::OK, response.unwrap_or_else(|| no_response(id)))
+            }
+        },
+    }
+}
+
+/// Whether answering this request may involve more than its response on the POST stream:
+/// progress it asked for, or requests to a client that has no `GET` stream to receive them.
+pub(super) fn may_relate_messages(envelope: &Envelope<'_>, record: &SessionRecord) -> bool {
+    let wants_progress = envelope
+        .params
+        .and_then(|params| ObjectEntries::parse(params.get()).ok())
+        .and_then(|params| params.get("_meta").map(|meta| meta.get().to_owned()))
+        .and_then(|meta| {
+            ObjectEntries::parse(&meta)
+                .ok()
+                .map(|meta| meta.get("progressToken").is_some())
+        })
+        .unwrap_or(false);
+    wants_progress || (record.session.can_be_asked() && !record.has_get_stream())
+}
+
+/// Opens a session for an `initialize` sent without a session id, and keeps it if it succeeds.
+pub(super) async fn initialize(state: &HttpState, body: &[u8], id: Option<&RawValue>) -> Response {
+    let hub = &state.sessions.hub;
+    let (session, events) = hub.open_session();
+    // Closes the new session if it is not kept, including when the client goes away.
+    let mut unkept = CloseUnlessKept {
+        hub,
+        session: session.clone(),
+        keep: false,
+    };
+    let response = match session.receive(body) {
+        Inbound::Request(reply) => match final_message(reply.messages, None).await {
+            Some(response) => response,
+            None => return json_response(StatusCode::OK, no_response(id)),
+        },
+        Inbound::Rejected(error) => return json_response(StatusCode::OK, error),
+        Inbound::Accepted => {
+            return jsonrpc_error_response(
+                StatusCode::OK,
+                id,
+                jsonrpc::INTERNAL_ERROR,
+                "initialize was taken as a notification",
+            );
+        }
+    };
+    let failed = Envelope::parse(&response).map_or(true, |envelope| envelope.error.is_some());
+    if failed {
+        return json_response(StatusCode::OK, response);
+    }
+    let Ok(session_header) = HeaderValue::from_str(session.id()) else {
+        return jsonrpc_error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            id,
+            jsonrpc::INTERNAL_ERROR,
+            "the session id cannot be sent as a header",
+        );
+    };
+    unkept.keep = true;
+    tracing::debug!(session = session.id(), "HTTP session opened");
+    state.sessions.insert(session, events);
+    let mut response = json_response(StatusCode::OK, response);
+    response
+        .headers_mut()
+        .insert(MCP_SESSION_ID, session_header);
+    response
+}
+
+/// Answers a batch: every element is taken, then the answers are collected in order.
+pub(super) async fn post_batch(
+    state: &HttpState,
+    session_id: Option<&str>,
+    body: &[u8],
+) -> Response {
+    let Ok(elements) = serde_json::from_slice::<Vec<&RawValue>>(body) else {
+        return unparsable(body);
+    };
+    if elements.is_empty() {
+        return jsonrpc_error_response(
+            StatusCode::BAD_REQUEST,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "the batch is empty",
+        );
+    }
+    let Some(session_id) = session_id else {
+        return missing_session(None);
+    };
+    let Some(record) = state.sessions.find(session_id) else {
+        return unknown_session(None);
+    };
+    let activity = Activity::begin(record);
+
+    enum Answer<'a> {
+        Ready(Vec<u8>),
+        Pending(&'a RawValue, mpsc::UnboundedReceiver<Vec<u8>>),
+    }
+    let mut answers = Vec::new();
+    for element in &elements {
+        let text = element.get();
+        if !text.starts_with('{') {
+            answers.push(Answer::Ready(error_body(
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "a batch element must be a JSON-RPC message object",
+            )));
+            continue;
+        }
+        match activity.record().session.receive(text.as_bytes()) {
+            Inbound::Request(reply) => answers.push(Answer::Pending(element, reply.messages)),
+            Inbound::Accepted => {}
+            Inbound::Rejected(error) => answers.push(Answer::Ready(error)),
+        }
+    }
+    if answers.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let mut out = Vec::with_capacity(256 * answers.len());
+    out.push(b'[');
+    for (index, answer) in answers.into_iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        let message = match answer {
+            Answer::Ready(message) => message,
+            Answer::Pending(element, messages) => final_message(messages, Some(activity.record()))
+                .await
+                .unwrap_or_else(|| {
+                    let id = Envelope::parse(element.get().as_bytes())
+                        .ok()
+                        .and_then(|envelope| envelope.id);
+                    no_response(id)
+                }),
+        };
+        out.extend_from_slice(&message);
+    }
+    out.push(b']');
+    json_response(StatusCode::OK, out)
+}
+
+pub(super) async fn get_mcp(
+    State(state): State<Arc<HttpState>>,
+    shutdown: Option<Extension<Shutdown>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(response) = unsupported_protocol_version(&headers) {
+        return response;
+    }
+    if !accepts(&headers, "text/event-stream") {
+        return jsonrpc_error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "GET opens a server-sent event stream; send Accept: text/event-stream",
+        );
+    }
+    let Some(session_id) = session_id(&headers) else {
+        return missing_session(None);
+    };
+    let Some(record) = state.sessions.find(session_id) else {
+        return unknown_session(None);
+    };
+    let Some(stream) = EventStream::open(record, shutdown.map(|s| s.0)) else {
+        return jsonrpc_error_response(
+            StatusCode::CONFLICT,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            "this session already has an open GET stream",
+        );
+    };
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+pub(super) async fn delete_mcp(
+    State(state): State<Arc<HttpState>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(response) = unsupported_protocol_version(&headers) {
+        return response;
+    }
+    let Some(session_id) = session_id(&headers) else {
+        return missing_session(None);
+    };
+    match state.sessions.remove(session_id) {
+        Some(record) => {
+            state.sessions.close(&record, "deleted by the client");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => unknown_session(None),
+    }
+}
+
+/// The SSE body answering one request: its messages, the response last.
+///
+/// It owns the reply's receiver, so a client that goes away cancels the request.
+pub(super) struct ReplyStream {
+    pub(super) messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    pub(super) shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// The request's id until its response has gone out: if the messages end without one (the
+    /// session was deleted mid-call), an error response takes its place, as over JSON.
+    pub(super) unanswered: Option<Option<Box<RawValue>>>,
+    pub(super) _activity: Activity,
+}
+
+impl Stream for ReplyStream {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if let Some(shutdown) = &mut this.shutdown
+            && shutdown.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
+        }
+        match this.messages.poll_recv(cx) {
+            Poll::Ready(Some(message)) => {
+                let is_response = Envelope::parse(&message)
+                    .is_ok_and(|envelope| envelope.kind() == Kind::Response);
+                if is_response {
+                    this.unanswered = None;
+                }
+                Poll::Ready(Some(Ok(message_event(&message))))
+            }
+            Poll::Ready(None) => Poll::Ready(
+                this.unanswered
+                    .take()
+                    .map(|id| Ok(message_event(&no_response(id.as_deref())))),
+            ),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The SSE body of a `GET`: the session's unrelated messages, plus messages related to requests
+/// answered as plain JSON. On drop, the session's queue goes back to its record.
+pub(super) struct EventStream {
+    pub(super) events: Option<SessionEvents>,
+    pub(super) related: mpsc::UnboundedReceiver<Vec<u8>>,
+    pub(super) closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    pub(super) shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    pub(super) activity: Activity,
+}
+
+impl EventStream {
+    /// `None` when another stream holds the session's queue.
+    pub(super) fn open(
+        record: Arc<SessionRecord>,
+        shutdown: Option<Shutdown>,
+    ) -> Option<EventStream> {
+        let closed = Box::pin(record.closed.clone().cancelled_owned());
+        let activity = Activity::begin(record);
+        let (related_sender, related) = mpsc::unbounded_channel();
+        let events = {
+            let mut live = lock(&activity.record().live);
+            let events = live.events.take()?;
+            live.related = Some(related_sender);
+            events
+        };
+        Some(EventStream {
+            events: Some(events),
+            related,
+            closed,
+            shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
+            activity,
+        })
+    }
+}
+
+impl Stream for EventStream {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.closed.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        if let Some(shutdown) = &mut this.shutdown
+            && shutdown.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(Some(message)) = this.related.poll_recv(cx) {
+            return Poll::Ready(Some(Ok(message_event(&message))));
+        }
+        let Some(events) = &mut this.events else {
+            return Poll::Ready(None);
+        };
+        events
+            .poll_recv(cx)
+            .map(|message| message.map(|message| Ok(message_event(&message))))
+    }
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        let mut live = lock(&self.activity.record().live);
+        live.related = None;
+        live.events = self.events.take();
+    }
+}
+
+/// The 400 answer to an `MCP-Protocol-Version` this endpoint does not speak.
+pub(super) fn unsupported_protocol_version(headers: &HeaderMap) -> Option<Response> {
+    let value = headers.get(MCP_PROTOCOL_VERSION)?;
+    if let Ok(version) = value.to_str()
+        && SUPPORTED_PROTOCOL_VERSIONS.contains(&version.trim())
+    {
+        return None;
+    }
+    Some(jsonrpc_error_response(
+        StatusCode::BAD_REQUEST,
+        None,
+        jsonrpc::INVALID_REQUEST,
+        format!(
+            "unsupported MCP-Protocol-Version {}; this endpoint speaks {}",
+            echo_bytes(value.as_bytes()),
+            SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+        ),
+    ))
+}
+
+/// The `Mcp-Session-Id` sent, if any. A value that is not visible ASCII names no session.
+pub(super) fn session_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(MCP_SESSION_ID)
+        .map(|value| value.to_str().unwrap_or(""))
+}
