@@ -1,0 +1,241 @@
+//! The ledger side of a handed-off session: the handoff read off the socket, the ledger both
+//! directions share (requests in flight, half-read lines), and the records that go to the shim.
+
+use std::io::{self, Cursor};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::{OwnedWriteHalf, pipe};
+use tokio::sync::mpsc;
+
+use super::{SOCKET_BUFFER, SocketReader};
+use crate::transport::handoff;
+use crate::wire::jsonrpc;
+
+pub(super) type HandoffInput =
+    BufReader<tokio::io::Chain<Cursor<Vec<u8>>, MarkingReader<pipe::Receiver>>>;
+
+/// A handoff read off the socket: the editor's stdio and what to do first.
+pub(super) struct Accepted {
+    pub(super) input: HandoffInput,
+    pub(super) output: pipe::Sender,
+    pub(super) replay: Option<Box<RawValue>>,
+    /// The socket's reading side; the shim never writes after the header, so this only ends.
+    pub(super) lifeline: SocketReader,
+    /// The shared ledger, and records for the socket.
+    pub(super) shared: Arc<SharedLedger>,
+    pub(super) records: mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+/// Reads the header and the prefix, and takes the two descriptors that came with them.
+pub(super) async fn accept_handoff(
+    mut socket: SocketReader,
+    fds: Vec<OwnedFd>,
+    max_message_size: usize,
+) -> anyhow::Result<Accepted> {
+    let mut line = Vec::new();
+    (&mut socket)
+        .take(max_message_size as u64 + 1024)
+        .read_until(b'\n', &mut line)
+        .await?;
+    let header: handoff::Header =
+        serde_json::from_slice(&line).context("the first line is not a handoff header")?;
+    anyhow::ensure!(
+        header.version == handoff::VERSION,
+        "handoff version {} is not {}; the connect and serve binaries differ",
+        header.version,
+        handoff::VERSION
+    );
+    let [input, output, ledger]: [OwnedFd; 3] = fds
+        .try_into()
+        .map_err(|fds: Vec<OwnedFd>| anyhow::anyhow!("{} descriptors instead of 3", fds.len()))?;
+    let ledger = handoff::Ledger::open(&ledger).context("cannot map the ledger")?;
+    anyhow::ensure!(
+        header.prefix <= handoff::PREFIX_LIMIT,
+        "a prefix of {} bytes is over the limit of {}",
+        header.prefix,
+        handoff::PREFIX_LIMIT
+    );
+    let mut prefix = vec![0; header.prefix];
+    socket.read_exact(&mut prefix).await?;
+    for fd in [&input, &output] {
+        handoff::set_nonblocking(fd.as_raw_fd(), true)?;
+    }
+    let (records, records_rx) = mpsc::unbounded_channel();
+    let shared = Arc::new(SharedLedger::new(ledger, records));
+    let input = pipe::Receiver::from_owned_fd_unchecked(input)?;
+    let marking = MarkingReader::new(input, &prefix, shared.clone());
+    Ok(Accepted {
+        input: BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(prefix).chain(marking)),
+        output: pipe::Sender::from_owned_fd_unchecked(output)?,
+        replay: header.replay,
+        lifeline: socket,
+        shared,
+        records: records_rx,
+    })
+}
+
+/// The socket of a handed-off session: records go out on it, and its end means the shim left.
+pub(super) struct ShimSocket {
+    pub(super) socket: OwnedWriteHalf,
+    pub(super) lifeline: SocketReader,
+    pub(super) shared: Arc<SharedLedger>,
+    pub(super) records: mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+/// What the reading and writing sides of a handed-off session share: the ledger in memory, its
+/// free slots, and records for the socket.
+pub(super) struct SharedLedger {
+    pub(super) ledger: handoff::Ledger,
+    pub(super) free: Mutex<Vec<usize>>,
+    pub(super) records: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+/// Where a request read from the editor is recorded as unanswered.
+pub(super) enum Unanswered {
+    Slot(usize),
+    Record(Box<str>),
+}
+
+impl SharedLedger {
+    pub(super) fn new(
+        ledger: handoff::Ledger,
+        records: mpsc::UnboundedSender<Vec<u8>>,
+    ) -> SharedLedger {
+        SharedLedger {
+            ledger,
+            free: Mutex::new((0..handoff::SLOTS).rev().collect()),
+            records,
+        }
+    }
+
+    pub(super) fn free(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
+        self.free
+            .lock()
+            .expect("the slot list lock is never poisoned")
+    }
+
+    pub(super) fn record(&self, record: handoff::Record<'_>) {
+        let mut line = Vec::new();
+        record.encode(&mut line);
+        let _ = self.records.send(line);
+    }
+
+    /// Records a request read from the editor: in a slot, or on the socket when none fits.
+    pub(super) fn request(&self, id: &str) -> Unanswered {
+        let slot = self.free().pop();
+        if let Some(slot) = slot {
+            if self.ledger.claim(slot, id) {
+                return Unanswered::Slot(slot);
+            }
+            self.free().push(slot);
+        }
+        self.record(handoff::Record::Request(id));
+        Unanswered::Record(id.into())
+    }
+}
+
+/// The writing side of a ledger: records from the reader wait in `records`, and go out in
+/// `pending` ahead of anything that depends on them.
+pub(super) struct LedgerWriter {
+    pub(super) socket: OwnedWriteHalf,
+    pub(super) shared: Arc<SharedLedger>,
+    pub(super) records: mpsc::UnboundedReceiver<Vec<u8>>,
+    pub(super) pending: Vec<u8>,
+}
+
+impl LedgerWriter {
+    pub(super) fn new(
+        socket: OwnedWriteHalf,
+        shared: Arc<SharedLedger>,
+        records: mpsc::UnboundedReceiver<Vec<u8>>,
+    ) -> LedgerWriter {
+        LedgerWriter {
+            socket,
+            shared,
+            records,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Moves what the reader recorded into `pending`.
+    pub(super) fn take_records(&mut self) {
+        while let Ok(record) = self.records.try_recv() {
+            self.pending.extend_from_slice(&record);
+        }
+    }
+
+    pub(super) fn push(&mut self, record: handoff::Record<'_>) {
+        record.encode(&mut self.pending);
+    }
+
+    pub(super) async fn flush(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            self.socket.write_all(&self.pending).await?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Watches the editor's stdin on its way in and keeps in the ledger whether it stopped in the
+/// middle of a line, so the shim knows whether a piece of a line is lost with a dying instance.
+pub(super) struct MarkingReader<R> {
+    pub(super) inner: R,
+    pub(super) shared: Arc<SharedLedger>,
+    /// The first bytes of the line under way, to find its id.
+    pub(super) head: Vec<u8>,
+}
+
+/// How many bytes of a line under way are kept to find its id.
+pub(super) const HEAD_KEPT: usize = 512;
+
+impl<R> MarkingReader<R> {
+    /// `prefix` is what comes before `inner`'s bytes.
+    pub(super) fn new(inner: R, prefix: &[u8], shared: Arc<SharedLedger>) -> MarkingReader<R> {
+        let mut reader = MarkingReader {
+            inner,
+            shared,
+            head: Vec::new(),
+        };
+        reader.observe(prefix);
+        reader
+    }
+
+    pub(super) fn observe(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let tail = match memchr::memrchr(b'\n', bytes) {
+            Some(pos) => {
+                self.head.clear();
+                &bytes[pos + 1..]
+            }
+            None if self.head.len() >= HEAD_KEPT => return,
+            None => bytes,
+        };
+        let room = HEAD_KEPT.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&tail[..room.min(tail.len())]);
+        let partial = (!self.head.is_empty()).then(|| jsonrpc::sniff_id(&self.head));
+        self.shared.ledger.set_partial_input(partial);
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for MarkingReader<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let this = &mut *self;
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = &polled {
+            this.observe(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
