@@ -9,7 +9,7 @@
 //!
 //! The embedded set is the list [`EMBEDDED`]; a test checks it against the directory, so a file
 //! added to `ui/` and not listed fails the tests rather than going missing from the binary.
-//! `ui/tsconfig.json` (type checking) and `ui/dev/` (development fixtures) are never embedded.
+//! `ui/tsconfig.json` (type checking only) is never embedded.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Component, Path, PathBuf};
@@ -267,7 +267,7 @@ mod tests {
     fn every_file_of_ui_is_embedded_and_nothing_else() {
         let mut on_disk = Vec::new();
         files_below(&ui_dir(), "", &mut on_disk);
-        on_disk.retain(|path| path != "tsconfig.json" && !path.starts_with("dev/"));
+        on_disk.retain(|path| path != "tsconfig.json");
         on_disk.sort();
         let mut embedded: Vec<String> = EMBEDDED.iter().map(|(path, _)| path.to_string()).collect();
         embedded.sort();
@@ -348,7 +348,6 @@ mod tests {
                 "/views",
                 "//etc/passwd",
                 "/tsconfig.json",
-                "/dev/fixture.js",
                 "/nothing.js",
                 "/backend/demo",
                 "/app.js.map",
