@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, EndpointConfig};
 use crate::control::reload::{ConfigState, ReloadOutcome, Reloader};
 use crate::control::{api, token, ui};
 use crate::hub::{Hub, HubOptions};
@@ -51,14 +51,7 @@ impl App {
     /// every listener. Fails when the listeners cannot be bound (another instance runs) or the
     /// endpoint token in the config is invalid.
     pub async fn start(options: AppOptions) -> anyhow::Result<App> {
-        // Absolute, so that what the dashboard shows and what the watcher watches stay right.
-        let path = std::path::absolute(&options.config_path)
-            .with_context(|| format!("cannot resolve {}", options.config_path.display()))?;
-        let config = config::load_or_create_default(&path, &options.exe)?;
-        for diagnostic in &config.diagnostics {
-            tracing::warn!("{diagnostic}");
-        }
-        refuse_invalid_token(&config, &path)?;
+        let (path, config) = load_config(&options.config_path, &options.exe)?;
         let endpoint = config.endpoint.clone();
         let listen = options.listen.unwrap_or(endpoint.listen);
         if !listen.ip().is_loopback() {
@@ -70,19 +63,7 @@ impl App {
         let groups = GroupRegistry::open(&runtime_dir, Some(&options.exe)).with_context(|| {
             format!("cannot use the runtime directory {}", runtime_dir.display())
         })?;
-        let socket_path = socket::socket_path(&runtime_dir);
-        let socket_listener = socket::bind(&socket_path).with_context(|| {
-            format!(
-                "cannot listen on {} (is another Switchboard running?)",
-                socket_path.display()
-            )
-        })?;
-        let tcp_listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| {
-                format!("cannot listen on {listen} (set another address with --listen)")
-            })?;
-        let bound = tcp_listener.local_addr().context("no local address")?;
+        let listeners = Listeners::bind(&runtime_dir, listen).await?;
         let data_dir = crate::dirs::data_dir();
         let api_token =
             token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
@@ -108,14 +89,8 @@ impl App {
                 "cannot watch the config file; edits apply on `switchboard reload` only"
             ),
         }
-        let http_options = http::HttpOptions {
-            port: bound.port(),
-            token: endpoint.token.clone(),
-            max_body_size: endpoint.max_body_size,
-            extra_origins: Vec::new(),
-        };
         let api_options = api::ApiOptions {
-            address: bound,
+            address: listeners.address,
             token: api_token,
             mcp_token: endpoint.token.clone(),
             extra_origins: Vec::new(),
@@ -125,33 +100,10 @@ impl App {
             api::ApiState::new(hub.clone(), reloader.clone(), api_options, stop.clone())
                 .with_ui(ui::router(options.ui_dir));
         let dashboard_url = api_state.dashboard_url();
-        let router = http::app(hub.clone(), http_options).merge(api::router(api_state));
-        let http_server = tokio::spawn({
-            let stop = stop.clone();
-            async move {
-                if let Err(error) = http::serve(tcp_listener, router, stop).await {
-                    tracing::error!(%error, "the HTTP endpoint stopped");
-                }
-            }
-        });
-        let socket_server = tokio::spawn(socket::serve_socket(
-            socket_listener,
-            hub.clone(),
-            endpoint.max_body_size,
-            stop.clone(),
-        ));
-        tasks.push(http_server);
-        tasks.push(socket_server);
-        let mcp_url = format!("http://{bound}{}", http::MCP_PATH);
-        tracing::info!(url = %mcp_url, socket = %socket_path.display(), "listening");
-        let instance_file = Instance::path(&runtime_dir);
-        let instance = Instance {
-            pid: std::process::id(),
-            address: bound,
-        };
-        if let Err(error) = instance.write(&instance_file) {
-            tracing::warn!(%error, "cannot record this instance; `switchboard reload` will not find it");
-        }
+        let served = listeners.serve(&hub, api_state, &endpoint, &stop);
+        tasks.extend(served.tasks);
+        tracing::info!(url = %served.mcp_url, socket = %served.socket_path.display(), "listening");
+        let instance_file = Instance::record(&runtime_dir, served.address);
         let (statuses, publisher) = publish_statuses(&hub, reloader.state(), stop.clone());
         tasks.push(publisher);
         Ok(App {
@@ -160,8 +112,8 @@ impl App {
             stop,
             tasks,
             dashboard_url,
-            mcp_url,
-            socket_path,
+            mcp_url: served.mcp_url,
+            socket_path: served.socket_path,
             instance_file,
             statuses,
         })
@@ -230,6 +182,101 @@ impl App {
     }
 }
 
+/// Reads the config file at `path` (written with the defaults when there is none) and logs its
+/// diagnostics; refuses a config whose endpoint token is invalid.
+fn load_config(path: &Path, exe: &Path) -> anyhow::Result<(PathBuf, Config)> {
+    // Absolute, so that what the dashboard shows and what the watcher watches stay right.
+    let path =
+        std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))?;
+    let config = config::load_or_create_default(&path, exe)?;
+    for diagnostic in &config.diagnostics {
+        tracing::warn!("{diagnostic}");
+    }
+    refuse_invalid_token(&config, &path)?;
+    Ok((path, config))
+}
+
+/// The socket and the TCP listener, bound before anything starts so that a second instance
+/// fails early and leaves the first one alone.
+struct Listeners {
+    socket_path: PathBuf,
+    socket: tokio::net::UnixListener,
+    tcp: tokio::net::TcpListener,
+    /// Where the TCP listener is bound (its port, when 0 was asked for).
+    address: SocketAddr,
+}
+
+/// What [`Listeners::serve`] started.
+struct Served {
+    tasks: Vec<JoinHandle<()>>,
+    address: SocketAddr,
+    mcp_url: String,
+    socket_path: PathBuf,
+}
+
+impl Listeners {
+    async fn bind(runtime_dir: &Path, listen: SocketAddr) -> anyhow::Result<Listeners> {
+        let socket_path = socket::socket_path(runtime_dir);
+        let socket = socket::bind(&socket_path).with_context(|| {
+            format!(
+                "cannot listen on {} (is another Switchboard running?)",
+                socket_path.display()
+            )
+        })?;
+        let tcp = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| {
+                format!("cannot listen on {listen} (set another address with --listen)")
+            })?;
+        let address = tcp.local_addr().context("no local address")?;
+        Ok(Listeners {
+            socket_path,
+            socket,
+            tcp,
+            address,
+        })
+    }
+
+    /// Serves `/mcp` and the control API on the TCP listener and the hub on the socket, until
+    /// `stop` is cancelled.
+    fn serve(
+        self,
+        hub: &Hub,
+        api_state: api::ApiState,
+        endpoint: &EndpointConfig,
+        stop: &CancellationToken,
+    ) -> Served {
+        let http_options = http::HttpOptions {
+            port: self.address.port(),
+            token: endpoint.token.clone(),
+            max_body_size: endpoint.max_body_size,
+            extra_origins: Vec::new(),
+        };
+        let router = http::app(hub.clone(), http_options).merge(api::router(api_state));
+        let http_server = tokio::spawn({
+            let stop = stop.clone();
+            let tcp = self.tcp;
+            async move {
+                if let Err(error) = http::serve(tcp, router, stop).await {
+                    tracing::error!(%error, "the HTTP endpoint stopped");
+                }
+            }
+        });
+        let socket_server = tokio::spawn(socket::serve_socket(
+            self.socket,
+            hub.clone(),
+            endpoint.max_body_size,
+            stop.clone(),
+        ));
+        Served {
+            tasks: vec![http_server, socket_server],
+            address: self.address,
+            mcp_url: format!("http://{}{}", self.address, http::MCP_PATH),
+            socket_path: self.socket_path,
+        }
+    }
+}
+
 fn refuse_invalid_token(config: &Config, path: &Path) -> anyhow::Result<()> {
     let token_invalid = config.diagnostics.iter().any(|diagnostic| {
         diagnostic.severity == config::Severity::Error
@@ -292,6 +339,20 @@ impl Instance {
     pub fn read(path: &Path) -> std::io::Result<Instance> {
         let text = std::fs::read(path)?;
         serde_json::from_slice(&text).map_err(std::io::Error::other)
+    }
+
+    /// Records this process, listening at `address`, in the runtime directory; returns the
+    /// file's path. A failure is logged: only `switchboard reload` needs the file.
+    fn record(runtime_dir: &Path, address: SocketAddr) -> PathBuf {
+        let path = Instance::path(runtime_dir);
+        let instance = Instance {
+            pid: std::process::id(),
+            address,
+        };
+        if let Err(error) = instance.write(&path) {
+            tracing::warn!(%error, "cannot record this instance; `switchboard reload` will not find it");
+        }
+        path
     }
 
     /// Writes the file (owner-only) by renaming a complete temporary file into place.
