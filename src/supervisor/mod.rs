@@ -145,15 +145,6 @@ pub struct ApplyReport {
     pub backends: BTreeMap<String, Applied>,
 }
 
-impl ApplyReport {
-    /// Whether anything other than `Unchanged` happened.
-    pub fn changed_anything(&self) -> bool {
-        self.backends
-            .values()
-            .any(|applied| *applied != Applied::Unchanged)
-    }
-}
-
 impl std::fmt::Display for ApplyReport {
     /// `added a, b; restarted c` (unchanged backends are not named).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
