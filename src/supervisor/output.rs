@@ -4,32 +4,14 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use serde::Serialize;
 use tokio::sync::broadcast;
 
 use crate::supervisor::status::unix_millis;
+pub use crate::supervisor::status::{OutputLine, OutputStream};
 
 /// The longest line kept; longer lines are cut and marked.
 pub const MAX_LINE_BYTES: usize = 4096;
 const LIVE_CAPACITY: usize = 1024;
-
-/// Where a captured line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutputStream {
-    Stderr,
-    /// Something on stdout that was not JSON-RPC (a banner, a log line, garbage).
-    StdoutNoise,
-}
-
-/// One captured line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OutputLine {
-    /// Milliseconds since the Unix epoch.
-    pub at_ms: u64,
-    pub stream: OutputStream,
-    pub text: String,
-}
 
 /// The ring of recent lines of one backend, kept across its restarts.
 pub struct OutputLog {

@@ -6,8 +6,6 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::supervisor::output::OutputLine;
-
 /// The states of a backend, as published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -108,6 +106,24 @@ pub struct HistoryEntry {
     pub detail: Option<String>,
     /// The last lines the backend printed before it ended.
     pub output_tail: Vec<OutputLine>,
+}
+
+/// Where a captured line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputStream {
+    Stderr,
+    /// Something on stdout that was not JSON-RPC (a banner, a log line, garbage).
+    StdoutNoise,
+}
+
+/// One line a backend printed: on stderr, or on stdout but not JSON-RPC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutputLine {
+    /// Milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    pub stream: OutputStream,
+    pub text: String,
 }
 
 /// What a backend offers, as its server listed it (raw JSON, unknown fields kept).
