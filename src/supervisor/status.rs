@@ -127,7 +127,7 @@ pub struct OutputLine {
 }
 
 /// What a backend offers, as its server listed it (raw JSON, unknown fields kept).
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Catalog {
     pub tools: Vec<Box<RawValue>>,
     pub resources: Vec<Box<RawValue>>,

@@ -1,0 +1,341 @@
+//! Starting, stopping and losing a backend's process: the steps of a start (spawn, handshake,
+//! ready), and what follows a stop, a crash or a failed health check.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::{BackendTask, Flow, Running, State};
+use crate::supervisor::ControlError;
+use crate::supervisor::handle::Command;
+use crate::supervisor::handshake::{Handshake, handshake};
+use crate::supervisor::output::{OutputLog, OutputStream};
+use crate::supervisor::policy::Decision;
+use crate::supervisor::rpc::{
+    CloseReason, Connection, ConnectionOptions, Incoming, RpcError, Started,
+};
+use crate::supervisor::spawn::{self, BackendProcess, SpawnSpec};
+use crate::supervisor::status::{ExitDescription, StopReason};
+use crate::wire::framing::{Frame, LineReader};
+
+const STDERR_MAX_LINE: usize = 64 * 1024;
+/// How long to wait for the exit status once a backend closed its stdout.
+const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
+
+/// How a running process was found to have ended.
+pub(super) struct ProcessEnd {
+    exit: Option<ExitDescription>,
+}
+
+impl ProcessEnd {
+    /// What the process's connection tells its waiters.
+    fn close_reason(&self) -> CloseReason {
+        match &self.exit {
+            Some(exit) => CloseReason::Exited(exit.clone()),
+            None => CloseReason::StdoutClosed,
+        }
+    }
+}
+
+/// A process that was spawned and has not completed its handshake yet.
+struct Spawned {
+    process: BackendProcess,
+    connection: Connection,
+    incoming: mpsc::Receiver<Incoming>,
+    stdout_closed: CancellationToken,
+    started_at: Instant,
+}
+
+/// How waiting for the handshake ended.
+enum HandshakeOutcome {
+    /// The handshake completed; what the backend sent meanwhile waits to be handled.
+    Completed(Handshake, Vec<Incoming>),
+    /// The handshake failed, or the process ended before it completed.
+    Failed(String),
+    /// A command other than `start` came first (`None`: every handle is gone).
+    Interrupted(Option<Command>),
+}
+
+impl BackendTask {
+    /// Spawns the process and runs the handshake, answering any command that arrives meanwhile.
+    pub(super) async fn start_process(&mut self) -> Flow {
+        self.transition(State::Starting);
+        self.generation += 1;
+        let Some(mut spawned) = self.spawn_process() else {
+            return Flow::Continue;
+        };
+        match self.await_handshake(&mut spawned).await {
+            HandshakeOutcome::Completed(handshake, early_messages) => {
+                self.become_ready(spawned, handshake, early_messages).await;
+                Flow::Continue
+            }
+            HandshakeOutcome::Failed(message) => {
+                self.fail_start(spawned, message).await;
+                Flow::Continue
+            }
+            HandshakeOutcome::Interrupted(command) => self.interrupt_start(spawned, command).await,
+        }
+    }
+
+    /// Spawns the process with a reader of its stderr and a connection over its stdio. When it
+    /// cannot be spawned, records why and returns `None`.
+    fn spawn_process(&mut self) -> Option<Spawned> {
+        let spec = SpawnSpec {
+            backend: &self.config.name,
+            command: &self.config.command,
+            args: &self.config.args,
+            env: &self.config.env,
+            cwd: self.config.cwd.as_deref(),
+        };
+        let (process, pipes) = match spawn::spawn_backend(&spec, &self.groups) {
+            Ok(spawned) => spawned,
+            Err(spawn::SpawnError::ShuttingDown) => {
+                self.transition(State::Stopped);
+                self.answer_start_waiters(Err(ControlError::ShuttingDown));
+                return None;
+            }
+            Err(error) => {
+                self.after_failed_start(
+                    StopReason::HandshakeFailed,
+                    None,
+                    Duration::ZERO,
+                    error.to_string(),
+                );
+                return None;
+            }
+        };
+        let pid = process.pid();
+        tracing::info!(pid, "started");
+        self.status.send_modify(|status| status.pid = Some(pid));
+        self.changes.send_replace(());
+        tokio::spawn(
+            read_stderr(pipes.stderr, self.output.clone()).instrument(tracing::Span::current()),
+        );
+        let options = ConnectionOptions {
+            max_message_size: self.config.max_message_size,
+            log: self.output.clone(),
+        };
+        let Started {
+            connection,
+            incoming,
+            stdout_closed,
+        } = Connection::start(&self.config.name, pipes.stdin, pipes.stdout, options);
+        Some(Spawned {
+            process,
+            connection,
+            incoming,
+            stdout_closed,
+            started_at: Instant::now(),
+        })
+    }
+
+    /// Runs the handshake until it completes, the process ends, or a command other than `start`
+    /// arrives. Callers of `start` join the waiters; messages from the backend are kept.
+    async fn await_handshake(&mut self, spawned: &mut Spawned) -> HandshakeOutcome {
+        let handshake = handshake(&spawned.connection, &self.config);
+        tokio::pin!(handshake);
+        let mut early_messages = Vec::new();
+        loop {
+            tokio::select! {
+                result = &mut handshake => break match result {
+                    Ok(handshake) => HandshakeOutcome::Completed(handshake, early_messages),
+                    Err(message) => HandshakeOutcome::Failed(message),
+                },
+                end = wait_for_end(&mut spawned.process, &spawned.stdout_closed) => {
+                    let reason = end.close_reason();
+                    spawned.connection.close(reason.clone());
+                    break HandshakeOutcome::Failed(format!("the process {reason} during the handshake"));
+                }
+                Some(message) = spawned.incoming.recv() => early_messages.push(message),
+                command = self.commands.recv() => match command {
+                    Some(Command::Start(ack)) => self.start_waiters.extend(ack),
+                    other => break HandshakeOutcome::Interrupted(other),
+                },
+            }
+        }
+    }
+
+    async fn become_ready(
+        &mut self,
+        spawned: Spawned,
+        handshake: Handshake,
+        early_messages: Vec<Incoming>,
+    ) {
+        let pid = spawned.process.pid();
+        self.server = Some(Arc::new(handshake.server));
+        self.catalog = Arc::new(handshake.catalog);
+        self.last_error = None;
+        let running = Running {
+            process: spawned.process,
+            connection: spawned.connection.clone(),
+            incoming: spawned.incoming,
+            stdout_closed: spawned.stdout_closed,
+            started_at: spawned.started_at,
+            ready_since: SystemTime::now(),
+            health: super::health_interval(self.config.health_interval),
+            ping_in_flight: false,
+        };
+        self.connection.send_replace(Some(spawned.connection));
+        self.transition(State::Ready(Box::new(running)));
+        tracing::info!(pid, tools = self.catalog.tools.len(), "ready");
+        self.answer_start_waiters(Ok(()));
+        for message in early_messages {
+            self.on_incoming(message).await;
+        }
+    }
+
+    async fn fail_start(&mut self, spawned: Spawned, message: String) {
+        spawned.connection.close(CloseReason::Stopping);
+        let uptime = spawned.started_at.elapsed();
+        let exit = spawned.process.shut_down(self.config.stop_grace).await;
+        tracing::warn!(%exit, "handshake failed: {message}");
+        self.after_failed_start(StopReason::HandshakeFailed, Some(exit), uptime, message);
+    }
+
+    /// Stops the process that was starting, fails the start, then carries out the command.
+    async fn interrupt_start(&mut self, spawned: Spawned, command: Option<Command>) -> Flow {
+        spawned.connection.close(CloseReason::Stopping);
+        self.transition(State::Stopping);
+        spawned.process.shut_down(self.config.stop_grace).await;
+        self.transition(State::Stopped);
+        self.answer_start_waiters(Err(ControlError::Interrupted {
+            backend: self.name.to_string(),
+        }));
+        match command {
+            Some(Command::Reconfigure(config, ack)) => {
+                Box::pin(self.reconfigure(*config, ack, super::Activity::Active)).await
+            }
+            Some(command) => Box::pin(self.handle_command(command)).await,
+            None => {
+                self.shut_down(None).await;
+                Flow::Exit
+            }
+        }
+    }
+
+    /// Records a failed start and schedules the next attempt (or gives up).
+    fn after_failed_start(
+        &mut self,
+        reason: StopReason,
+        exit: Option<ExitDescription>,
+        uptime: Duration,
+        message: String,
+    ) {
+        self.record(reason, exit, uptime, Some(message.clone()));
+        self.last_error = Some(message.clone());
+        self.answer_start_waiters(Err(ControlError::StartFailed {
+            backend: self.name.to_string(),
+            message,
+        }));
+        self.schedule_restart(uptime);
+    }
+
+    fn schedule_restart(&mut self, uptime: Duration) {
+        let jitter: f64 = rand::random();
+        match self.budget.on_exit(Instant::now(), uptime, jitter) {
+            Decision::RestartAfter(delay) => {
+                tracing::info!(
+                    delay_ms = delay.as_millis() as u64,
+                    "restarting after backoff"
+                );
+                self.transition(State::Backoff {
+                    until: tokio::time::Instant::now() + delay,
+                });
+            }
+            Decision::CrashLoop => {
+                tracing::error!("restart budget spent; crash loop until started by hand");
+                self.transition(State::CrashLoop);
+            }
+        }
+    }
+
+    /// Takes the running process out of the `Ready` state (leaving `Stopping` in its place, not
+    /// yet published) and withdraws its connection from handles.
+    fn take_running(&mut self) -> Option<Running> {
+        let State::Ready(running) = std::mem::replace(&mut self.state, State::Stopping) else {
+            return None;
+        };
+        self.connection.send_replace(None);
+        Some(*running)
+    }
+
+    /// Stops the running process, if any, recording why.
+    pub(super) async fn stop_process(&mut self, reason: StopReason) {
+        let Some(running) = self.take_running() else {
+            return;
+        };
+        self.transition(State::Stopping);
+        let uptime = running.started_at.elapsed();
+        running.connection.close(CloseReason::Stopping);
+        let exit = running.process.shut_down(self.config.stop_grace).await;
+        tracing::info!(%exit, %reason, "stopped");
+        self.record(reason, Some(exit), uptime, None);
+    }
+
+    pub(super) async fn on_process_end(&mut self, end: ProcessEnd) {
+        let Some(running) = self.take_running() else {
+            return;
+        };
+        let uptime = running.started_at.elapsed();
+        // Waiters learn at once; cleaning up the rest of the group may take the grace period.
+        running.connection.close(end.close_reason());
+        self.transition(State::Stopping);
+        let exit = running.process.shut_down(self.config.stop_grace).await;
+        tracing::warn!(%exit, uptime_ms = uptime.as_millis() as u64, "crashed");
+        self.record(StopReason::Crash, Some(exit), uptime, None);
+        self.schedule_restart(uptime);
+    }
+
+    pub(super) async fn kill_unresponsive(&mut self, error: &RpcError) {
+        let Some(running) = self.take_running() else {
+            return;
+        };
+        let uptime = running.started_at.elapsed();
+        running.connection.close(CloseReason::Stopping);
+        self.transition(State::Stopping);
+        let exit = running.process.shut_down(Duration::ZERO).await;
+        tracing::warn!(%error, "unresponsive; restarting");
+        self.record(
+            StopReason::Unresponsive,
+            Some(exit),
+            uptime,
+            Some(error.to_string()),
+        );
+        self.schedule_restart(uptime);
+    }
+}
+
+/// Completes when the process has ended: its leader exited, or it closed stdout (then the exit
+/// status is awaited briefly, since the leader normally exits right after).
+pub(super) async fn wait_for_end(
+    process: &mut BackendProcess,
+    stdout_closed: &CancellationToken,
+) -> ProcessEnd {
+    tokio::select! {
+        exit = process.wait() => ProcessEnd { exit: Some(exit) },
+        _ = stdout_closed.cancelled() => {
+            let exit = tokio::time::timeout(EXIT_AFTER_EOF, process.wait()).await.ok();
+            ProcessEnd { exit }
+        }
+    }
+}
+
+async fn read_stderr(stderr: tokio::process::ChildStderr, output: Arc<OutputLog>) {
+    let mut lines = LineReader::new(tokio::io::BufReader::new(stderr), STDERR_MAX_LINE);
+    while let Ok(Some(frame)) = lines.next_frame().await {
+        let text = match frame {
+            Frame::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Frame::Oversized { len, head, .. } => {
+                format!(
+                    "{}… [line of {len} bytes cut]",
+                    String::from_utf8_lossy(&head)
+                )
+            }
+        };
+        tracing::debug!(target: "switchboard::stderr", "{text}");
+        output.push(OutputStream::Stderr, &text);
+    }
+}
