@@ -85,21 +85,6 @@ impl<'a> ObjectEntries<'a> {
         });
     }
 
-    /// Removes every entry of `key`; returns the value `get` would have given.
-    pub fn remove(&mut self, key: &str) -> Option<Cow<'a, RawValue>> {
-        let mut removed = None;
-        let mut kept = Vec::with_capacity(self.entries.len());
-        for (entry_key, value) in self.entries.drain(..) {
-            if entry_key == key {
-                removed = Some(value);
-            } else {
-                kept.push((entry_key, value));
-            }
-        }
-        self.entries = kept;
-        removed
-    }
-
     /// The object as compact JSON text, except that each value is copied exactly as it was
     /// (with its own whitespace and number spelling).
     pub fn to_json(&self) -> String {
@@ -279,24 +264,6 @@ mod tests {
             entries.to_json(),
             r#"{"name":"read","arguments":{"path" : "/tmp"},"_meta":{"progressToken":7}}"#
         );
-    }
-
-    #[test]
-    fn remove_takes_every_entry_of_a_key() {
-        let json = r#"{"a":1,"b":2,"a":3}"#;
-        let mut entries = ObjectEntries::parse(json).expect("an object");
-
-        assert_eq!(
-            entries.remove("a").map(|value| value.get().to_owned()),
-            Some("3".to_owned())
-        );
-        assert!(entries.remove("a").is_none());
-        assert_eq!(entries.to_json(), r#"{"b":2}"#);
-        assert_eq!(
-            entries.remove("b").map(|value| value.get().to_owned()),
-            Some("2".to_owned())
-        );
-        assert_eq!(entries.to_json(), "{}");
     }
 
     #[test]
