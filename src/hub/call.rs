@@ -1,0 +1,416 @@
+//! One call an editor makes that a backend answers: finding the owning backend and rewriting the
+//! params it receives (its own name for the tool, prompt or reference; a progress token unique to
+//! the hub), waiting for the backend to be ready, and sending its progress back under the
+//! client's own token. Cancelling the call (by the client, or by closing the session) drops the
+//! request, which tells the backend.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::catalog::{MergedCatalog, Route};
+use super::rewrite::{self, ObjectEntries, json_string};
+use super::session::{CallInFlight, Session, invalid_params};
+use super::{HubInner, notification, response};
+use crate::supervisor::rpc::ProgressSink;
+use crate::supervisor::status::BackendState;
+use crate::supervisor::{BackendHandle, CallError};
+use crate::wire::jsonrpc::{self, ErrorObject};
+
+/// How long a call naming something the catalog does not know waits for a rebuild that is due.
+const CATALOG_WAIT: Duration = Duration::from_secs(1);
+
+/// The resource was not found (MCP's code for it).
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// Where a call goes, and what it sends there.
+struct RoutedCall {
+    backend: BackendHandle,
+    /// The params with the names the backend knows and our progress token.
+    params: Box<RawValue>,
+    progress: Option<ProgressToken>,
+}
+
+/// A client's progress token and the one the backend sees instead.
+struct ProgressToken {
+    ours: String,
+    original: Box<RawValue>,
+}
+
+/// What a successful `resources/subscribe` or `resources/unsubscribe` changes for the session.
+enum Subscription {
+    Subscribe(String),
+    Unsubscribe(String),
+}
+
+/// One call routed to a backend.
+struct Call {
+    method: String,
+    backend: BackendHandle,
+    params: Box<RawValue>,
+    progress: Option<ProgressToken>,
+    subscription: Option<Subscription>,
+}
+
+impl Session {
+    /// Routes a call to its owning backend and starts it. A name the catalog does not know
+    /// while a rebuild is due (a backend just became ready) waits for that rebuild first.
+    pub(super) fn call(
+        &self,
+        hub: &Arc<HubInner>,
+        id: &RawValue,
+        method: &str,
+        params: Option<&RawValue>,
+        reply: &mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Option<Result<String, ErrorObject>> {
+        let mut rebuilt = hub.rebuilt.subscribe();
+        match self.route(hub, method, params) {
+            Ok(routed) => {
+                self.start_call(id, Call::new(method, params, routed), reply.clone());
+                None
+            }
+            Err(_) if hub.catalog_due() => {
+                let session = self.clone();
+                let hub = hub.clone();
+                let id = id.to_owned();
+                let method = method.to_owned();
+                let params = params.map(ToOwned::to_owned);
+                let reply = reply.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(CATALOG_WAIT, rebuilt.changed()).await;
+                    match session.route(&hub, &method, params.as_deref()) {
+                        Ok(routed) => {
+                            let call = Call::new(&method, params.as_deref(), routed);
+                            session.start_call(&id, call, reply);
+                        }
+                        Err(error) => {
+                            let _ = reply.send(response(&id, Err(error)));
+                        }
+                    }
+                });
+                None
+            }
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    /// Finds the owning backend and rewrites the params it will receive.
+    fn route(
+        &self,
+        hub: &Arc<HubInner>,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<RoutedCall, ErrorObject> {
+        let params = params.ok_or_else(|| invalid_params(format!("{method} needs params")))?;
+        let mut entries = ObjectEntries::parse(params.get())
+            .map_err(|_| invalid_params("params must be an object"))?;
+        let catalog = hub.catalog();
+        let backend_name = match method {
+            "tools/call" => route_by_name(
+                method,
+                &mut entries,
+                "tool",
+                &catalog.tools,
+                &catalog.unlisted_tools,
+            )?,
+            "prompts/get" => route_by_name(
+                method,
+                &mut entries,
+                "prompt",
+                &catalog.prompts,
+                &catalog.unlisted_prompts,
+            )?,
+            "completion/complete" => route_completion(&catalog, &mut entries)?,
+            _ => route_by_uri(&catalog, method, &entries)?,
+        };
+        let backend = hub.engine.backend(&backend_name).ok_or_else(|| {
+            ErrorObject::new(
+                jsonrpc::BACKEND_UNAVAILABLE,
+                format!("backend {backend_name} is not configured"),
+            )
+        })?;
+        let progress = self.rewrite_progress_token(hub, &mut entries);
+        Ok(RoutedCall {
+            backend,
+            params: entries.into_raw(),
+            progress,
+        })
+    }
+
+    /// Replaces the client's progress token (only if it sent one) with one unique to the hub.
+    fn rewrite_progress_token(
+        &self,
+        hub: &Arc<HubInner>,
+        entries: &mut ObjectEntries<'_>,
+    ) -> Option<ProgressToken> {
+        let (ours, original) = rewrite::replace_progress_token(entries, || {
+            format!(
+                "switchboard-{}-{}",
+                self.id(),
+                hub.next_id.fetch_add(1, Ordering::Relaxed)
+            )
+        })?;
+        Some(ProgressToken { ours, original })
+    }
+
+    /// Records the call as in flight under the client's id and runs it; its answer goes to
+    /// `reply`, unless the call is cancelled first.
+    fn start_call(&self, id: &RawValue, call: Call, reply: mpsc::UnboundedSender<Vec<u8>>) {
+        let id_key = id.get().to_owned();
+        let cancel = self.call_token();
+        {
+            let mut state = self.lock_state();
+            if state.in_flight.contains_key(&id_key) {
+                let error = ErrorObject::new(
+                    jsonrpc::INVALID_REQUEST,
+                    format!("request id {id_key} is already in use"),
+                );
+                let _ = reply.send(response(id, Err(error)));
+                return;
+            }
+            state.in_flight.insert(
+                id_key.clone(),
+                CallInFlight {
+                    cancel: cancel.clone(),
+                    backend: Arc::from(call.backend.name()),
+                    started: Instant::now(),
+                    reply: reply.clone(),
+                },
+            );
+        }
+        let id = id.to_owned();
+        let session = self.clone();
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => None,
+                _ = reply.closed() => None,
+                result = call.run(&reply) => Some(result),
+            };
+            {
+                let mut state = session.lock_state();
+                state.in_flight.remove(&id_key);
+                if let Some(Ok(_)) = &outcome {
+                    match &call.subscription {
+                        Some(Subscription::Subscribe(uri)) => {
+                            state.subscriptions.insert(uri.clone());
+                        }
+                        Some(Subscription::Unsubscribe(uri)) => {
+                            state.subscriptions.remove(uri);
+                        }
+                        None => {}
+                    }
+                }
+            }
+            if let Some(result) = outcome {
+                let _ = reply.send(response(&id, result));
+            }
+        });
+    }
+}
+
+/// For `tools/call` and `prompts/get`: the backend owning the exposed `name`, which is replaced
+/// by the backend's own name. `kind` names what is looked up in error messages.
+fn route_by_name(
+    method: &str,
+    entries: &mut ObjectEntries<'_>,
+    kind: &str,
+    listed: &HashMap<String, Route>,
+    unlisted: &HashMap<String, Route>,
+) -> Result<Arc<str>, ErrorObject> {
+    let name = entries
+        .get_str("name")
+        .ok_or_else(|| invalid_params(format!("{method} needs a name")))?;
+    let route = listed
+        .get(&*name)
+        .or_else(|| unlisted.get(&*name))
+        .ok_or_else(|| invalid_params(format!("unknown {kind}: {name}")))?;
+    let backend = route.backend.clone();
+    entries.set("name", json_string(&route.name));
+    Ok(backend)
+}
+
+/// For `completion/complete`: the backend owning the prompt or resource in `ref`, with a
+/// prompt's name replaced by the backend's own.
+fn route_completion(
+    catalog: &MergedCatalog,
+    entries: &mut ObjectEntries<'_>,
+) -> Result<Arc<str>, ErrorObject> {
+    let reference = entries
+        .get("ref")
+        .ok_or_else(|| invalid_params("completion/complete needs a ref"))?;
+    let mut reference = ObjectEntries::parse(reference.get())
+        .map_err(|_| invalid_params("ref must be an object"))?;
+    let backend = match reference.get_str("type").as_deref() {
+        Some("ref/prompt") => {
+            let name = reference
+                .get_str("name")
+                .ok_or_else(|| invalid_params("ref/prompt needs a name"))?;
+            let route = catalog
+                .prompts
+                .get(&*name)
+                .ok_or_else(|| invalid_params(format!("unknown prompt: {name}")))?;
+            let backend = route.backend.clone();
+            reference.set("name", json_string(&route.name));
+            backend
+        }
+        Some("ref/resource") => {
+            let uri = reference
+                .get_str("uri")
+                .ok_or_else(|| invalid_params("ref/resource needs a uri"))?;
+            catalog
+                .resource_owner(&uri)
+                .map_err(|message| ErrorObject::new(RESOURCE_NOT_FOUND, message))?
+        }
+        _ => {
+            return Err(invalid_params(
+                "ref.type must be ref/prompt or ref/resource",
+            ));
+        }
+    };
+    entries.set("ref", reference.into_raw());
+    Ok(backend)
+}
+
+/// For the resource methods: the backend owning `uri`.
+fn route_by_uri(
+    catalog: &MergedCatalog,
+    method: &str,
+    entries: &ObjectEntries<'_>,
+) -> Result<Arc<str>, ErrorObject> {
+    let uri = entries
+        .get_str("uri")
+        .ok_or_else(|| invalid_params(format!("{method} needs a uri")))?;
+    catalog
+        .resource_owner(&uri)
+        .map_err(|message| ErrorObject::new(RESOURCE_NOT_FOUND, message))
+}
+
+impl Call {
+    fn new(method: &str, params: Option<&RawValue>, routed: RoutedCall) -> Call {
+        let uri = || {
+            params
+                .and_then(|params| ObjectEntries::parse(params.get()).ok())
+                .and_then(|params| params.get_str("uri").map(|uri| uri.into_owned()))
+        };
+        let subscription = match method {
+            "resources/subscribe" => uri().map(Subscription::Subscribe),
+            "resources/unsubscribe" => uri().map(Subscription::Unsubscribe),
+            _ => None,
+        };
+        Call {
+            method: method.to_owned(),
+            backend: routed.backend,
+            params: routed.params,
+            progress: routed.progress,
+            subscription,
+        }
+    }
+
+    /// Sends the call once the backend is ready, starting it on demand, within its deadline.
+    /// Its progress notifications go to `reply` with the client's own token, all before the
+    /// answer.
+    async fn run(&self, reply: &mpsc::UnboundedSender<Vec<u8>>) -> Result<String, ErrorObject> {
+        let deadline = self.backend.config().request_timeout;
+        let started = Instant::now();
+        ready_backend(&self.backend, deadline).await?;
+        let remaining = deadline.saturating_sub(started.elapsed());
+        let (sink, mut progress) = match &self.progress {
+            Some(token) => {
+                let (sender, progress) = mpsc::unbounded_channel();
+                let token_json = json_string(&token.ours).get().to_owned();
+                (
+                    Some(ProgressSink {
+                        token: token_json,
+                        sender,
+                    }),
+                    Some(progress),
+                )
+            }
+            None => (None, None),
+        };
+        let call =
+            self.backend
+                .request_with_progress(&self.method, Some(&self.params), remaining, sink);
+        tokio::pin!(call);
+        let result = loop {
+            let next_progress = async {
+                match progress.as_mut() {
+                    Some(progress) => progress.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                result = &mut call => break result,
+                Some(params) = next_progress => self.forward_progress(reply, &params),
+            }
+        };
+        // Progress sent before the answer was queued before it too.
+        if let Some(progress) = progress.as_mut() {
+            while let Ok(params) = progress.try_recv() {
+                self.forward_progress(reply, &params);
+            }
+        }
+        match result {
+            Ok(result) => Ok(result.get().to_owned()),
+            Err(error) => Err(error.to_error_object()),
+        }
+    }
+
+    /// Sends a progress notification on with the client's own token.
+    fn forward_progress(&self, reply: &mpsc::UnboundedSender<Vec<u8>>, params: &RawValue) {
+        let Some(token) = &self.progress else { return };
+        let Some(params) = rewrite::replace_field(params, "progressToken", token.original.clone())
+        else {
+            return;
+        };
+        let _ = reply.send(notification("notifications/progress", Some(&params)));
+    }
+}
+
+/// Waits until `backend` is ready (starting it if it is stopped and may start on demand).
+pub(super) async fn ready_backend(
+    backend: &BackendHandle,
+    deadline: Duration,
+) -> Result<(), ErrorObject> {
+    let status = backend.status();
+    let unavailable = |state: BackendState| {
+        CallError::Unavailable {
+            backend: backend.name().to_owned(),
+            state,
+        }
+        .to_error_object()
+    };
+    match status.state {
+        BackendState::Ready => return Ok(()),
+        BackendState::Stopped if backend.config().start_on_demand => {
+            return match tokio::time::timeout(deadline, backend.start()).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(error)) => Err(ErrorObject::new(
+                    jsonrpc::BACKEND_UNAVAILABLE,
+                    error.to_string(),
+                )),
+                Err(_) => Err(unavailable(BackendState::Starting)),
+            };
+        }
+        BackendState::Starting | BackendState::Backoff => {}
+        other => return Err(unavailable(other)),
+    }
+    let mut watch = backend.watch_status();
+    let ready = watch.wait_for(|status| {
+        matches!(
+            status.state,
+            BackendState::Ready | BackendState::Stopped | BackendState::CrashLoop
+        )
+    });
+    match tokio::time::timeout(deadline, ready).await {
+        Ok(Ok(status)) if status.state == BackendState::Ready => Ok(()),
+        Ok(Ok(status)) => Err(unavailable(status.state)),
+        _ => Err(unavailable(backend.status().state)),
+    }
+}

@@ -1,0 +1,422 @@
+//! One editor's session: its state, the answers the hub gives itself (`initialize`, `ping`, the
+//! lists, `logging/setLevel`), and the notifications and responses the editor sends.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::rewrite::ObjectEntries;
+use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
+use crate::supervisor::Engine;
+use crate::supervisor::status::BackendState;
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+
+/// One editor's session. Cheap to clone.
+#[derive(Clone)]
+pub struct Session {
+    shared: Arc<SessionShared>,
+}
+
+struct SessionShared {
+    id: String,
+    hub: Weak<HubInner>,
+    events: mpsc::Sender<Vec<u8>>,
+    state: Mutex<SessionState>,
+    closed: CancellationToken,
+}
+
+#[derive(Default)]
+pub(super) struct SessionState {
+    protocol_version: Option<String>,
+    initialized: bool,
+    pub(super) capabilities: ClientCapabilities,
+    /// Client request id (its JSON text) → the call in flight.
+    pub(super) in_flight: HashMap<String, CallInFlight>,
+    pub(super) subscriptions: HashSet<String>,
+    pub(super) last_active: Option<Instant>,
+}
+
+/// What the client said in `initialize` it can be asked.
+#[derive(Default, Clone, Copy)]
+pub(super) struct ClientCapabilities {
+    pub(super) sampling: bool,
+    pub(super) elicitation: bool,
+    pub(super) roots: bool,
+}
+
+/// A call of this session that a backend has not answered yet.
+pub(super) struct CallInFlight {
+    pub(super) cancel: CancellationToken,
+    pub(super) backend: Arc<str>,
+    pub(super) started: Instant,
+    /// Where the call's related messages go (progress, and requests the backend makes for it).
+    pub(super) reply: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+impl Session {
+    pub(super) fn new(
+        id: String,
+        hub: Weak<HubInner>,
+        events: mpsc::Sender<Vec<u8>>,
+        closed: CancellationToken,
+    ) -> Session {
+        let state = SessionState {
+            last_active: Some(Instant::now()),
+            ..SessionState::default()
+        };
+        Session {
+            shared: Arc::new(SessionShared {
+                id,
+                hub,
+                events,
+                state: Mutex::new(state),
+                closed,
+            }),
+        }
+    }
+
+    /// The session's id: random and unguessable (the HTTP transport's `Mcp-Session-Id`).
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// The protocol version agreed in `initialize`, once it happened.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.lock_state().protocol_version.clone()
+    }
+
+    /// Whether the client declared it can be asked things (sampling, elicitation or roots).
+    pub fn can_be_asked(&self) -> bool {
+        let capabilities = self.lock_state().capabilities;
+        capabilities.sampling || capabilities.elicitation || capabilities.roots
+    }
+
+    /// Ends the session: cancels its requests at the backends and fails what it was asked.
+    pub fn close(&self) {
+        match self.shared.hub.upgrade() {
+            Some(hub) => {
+                Hub { inner: hub }.close_session(self.id());
+            }
+            None => self.cancel_outstanding(),
+        }
+    }
+
+    /// Takes one JSON-RPC message (a single object, not a batch) from the client.
+    pub fn receive(&self, message: &[u8]) -> Inbound {
+        let Some(hub) = self.shared.hub.upgrade() else {
+            return rejected(
+                None,
+                ErrorObject::new(jsonrpc::INTERNAL_ERROR, "switchboard is shutting down"),
+            );
+        };
+        let envelope = match Envelope::parse(message) {
+            Ok(envelope) => envelope,
+            Err(error) => {
+                return rejected(
+                    None,
+                    ErrorObject::new(jsonrpc::PARSE_ERROR, format!("parse error: {error}")),
+                );
+            }
+        };
+        self.lock_state().last_active = Some(Instant::now());
+        if envelope.jsonrpc.as_deref() != Some("2.0") {
+            let error = ErrorObject::new(
+                jsonrpc::INVALID_REQUEST,
+                "the message must carry \"jsonrpc\": \"2.0\"",
+            );
+            return rejected(valid_id(envelope.id), error);
+        }
+        match envelope.kind() {
+            Kind::Request => self.on_request(&hub, &envelope),
+            Kind::Notification => {
+                self.on_notification(&hub, &envelope);
+                Inbound::Accepted
+            }
+            Kind::Response => {
+                self.on_response(&hub, &envelope);
+                Inbound::Accepted
+            }
+            Kind::Invalid => rejected(
+                valid_id(envelope.id),
+                ErrorObject::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "not a JSON-RPC request, notification or response",
+                ),
+            ),
+        }
+    }
+
+    fn on_request(&self, hub: &Arc<HubInner>, envelope: &Envelope<'_>) -> Inbound {
+        let id = envelope.id.expect("a request has an id");
+        if valid_id(Some(id)).is_none() {
+            return rejected(
+                None,
+                ErrorObject::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "a request id must be a string or a number",
+                ),
+            );
+        }
+        let method = envelope.method.as_deref().expect("a request has a method");
+        let (reply, messages) = mpsc::unbounded_channel();
+        let immediate = match method {
+            "initialize" => Some(self.initialize(envelope.params)),
+            "ping" => Some(Ok("{}".to_owned())),
+            "tools/list" => Some(list_answer(envelope.params, || {
+                hub.catalog().tools_result.clone()
+            })),
+            "prompts/list" => Some(list_answer(envelope.params, || {
+                hub.catalog().prompts_result.clone()
+            })),
+            "resources/list" => Some(list_answer(envelope.params, || {
+                hub.catalog().resources_result.clone()
+            })),
+            "resources/templates/list" => Some(list_answer(envelope.params, || {
+                hub.catalog().templates_result.clone()
+            })),
+            "tools/call"
+            | "prompts/get"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "completion/complete" => self.call(hub, id, method, envelope.params, &reply),
+            "logging/setLevel" => {
+                let params = envelope.params.map(ToOwned::to_owned);
+                let reply_id = id.to_owned();
+                let engine = hub.engine.clone();
+                let reply = reply.clone();
+                tokio::spawn(async move {
+                    set_log_level(&engine, params.as_deref()).await;
+                    let _ = reply.send(response(&reply_id, Ok("{}".to_owned())));
+                });
+                None
+            }
+            other => Some(Err(ErrorObject::new(
+                jsonrpc::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            ))),
+        };
+        if let Some(result) = immediate {
+            let _ = reply.send(response(id, result));
+        }
+        Inbound::Request(RequestReply {
+            messages,
+            id: id.get().into(),
+            initialize: method == "initialize",
+        })
+    }
+
+    fn initialize(&self, params: Option<&RawValue>) -> Result<String, ErrorObject> {
+        let params = params.ok_or_else(|| invalid_params("initialize needs params"))?;
+        let entries = ObjectEntries::parse(params.get())
+            .map_err(|_| invalid_params("params must be an object"))?;
+        let requested = entries
+            .get_str("protocolVersion")
+            .map(|version| version.into_owned())
+            .unwrap_or_default();
+        let version = if SUPPORTED_PROTOCOL_VERSIONS.contains(&requested.as_str()) {
+            requested
+        } else {
+            SUPPORTED_PROTOCOL_VERSIONS[0].to_owned()
+        };
+        let capabilities = entries
+            .get("capabilities")
+            .and_then(|raw| ObjectEntries::parse(raw.get()).ok())
+            .map(|caps| ClientCapabilities {
+                sampling: caps.get("sampling").is_some(),
+                elicitation: caps.get("elicitation").is_some(),
+                roots: caps.get("roots").is_some(),
+            })
+            .unwrap_or_default();
+        {
+            let mut state = self.lock_state();
+            state.protocol_version = Some(version.clone());
+            state.capabilities = capabilities;
+        }
+        let result = serde_json::json!({
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": { "listChanged": true },
+                "prompts": { "listChanged": true },
+                "resources": { "subscribe": true, "listChanged": true },
+                "logging": {},
+                "completions": {},
+            },
+            "serverInfo": { "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") },
+            "instructions": "Switchboard offers the tools, prompts and resources of several MCP servers; \
+                tool and prompt names are prefixed with the server's name and two underscores.",
+        });
+        Ok(result.to_string())
+    }
+
+    fn on_notification(&self, hub: &Arc<HubInner>, envelope: &Envelope<'_>) {
+        match envelope
+            .method
+            .as_deref()
+            .expect("a notification has a method")
+        {
+            "notifications/initialized" => self.lock_state().initialized = true,
+            "notifications/cancelled" => {
+                let Some(params) = envelope
+                    .params
+                    .and_then(|params| ObjectEntries::parse(params.get()).ok())
+                else {
+                    return;
+                };
+                let Some(request_id) = params.get("requestId") else {
+                    return;
+                };
+                let state = self.lock_state();
+                if let Some(call) = state.in_flight.get(request_id.get()) {
+                    call.cancel.cancel();
+                }
+            }
+            "notifications/roots/list_changed" => {
+                for backend in hub.engine.backends() {
+                    if backend.status().state == BackendState::Ready {
+                        tokio::spawn(async move {
+                            let _ = backend
+                                .notify("notifications/roots/list_changed", None)
+                                .await;
+                        });
+                    }
+                }
+            }
+            other => tracing::debug!(session = self.id(), method = other, "notification ignored"),
+        }
+    }
+
+    /// Takes the editor's answer to a request a backend made, and passes it to that backend.
+    fn on_response(&self, hub: &Arc<HubInner>, envelope: &Envelope<'_>) {
+        let id = envelope.id.expect("a response has an id");
+        let Ok(our_id) = id.get().parse::<u64>() else {
+            return;
+        };
+        let Some(request) = hub.take_forwarded_request(self.id(), our_id) else {
+            tracing::debug!(
+                session = self.id(),
+                id = id.get(),
+                "response to no request of ours"
+            );
+            return;
+        };
+        let result = envelope.result.map(ToOwned::to_owned);
+        let error = envelope.error.map(|raw| {
+            serde_json::from_str::<ErrorObject>(raw.get()).unwrap_or_else(|_| {
+                ErrorObject::new(jsonrpc::INTERNAL_ERROR, "the editor sent a malformed error")
+            })
+        });
+        tokio::spawn(async move {
+            let outcome = match (&result, &error) {
+                (Some(result), _) => Ok(&**result),
+                (None, Some(error)) => Err(error),
+                (None, None) => return,
+            };
+            let _ = request.connection.respond(&request.id, outcome).await;
+        });
+    }
+
+    /// Sends a message that belongs to no request of this session.
+    pub(super) fn send_event(&self, message: Vec<u8>) {
+        if self.shared.events.try_send(message).is_err() {
+            tracing::warn!(
+                session = self.id(),
+                "session event queue full or closed; message dropped"
+            );
+        }
+    }
+
+    /// Cancels every call in flight and fails what this session was asked.
+    pub(super) fn cancel_outstanding(&self) {
+        self.shared.closed.cancel();
+        if let Some(hub) = self.shared.hub.upgrade() {
+            hub.fail_requests_forwarded_to(self.id());
+        }
+    }
+
+    /// Whether the client sent `notifications/initialized`.
+    pub(super) fn is_initialized(&self) -> bool {
+        self.lock_state().initialized
+    }
+
+    /// A token for one call of this session, cancelled when the session closes.
+    pub(super) fn call_token(&self) -> CancellationToken {
+        self.shared.closed.child_token()
+    }
+
+    pub(super) fn lock_state(&self) -> std::sync::MutexGuard<'_, SessionState> {
+        self.shared
+            .state
+            .lock()
+            .expect("session state lock is never poisoned")
+    }
+}
+
+/// Passes `logging/setLevel` to every ready backend that logs; returns once all have answered.
+async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
+    let mut calls = Vec::new();
+    for backend in engine.backends() {
+        let status = backend.status();
+        let logs = status.server.as_ref().is_some_and(|server| {
+            ObjectEntries::parse(server.capabilities.get())
+                .is_ok_and(|caps| caps.get("logging").is_some())
+        });
+        if status.state == BackendState::Ready && logs {
+            let backend = backend.clone();
+            let params = params.map(ToOwned::to_owned);
+            calls.push(tokio::spawn(async move {
+                if let Err(error) = backend.request("logging/setLevel", params.as_deref()).await {
+                    tracing::debug!(backend = backend.name(), %error, "logging/setLevel");
+                }
+            }));
+        }
+    }
+    for call in calls {
+        let _ = call.await;
+    }
+}
+
+/// A list method's answer: everything in one page (a cursor we never gave out is an error).
+fn list_answer(
+    params: Option<&RawValue>,
+    result: impl FnOnce() -> String,
+) -> Result<String, ErrorObject> {
+    let has_cursor = params
+        .and_then(|params| ObjectEntries::parse(params.get()).ok())
+        .is_some_and(|params| {
+            params
+                .get("cursor")
+                .is_some_and(|cursor| cursor.get() != "null")
+        });
+    if has_cursor {
+        return Err(invalid_params(
+            "invalid cursor: the whole list is sent in one page",
+        ));
+    }
+    Ok(result())
+}
+
+pub(super) fn invalid_params(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(jsonrpc::INVALID_PARAMS, message)
+}
+
+/// A request id worth echoing: a string or a number.
+fn valid_id(id: Option<&RawValue>) -> Option<&RawValue> {
+    id.filter(|id| {
+        let text = id.get();
+        text.starts_with('"')
+            || text.starts_with('-')
+            || text.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// The answer to a message that cannot be taken: this error response, as JSON text.
+fn rejected(id: Option<&RawValue>, error: ErrorObject) -> Inbound {
+    let mut line = jsonrpc::error_line(id, &error);
+    line.pop();
+    Inbound::Rejected(line)
+}

@@ -1,0 +1,299 @@
+//! What backends send on their own, routed to the sessions it concerns: notifications (resource
+//! updates, cancellations of their requests, log messages) and requests (sampling, elicitation,
+//! roots), which go to the session whose call caused them, under an id of ours.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{MutexGuard, Weak};
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::rewrite::{self, ObjectEntries};
+use super::session::{ClientCapabilities, Session};
+use super::{HubInner, notification};
+use crate::supervisor::{BackendNotification, ServerRequest};
+use crate::wire::jsonrpc::{self, ErrorObject};
+
+/// A backend's request sent on to a session, waiting for its answer.
+pub(super) struct ForwardedRequest {
+    session: String,
+    request: ServerRequest,
+}
+
+impl HubInner {
+    fn lock_forwarded_requests(&self) -> MutexGuard<'_, HashMap<u64, ForwardedRequest>> {
+        self.forwarded_requests
+            .lock()
+            .expect("forwarded requests lock is never poisoned")
+    }
+
+    /// The backend's request that `our_id` stands for, if it was sent to `session`; forgotten
+    /// once taken.
+    pub(super) fn take_forwarded_request(
+        &self,
+        session: &str,
+        our_id: u64,
+    ) -> Option<ServerRequest> {
+        let mut forwarded = self.lock_forwarded_requests();
+        match forwarded.get(&our_id) {
+            Some(pending) if pending.session == session => {
+                forwarded.remove(&our_id).map(|pending| pending.request)
+            }
+            _ => None,
+        }
+    }
+
+    /// Answers every request forwarded to `session` with an error: it will not answer them.
+    pub(super) fn fail_requests_forwarded_to(&self, session: &str) {
+        let abandoned: Vec<ForwardedRequest> = {
+            let mut forwarded = self.lock_forwarded_requests();
+            let ids: Vec<u64> = forwarded
+                .iter()
+                .filter(|(_, pending)| pending.session == session)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| forwarded.remove(&id))
+                .collect()
+        };
+        for pending in abandoned {
+            tokio::spawn(async move {
+                let error = ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    "the editor session that was asked has closed",
+                );
+                let _ = pending
+                    .request
+                    .connection
+                    .respond(&pending.request.id, Err(&error))
+                    .await;
+            });
+        }
+    }
+}
+
+/// Delivers backends' notifications to the sessions they concern.
+pub(super) async fn route_notifications(
+    hub: Weak<HubInner>,
+    mut notifications: broadcast::Receiver<BackendNotification>,
+    stop: CancellationToken,
+) {
+    loop {
+        let note = tokio::select! {
+            _ = stop.cancelled() => break,
+            note = notifications.recv() => note,
+        };
+        let note = match note {
+            Ok(note) => note,
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!(
+                    missed,
+                    "notifications from backends were dropped under load"
+                );
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => break,
+        };
+        let Some(hub) = hub.upgrade() else { break };
+        route_notification(&hub, &note);
+    }
+}
+
+fn route_notification(hub: &HubInner, note: &BackendNotification) {
+    let params = note.params.as_deref();
+    let entries = params.and_then(|params| ObjectEntries::parse(params.get()).ok());
+    match note.method.as_str() {
+        // Progress of a call in flight goes straight to its caller (see `Call::run`); what
+        // arrives here belongs to no call any more.
+        "notifications/progress" => {}
+        "notifications/resources/updated" => {
+            let Some(uri) = entries.as_ref().and_then(|entries| entries.get_str("uri")) else {
+                return;
+            };
+            for session in hub.sessions() {
+                if session.lock_state().subscriptions.contains(&*uri) {
+                    session.send_event(notification(&note.method, params));
+                }
+            }
+        }
+        "notifications/tools/list_changed"
+        | "notifications/prompts/list_changed"
+        | "notifications/resources/list_changed" => {}
+        "notifications/cancelled" => {
+            let Some(request_id) = entries
+                .as_ref()
+                .and_then(|entries| entries.get("requestId"))
+            else {
+                return;
+            };
+            let forwarded = hub.lock_forwarded_requests();
+            let found = forwarded.iter().find(|(_, pending)| {
+                pending.request.backend == note.backend
+                    && pending.request.id.get() == request_id.get()
+            });
+            let Some((our_id, pending)) = found else {
+                return;
+            };
+            // Only the id changes: the reason and anything else go to the client as they came.
+            let our_id = RawValue::from_string(our_id.to_string()).expect("a number is valid JSON");
+            let Some(params) =
+                params.and_then(|params| rewrite::replace_field(params, "requestId", our_id))
+            else {
+                return;
+            };
+            if let Some(session) = hub.lock_sessions().get(&pending.session) {
+                session.send_event(notification(&note.method, Some(&params)));
+            }
+        }
+        _ => {
+            // Log messages and anything newer: to the sessions waiting on this backend, else to all.
+            let sessions = hub.sessions();
+            let waiting: Vec<&Session> = sessions
+                .iter()
+                .filter(|session| {
+                    session
+                        .lock_state()
+                        .in_flight
+                        .values()
+                        .any(|call| call.backend == note.backend)
+                })
+                .collect();
+            let targets: Vec<&Session> = if waiting.is_empty() {
+                sessions.iter().collect()
+            } else {
+                waiting
+            };
+            for session in targets {
+                session.send_event(notification(&note.method, params));
+            }
+        }
+    }
+}
+
+/// Sends backends' requests (sampling, elicitation, roots) to the session best placed to answer.
+pub(super) async fn route_server_requests(
+    hub: Weak<HubInner>,
+    mut requests: mpsc::UnboundedReceiver<ServerRequest>,
+    stop: CancellationToken,
+) {
+    loop {
+        let request = tokio::select! {
+            _ = stop.cancelled() => break,
+            request = requests.recv() => match request {
+                Some(request) => request,
+                None => break,
+            },
+        };
+        let Some(hub) = hub.upgrade() else { break };
+        route_server_request(&hub, request);
+    }
+}
+
+/// A session to ask, and the reply channel of its call that caused the request, if known.
+type ChosenSession = (Session, Option<mpsc::UnboundedSender<Vec<u8>>>);
+
+/// Picks the session that should answer a backend's request.
+///
+/// Over stdio nothing in the request says which call caused it. If exactly one session has
+/// calls in flight at that backend, it caused the request. If several do, the hub cannot tell
+/// which, and guessing could show one editor's prompt to another: the backend gets an error
+/// instead. With no call in flight (roots/list after a start, say), any session that declared
+/// the capability answers, the most recently active first.
+fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSession, ErrorObject> {
+    let capable = |capabilities: ClientCapabilities| match request.method.as_str() {
+        "sampling/createMessage" => capabilities.sampling,
+        "elicitation/create" => capabilities.elicitation,
+        "roots/list" => capabilities.roots,
+        _ => true,
+    };
+    let mut callers = Vec::new();
+    let mut idle: Option<(Instant, Session)> = None;
+    for session in hub.sessions() {
+        let state = session.lock_state();
+        let latest = state
+            .in_flight
+            .values()
+            .filter(|call| call.backend == request.backend)
+            .max_by_key(|call| call.started)
+            .map(|call| call.reply.clone());
+        let active = state.last_active;
+        let able = capable(state.capabilities);
+        drop(state);
+        match latest {
+            Some(reply) => callers.push((session, able, reply)),
+            None if able => {
+                let active = active.unwrap_or_else(Instant::now);
+                if idle.as_ref().is_none_or(|(best, _)| active > *best) {
+                    idle = Some((active, session));
+                }
+            }
+            None => {}
+        }
+    }
+    match callers.len() {
+        0 => idle.map(|(_, session)| (session, None)).ok_or_else(|| {
+            ErrorObject::new(
+                jsonrpc::METHOD_NOT_FOUND,
+                format!(
+                    "no connected editor supports {} (asked by backend {})",
+                    request.method, request.backend
+                ),
+            )
+        }),
+        1 => {
+            let (session, able, reply) = callers.pop().expect("one caller");
+            if able {
+                Ok((session, Some(reply)))
+            } else {
+                Err(ErrorObject::new(
+                    jsonrpc::METHOD_NOT_FOUND,
+                    format!(
+                        "the editor calling backend {} does not support {}",
+                        request.backend, request.method
+                    ),
+                ))
+            }
+        }
+        n => {
+            tracing::warn!(backend = %request.backend, method = %request.method, editors = n,
+                "cannot tell which editor's call caused this request; refusing it");
+            Err(ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!(
+                    "{n} editors have calls in flight at backend {}, and nothing tells which one {} is for",
+                    request.backend, request.method
+                ),
+            ))
+        }
+    }
+}
+
+fn route_server_request(hub: &HubInner, request: ServerRequest) {
+    let (session, related) = match choose_session(hub, &request) {
+        Ok(chosen) => chosen,
+        Err(error) => {
+            tokio::spawn(async move {
+                let _ = request.connection.respond(&request.id, Err(&error)).await;
+            });
+            return;
+        }
+    };
+    let our_id = hub.next_id.fetch_add(1, Ordering::Relaxed);
+    let id = RawValue::from_string(our_id.to_string()).expect("a number is valid JSON");
+    let mut message = jsonrpc::request_line(id.get(), &request.method, request.params.as_deref());
+    message.pop();
+    hub.lock_forwarded_requests().insert(
+        our_id,
+        ForwardedRequest {
+            session: session.id().to_owned(),
+            request,
+        },
+    );
+    match related {
+        Some(reply) if reply.send(message.clone()).is_ok() => {}
+        _ => session.send_event(message),
+    }
+}
