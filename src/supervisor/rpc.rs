@@ -179,10 +179,6 @@ impl Connection {
         }
     }
 
-    pub fn backend(&self) -> &str {
-        &self.inner.backend
-    }
-
     /// Sends a request and waits for its answer, at most `timeout`.
     ///
     /// If the answer does not come in time, or the returned future is dropped first, the
@@ -602,3 +598,6 @@ async fn handle_line(
         Kind::Invalid => log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line)),
     }
 }
+
+#[cfg(test)]
+mod tests;
