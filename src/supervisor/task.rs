@@ -566,3 +566,89 @@ fn health_interval(period: Option<Duration>) -> Option<tokio::time::Interval> {
         interval
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> BackendConfig {
+        BackendConfig::new("files", "node", vec!["server.js".to_owned()])
+    }
+
+    fn disabled(mut config: BackendConfig) -> BackendConfig {
+        config.enabled = false;
+        config
+    }
+
+    /// The same backend with a different command line: its process must be started again.
+    fn new_args(mut config: BackendConfig) -> BackendConfig {
+        config.args.push("--verbose".to_owned());
+        config
+    }
+
+    /// The same backend with only a setting the running process does not depend on changed.
+    fn new_timeout(mut config: BackendConfig) -> BackendConfig {
+        config.request_timeout *= 2;
+        config
+    }
+
+    #[test]
+    fn a_running_backend_restarts_only_when_its_process_settings_change() {
+        let old = config();
+        assert_eq!(
+            reconfigured(&old, &new_args(config()), Activity::Active),
+            Applied::Restarted
+        );
+        assert_eq!(
+            reconfigured(&old, &new_timeout(config()), Activity::Active),
+            Applied::Updated
+        );
+    }
+
+    #[test]
+    fn disabling_stops_only_a_backend_that_runs() {
+        let old = config();
+        assert_eq!(
+            reconfigured(&old, &disabled(config()), Activity::Active),
+            Applied::Stopped
+        );
+        assert_eq!(
+            reconfigured(&old, &disabled(config()), Activity::Stopped),
+            Applied::Updated
+        );
+        assert_eq!(
+            reconfigured(&old, &disabled(config()), Activity::CrashLoop),
+            Applied::Updated
+        );
+    }
+
+    #[test]
+    fn enabling_a_disabled_backend_starts_it() {
+        let old = disabled(config());
+        assert_eq!(
+            reconfigured(&old, &config(), Activity::Stopped),
+            Applied::Started
+        );
+        assert_eq!(
+            reconfigured(&old, &config(), Activity::CrashLoop),
+            Applied::Started
+        );
+    }
+
+    #[test]
+    fn a_new_command_lifts_a_crash_loop_but_not_a_stop_by_hand() {
+        let old = config();
+        assert_eq!(
+            reconfigured(&old, &new_args(config()), Activity::CrashLoop),
+            Applied::Started
+        );
+        assert_eq!(
+            reconfigured(&old, &new_timeout(config()), Activity::CrashLoop),
+            Applied::Updated
+        );
+        assert_eq!(
+            reconfigured(&old, &new_args(config()), Activity::Stopped),
+            Applied::Updated
+        );
+    }
+}
