@@ -1,5 +1,5 @@
 // Interoperability with the official TypeScript MCP SDK as the editor, against a real
-// `switchboard serve` (started by tests/interop_js.rs) in front of the built-in demo server, the
+// `switchboard serve` (started by tests/it/interop_js.rs) in front of the built-in demo server, the
 // official "everything" server and tests/backends/misbehave.py. Every editor scenario runs over
 // Streamable HTTP (SWITCHBOARD_URL) and over stdio through `switchboard connect`
 // (SWITCHBOARD_EXE, attached through SWITCHBOARD_RUNTIME_DIR).
@@ -36,7 +36,7 @@ const RUNTIME_DIR = requiredEnv("SWITCHBOARD_RUNTIME_DIR");
 function requiredEnv(name) {
   const value = process.env[name];
   if (!value) {
-    throw new Error(`${name} is not set; run this through tests/interop_js.rs`);
+    throw new Error(`${name} is not set; run this through tests/it/interop_js.rs`);
   }
   return value;
 }
@@ -229,7 +229,7 @@ for (const kind of ["http", "stdio"]) {
 
     test("progress notifications reach the caller, in order", async () => {
       // The backend sends its last notification right before its response. Switchboard keeps
-      // that order on the wire (tests/connect.rs reads the raw lines), but the SDK handles a
+      // that order on the wire (tests/it/connect.rs reads the raw lines), but the SDK handles a
       // notification a microtask later than a response read in the same chunk, so over a pipe
       // it drops every notification that arrives with the response. Only the HTTP stream, one
       // event per chunk, shows them all always. Over a pipe the steps lie 100 ms apart, so that

@@ -1,5 +1,5 @@
 // The dashboard in a real browser (Debian's Chromium, driven by playwright-core) against a real
-// `switchboard serve` started by tests/ui.rs, in front of the built-in demo server ("demo"), the
+// `switchboard serve` started by tests/it/ui.rs, in front of the built-in demo server ("demo"), the
 // official "everything" server ("everything") and a server that exits during every start
 // ("flaky"), with one invalid server entry in the config.
 //
@@ -25,7 +25,7 @@ const BASE = new URL(DASHBOARD_URL).origin;
 
 function requiredEnv(name) {
   const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set; run this through tests/ui.rs`);
+  if (!value) throw new Error(`${name} is not set; run this through tests/it/ui.rs`);
   return value;
 }
 

@@ -1,11 +1,8 @@
 //! The engine against real backend processes: the misbehaving test server and the demo server.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 use switchboard::supervisor::rpc::{CloseReason, RpcError};
 use switchboard::supervisor::status::{BackendState, StopReason};
 use switchboard::supervisor::{Applied, CallError, ControlError};

@@ -1,7 +1,4 @@
 //! The control API over real HTTP, against a real `switchboard serve` with real backends.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::io::BufRead;
 use std::os::unix::fs::PermissionsExt;
@@ -9,8 +6,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TOKEN: &str = "api-test-token-0123456789abcdef";

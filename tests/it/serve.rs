@@ -1,17 +1,14 @@
 //! `switchboard serve` and `switchboard check` as real processes: no backend process outlives
 //! Switchboard, however it ends.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::support::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use support::*;
 
 struct Serve {
     child: Child,

@@ -1,20 +1,17 @@
 //! Live config: a real `switchboard serve`, a real config file on disk and the real watcher.
 //! Edits are made the ways editors save (in place, by renaming a temporary file, deleting and
 //! re-creating) and their effect is read back through the control API and the MCP endpoint.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use rmcp::model::ClientConfig;
 use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
-use support::*;
 use tokio::sync::mpsc;
 
 /// A `[servers.NAME]` table running the built-in demo server, with `extra` lines appended.

@@ -1,8 +1,5 @@
 //! `switchboard connect` as a real process, attached to a real `switchboard serve` that runs the
 //! built-in demo server: sessions, shared backends, auto-start, restarts and bad input.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -10,10 +7,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use support::*;
 
 /// A place for one Switchboard: config, runtime and data directories. Dropping it stops every
 /// `serve` that uses its runtime directory, including one that `connect` started.

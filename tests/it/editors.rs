@@ -3,14 +3,11 @@
 //! order mark, UTF-16, CRLF, remote servers, entries pointing at Switchboard, duplicates). The real
 //! binary runs with its home folder (`HOME`, `XDG_CONFIG_HOME`, `APPDATA`) in a temporary folder,
 //! so editors' files are found where the editors keep them, and nothing outside is touched.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use support::switchboard_exe;
+use crate::support::switchboard_exe;
 use switchboard::config::{self, Config};
 
 /// A temporary home folder for the binary.

@@ -1,5 +1,4 @@
 //! Shared helpers of the integration tests: real processes, real pipes, no mocks.
-#![allow(dead_code, clippy::disallowed_methods)]
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -2,10 +2,9 @@
 //! serve` in front of real backends (the built-in demo server, the official "everything" server
 //! from npm, the misbehaving test server), reached over Streamable HTTP and over stdio through
 //! `switchboard connect`. Every scenario runs over both transports.
-#![allow(clippy::disallowed_methods, deprecated)]
+#![allow(deprecated)]
 
-mod support;
-
+use crate::support::*;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientInfo,
     ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
@@ -19,7 +18,6 @@ use rmcp::service::{
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData as McpError, ServiceExt};
 use serde_json::{Value, json};
-use support::*;
 use tokio::sync::mpsc;
 
 /// What the editor's "model" answers to every sampling request.

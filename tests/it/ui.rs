@@ -3,9 +3,6 @@
 //! official "everything" server, a server that always fails its start, and one invalid server
 //! entry, with the dashboard's files embedded in the binary. The suites save screenshots of every
 //! view to `artifacts/ui/`.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -13,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 /// How long the whole node run may take; it needs well under a minute.
 const NODE_LIMIT: Duration = Duration::from_secs(300);

@@ -1,15 +1,12 @@
 //! Interoperability with the official TypeScript MCP SDK: runs the `node:test` suites in
 //! `tests/js/` against a real `switchboard serve` in front of the demo server, the official
 //! "everything" server and the misbehaving test server.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 /// How long the whole node run may take; it needs a few seconds.
 const NODE_LIMIT: Duration = Duration::from_secs(300);

@@ -12,16 +12,13 @@
 //! The short version runs with the other tests. A long one, by hand:
 //!
 //! ```sh
-//! SOAK_SECONDS=600 cargo test --release --test soak -- --nocapture
+//! SOAK_SECONDS=600 cargo test --release --test it soak -- --nocapture
 //! ```
 //!
 //! Settings from the environment: `SOAK_SECONDS` (seconds of load, default 20), `SOAK_SEED`
 //! (replays the random choices of a run, which prints its seed), `SOAK_HTTP_SESSIONS` (default
 //! 4), `SOAK_CONNECTS` (`switchboard connect` processes, default 2), `SOAK_IN_FLIGHT` (calls in
 //! flight per session, default 3).
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -31,13 +28,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::support::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
-use support::*;
 use switchboard::wire::jsonrpc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;

@@ -4,16 +4,13 @@
 //! into answers or logs, and the permissions of the files Switchboard writes.
 //!
 //! Requests whose headers must be exactly as written go over raw TCP.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 use switchboard::transport::http::{BODY_READ_TIMEOUT, DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -1,12 +1,9 @@
 //! The hub through its session API, against real backend processes.
-#![allow(clippy::disallowed_methods)]
-
-mod support;
 
 use std::time::Duration;
 
+use crate::support::*;
 use serde_json::{Value, json};
-use support::*;
 use switchboard::config::BackendConfig;
 use switchboard::hub::{Hub, HubOptions, Inbound, Session, SessionEvents};
 use switchboard::supervisor::status::BackendState;

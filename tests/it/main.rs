@@ -1,0 +1,19 @@
+//! Switchboard's integration tests, in one binary: each module drives real processes (the
+//! supervisor, `switchboard serve`, `switchboard connect`, editors' SDKs, a browser) through real
+//! pipes, sockets and HTTP. `support` holds what they share.
+#![allow(clippy::disallowed_methods)]
+
+mod support;
+
+mod api;
+mod connect;
+mod editors;
+mod engine;
+mod hub;
+mod interop_js;
+mod interop_rmcp;
+mod reload;
+mod security;
+mod serve;
+mod soak;
+mod ui;
