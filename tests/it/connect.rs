@@ -5,12 +5,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::support::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
+use switchboard::transport::handoff::{LEDGER_SIZE, Ledger};
 
 /// A place for one Switchboard: config, runtime and data directories. Dropping it stops every
 /// `serve` that uses its runtime directory, including one that `connect` started.
@@ -49,29 +50,12 @@ impl Place {
         command
     }
 
-    /// Starts `switchboard serve` and waits until it listens with the demo backend ready.
-    fn serve(&self) -> Serve {
-        let mut child = self
-            .command(&["serve"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("switchboard serve starts");
-        let mut log = BufReader::new(child.stderr.take().expect("stderr piped"));
-        let mut lines = Vec::new();
-        let (mut listening, mut ready) = (false, false);
-        while !(listening && ready) {
-            let mut line = String::new();
-            let read = log.read_line(&mut line).expect("read the log");
-            assert!(read > 0, "serve ended before it listened: {lines:#?}");
-            listening |= line.contains("listening");
-            ready |= line.contains("ready");
-            lines.push(line);
-        }
-        // Keep draining the log so that serve never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-        Serve { child }
+    /// Starts `switchboard serve` in this place and waits until the demo backend is ready.
+    fn serve(&self) -> ServeProcess {
+        ServeOptions::in_dir(self.dir.path(), &self.config())
+            .ready(&["demo"])
+            .env("SWITCHBOARD_LOG", "debug")
+            .start()
     }
 
     /// Starts `switchboard connect` with piped stdio.
@@ -134,41 +118,8 @@ impl Drop for Place {
 /// SIGTERM, a bounded wait, then SIGKILL.
 fn stop(pid: u32) {
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
-    let deadline = Instant::now() + EVENT_LIMIT;
-    while alive(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let _ = poll_blocking(EVENT_LIMIT, || if alive(pid) { Err(()) } else { Ok(()) });
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
-}
-
-struct Serve {
-    child: Child,
-}
-
-impl Serve {
-    fn terminate(&mut self) {
-        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).expect("signal serve");
-    }
-
-    fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + EVENT_LIMIT;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "switchboard serve did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            stop(self.child.id());
-        }
-        let _ = self.child.wait();
-    }
 }
 
 /// The editor's side of a `switchboard connect` process.
@@ -189,26 +140,51 @@ impl Connect {
         self.send_line(&message.to_string());
     }
 
-    /// Writes `text` with no line end, and waits until the instance has read it.
-    fn send_part(&mut self, text: &str) {
+    /// Writes `text`, the start of a line, and waits until the instance has read all of it and
+    /// noted in the ledger it shares with this `connect` that a line with `id` is half-read.
+    fn send_part(&mut self, text: &str, id: &str) {
         use std::os::fd::AsRawFd;
         let stdin = self.stdin.as_mut().expect("stdin is open");
         stdin.write_all(text.as_bytes()).expect("write to connect");
         stdin.flush().expect("flush");
-        let deadline = Instant::now() + EVENT_LIMIT;
-        loop {
+        eventually_blocking("the instance reads the editor's pipe", EVENT_LIMIT, || {
             let mut unread: libc::c_int = 0;
             // SAFETY: FIONREAD writes one int, the bytes still in the pipe, into `unread`.
             let status = unsafe { libc::ioctl(stdin.as_raw_fd(), libc::FIONREAD, &mut unread) };
             assert_eq!(status, 0, "FIONREAD on the editor's pipe");
-            if unread == 0 {
-                break;
+            if unread == 0 { Ok(()) } else { Err(unread) }
+        });
+        let noted = Some(Some(Box::from(id)));
+        eventually_blocking("the ledger notes the half-read line", EVENT_LIMIT, || {
+            let partial = self.ledger().partial_input();
+            if partial == noted {
+                Ok(())
+            } else {
+                Err(partial)
             }
-            assert!(Instant::now() < deadline, "{unread} bytes left unread");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        // The instance notes a half-read line right after the read that took it.
-        std::thread::sleep(Duration::from_millis(100));
+        });
+    }
+
+    /// A copy of the ledger this `connect` shares with its instance, read from its memory.
+    fn ledger(&self) -> Ledger {
+        use std::os::unix::fs::FileExt;
+        let pid = self.child.id();
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+        let start = maps
+            .lines()
+            .rfind(|line| line.contains("/memfd:switchboard-ledger"))
+            .and_then(|line| line.split('-').next())
+            .and_then(|start| u64::from_str_radix(start, 16).ok())
+            .unwrap_or_else(|| panic!("connect maps no ledger:\n{maps}"));
+        let mut bytes = vec![0; LEDGER_SIZE];
+        std::fs::File::open(format!("/proc/{pid}/mem"))
+            .and_then(|memory| memory.read_exact_at(&mut bytes, start))
+            .expect("the test may read the memory of its own child");
+        let (copy, fd) = Ledger::create().expect("a ledger");
+        std::fs::File::from(fd)
+            .write_all_at(&bytes, 0)
+            .expect("the copy is written");
+        copy
     }
 
     /// The next message on stdout; every line must be JSON.
@@ -288,17 +264,10 @@ impl Connect {
     }
 
     fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + EVENT_LIMIT;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "switchboard connect did not exit"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = &mut self.child;
+        eventually_blocking("switchboard connect exits", EVENT_LIMIT, || {
+            child.try_wait().expect("wait").ok_or("still running")
+        })
     }
 }
 
@@ -410,16 +379,17 @@ fn a_restart_fails_the_call_in_flight_and_the_session_carries_on() {
 
     editor.send(json!({
         "jsonrpc": "2.0", "id": 10, "method": "tools/call",
-        "params": {"name": "demo__sleep", "arguments": {"ms": 5000}, "_meta": {"progressToken": "nap"}}
+        "params": {"name": "demo__sleep", "arguments": {"ms": 30000}, "_meta": {"progressToken": "nap"}}
     }));
     // The first progress notification shows the call is running at the backend.
     editor.next_matching(|message| message["method"] == "notifications/progress");
     let signalled = Instant::now();
-    serve.terminate();
+    serve.signal(Signal::SIGTERM);
     let lost = editor.response(&json!(10));
     assert_eq!(lost["error"]["code"], -32001, "{lost}");
+    // The first progress came a tenth into the sleep: its end is far beyond this bound.
     assert!(
-        signalled.elapsed() < Duration::from_secs(3),
+        signalled.elapsed() < EVENT_LIMIT,
         "the call fails at once, not when the sleep would end: {:?}",
         signalled.elapsed()
     );
@@ -499,7 +469,7 @@ fn an_editor_that_leaves_while_switchboard_is_away_starts_nothing() {
     let mut serve = place.serve();
     let mut editor = place.connect();
     editor.handshake();
-    serve.terminate();
+    serve.signal(Signal::SIGTERM);
     assert!(serve.wait_exit().success());
     editor.close_stdin();
     assert!(editor.wait_exit().success());
@@ -564,10 +534,13 @@ fn a_killed_instance_fails_the_calls_it_held_and_the_session_carries_on() {
     }
     // Half a request, longer than the instance reads at once, read when the instance dies.
     let long = "x".repeat(100_000);
-    editor.send_part(&format!(
-        r#"{{"jsonrpc":"2.0","id":"half-read","method":"tools/call","params":{{"name":"demo__echo","arguments":{{"text":"{long}"#
-    ));
-    kill(Pid::from_raw(serve.child.id() as i32), Signal::SIGKILL).expect("kill serve");
+    editor.send_part(
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":"half-read","method":"tools/call","params":{{"name":"demo__echo","arguments":{{"text":"{long}"#
+        ),
+        r#""half-read""#,
+    );
+    serve.signal(Signal::SIGKILL);
     // Nothing of the instance answers now: the shim learns the calls in flight, and the id of
     // the half-read line, from the ledger the two shared.
     let mut lost_ids = Vec::new();
@@ -607,15 +580,11 @@ fn a_killed_connect_closes_the_editors_stdout_and_leaves_the_instance_running() 
     let mut editor = place.connect();
     editor.handshake();
     editor.child.kill().expect("kill connect");
-    let deadline = Instant::now() + EVENT_LIMIT;
-    loop {
-        match editor.received.recv_timeout(Duration::from_millis(100)) {
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Ok(line) => panic!("nothing more after the kill: {line}"),
-            Err(mpsc::RecvTimeoutError::Timeout) => assert!(
-                Instant::now() < deadline,
-                "Switchboard let go of the editor's stdout"
-            ),
+    match editor.received.recv_timeout(EVENT_LIMIT) {
+        Err(mpsc::RecvTimeoutError::Disconnected) => {}
+        Ok(line) => panic!("nothing more after the kill: {line}"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("Switchboard did not let go of the editor's stdout")
         }
     }
     let mut other = place.connect();

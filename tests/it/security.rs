@@ -41,17 +41,10 @@ fn config() -> String {
 }
 
 fn start(log_level: &str) -> ServeProcess {
-    ServeProcess::with_config_and_env(&config(), &["mis"], &[("SWITCHBOARD_LOG", log_level)])
-}
-
-fn port(serve: &ServeProcess) -> u16 {
-    serve
-        .url()
-        .trim_end_matches("/mcp")
-        .rsplit(':')
-        .next()
-        .and_then(|port| port.parse().ok())
-        .expect("the endpoint names its port")
+    ServeOptions::new(&config())
+        .ready(&["mis"])
+        .env("SWITCHBOARD_LOG", log_level)
+        .start()
 }
 
 /// One answer read off the wire.
@@ -192,7 +185,7 @@ fn other_port(port: u16) -> u16 {
 #[tokio::test]
 async fn dns_rebinding_hosts_are_refused_and_loopback_names_served() {
     let serve = start("info");
-    let port = port(&serve);
+    let port = serve.port();
     let served = [
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
@@ -237,7 +230,7 @@ async fn dns_rebinding_hosts_are_refused_and_loopback_names_served() {
 #[tokio::test]
 async fn foreign_origins_are_refused_and_own_or_absent_ones_served() {
     let serve = start("info");
-    let port = port(&serve);
+    let port = serve.port();
     let served = [
         format!("http://127.0.0.1:{port}"),
         format!("http://localhost:{port}"),
@@ -298,7 +291,7 @@ async fn foreign_origins_are_refused_and_own_or_absent_ones_served() {
 #[tokio::test]
 async fn each_endpoint_takes_its_own_token_only() {
     let serve = start("info");
-    let port = port(&serve);
+    let port = serve.port();
     let host = format!("Host: 127.0.0.1:{port}");
     let unauthorized = Expect::Refused(401, "unauthorized");
     let with = |line: String| vec![host.clone(), line];
@@ -417,7 +410,7 @@ async fn backend(port: u16, name: &str) -> Value {
 #[tokio::test]
 async fn a_cross_site_request_riding_on_the_cookie_changes_nothing() {
     let serve = start("info");
-    let port = port(&serve);
+    let port = serve.port();
     let before = backend(port, "mis").await;
     assert_eq!(before["state"], "ready");
     let stop = format!(
@@ -481,7 +474,7 @@ async fn a_cross_site_request_riding_on_the_cookie_changes_nothing() {
 #[tokio::test]
 async fn oversized_bodies_get_413_and_the_server_keeps_serving() {
     let serve = start("info");
-    let port = port(&serve);
+    let port = serve.port();
     let post = |path: &str| {
         format!(
             "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
@@ -590,7 +583,7 @@ async fn until_closed(
 #[tokio::test]
 async fn slow_or_unfinished_headers_are_cut_off_without_holding_up_others() {
     let serve = start("info");
-    let port = port(&serve);
+    let port = serve.port();
     let started = tokio::time::Instant::now();
     let host = format!("Host: 127.0.0.1:{port}");
     let partials = [
@@ -732,18 +725,15 @@ async fn api_text(port: u16, path: &str) -> (u16, String) {
 
 /// Polls the backend's detail until `check` holds.
 async fn wait_for_backend(port: u16, name: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
-    loop {
+    eventually(&format!("{name} gets there"), EVENT_LIMIT, || async {
         let detail = backend(port, name).await;
         if check(&detail) {
-            return detail;
+            Ok(detail)
+        } else {
+            Err(detail)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name} never got there: {detail}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 /// The dashboard's files below `ui/`, as the paths they are served at.
@@ -774,7 +764,7 @@ fn ui_paths() -> Vec<String> {
 #[tokio::test]
 async fn secrets_stay_out_of_answers_pages_logs_and_history() {
     let serve = start("debug");
-    let port = port(&serve);
+    let port = serve.port();
     let host = format!("Host: 127.0.0.1:{port}");
 
     // Tokens in headers, right and wrong, and a wrong dashboard link.
@@ -965,8 +955,10 @@ fn exposed_files(roots: &[PathBuf]) -> (Vec<String>, Vec<PathBuf>) {
 #[tokio::test]
 async fn files_switchboard_writes_are_for_its_owner_only() {
     // Without SWITCHBOARD_TOKEN, so that serve makes the token file.
-    let mut serve =
-        ServeProcess::with_config_and_env(&config(), &["mis"], &[("SWITCHBOARD_TOKEN", "")]);
+    let mut serve = ServeOptions::new(&config())
+        .ready(&["mis"])
+        .env_remove("SWITCHBOARD_TOKEN")
+        .start();
     let dir_of = |name: &str| {
         serve
             .env()
@@ -980,14 +972,10 @@ async fn files_switchboard_writes_are_for_its_owner_only() {
         dir_of("SWITCHBOARD_RUNTIME_DIR"),
     );
     let catalog = data.join("catalog").join("mis.json");
-    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
-    while !catalog.exists() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the catalog of mis was never cached"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the catalog of mis is cached", EVENT_LIMIT, || async {
+        catalog.exists().then_some(()).ok_or("no catalog file")
+    })
+    .await;
 
     let roots = [data.clone(), runtime.clone()];
     let (exposed, seen) = exposed_files(&roots);
@@ -1012,7 +1000,7 @@ async fn files_switchboard_writes_are_for_its_owner_only() {
 #[tokio::test]
 async fn a_body_that_trickles_in_is_cut_off_without_holding_up_others() {
     let serve = start("info");
-    let port = port(&serve);
+    let port = serve.port();
     let started = tokio::time::Instant::now();
     let headers = mcp_initialize(&[
         format!("Host: 127.0.0.1:{port}"),

@@ -1,18 +1,12 @@
 //! `switchboard serve` and `switchboard check` as real processes: no backend process outlives
 //! Switchboard, however it ends.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use crate::support::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-
-struct Serve {
-    child: Child,
-}
 
 /// Writes a config with one misbehaving backend whose grandchild ignores SIGTERM.
 fn write_family_config(dir: &Path) -> PathBuf {
@@ -31,67 +25,16 @@ stop_grace = "300ms"
     config
 }
 
-fn start_serve(dir: &Path, config: &Path) -> Serve {
-    let child = Command::new(switchboard_exe())
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(config)
-        .env("SWITCHBOARD_RUNTIME_DIR", dir.join("run"))
-        .env("SWITCHBOARD_DATA_DIR", dir.join("data"))
+/// Starts serve over `config` in `dir`, which outlives it, and waits until `backend` is ready.
+fn start_serve(dir: &Path, config: &Path, backend: &str) -> ServeProcess {
+    ServeOptions::in_dir(dir, config)
+        .ready(&[backend])
         .env("SWITCHBOARD_LOG", "debug")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("switchboard serve starts");
-    Serve { child }
-}
-
-impl Serve {
-    fn pid(&self) -> Pid {
-        Pid::from_raw(self.child.id() as i32)
-    }
-
-    /// Reads the log until a line contains `needle`; returns every line read.
-    fn wait_for_log(&mut self, needle: &str) -> Vec<String> {
-        let stderr = self.child.stderr.as_mut().expect("stderr piped");
-        let mut reader = BufReader::new(stderr);
-        let mut lines = Vec::new();
-        loop {
-            let mut line = String::new();
-            let read = reader.read_line(&mut line).expect("read log");
-            assert!(read > 0, "log ended before {needle:?}: {lines:#?}");
-            let found = line.contains(needle);
-            lines.push(line);
-            if found {
-                return lines;
-            }
-        }
-    }
-
-    fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = std::time::Instant::now() + EVENT_LIMIT;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "switchboard serve did not exit"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+        .start()
 }
 
 /// The guardian process that this serve started.
-fn guardian_of(serve: Pid) -> u32 {
+fn guardian_of(serve: u32) -> u32 {
     for entry in std::fs::read_dir("/proc").expect("proc").flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
@@ -101,7 +44,7 @@ fn guardian_of(serve: Pid) -> u32 {
         let ppid = stat
             .rsplit_once(')')
             .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok());
-        if ppid == Some(serve.as_raw()) && cmdline.windows(10).any(|w| w == b"__guardian") {
+        if ppid == Some(serve as i32) && cmdline.windows(10).any(|w| w == b"__guardian") {
             return pid;
         }
     }
@@ -112,11 +55,10 @@ fn guardian_of(serve: Pid) -> u32 {
 async fn sigterm_stops_every_backend_process_including_the_grandchild() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = write_family_config(dir.path());
-    let mut serve = start_serve(dir.path(), &config);
+    let mut serve = start_serve(dir.path(), &config, "family");
     let (pid, grandchild) = read_pidfile(&dir.path().join("pids")).await;
-    serve.wait_for_log("ready");
 
-    kill(serve.pid(), Signal::SIGTERM).expect("signal serve");
+    serve.signal(Signal::SIGTERM);
     let status = serve.wait_exit();
     assert!(status.success(), "clean exit after SIGTERM: {status:?}");
     assert!(!alive(pid), "the backend leader is gone when serve exits");
@@ -130,11 +72,10 @@ async fn sigterm_stops_every_backend_process_including_the_grandchild() {
 async fn sigkill_of_serve_still_leaves_no_backend_process() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = write_family_config(dir.path());
-    let mut serve = start_serve(dir.path(), &config);
+    let mut serve = start_serve(dir.path(), &config, "family");
     let (pid, grandchild) = read_pidfile(&dir.path().join("pids")).await;
-    serve.wait_for_log("ready");
 
-    kill(serve.pid(), Signal::SIGKILL).expect("kill serve");
+    serve.signal(Signal::SIGKILL);
     serve.wait_exit();
     assert!(wait_gone(pid).await, "the leader dies with its parent");
     assert!(
@@ -147,15 +88,14 @@ async fn sigkill_of_serve_still_leaves_no_backend_process() {
 async fn groups_left_by_a_run_that_died_are_reaped_on_the_next_start() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = write_family_config(dir.path());
-    let mut first = start_serve(dir.path(), &config);
+    let mut first = start_serve(dir.path(), &config, "family");
     let (pid, grandchild) = read_pidfile(&dir.path().join("pids")).await;
-    first.wait_for_log("ready");
 
     // The worst case: the guardian dies too, so only the record on disk is left.
     let guardian = guardian_of(first.pid());
     kill(Pid::from_raw(guardian as i32), Signal::SIGKILL).expect("kill guardian");
     assert!(wait_gone(guardian).await);
-    kill(first.pid(), Signal::SIGKILL).expect("kill serve");
+    first.signal(Signal::SIGKILL);
     first.wait_exit();
     assert!(
         wait_gone(pid).await,
@@ -167,18 +107,13 @@ async fn groups_left_by_a_run_that_died_are_reaped_on_the_next_start() {
     );
 
     std::fs::remove_file(dir.path().join("pids")).expect("remove old pidfile");
-    let mut second = start_serve(dir.path(), &config);
-    let log = second.wait_for_log("ready");
+    let mut second = start_serve(dir.path(), &config, "family");
     assert!(
         wait_gone(grandchild).await,
         "the next start reaps the orphaned group"
     );
-    assert!(
-        log.iter()
-            .any(|line| line.contains("left behind by an earlier run")),
-        "the reaping is logged: {log:#?}"
-    );
-    kill(second.pid(), Signal::SIGTERM).expect("signal serve");
+    second.wait_for_log("left behind by an earlier run");
+    second.signal(Signal::SIGTERM);
     assert!(second.wait_exit().success());
 }
 
@@ -186,15 +121,13 @@ async fn groups_left_by_a_run_that_died_are_reaped_on_the_next_start() {
 async fn first_run_writes_a_default_config_with_the_demo_server() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("fresh/config.toml");
-    let mut serve = start_serve(dir.path(), &config);
-    let log = serve.wait_for_log("ready");
-    assert!(log.iter().any(|line| line.contains("demo")), "{log:#?}");
+    let mut serve = start_serve(dir.path(), &config, "demo");
     let text = std::fs::read_to_string(&config).expect("default config written");
     assert!(
         text.contains("[servers.demo]") && text.contains("demo-server"),
         "{text}"
     );
-    kill(serve.pid(), Signal::SIGTERM).expect("signal serve");
+    serve.signal(Signal::SIGTERM);
     assert!(serve.wait_exit().success());
 }
 

@@ -76,7 +76,7 @@ async fn every_call_ends_cleanly_service_resumes_and_nothing_leaks_under_faults(
     let rss_start = status_kib(serve_pid, "VmRSS");
 
     let http: Vec<Arc<HttpClient>> = (0..settings.http_sessions)
-        .map(|n| HttpClient::new(format!("http{n}"), serve.url(), &recorder))
+        .map(|n| HttpClient::new(format!("http{n}"), &serve.url(), &recorder))
         .collect();
     let connects: Vec<Arc<ConnectClient>> = (0..settings.connects)
         .map(|n| ConnectClient::new(format!("connect{n}"), &env, &recorder))
@@ -229,7 +229,7 @@ fn server_table(name: &str, command: &str, args: &[String]) -> String {
 /// Runs every kind of call once through each transport, so that what serve allocates once (rings
 /// of output, connections, caches) is there before the starting figures are taken.
 async fn warm_up(serve: &ServeProcess, recorder: &Arc<Recorder>) {
-    let lister = HttpClient::new("warm-list".into(), serve.url(), recorder);
+    let lister = HttpClient::new("warm-list".into(), &serve.url(), recorder);
     until_listed(&lister).await;
     lister.close().await.expect("the session closes");
     for client in fresh_clients(serve, recorder, "warm") {
@@ -275,7 +275,7 @@ fn fresh_clients(serve: &ServeProcess, recorder: &Arc<Recorder>, prefix: &str) -
     [
         Client::Http(HttpClient::new(
             format!("{prefix}-http"),
-            serve.url(),
+            &serve.url(),
             recorder,
         )),
         Client::Connect(ConnectClient::new(
@@ -1139,7 +1139,7 @@ impl Chaos<'_> {
         first.shuffle(&mut rng);
         let client = Client::Http(HttpClient::new(
             format!("lane{lane}"),
-            self.serve.url(),
+            &self.serve.url(),
             self.recorder,
         ));
         while Instant::now() < until {

@@ -1,5 +1,11 @@
 //! Shared helpers of the integration tests: real processes, real pipes, no mocks.
 
+mod eventually;
+mod serve;
+
+pub use eventually::{eventually, eventually_blocking, poll, poll_blocking};
+pub use serve::{SERVE_TOKEN, ServeOptions, ServeProcess, ServedBackend};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,9 +16,6 @@ use switchboard::supervisor::{BackendHandle, Engine, EngineOptions};
 /// Generous bound for waiting on an event that should come within milliseconds; only a broken
 /// implementation ever reaches it.
 pub const EVENT_LIMIT: Duration = Duration::from_secs(20);
-
-/// The dashboard token of every [`ServeProcess`].
-pub const SERVE_TOKEN: &str = "serve-test-token-0123456789";
 
 pub fn misbehave_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/backends/misbehave.py")
@@ -93,37 +96,26 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
-/// Polls until `pid` is gone (processes reparented to init are reaped asynchronously).
+/// Polls until `pid` is gone (processes reparented to init are reaped asynchronously); false if
+/// it is still there after [`EVENT_LIMIT`].
 pub async fn wait_gone(pid: u32) -> bool {
-    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
-    while tokio::time::Instant::now() < deadline {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+    let gone = || async { if alive(pid) { Err(()) } else { Ok(()) } };
+    poll(EVENT_LIMIT, gone).await.is_ok()
 }
 
 /// Reads `<pid> <grandchild pid>` written by the misbehaving server's `--pidfile`.
 pub async fn read_pidfile(path: &std::path::Path) -> (u32, u32) {
-    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            let mut parts = text
-                .split_whitespace()
-                .map(|part| part.parse::<u32>().expect("a pid"));
-            if let (Some(pid), Some(grandchild)) = (parts.next(), parts.next()) {
-                return (pid, grandchild);
-            }
+    eventually("the pidfile names both processes", EVENT_LIMIT, || async {
+        let text = std::fs::read_to_string(path).map_err(|error| error.to_string())?;
+        let mut parts = text
+            .split_whitespace()
+            .map(|part| part.parse::<u32>().expect("a pid"));
+        match (parts.next(), parts.next()) {
+            (Some(pid), Some(grandchild)) => Ok((pid, grandchild)),
+            _ => Err(text),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "pidfile {} never appeared",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 /// Parses a raw JSON-RPC result.
@@ -145,44 +137,6 @@ pub fn first_text(result: &serde_json::Value) -> String {
         .to_owned()
 }
 
-/// A backend that [`ServeProcess`] can put behind `switchboard serve`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServedBackend {
-    /// `switchboard demo-server`, as `demo`.
-    Demo,
-    /// The official `@modelcontextprotocol/server-everything` from node_modules, as `everything`.
-    Everything,
-    /// `tests/backends/misbehave.py`, as `mis`.
-    Misbehave,
-}
-
-impl ServedBackend {
-    /// The backend's name in the config, which prefixes its tools.
-    pub fn name(self) -> &'static str {
-        match self {
-            ServedBackend::Demo => "demo",
-            ServedBackend::Everything => "everything",
-            ServedBackend::Misbehave => "mis",
-        }
-    }
-
-    fn config_entry(self) -> String {
-        let (command, args) = match self {
-            ServedBackend::Demo => (switchboard_exe(), vec!["demo-server".to_owned()]),
-            ServedBackend::Everything => (everything_server(), vec!["stdio".to_owned()]),
-            ServedBackend::Misbehave => (
-                PathBuf::from("python3"),
-                vec![misbehave_script().to_string_lossy().into_owned()],
-            ),
-        };
-        format!(
-            "[servers.{name}]\ncommand = {command:?}\nargs = {args:?}\n\n",
-            name = self.name(),
-            command = command.to_string_lossy(),
-        )
-    }
-}
-
 /// The repository's node_modules (installed by `npm ci`, as `scripts/test` does).
 pub fn node_modules() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules")
@@ -198,206 +152,6 @@ pub fn everything_server() -> PathBuf {
         env!("CARGO_MANIFEST_DIR")
     );
     path
-}
-
-/// A real `switchboard serve` on a free loopback port, with its own config, runtime and data
-/// directories. Dropping it stops it with SIGTERM (SIGKILL if it does not exit in time), so no
-/// backend outlives the test.
-pub struct ServeProcess {
-    child: std::process::Child,
-    url: String,
-    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    dir: tempfile::TempDir,
-}
-
-impl ServeProcess {
-    /// Starts `switchboard serve` over `backends` and waits until it listens and every backend
-    /// is ready.
-    pub fn start(backends: &[ServedBackend]) -> ServeProcess {
-        let config: String = backends
-            .iter()
-            .map(|backend| backend.config_entry())
-            .collect();
-        let names: Vec<&str> = backends.iter().map(|backend| backend.name()).collect();
-        Self::with_config(&config, &names)
-    }
-
-    /// Starts `switchboard serve` over the config `text` (TOML) and waits until it listens and
-    /// the backends named in `ready` are ready. Its dashboard token is [`SERVE_TOKEN`].
-    pub fn with_config(text: &str, ready: &[&str]) -> ServeProcess {
-        Self::with_config_and_env(text, ready, &[])
-    }
-
-    /// Like [`ServeProcess::with_config`], with `env` added to serve's environment (after the
-    /// directories, the log level and the token, which it may override; an empty value removes
-    /// the variable).
-    pub fn with_config_and_env(text: &str, ready: &[&str], env: &[(&str, &str)]) -> ServeProcess {
-        use std::io::BufRead;
-
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(dir.path().join("config.toml"), text).expect("write config");
-        let mut command = std::process::Command::new(switchboard_exe());
-        command.envs(Self::env_in(dir.path()));
-        for (name, value) in env {
-            if value.is_empty() {
-                command.env_remove(name);
-            } else {
-                command.env(name, value);
-            }
-        }
-        let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(dir.path().join("config.toml"))
-            .env("NO_COLOR", "1")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("switchboard serve starts");
-
-        // A thread reads the log for as long as serve runs, so serve never blocks on a full pipe
-        // and a failing test can show what serve said.
-        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
-        let stderr = child.stderr.take().expect("stderr piped");
-        let kept = log.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let line = strip_ansi(&line);
-                kept.lock().expect("log lock").push(line.clone());
-                let _ = lines_tx.send(line);
-            }
-        });
-
-        let mut serve = ServeProcess {
-            child,
-            url: String::new(),
-            log,
-            dir,
-        };
-        let mut waiting_for: Vec<String> = ready
-            .iter()
-            .map(|name| format!("backend{{name={name}}}: ready"))
-            .collect();
-        let deadline = std::time::Instant::now() + EVENT_LIMIT;
-        while serve.url.is_empty() || !waiting_for.is_empty() {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let Ok(line) = lines.recv_timeout(left) else {
-                panic!(
-                    "serve did not listen with {waiting_for:?} ready within {EVENT_LIMIT:?}; log:\n{}",
-                    serve.log()
-                );
-            };
-            if line.contains("listening")
-                && let Some((_, rest)) = line.split_once("url=")
-            {
-                serve.url = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned();
-            }
-            waiting_for.retain(|needle| !line.contains(needle.as_str()));
-        }
-        serve
-    }
-
-    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    pub fn config_path(&self) -> PathBuf {
-        self.dir.path().join("config.toml")
-    }
-
-    /// What `switchboard connect` needs in its environment to attach to this serve.
-    pub fn env(&self) -> Vec<(&'static str, PathBuf)> {
-        let mut env = Self::env_in(self.dir.path());
-        env.push(("SWITCHBOARD_CONFIG", self.config_path()));
-        env
-    }
-
-    fn env_in(dir: &std::path::Path) -> Vec<(&'static str, PathBuf)> {
-        vec![
-            ("SWITCHBOARD_RUNTIME_DIR", dir.join("run")),
-            ("SWITCHBOARD_DATA_DIR", dir.join("data")),
-            ("SWITCHBOARD_LOG", PathBuf::from("info")),
-            ("SWITCHBOARD_TOKEN", PathBuf::from(SERVE_TOKEN)),
-        ]
-    }
-
-    /// `http://127.0.0.1:PORT` + `path`.
-    pub fn http_url(&self, path: &str) -> String {
-        let base = self
-            .url
-            .strip_suffix("/mcp")
-            .expect("the endpoint ends in /mcp");
-        format!("{base}{path}")
-    }
-
-    /// GET `path` of the control API; panics unless the answer is 200 with JSON.
-    pub async fn api_get(&self, path: &str) -> serde_json::Value {
-        let response = reqwest::Client::new()
-            .get(self.http_url(path))
-            .bearer_auth(SERVE_TOKEN)
-            .send()
-            .await
-            .expect("the API answers");
-        assert_eq!(response.status(), 200, "GET {path}");
-        let body = response.text().await.expect("a body");
-        serde_json::from_str(&body).expect("a JSON answer")
-    }
-
-    /// POST `{}` to `path` of the control API; panics unless the answer is 200 with JSON.
-    pub async fn api_post(&self, path: &str) -> serde_json::Value {
-        let response = reqwest::Client::new()
-            .post(self.http_url(path))
-            .bearer_auth(SERVE_TOKEN)
-            .header("content-type", "application/json")
-            .body("{}")
-            .send()
-            .await
-            .expect("the API answers");
-        assert_eq!(response.status(), 200, "POST {path}");
-        let body = response.text().await.expect("a body");
-        serde_json::from_str(&body).expect("a JSON answer")
-    }
-
-    /// Everything serve has logged so far.
-    pub fn log(&self) -> String {
-        self.log.lock().expect("log lock").join("\n")
-    }
-
-    /// Stops serve as dropping it would, and keeps its directories for a look.
-    pub fn stop(&mut self) {
-        terminate(&mut self.child);
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        terminate(&mut self.child);
-    }
-}
-
-/// `line` without ANSI colour sequences (`ESC [ ... m`).
-pub fn strip_ansi(line: &str) -> String {
-    let mut plain = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            plain.push(c);
-        }
-    }
-    plain
 }
 
 /// Runs a `node --test …` command (arguments and environment set by the caller) in its own
@@ -453,26 +207,4 @@ pub fn run_node_suite(
         status = output.status,
         log = serve_log(),
     );
-}
-
-/// Sends SIGTERM to `child` and waits for it to exit; SIGKILL if it has not within the limit.
-pub fn terminate(child: &mut std::process::Child) {
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-    let deadline = std::time::Instant::now() + EVENT_LIMIT;
-    while std::time::Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-impl ServeProcess {
-    /// The pid of the `switchboard serve` process.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
 }
