@@ -29,6 +29,8 @@ Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   stderr {lines=1000}-> writes `lines` lines to stderr, answers "wrote <n>"
   change_tools       -> adds tool `added_later`, sends notifications/tools/list_changed
   cancelled_ids      -> JSON array of cancelled request ids
+  in_flight          -> JSON array of the ids of the other tools/call requests received
+                        and neither answered nor cancelled
   pid                -> {"pid": ..., "grandchild": ...}
   fail               -> result with "isError": true
   ask {method,params}-> sends that request to the client; answers with its reply as JSON text
@@ -86,6 +88,7 @@ TOOLS = [
     tool("stderr", "Write `lines` lines to stderr", {"lines": {"type": "integer"}}),
     tool("change_tools", "Add a tool and send notifications/tools/list_changed"),
     tool("cancelled_ids", "List the request ids cancelled so far"),
+    tool("in_flight", "List the ids of the other calls received and not yet answered or cancelled"),
     tool("pid", "Report own pid and grandchild pid"),
     tool("fail", "Answer with isError: true"),
     tool("ask", "Send `method` with `params` to the client and answer with its reply as JSON",
@@ -231,6 +234,11 @@ def run_tool(req_id, params, cancel):
     if name == "cancelled_ids":
         with state_lock:
             return text_result(json.dumps(cancelled_ids))
+    if name == "in_flight":
+        with state_lock:
+            ids = [json.loads(k) for k, event in in_flight.items()
+                   if not event.is_set() and k != key(req_id)]
+        return text_result(json.dumps(ids))
     if name == "pid":
         return text_result(json.dumps({"pid": os.getpid(), "grandchild": grandchild_pid}))
     if name == "fail":

@@ -65,9 +65,20 @@ async fn a_crash_mid_call_releases_every_waiter_with_the_exit_status() {
             })
         })
         .collect();
-    // Give the hanging calls time to be written before the crash; the crash call itself never
-    // gets an answer either.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The crash comes once the backend has every hanging call; it never answers the crash call
+    // either.
+    eventually("the backend has the hanging calls", EVENT_LIMIT, || async {
+        let result = backend
+            .request(
+                "tools/call",
+                Some(&call_params("in_flight", serde_json::json!({}))),
+            )
+            .await;
+        let ids: Vec<u64> =
+            serde_json::from_str(&first_text(&json(&result.expect("answered")))).expect("ids");
+        if ids.len() == 5 { Ok(()) } else { Err(ids) }
+    })
+    .await;
     let crash = backend
         .request(
             "tools/call",

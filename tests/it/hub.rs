@@ -25,18 +25,19 @@ async fn ready(hub: &Hub, name: &str) {
     .await;
     let (session, _) = hub.open_session();
     let prefix = format!("\"{name}__");
-    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
-    loop {
-        let tools = request(&session, json!(1), "tools/list", json!({})).await;
-        if tools.to_string().contains(&prefix) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name}'s tools were never listed"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        &format!("{name}'s tools are listed"),
+        EVENT_LIMIT,
+        || async {
+            let tools = request(&session, json!(1), "tools/list", json!({})).await;
+            if tools.to_string().contains(&prefix) {
+                Ok(())
+            } else {
+                Err(tools)
+            }
+        },
+    )
+    .await;
     session.close();
 }
 
@@ -236,7 +237,7 @@ async fn a_cancelled_call_is_cancelled_at_the_backend_and_gets_no_response() {
     ) else {
         panic!("a request");
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until_in_flight(&session, 1).await;
     let accepted = session.receive(
         br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#,
     );
@@ -250,16 +251,7 @@ async fn a_cancelled_call_is_cancelled_at_the_backend_and_gets_no_response() {
         end.map(|m| String::from_utf8_lossy(&m).into_owned())
     );
 
-    let ids = request(
-        &session,
-        json!(6),
-        "tools/call",
-        json!({"name": "mis__cancelled_ids"}),
-    )
-    .await;
-    let ids: Vec<Value> =
-        serde_json::from_str(ids["result"]["content"][0]["text"].as_str().expect("text"))
-            .expect("ids");
+    let ids = tool_ids(&session, "mis__cancelled_ids").await;
     assert_eq!(ids.len(), 1, "the backend was told");
 
     // A client that goes away mid-call (drops the reply) cancels it too.
@@ -270,30 +262,32 @@ async fn a_cancelled_call_is_cancelled_at_the_backend_and_gets_no_response() {
     ) else {
         panic!("a request");
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until_in_flight(&session, 1).await;
     drop(reply);
-    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
-    loop {
-        let ids = request(
-            &session,
-            json!(8),
-            "tools/call",
-            json!({"name": "mis__cancelled_ids"}),
-        )
-        .await;
-        let ids: Vec<Value> =
-            serde_json::from_str(ids["result"]["content"][0]["text"].as_str().expect("text"))
-                .expect("ids");
-        if ids.len() == 2 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the dropped call was never cancelled"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the dropped call is cancelled", EVENT_LIMIT, || async {
+        let ids = tool_ids(&session, "mis__cancelled_ids").await;
+        if ids.len() == 2 { Ok(()) } else { Err(ids) }
+    })
+    .await;
     hub.shutdown().await;
+}
+
+/// Calls `tool` of the misbehaving server, which answers a JSON array of request ids.
+async fn tool_ids(session: &Session, tool: &str) -> Vec<Value> {
+    let answer = request(session, json!("ids"), "tools/call", json!({"name": tool})).await;
+    let text = answer["result"]["content"][0]["text"].as_str();
+    serde_json::from_str(text.expect("a text result")).expect("ids")
+}
+
+/// Waits until the misbehaving backend has received `calls` calls it has neither answered nor
+/// seen cancelled.
+async fn until_in_flight(session: &Session, calls: usize) {
+    let what = format!("the backend has {calls} calls in flight");
+    eventually(&what, EVENT_LIMIT, || async {
+        let ids = tool_ids(session, "mis__in_flight").await;
+        if ids.len() == calls { Ok(()) } else { Err(ids) }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -385,7 +379,7 @@ async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_list
     );
     ready(&hub, "lazy").await;
     ready(&hub, "manual").await;
-    let (session, _) = initialized(&hub, json!({})).await;
+    let (session, mut events) = initialized(&hub, json!({})).await;
     for name in ["lazy", "manual"] {
         hub.engine()
             .backend(name)
@@ -394,21 +388,24 @@ async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_list
             .await
             .expect("stops");
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let tools = request(&session, json!(1), "tools/list", json!({})).await;
-    let names: Vec<String> = tools["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .map(|t| t["name"].as_str().expect("name").to_owned())
-        .collect();
+    // Each rebuild of the catalog that changes it is announced. The one that drops manual's
+    // tools ran after manual began to stop, so after lazy had stopped.
+    let names = loop {
+        let tools = request(&session, json!(1), "tools/list", json!({})).await;
+        let names: Vec<String> = tools["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().expect("name").to_owned())
+            .collect();
+        if !names.iter().any(|name| name.starts_with("manual__")) {
+            break names;
+        }
+        next_event(&mut events).await;
+    };
     assert!(
         names.contains(&"lazy__echo".to_owned()),
         "a stopped on-demand backend stays listed: {names:?}"
-    );
-    assert!(
-        !names.iter().any(|name| name.starts_with("manual__")),
-        "{names:?}"
     );
     let file = cache.path().join("lazy.json");
     let mode = std::os::unix::fs::PermissionsExt::mode(
