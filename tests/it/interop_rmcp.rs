@@ -164,10 +164,10 @@ impl Drop for ConnectProcess {
         }
         let pid = nix::unistd::Pid::from_raw(self.pid as i32);
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        let deadline = std::time::Instant::now() + EVENT_LIMIT;
-        while alive(self.pid) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let _ = poll_blocking(
+            EVENT_LIMIT,
+            || if alive(self.pid) { Err(()) } else { Ok(()) },
+        );
     }
 }
 
@@ -566,17 +566,22 @@ async fn cancellation_reaches_the_backend(transport: Transport) {
     .expect("the cancellation is sent");
 
     // The cancellation is a notification: nothing answers it, so ask the backend until it
-    // reports it (or the bound passes).
-    let deadline = tokio::time::Instant::now() + EVENT_LIMIT;
-    let cancelled = loop {
-        let result = call(&client, "mis__cancelled_ids", json!({})).await;
-        let ids: Vec<Value> =
-            serde_json::from_str(&text_of(&result)).expect("cancelled_ids answers a JSON array");
-        if !ids.is_empty() || tokio::time::Instant::now() > deadline {
-            break ids;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    // reports it.
+    let cancelled = eventually(
+        "the backend reports the cancellation",
+        EVENT_LIMIT,
+        || async {
+            let result = call(&client, "mis__cancelled_ids", json!({})).await;
+            let ids: Vec<Value> = serde_json::from_str(&text_of(&result))
+                .expect("cancelled_ids answers a JSON array");
+            if ids.is_empty() {
+                Err(serve.log())
+            } else {
+                Ok(ids)
+            }
+        },
+    )
+    .await;
     assert_eq!(
         cancelled.len(),
         1,

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use crate::support::*;
 use rmcp::model::ClientConfig;
@@ -35,43 +34,33 @@ async fn backends(serve: &ServeProcess) -> BTreeMap<String, Value> {
         .collect()
 }
 
-/// Polls `/api/backends` until `check` holds; panics with the last list and serve's log after a
-/// generous deadline.
+/// Polls `/api/backends` until `check` holds; fails with the last list and serve's log after a
+/// generous bound.
 async fn until_backends(
     serve: &ServeProcess,
     what: &str,
     check: impl Fn(&BTreeMap<String, Value>) -> bool,
 ) -> BTreeMap<String, Value> {
-    let deadline = Instant::now() + EVENT_LIMIT;
-    loop {
+    eventually(what, EVENT_LIMIT, || async {
         let list = backends(serve).await;
-        if check(&list) {
-            return list;
+        match check(&list) {
+            true => Ok(list),
+            false => Err(format!("backends: {list:#?}\nlog:\n{}", serve.log())),
         }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not reached within {EVENT_LIMIT:?}; backends: {list:#?}\nlog:\n{}",
-            serve.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 /// Polls `/api/config` until `check` holds.
 async fn until_config(serve: &ServeProcess, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + EVENT_LIMIT;
-    loop {
+    eventually(what, EVENT_LIMIT, || async {
         let config = serve.api_get("/api/config").await;
-        if check(&config) {
-            return config;
+        match check(&config) {
+            true => Ok(config),
+            false => Err(format!("config: {config:#}\nlog:\n{}", serve.log())),
         }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not reached within {EVENT_LIMIT:?}; config: {config:#}\nlog:\n{}",
-            serve.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 fn is_ready(list: &BTreeMap<String, Value>, name: &str) -> bool {
