@@ -5,7 +5,6 @@ use std::path::Path;
 
 use crate::support::*;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SECRET: &str = "sk-secret-value";
 
@@ -103,30 +102,6 @@ fn demo_config(name: &str, env: Option<(&str, &str)>) -> String {
         "[servers.demo.restart]",
         &format!("[servers.{name}.restart]"),
     )
-}
-
-/// Sends `request` as raw HTTP/1.1 and returns the status code and the body.
-async fn raw_request(port: u16, request: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut answer = Vec::new();
-    tokio::time::timeout(EVENT_LIMIT, stream.read_to_end(&mut answer))
-        .await
-        .expect("an answer in time")
-        .expect("read");
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("a status line: {answer}"));
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 fn pid_of(backend: &Value) -> u32 {
@@ -260,14 +235,10 @@ async fn strangers_are_refused() {
         format!("localhost.evil.com:{port}"),
         format!("127.0.0.10:{port}"),
     ] {
-        let (status, body) = raw_request(
-            port,
-            &format!(
-                "GET /api/backends HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {SERVE_TOKEN}\r\n\
-                 Connection: close\r\n\r\n"
-            ),
-        )
-        .await;
+        let request = format!(
+            "GET /api/backends HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {SERVE_TOKEN}"
+        );
+        let Reply { status, body, .. } = exchange(port, &request, "").await;
         assert_eq!(status, 403, "Host {host}: {body}");
         assert!(body.contains("forbidden_host"), "{body}");
     }

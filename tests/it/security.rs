@@ -47,69 +47,6 @@ fn start(log_level: &str) -> ServeProcess {
         .start()
 }
 
-/// One answer read off the wire.
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|error| panic!("a JSON body ({error}): {self:?}"))
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            key.eq_ignore_ascii_case(name).then_some(value.trim())
-        })
-    }
-}
-
-/// Sends `request` (the request line and headers, without the blank line that ends them) and
-/// `body` over a new connection, with `Content-Length` and `Connection: close` added, and reads
-/// the whole answer.
-async fn exchange(port: u16, request: &str, body: &str) -> Reply {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    let message = format!(
-        "{request}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(message.as_bytes()).await.expect("write");
-    read_reply(&mut stream).await
-}
-
-async fn read_reply(stream: &mut TcpStream) -> Reply {
-    let mut answer = Vec::new();
-    tokio::time::timeout(EVENT_LIMIT, stream.read_to_end(&mut answer))
-        .await
-        .expect("an answer in time")
-        .expect("read");
-    parse_reply(&answer)
-}
-
-fn parse_reply(answer: &[u8]) -> Reply {
-    let answer = String::from_utf8_lossy(answer);
-    let (head, body) = answer
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("a whole answer: {answer:?}"));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("a status line: {answer:?}"));
-    Reply {
-        status,
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
-}
-
 /// `POST /mcp` with `initialize` and the given header lines.
 fn mcp_initialize(headers: &[String]) -> String {
     request(
@@ -647,45 +584,36 @@ async fn slow_or_unfinished_headers_are_cut_off_without_holding_up_others() {
 async fn thousands_of_sessions_are_bounded_and_the_least_recently_used_expire() {
     const N_SESSIONS: usize = 3000;
     let serve = start("info");
-    let client = reqwest::Client::new();
-    let post = |body: &'static str, session: Option<&str>| {
-        let mut request = client
-            .post(serve.url())
-            .bearer_auth(MCP_TOKEN)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body);
-        if let Some(session) = session {
-            request = request.header("mcp-session-id", session);
-        }
-        request.send()
-    };
+    let mcp = McpHttp::new(&serve.url()).with_token(MCP_TOKEN);
     let mut sessions = Vec::with_capacity(N_SESSIONS);
     for _ in 0..N_SESSIONS {
-        let response = post(INITIALIZE, None).await.expect("an answer");
-        assert_eq!(response.status(), 200);
-        let id = response.headers()["mcp-session-id"]
-            .to_str()
-            .expect("ASCII")
-            .to_owned();
-        sessions.push(id);
+        let reply = mcp
+            .post(None, INITIALIZE.to_owned())
+            .await
+            .expect("an answer");
+        assert_eq!(reply.status, 200);
+        sessions.push(reply.session.expect("a session id"));
     }
 
     let (evicted, kept) = sessions.split_at(N_SESSIONS - DEFAULT_MAX_SESSIONS);
     const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     for id in kept {
-        let response = post(PING, Some(id)).await.expect("an answer");
+        let reply = mcp
+            .post(Some(id), PING.to_owned())
+            .await
+            .expect("an answer");
         assert_eq!(
-            response.status(),
-            200,
+            reply.status, 200,
             "the {DEFAULT_MAX_SESSIONS} most recent sessions live"
         );
     }
     for id in evicted {
-        let response = post(PING, Some(id)).await.expect("an answer");
-        assert_eq!(response.status(), 404, "an evicted session is gone");
-        let body: Value =
-            serde_json::from_str(&response.text().await.expect("a body")).expect("JSON");
+        let reply = mcp
+            .post(Some(id), PING.to_owned())
+            .await
+            .expect("an answer");
+        assert_eq!(reply.status, 404, "an evicted session is gone");
+        let body: Value = serde_json::from_str(&reply.body).expect("JSON");
         let message = body["error"]["message"].as_str().unwrap_or_default();
         assert!(
             message.contains("send initialize to start a new one"),
@@ -693,27 +621,10 @@ async fn thousands_of_sessions_are_bounded_and_the_least_recently_used_expire() 
         );
     }
     let oldest = &evicted[0];
-    let stream = client
-        .get(serve.url())
-        .bearer_auth(MCP_TOKEN)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", oldest)
-        .send()
-        .await
-        .expect("an answer");
-    assert_eq!(stream.status(), 404, "no stream for an evicted session");
-    let deleted = client
-        .delete(serve.url())
-        .bearer_auth(MCP_TOKEN)
-        .header("mcp-session-id", oldest)
-        .send()
-        .await
-        .expect("an answer");
-    assert_eq!(
-        deleted.status(),
-        404,
-        "nothing to delete for an evicted session"
-    );
+    let stream = mcp.open_stream(oldest).await.expect("an answer");
+    assert_eq!(stream, 404, "no stream for an evicted session");
+    let deleted = mcp.delete_session(oldest).await.expect("an answer");
+    assert_eq!(deleted, 404, "nothing to delete for an evicted session");
 }
 
 /// GET `path` with the dashboard token; the status and the body.

@@ -53,7 +53,6 @@ const HEALTH_TIMEOUT: Duration = Duration::from_millis(800);
 const CALL_LIMIT: Duration = Duration::from_secs(REQUEST_TIMEOUT.as_secs() + 5);
 /// How long after a fault's window the calls still count as "during faults".
 const AFTERGLOW: Duration = Duration::from_secs(1);
-const PROTOCOL_VERSION: &str = "2025-06-18";
 /// How many more file descriptors serve may hold at the end than after the warm-up.
 const FD_SLACK: usize = 1;
 /// How much more resident memory serve may hold at the end than after the warm-up: bounded rings
@@ -253,21 +252,18 @@ async fn warm_up(serve: &ServeProcess, recorder: &Arc<Recorder>) {
 
 /// Waits until the hub lists every backend's tools: serve logs a backend ready a moment before.
 async fn until_listed(client: &HttpClient) {
-    let deadline = Instant::now() + EVENT_LIMIT;
-    loop {
-        let names = client.tool_names().await.expect("tools/list is answered");
-        if BACKENDS
-            .iter()
-            .all(|backend| names.contains(&format!("{backend}__echo")))
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the hub never listed every backend's tools: {names:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the hub lists every backend's tools",
+        EVENT_LIMIT,
+        || async {
+            let names = client.tool_names().await.expect("tools/list is answered");
+            let listed = BACKENDS
+                .iter()
+                .all(|backend| names.contains(&format!("{backend}__echo")));
+            if listed { Ok(()) } else { Err(names) }
+        },
+    )
+    .await
 }
 
 /// A new session of each kind, named `{prefix}-http` and `{prefix}-connect`.
@@ -450,20 +446,6 @@ impl ErrorKind {
     }
 }
 
-/// The `initialize` request of a client named `client`.
-fn initialize(id: u64, client: &str) -> Value {
-    json!({
-        "jsonrpc": "2.0", "id": id, "method": "initialize",
-        "params": {
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": { "name": client, "version": "1" },
-        },
-    })
-}
-
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-
 /// Judges everything a call received: exactly one response, to this call, with this call's
 /// text or a clear JSON-RPC error, and progress only with this call's token.
 fn judge(
@@ -560,8 +542,7 @@ impl Client {
 /// An MCP client over Streamable HTTP: one session at a time, several calls in flight on it.
 struct HttpClient {
     label: String,
-    url: String,
-    http: reqwest::Client,
+    mcp: McpHttp,
     recorder: Arc<Recorder>,
     /// The current session; locked while one is opened, so that callers share it.
     session: tokio::sync::Mutex<Option<String>>,
@@ -570,86 +551,15 @@ struct HttpClient {
     next_id: AtomicU64,
 }
 
-/// An HTTP answer, read whole.
-struct Reply {
-    status: u16,
-    content_type: String,
-    session: Option<String>,
-    body: String,
-}
-
-impl Reply {
-    /// The JSON-RPC messages of the body: one JSON value, or the events of an SSE stream.
-    fn messages(&self) -> Result<Vec<Value>, String> {
-        let parse = |text: &str| {
-            serde_json::from_str::<Value>(text)
-                .map_err(|error| format!("not JSON ({error}): {text:?}"))
-        };
-        if !self.content_type.starts_with("text/event-stream") {
-            return parse(&self.body).map(|message| vec![message]);
-        }
-        let mut messages = Vec::new();
-        for event in self.body.split("\n\n") {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|data| data.strip_prefix(' ').unwrap_or(data))
-                .collect();
-            if !data.is_empty() {
-                messages.push(parse(&data.join("\n"))?);
-            }
-        }
-        Ok(messages)
-    }
-}
-
 impl HttpClient {
     fn new(label: String, url: &str, recorder: &Arc<Recorder>) -> Arc<HttpClient> {
         Arc::new(HttpClient {
             label,
-            url: url.to_owned(),
-            http: reqwest::Client::new(),
+            mcp: McpHttp::new(url),
             recorder: recorder.clone(),
             session: tokio::sync::Mutex::new(None),
             deleted: Mutex::new(HashSet::new()),
             next_id: AtomicU64::new(1),
-        })
-    }
-
-    async fn post(&self, session: Option<&str>, body: String) -> Result<Reply, String> {
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body);
-        if let Some(session) = session {
-            request = request
-                .header("mcp-session-id", session)
-                .header("mcp-protocol-version", PROTOCOL_VERSION);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| format!("POST failed: {error:?}"))?;
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned)
-        };
-        let (content_type, session) = (header("content-type"), header("mcp-session-id"));
-        let status = response.status().as_u16();
-        let body = response
-            .text()
-            .await
-            .map_err(|error| format!("reading the answer failed: {error:?}"))?;
-        Ok(Reply {
-            status,
-            content_type: content_type.unwrap_or_default(),
-            session,
-            body,
         })
     }
 
@@ -659,19 +569,7 @@ impl HttpClient {
         if let Some(session) = current.as_ref() {
             return Ok(session.clone());
         }
-        let reply = self
-            .post(None, initialize(0, &self.label).to_string())
-            .await?;
-        let Some(session) = reply.session.filter(|_| reply.status == 200) else {
-            return Err(format!("initialize: HTTP {}: {}", reply.status, reply.body));
-        };
-        let reply = self.post(Some(&session), INITIALIZED.to_owned()).await?;
-        if reply.status != 202 {
-            return Err(format!(
-                "initialized: HTTP {}: {}",
-                reply.status, reply.body
-            ));
-        }
+        let session = self.mcp.open_session(&self.label).await?;
         self.recorder.http_sessions.fetch_add(1, Ordering::Relaxed);
         *current = Some(session.clone());
         Ok(session)
@@ -682,7 +580,7 @@ impl HttpClient {
         let session = self.session().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list" });
-        let reply = self.post(Some(&session), request.to_string()).await?;
+        let reply = self.mcp.post(Some(&session), request.to_string()).await?;
         let messages = reply.messages()?;
         let tools = messages
             .iter()
@@ -697,7 +595,9 @@ impl HttpClient {
         let session = self.session().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let token = plan.progress.then(|| format!("{}-{id}", self.label));
-        let exchange = self.post(Some(&session), plan.request(id, token.as_deref()));
+        let exchange = self
+            .mcp
+            .post(Some(&session), plan.request(id, token.as_deref()));
         let reply = match plan.abandon_after {
             Some(after) => match tokio::time::timeout(after, exchange).await {
                 Ok(reply) => reply?,
@@ -735,15 +635,7 @@ impl HttpClient {
             return Ok(false);
         };
         lock(&self.deleted).insert(session.clone());
-        let response = self
-            .http
-            .delete(&self.url)
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", PROTOCOL_VERSION)
-            .send()
-            .await
-            .map_err(|error| format!("DELETE failed: {error:?}"))?;
-        match response.status().as_u16() {
+        match self.mcp.delete_session(&session).await? {
             204 => Ok(true),
             status => Err(format!("DELETE of session {session}: HTTP {status}")),
         }
@@ -1229,31 +1121,30 @@ impl Chaos<'_> {
             Resumes::Backend(backend) => (lane_client.clone(), backend, false),
             Resumes::Client(client) => (client, "demo", true),
         };
-        let deadline = Instant::now() + EVENT_LIMIT;
-        loop {
+        let resumed = poll(EVENT_LIMIT, || async {
             let list = self.serve.api_get("/api/backends").await;
             let ready = list.as_array().is_some_and(|list| {
                 list.iter()
                     .any(|summary| summary["name"] == backend && summary["state"] == "ready")
             });
-            if ready {
-                let serial = self.recorder.serial.fetch_add(1, Ordering::Relaxed);
-                let plan = Plan::echo(backend, format!("{}-again-{serial}", client.label()));
-                match self.recorder.call(&client, &plan).await {
-                    Outcome::Ok => return,
-                    Outcome::Failed(_) if any_answer => return,
-                    _ => {}
-                }
+            if !ready {
+                return Err(());
             }
-            if Instant::now() > deadline {
-                self.recorder.violation(format!(
-                    "service did not resume within {EVENT_LIMIT:?} after: {} ({})",
-                    fault.label(),
-                    client.label()
-                ));
-                return;
+            let serial = self.recorder.serial.fetch_add(1, Ordering::Relaxed);
+            let plan = Plan::echo(backend, format!("{}-again-{serial}", client.label()));
+            match self.recorder.call(&client, &plan).await {
+                Outcome::Ok => Ok(()),
+                Outcome::Failed(_) if any_answer => Ok(()),
+                _ => Err(()),
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        })
+        .await;
+        if resumed.is_err() {
+            self.recorder.violation(format!(
+                "service did not resume within {EVENT_LIMIT:?} after: {} ({})",
+                fault.label(),
+                client.label()
+            ));
         }
     }
 
@@ -1442,7 +1333,7 @@ async fn end_checks(
     if pending.is_some_and(|pending| pending > 0) {
         problems.push(format!("{pending:?} requests still pending"));
     }
-    let zombies = settled(|| zombie_children(serve_pid)).await;
+    let zombies = settled(|| zombie_children(serve_pid), Vec::is_empty).await;
     if !zombies.is_empty() {
         problems.push(format!("zombie children of serve: {zombies:?}"));
     }
@@ -1455,7 +1346,7 @@ async fn end_checks(
         .collect();
     check_processes(serve, marker, &groups, problems);
 
-    let fds = settled_below(|| fd_count(serve_pid), fds_start).await;
+    let fds = settled(|| fd_count(serve_pid), |&fds| fds <= fds_start).await;
     if fds > fds_start + FD_SLACK {
         problems.push(format!(
             "serve holds {fds} file descriptors, {fds_start} after the warm-up"
@@ -1535,63 +1426,44 @@ fn check_processes(
 
 /// Waits until every backend is ready; the last list either way.
 async fn all_ready(serve: &ServeProcess) -> Result<Value, Value> {
-    let deadline = Instant::now() + EVENT_LIMIT;
-    loop {
+    poll(EVENT_LIMIT, || async {
         let list = serve.api_get("/api/backends").await;
         let ready = list.as_array().is_some_and(|list| {
             list.len() == BACKENDS.len() && list.iter().all(|summary| summary["state"] == "ready")
         });
-        if ready {
-            return Ok(list);
-        }
-        if Instant::now() > deadline {
-            return Err(list);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        if ready { Ok(list) } else { Err(list) }
+    })
+    .await
 }
 
 /// The requests pending at all backends once health pings in flight are answered, if
 /// `/api/backends` reports them.
 async fn settled_pending(serve: &ServeProcess) -> Option<u64> {
-    let deadline = Instant::now() + EVENT_LIMIT;
-    loop {
+    let settled = poll(EVENT_LIMIT, || async {
         let list = serve.api_get("/api/backends").await;
-        let counts: Option<Vec<u64>> = list
-            .as_array()?
-            .iter()
-            .map(|summary| summary.get("pending").and_then(Value::as_u64))
-            .collect();
-        let total = counts?.iter().sum();
-        if total == 0 || Instant::now() > deadline {
-            return Some(total);
+        let counts: Option<Vec<u64>> = list.as_array().and_then(|list| {
+            list.iter()
+                .map(|summary| summary.get("pending").and_then(Value::as_u64))
+                .collect()
+        });
+        match counts.map(|counts| counts.iter().sum()) {
+            Some(0) => Ok(Some(0)),
+            Some(total) => Err(total),
+            None => Ok(None),
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
+    settled.unwrap_or_else(Some)
 }
 
-/// Polls `read` until it returns nothing (or the limit passes); returns the last reading.
-async fn settled<T>(read: impl Fn() -> Vec<T>) -> Vec<T> {
-    let deadline = Instant::now() + EVENT_LIMIT;
-    loop {
-        let found = read();
-        if found.is_empty() || Instant::now() > deadline {
-            return found;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Polls `read` until it is at most `bound` (or the limit passes); returns the last reading.
-async fn settled_below(read: impl Fn() -> usize, bound: usize) -> usize {
-    let deadline = Instant::now() + EVENT_LIMIT;
-    loop {
+/// Polls `read` until `done` holds for its reading (or the limit passes); the last reading.
+async fn settled<T>(read: impl Fn() -> T, done: impl Fn(&T) -> bool) -> T {
+    let reading = poll(EVENT_LIMIT, || async {
         let value = read();
-        if value <= bound || Instant::now() > deadline {
-            return value;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        if done(&value) { Ok(value) } else { Err(value) }
+    })
+    .await;
+    reading.unwrap_or_else(|last| last)
 }
 
 /// serve's file descriptors once their count has held still for a second.

@@ -1,9 +1,13 @@
 //! Shared helpers of the integration tests: real processes, real pipes, no mocks.
 
 mod eventually;
+mod mcp;
+mod raw_http;
 mod serve;
 
 pub use eventually::{eventually, eventually_blocking, poll, poll_blocking};
+pub use mcp::{INITIALIZED, McpHttp, initialize};
+pub use raw_http::{Reply, exchange, read_reply};
 pub use serve::{SERVE_TOKEN, ServeOptions, ServeProcess, ServedBackend};
 
 use std::path::PathBuf;

@@ -1,0 +1,163 @@
+//! An MCP client of the Streamable HTTP endpoint for tests that check the exchange itself:
+//! statuses, session ids, JSON or Server-Sent Events answers. Tests that act as an editor use
+//! rmcp's client instead; tests whose bytes must be exactly as written use raw TCP.
+
+use serde_json::{Value, json};
+
+/// The protocol version the tests' own clients speak.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// `notifications/initialized`.
+pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// The `initialize` request of a client named `client`.
+pub fn initialize(id: u64, client: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": { "name": client, "version": "1" },
+        },
+    })
+}
+
+/// Requests to one MCP endpoint, with its bearer token if it needs one. Failures to talk HTTP
+/// at all are `Err` with a description, for callers that record rather than panic.
+pub struct McpHttp {
+    url: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+/// An HTTP answer of the endpoint, read whole.
+pub struct McpReply {
+    pub status: u16,
+    pub content_type: String,
+    /// The `Mcp-Session-Id` header.
+    pub session: Option<String>,
+    pub body: String,
+}
+
+impl McpReply {
+    /// The JSON-RPC messages of the body: one JSON value, or the events of an SSE stream.
+    pub fn messages(&self) -> Result<Vec<Value>, String> {
+        let parse = |text: &str| {
+            serde_json::from_str::<Value>(text)
+                .map_err(|error| format!("not JSON ({error}): {text:?}"))
+        };
+        if !self.content_type.starts_with("text/event-stream") {
+            return parse(&self.body).map(|message| vec![message]);
+        }
+        let mut messages = Vec::new();
+        for event in self.body.split("\n\n") {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|data| data.strip_prefix(' ').unwrap_or(data))
+                .collect();
+            if !data.is_empty() {
+                messages.push(parse(&data.join("\n"))?);
+            }
+        }
+        Ok(messages)
+    }
+}
+
+impl McpHttp {
+    /// A client of the endpoint at `url`, `http://127.0.0.1:PORT/mcp`.
+    pub fn new(url: &str) -> McpHttp {
+        McpHttp {
+            url: url.to_owned(),
+            token: None,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Sends `token` as `Authorization: Bearer` with every request.
+    pub fn with_token(mut self, token: &str) -> McpHttp {
+        self.token = Some(token.to_owned());
+        self
+    }
+
+    fn request(&self, method: reqwest::Method, session: Option<&str>) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, &self.url);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", PROTOCOL_VERSION);
+        }
+        request
+    }
+
+    /// POSTs `body` (JSON-RPC), in `session` if given, and reads the whole answer.
+    pub async fn post(&self, session: Option<&str>, body: String) -> Result<McpReply, String> {
+        let response = self
+            .request(reqwest::Method::POST, session)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| format!("POST failed: {error:?}"))?;
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (content_type, session) = (header("content-type"), header("mcp-session-id"));
+        let status = response.status().as_u16();
+        let body = response
+            .text()
+            .await
+            .map_err(|error| format!("reading the answer failed: {error:?}"))?;
+        Ok(McpReply {
+            status,
+            content_type: content_type.unwrap_or_default(),
+            session,
+            body,
+        })
+    }
+
+    /// Opens a session as `client` (initialize, then initialized) and returns its id.
+    pub async fn open_session(&self, client: &str) -> Result<String, String> {
+        let reply = self.post(None, initialize(0, client).to_string()).await?;
+        let Some(session) = reply.session.filter(|_| reply.status == 200) else {
+            return Err(format!("initialize: HTTP {}: {}", reply.status, reply.body));
+        };
+        let reply = self.post(Some(&session), INITIALIZED.to_owned()).await?;
+        if reply.status != 202 {
+            return Err(format!(
+                "initialized: HTTP {}: {}",
+                reply.status, reply.body
+            ));
+        }
+        Ok(session)
+    }
+
+    /// Opens the session's stream of server messages (GET); the status.
+    pub async fn open_stream(&self, session: &str) -> Result<u16, String> {
+        let response = self
+            .request(reqwest::Method::GET, Some(session))
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .map_err(|error| format!("GET failed: {error:?}"))?;
+        Ok(response.status().as_u16())
+    }
+
+    /// Ends the session (DELETE); the status.
+    pub async fn delete_session(&self, session: &str) -> Result<u16, String> {
+        let response = self
+            .request(reqwest::Method::DELETE, Some(session))
+            .send()
+            .await
+            .map_err(|error| format!("DELETE failed: {error:?}"))?;
+        Ok(response.status().as_u16())
+    }
+}
