@@ -12,7 +12,7 @@
 //! The short version runs with the other tests. A long one, by hand:
 //!
 //! ```sh
-//! SOAK_SECONDS=600 cargo test --release --test it soak -- --nocapture
+//! SOAK_SECONDS=600 cargo test --release --test it soak:: -- --nocapture
 //! ```
 //!
 //! Settings from the environment: `SOAK_SECONDS` (seconds of load, default 20), `SOAK_SEED`
