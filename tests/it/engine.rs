@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::support::*;
 use switchboard::supervisor::rpc::{CloseReason, RpcError};
 use switchboard::supervisor::status::{BackendState, StopReason};
-use switchboard::supervisor::{Applied, CallError, ControlError};
+use switchboard::supervisor::{Applied, BackendHandle, CallError, ControlError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_requests_over_one_pipe_are_all_correlated() {
@@ -68,14 +68,7 @@ async fn a_crash_mid_call_releases_every_waiter_with_the_exit_status() {
     // The crash comes once the backend has every hanging call; it never answers the crash call
     // either.
     eventually("the backend has the hanging calls", EVENT_LIMIT, || async {
-        let result = backend
-            .request(
-                "tools/call",
-                Some(&call_params("in_flight", serde_json::json!({}))),
-            )
-            .await;
-        let ids: Vec<u64> =
-            serde_json::from_str(&first_text(&json(&result.expect("answered")))).expect("ids");
+        let ids = tool_ids(&backend, "in_flight").await;
         if ids.len() == 5 { Ok(()) } else { Err(ids) }
     })
     .await;
@@ -124,6 +117,13 @@ async fn a_crash_mid_call_releases_every_waiter_with_the_exit_status() {
     engine.shutdown().await;
 }
 
+/// Calls `tool` of the misbehaving server, which answers a JSON array of request ids.
+async fn tool_ids(backend: &BackendHandle, tool: &str) -> Vec<u64> {
+    let params = call_params(tool, serde_json::json!({}));
+    let result = backend.request("tools/call", Some(&params)).await;
+    serde_json::from_str(&first_text(&json(&result.expect("answered")))).expect("ids")
+}
+
 fn assert_exit_error(error: &CallError, code: i32) {
     match error {
         CallError::Rpc(RpcError::Closed {
@@ -161,14 +161,7 @@ async fn a_request_past_its_deadline_is_cancelled_at_the_backend() {
         "{error:?}"
     );
 
-    let result = backend
-        .request(
-            "tools/call",
-            Some(&call_params("cancelled_ids", serde_json::json!({}))),
-        )
-        .await;
-    let cancelled: Vec<u64> =
-        serde_json::from_str(&first_text(&json(&result.expect("answered")))).expect("ids");
+    let cancelled = tool_ids(&backend, "cancelled_ids").await;
     assert_eq!(
         cancelled.len(),
         1,
@@ -578,16 +571,9 @@ async fn the_demo_server_is_supervised_end_to_end() {
 
 #[tokio::test]
 async fn server_everything_from_npm_is_supervised_end_to_end() {
-    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("node_modules/.bin/mcp-server-everything");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `npm ci` (the test command does)",
-        bin.display()
-    );
     let mut config = switchboard::config::BackendConfig::new(
         "everything",
-        bin.to_string_lossy().into_owned(),
+        everything_server().to_string_lossy().into_owned(),
         vec!["stdio".to_owned()],
     );
     config.restart = fast_restarts();

@@ -27,13 +27,7 @@ fn suites() -> Vec<PathBuf> {
 
 #[test]
 fn typescript_sdk_clients_work_against_switchboard() {
-    let sdk = node_modules().join("@modelcontextprotocol/sdk/package.json");
-    assert!(
-        sdk.exists(),
-        "{} is missing: run `npm ci` in {} first",
-        sdk.display(),
-        env!("CARGO_MANIFEST_DIR")
-    );
+    node_module("@modelcontextprotocol/sdk/package.json");
     let serve = ServeProcess::start(&[
         ServedBackend::Demo,
         ServedBackend::Everything,

@@ -18,13 +18,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 
 #[test]
 fn the_dashboard_works_in_a_real_browser() {
-    let playwright = node_modules().join("playwright-core/package.json");
-    assert!(
-        playwright.exists(),
-        "{} is missing: run `npm ci` in {} first",
-        playwright.display(),
-        env!("CARGO_MANIFEST_DIR")
-    );
+    node_module("playwright-core/package.json");
     assert!(
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"

@@ -141,14 +141,12 @@ pub fn first_text(result: &serde_json::Value) -> String {
         .to_owned()
 }
 
-/// The repository's node_modules (installed by `npm ci`, as `scripts/test` does).
-pub fn node_modules() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules")
-}
-
-/// The official "everything" MCP server; fails the test clearly when npm packages are missing.
-pub fn everything_server() -> PathBuf {
-    let path = node_modules().join(".bin/mcp-server-everything");
+/// A file of the repository's node_modules (installed by `npm ci`, as `scripts/test` does);
+/// fails the test clearly when npm packages are missing.
+pub fn node_module(path: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("node_modules")
+        .join(path);
     assert!(
         path.exists(),
         "{} is missing: run `npm ci` in {} first",
@@ -156,6 +154,11 @@ pub fn everything_server() -> PathBuf {
         env!("CARGO_MANIFEST_DIR")
     );
     path
+}
+
+/// The official "everything" MCP server.
+pub fn everything_server() -> PathBuf {
+    node_module(".bin/mcp-server-everything")
 }
 
 /// Runs a `node --test …` command (arguments and environment set by the caller) in its own
