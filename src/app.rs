@@ -3,10 +3,11 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +17,7 @@ use crate::control::{api, token, ui};
 use crate::hub::{Hub, HubOptions};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::BackendStatus;
+use crate::supervisor::{Engine, EngineOptions};
 use crate::transport::{http, socket};
 
 /// How long shutdown may take before it gives up waiting (the guardian then kills leftovers).
@@ -35,6 +37,7 @@ pub struct AppOptions {
 
 /// A running Switchboard. Dropping it does not stop anything: call [`App::shutdown`].
 pub struct App {
+    engine: Arc<Engine>,
     hub: Hub,
     reloader: Reloader,
     stop: CancellationToken,
@@ -67,15 +70,23 @@ impl App {
         let data_dir = crate::dirs::data_dir();
         let api_token =
             token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
-        let hub = Hub::start(
+        let (server_requests, from_backends) = mpsc::unbounded_channel();
+        let engine = Arc::new(Engine::start(
             config.backends.clone(),
-            groups,
+            EngineOptions {
+                groups,
+                server_requests: Some(server_requests),
+            },
+        ));
+        let hub = Hub::new(
+            engine.clone(),
+            from_backends,
             HubOptions {
                 catalog_cache: Some(data_dir.join("catalog")),
             },
         );
         let reloader = Reloader::new(
-            hub.clone(),
+            engine.clone(),
             &config,
             endpoint.clone(),
             options.listen.is_some(),
@@ -96,17 +107,23 @@ impl App {
             extra_origins: Vec::new(),
             exe: options.exe,
         };
-        let api_state =
-            api::ApiState::new(hub.clone(), reloader.clone(), api_options, stop.clone())
-                .with_ui(ui::router(options.ui_dir));
+        let api_state = api::ApiState::new(
+            hub.clone(),
+            engine.clone(),
+            reloader.clone(),
+            api_options,
+            stop.clone(),
+        )
+        .with_ui(ui::router(options.ui_dir));
         let dashboard_url = api_state.dashboard_url();
         let served = listeners.serve(&hub, api_state, &endpoint, &stop);
         tasks.extend(served.tasks);
         tracing::info!(url = %served.mcp_url, socket = %served.socket_path.display(), "listening");
         let instance_file = Instance::record(&runtime_dir, served.address);
-        let (statuses, publisher) = publish_statuses(&hub, reloader.state(), stop.clone());
+        let (statuses, publisher) = publish_statuses(&engine, reloader.state(), stop.clone());
         tasks.push(publisher);
         Ok(App {
+            engine,
             hub,
             reloader,
             stop,
@@ -119,8 +136,9 @@ impl App {
         })
     }
 
-    pub fn hub(&self) -> &Hub {
-        &self.hub
+    /// Every backend: their handles, statuses and commands.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
     }
 
     /// The dashboard's address with the one-time token that logs a browser in.
@@ -161,7 +179,8 @@ impl App {
     pub async fn shutdown(self) {
         tracing::info!("shutting down");
         self.stop.cancel();
-        if tokio::time::timeout(SHUTDOWN_LIMIT, self.hub.shutdown())
+        self.hub.shutdown();
+        if tokio::time::timeout(SHUTDOWN_LIMIT, self.engine.shutdown())
             .await
             .is_err()
         {
@@ -293,11 +312,12 @@ fn refuse_invalid_token(config: &Config, path: &Path) -> anyhow::Result<()> {
 
 /// Keeps a list of every backend's status, in config order, up to date.
 fn publish_statuses(
-    hub: &Hub,
+    engine: &Arc<Engine>,
     mut config: watch::Receiver<ConfigState>,
     stop: CancellationToken,
 ) -> (watch::Receiver<Vec<BackendStatus>>, JoinHandle<()>) {
-    let engine = hub.engine().clone();
+    let mut changes = engine.changes();
+    let engine = engine.clone();
     let snapshot = move |order: &[String]| -> Vec<BackendStatus> {
         let mut backends = engine.backends();
         let position = |name: &str| order.iter().position(|ordered| ordered == name);
@@ -305,7 +325,6 @@ fn publish_statuses(
         backends.iter().map(|backend| backend.status()).collect()
     };
     let (sender, receiver) = watch::channel(snapshot(&config.borrow().backend_order));
-    let mut changes = hub.engine().changes();
     let task = tokio::spawn(async move {
         loop {
             tokio::select! {

@@ -54,7 +54,7 @@ async fn perform(app: &AppHandle, id: &MenuId) -> anyhow::Result<()> {
     match id {
         MenuId::Backend { name, action } => {
             let backend = match shell.core.read().await.as_ref() {
-                Some(core) => core.hub().engine().backend(name),
+                Some(core) => core.engine().backend(name),
                 None => return Ok(()),
             }
             .with_context(|| format!("there is no backend {name}"))?;

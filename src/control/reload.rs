@@ -16,8 +16,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig};
-use crate::hub::Hub;
 use crate::supervisor::ApplyReport;
+use crate::supervisor::Engine;
 use crate::supervisor::status::unix_millis;
 
 /// After an event about the config file, how long the file must stay quiet before it is read:
@@ -92,7 +92,7 @@ pub enum ReloadOutcome {
     Missing { message: String },
 }
 
-/// Reloads one config file into a hub's engine. Cheap to clone.
+/// Reloads one config file into the running engine. Cheap to clone.
 #[derive(Clone)]
 pub struct Reloader {
     inner: Arc<Inner>,
@@ -100,7 +100,7 @@ pub struct Reloader {
 
 struct Inner {
     path: PathBuf,
-    hub: Hub,
+    engine: Arc<Engine>,
     state: watch::Sender<ConfigState>,
     /// The endpoint settings the listeners were started with.
     endpoint: EndpointConfig,
@@ -111,9 +111,9 @@ struct Inner {
 }
 
 impl Reloader {
-    /// A reloader for `config`, which `hub` runs, with listeners started from `endpoint`.
+    /// A reloader for `config`, which `engine` runs, with listeners started from `endpoint`.
     pub fn new(
-        hub: Hub,
+        engine: Arc<Engine>,
         config: &Config,
         endpoint: EndpointConfig,
         listen_overridden: bool,
@@ -121,7 +121,7 @@ impl Reloader {
         Reloader {
             inner: Arc::new(Inner {
                 path: config.path.clone(),
-                hub,
+                engine,
                 state: watch::channel(ConfigState::loaded(config)).0,
                 endpoint,
                 listen_overridden,
@@ -205,7 +205,7 @@ impl Reloader {
             }
         };
         let notes = self.endpoint_notes(&config.endpoint);
-        let report = self.inner.hub.engine().apply(config.backends.clone()).await;
+        let report = self.inner.engine.apply(config.backends.clone()).await;
         tracing::info!(config = %path.display(), "config reloaded: {report}");
         for note in &notes {
             tracing::warn!("{note}");

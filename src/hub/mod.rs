@@ -26,10 +26,8 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::BackendConfig;
-use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{BackendState, Catalog};
-use crate::supervisor::{Engine, EngineOptions};
+use crate::supervisor::{Engine, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use catalog::{CatalogCache, MergedCatalog, Source};
 use rewrite::json_string;
@@ -97,21 +95,13 @@ struct HubInner {
 }
 
 impl Hub {
-    /// Starts the engine for `configs` and the hub over it.
-    pub fn start(
-        configs: Vec<BackendConfig>,
-        groups: Arc<GroupRegistry>,
+    /// The hub over `engine`, which sends the requests of its backends to `server_requests` (the
+    /// receiving end of [`EngineOptions::server_requests`](crate::supervisor::EngineOptions)).
+    pub fn new(
+        engine: Arc<Engine>,
+        server_requests: mpsc::UnboundedReceiver<ServerRequest>,
         options: HubOptions,
     ) -> Hub {
-        let (server_requests_tx, server_requests) = mpsc::unbounded_channel();
-        let engine = Engine::start(
-            configs,
-            EngineOptions {
-                groups,
-                server_requests: Some(server_requests_tx),
-            },
-        );
-        let engine = Arc::new(engine);
         let inner = Arc::new(HubInner {
             catalog: RwLock::new(Arc::new(MergedCatalog::default())),
             sessions: Mutex::new(HashMap::new()),
@@ -140,10 +130,6 @@ impl Hub {
             inner.stop.clone(),
         ));
         Hub { inner }
-    }
-
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.inner.engine
     }
 
     /// Opens a new session and returns it with its stream of unrelated messages.
@@ -217,8 +203,9 @@ impl Hub {
             .map_err(|error| error.to_error_object())
     }
 
-    /// Closes every session and stops every backend.
-    pub async fn shutdown(&self) {
+    /// Closes every session and stops routing; the engine, and so every backend, is its owner's
+    /// to shut down.
+    pub fn shutdown(&self) {
         let sessions: Vec<Session> = self
             .inner
             .lock_sessions()
@@ -229,8 +216,24 @@ impl Hub {
             session.cancel_outstanding();
         }
         self.inner.stop.cancel();
-        self.inner.engine.shutdown().await;
     }
+}
+
+/// An engine for `configs` and the hub over it, wired the way `App` wires them.
+#[cfg(test)]
+pub(crate) fn start_for_tests(
+    configs: Vec<crate::config::BackendConfig>,
+    options: HubOptions,
+) -> (Arc<Engine>, Hub) {
+    let (server_requests, from_backends) = mpsc::unbounded_channel();
+    let engine = Arc::new(Engine::start(
+        configs,
+        crate::supervisor::EngineOptions {
+            groups: crate::supervisor::spawn::GroupRegistry::in_memory(),
+            server_requests: Some(server_requests),
+        },
+    ));
+    (engine.clone(), Hub::new(engine, from_backends, options))
 }
 
 impl HubInner {

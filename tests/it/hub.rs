@@ -1,23 +1,62 @@
 //! The hub through its session API, against real backend processes.
 
+use std::ops::Deref;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::*;
 use serde_json::{Value, json};
 use switchboard::config::BackendConfig;
 use switchboard::hub::{Hub, HubOptions, Inbound, Session, SessionEvents};
+use switchboard::supervisor::spawn::GroupRegistry;
 use switchboard::supervisor::status::BackendState;
+use switchboard::supervisor::{Engine, EngineOptions};
 
-fn hub(configs: Vec<BackendConfig>) -> Hub {
-    Hub::start(
-        configs,
-        switchboard::supervisor::spawn::GroupRegistry::in_memory(),
-        HubOptions::default(),
-    )
+/// An engine and the hub over it, wired the way the app wires them.
+struct Wired {
+    engine: Arc<Engine>,
+    hub: Hub,
+}
+
+impl Wired {
+    fn start(configs: Vec<BackendConfig>, options: HubOptions) -> Wired {
+        let (server_requests, from_backends) = tokio::sync::mpsc::unbounded_channel();
+        let engine = Arc::new(Engine::start(
+            configs,
+            EngineOptions {
+                groups: GroupRegistry::in_memory(),
+                server_requests: Some(server_requests),
+            },
+        ));
+        let hub = Hub::new(engine.clone(), from_backends, options);
+        Wired { engine, hub }
+    }
+
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Closes the hub's sessions, then stops every backend.
+    async fn shutdown(&self) {
+        self.hub.shutdown();
+        self.engine.shutdown().await;
+    }
+}
+
+impl Deref for Wired {
+    type Target = Hub;
+
+    fn deref(&self) -> &Hub {
+        &self.hub
+    }
+}
+
+fn hub(configs: Vec<BackendConfig>) -> Wired {
+    Wired::start(configs, HubOptions::default())
 }
 
 /// Waits until the backend is ready and the hub lists its tools.
-async fn ready(hub: &Hub, name: &str) {
+async fn ready(hub: &Wired, name: &str) {
     wait_state(
         &hub.engine().backend(name).expect("configured"),
         BackendState::Ready,
@@ -372,11 +411,7 @@ async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_list
     let options = HubOptions {
         catalog_cache: Some(cache.path().to_owned()),
     };
-    let hub = Hub::start(
-        vec![lazy, manual],
-        switchboard::supervisor::spawn::GroupRegistry::in_memory(),
-        options,
-    );
+    let hub = Wired::start(vec![lazy, manual], options);
     ready(&hub, "lazy").await;
     ready(&hub, "manual").await;
     let (session, mut events) = initialized(&hub, json!({})).await;
@@ -437,11 +472,7 @@ async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_list
     let options = HubOptions {
         catalog_cache: Some(cache.path().to_owned()),
     };
-    let hub = Hub::start(
-        vec![lazy],
-        switchboard::supervisor::spawn::GroupRegistry::in_memory(),
-        options,
-    );
+    let hub = Wired::start(vec![lazy], options);
     let (session, _) = initialized(&hub, json!({})).await;
     let tools = request(&session, json!(1), "tools/list", json!({})).await;
     assert!(

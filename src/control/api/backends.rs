@@ -16,9 +16,9 @@ use serde_json::value::RawValue;
 use super::{ApiError, ApiState, bad_path, json_ok};
 use crate::config::BackendConfig;
 use crate::guard::json_response;
-use crate::hub::Hub;
 use crate::hub::catalog::{self, Source};
 use crate::hub::rewrite::ObjectEntries;
+use crate::supervisor::Engine;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{
     BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, ServerDescription,
@@ -65,7 +65,7 @@ pub(super) async fn backend_detail(
         prompts: &status.catalog.prompts,
         resources: &status.catalog.resources,
         resource_templates: &status.catalog.resource_templates,
-        exposed_tools: exposed_tools(api.hub(), &name),
+        exposed_tools: exposed_tools(api.engine(), &name),
         config: ConfigView::new(&config),
     };
     Ok(json_ok(&detail))
@@ -278,8 +278,8 @@ impl<'a> ConfigView<'a> {
 }
 
 /// The exposed names of `backend`'s tools, merged the way the hub merges every backend's.
-pub(super) fn exposed_tools(hub: &Hub, backend: &str) -> BTreeMap<String, String> {
-    let handles = hub.engine().backends();
+pub(super) fn exposed_tools(engine: &Engine, backend: &str) -> BTreeMap<String, String> {
+    let handles = engine.backends();
     let statuses: Vec<BackendStatus> = handles.iter().map(|handle| handle.status()).collect();
     let configs: Vec<_> = handles.iter().map(|handle| handle.config()).collect();
     let sources: Vec<Source<'_>> = configs

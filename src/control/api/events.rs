@@ -69,7 +69,7 @@ pub(super) async fn forward_membership(
     mut known: Vec<BackendHandle>,
     events: mpsc::Sender<Event>,
 ) {
-    let mut changes = api.hub().engine().changes();
+    let mut changes = api.engine().changes();
     let mut config = api.inner.config.clone();
     loop {
         tokio::select! {

@@ -71,7 +71,7 @@ use crate::control::reload::{ConfigState, Reloader};
 use crate::editors::Destination;
 use crate::guard::{ContentType, ErrorResponse, Guard, bearer_tokens, content_type, json_response};
 use crate::hub::Hub;
-use crate::supervisor::{BackendHandle, ControlError};
+use crate::supervisor::{BackendHandle, ControlError, Engine};
 use crate::transport::http::{MCP_PATH, local_base_url};
 
 /// Every API route starts with this.
@@ -116,6 +116,7 @@ pub struct ApiState {
 
 struct ApiInner {
     hub: Hub,
+    engine: Arc<Engine>,
     reloader: Reloader,
     config: watch::Receiver<ConfigState>,
     guard: Guard,
@@ -127,10 +128,11 @@ struct ApiInner {
 }
 
 impl ApiState {
-    /// The API over `hub`, whose config `reloader` reloads; its event streams end when
-    /// `shutdown` is cancelled.
+    /// The API over `engine` and the `hub` made of it, whose config `reloader` reloads; its
+    /// event streams end when `shutdown` is cancelled.
     pub fn new(
         hub: Hub,
+        engine: Arc<Engine>,
         reloader: Reloader,
         options: ApiOptions,
         shutdown: CancellationToken,
@@ -139,6 +141,7 @@ impl ApiState {
         ApiState {
             inner: Arc::new(ApiInner {
                 hub,
+                engine,
                 config: reloader.state(),
                 reloader,
                 guard,
@@ -179,16 +182,19 @@ impl ApiState {
         &self.inner.hub
     }
 
+    fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
     fn backend(&self, name: &str) -> Result<BackendHandle, ApiError> {
-        self.hub()
-            .engine()
+        self.engine()
             .backend(name)
             .ok_or_else(|| ApiError::NotFound(format!("no backend is named {name:?}")))
     }
 
     /// Every backend, in config order (any the config does not name last, by name).
     fn backends_in_order(&self) -> Vec<BackendHandle> {
-        let mut backends = self.hub().engine().backends();
+        let mut backends = self.engine().backends();
         let config = self.inner.config.borrow();
         let position = |name: &str| {
             config

@@ -9,7 +9,6 @@ use super::backends::MASKED;
 use super::*;
 use crate::config::BackendConfig;
 use crate::hub::HubOptions;
-use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{BackendState, BackendStatus, StopReason};
 
 /// Generous bound for an event that should come within milliseconds.
@@ -20,7 +19,7 @@ const SECRET: &str = "sk-secret-value";
 
 struct Fixture {
     app: Router,
-    hub: Hub,
+    engine: Arc<Engine>,
     /// Holds the config file, which starts out missing.
     folder: tempfile::TempDir,
 }
@@ -44,8 +43,8 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         desktop: Default::default(),
         diagnostics: Vec::new(),
     };
-    let hub = Hub::start(backends, GroupRegistry::in_memory(), HubOptions::default());
-    let reloader = Reloader::new(hub.clone(), &config, config.endpoint.clone(), false);
+    let (engine, hub) = crate::hub::start_for_tests(backends, HubOptions::default());
+    let reloader = Reloader::new(engine.clone(), &config, config.endpoint.clone(), false);
     let options = ApiOptions {
         address: SocketAddr::from(([127, 0, 0, 1], PORT)),
         token: ApiToken::new(TOKEN).expect("a valid token"),
@@ -54,18 +53,24 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         exe: PathBuf::from("/opt/switchboard/bin/switchboard"),
     };
     let ui = Router::new().fallback(|| async { "the dashboard's files" });
-    let state = ApiState::new(hub.clone(), reloader, options, CancellationToken::new()).with_ui(ui);
+    let state = ApiState::new(
+        hub,
+        engine.clone(),
+        reloader,
+        options,
+        CancellationToken::new(),
+    )
+    .with_ui(ui);
     Fixture {
         app: router(state),
-        hub,
+        engine,
         folder,
     }
 }
 
 async fn ready(fixture: &Fixture, name: &str) -> BackendStatus {
     let mut status = fixture
-        .hub
-        .engine()
+        .engine
         .backend(name)
         .expect("configured")
         .watch_status();
@@ -270,12 +275,7 @@ async fn a_cross_site_form_post_carrying_the_cookie_changes_nothing() {
         .await;
         expect_error(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "bad_request").await;
     }
-    let status = fixture
-        .hub
-        .engine()
-        .backend("mis")
-        .expect("configured")
-        .status();
+    let status = fixture.engine.backend("mis").expect("configured").status();
     assert_eq!(status.state, BackendState::Ready);
     assert_eq!(status.pid, Some(pid));
 }
@@ -464,12 +464,7 @@ async fn tools_are_called_by_their_own_names() {
     )
     .await;
     assert!(message.contains("mis"), "{message}");
-    let status = fixture
-        .hub
-        .engine()
-        .backend("mis")
-        .expect("configured")
-        .status();
+    let status = fixture.engine.backend("mis").expect("configured").status();
     let last = status.history.last().expect("the crash is in the history");
     assert_eq!(last.reason, StopReason::Crash);
     assert_eq!(last.exit.as_ref().and_then(|exit| exit.code), Some(3));

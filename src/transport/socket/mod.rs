@@ -319,11 +319,7 @@ mod tests {
             let dir = tempfile::tempdir().expect("temp dir");
             let path = socket_path(dir.path());
             let listener = bind(&path).expect("binds");
-            let hub = Hub::start(
-                Vec::new(),
-                crate::supervisor::spawn::GroupRegistry::in_memory(),
-                crate::hub::HubOptions::default(),
-            );
+            let (_, hub) = crate::hub::start_for_tests(Vec::new(), Default::default());
             let shutdown = CancellationToken::new();
             let server = tokio::spawn(serve_socket(
                 listener,
@@ -398,7 +394,7 @@ mod tests {
         assert_eq!(other.next().await, None);
         served.server.await.expect("serve_socket ends");
         assert!(!path.exists(), "the socket file is removed on shutdown");
-        served.hub.shutdown().await;
+        served.hub.shutdown();
     }
 
     #[test]
@@ -484,7 +480,7 @@ mod tests {
         client.ping(1).await;
         served.shutdown.cancel();
         served.server.await.expect("serve_socket ends");
-        served.hub.shutdown().await;
+        served.hub.shutdown();
     }
 
     #[tokio::test]

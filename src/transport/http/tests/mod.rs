@@ -21,7 +21,6 @@ use super::*;
 use crate::config::BackendConfig;
 use crate::guard::constant_time_eq;
 use crate::hub::{HubOptions, Inbound};
-use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::BackendState;
 
 /// Generous bound for an event that should come within milliseconds.
@@ -33,7 +32,7 @@ const INITIALIZE_2024: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 fn hub(configs: Vec<BackendConfig>) -> Hub {
-    Hub::start(configs, GroupRegistry::in_memory(), HubOptions::default())
+    crate::hub::start_for_tests(configs, HubOptions::default()).1
 }
 
 fn options() -> HttpOptions {
@@ -54,12 +53,8 @@ async fn misbehave_hub() -> Hub {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/backends/misbehave.py");
     let mut config = BackendConfig::new("mis", "python3", vec![script.to_owned()]);
     config.handshake_timeout = Duration::from_secs(10);
-    let hub = hub(vec![config]);
-    let mut status = hub
-        .engine()
-        .backend("mis")
-        .expect("configured")
-        .watch_status();
+    let (engine, hub) = crate::hub::start_for_tests(vec![config], HubOptions::default());
+    let mut status = engine.backend("mis").expect("configured").watch_status();
     tokio::time::timeout(
         EVENT_LIMIT,
         status.wait_for(|s| s.state == BackendState::Ready),
