@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, EndpointConfig};
+use crate::control::instance::Instance;
 use crate::control::reload::{ConfigState, ReloadOutcome, Reloader};
 use crate::control::{api, token, ui};
 use crate::hub::{Hub, HubOptions};
@@ -337,48 +338,6 @@ fn publish_statuses(
         }
     });
     (receiver, task)
-}
-
-/// What a running instance records in the runtime directory, so that commands such as
-/// `switchboard reload` can reach its control API.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Instance {
-    pub pid: u32,
-    /// Where its HTTP endpoint and control API listen.
-    pub address: SocketAddr,
-}
-
-impl Instance {
-    const FILE: &'static str = "instance.json";
-
-    pub fn path(runtime_dir: &Path) -> PathBuf {
-        runtime_dir.join(Self::FILE)
-    }
-
-    pub fn read(path: &Path) -> std::io::Result<Instance> {
-        let text = std::fs::read(path)?;
-        serde_json::from_slice(&text).map_err(std::io::Error::other)
-    }
-
-    /// Records this process, listening at `address`, in the runtime directory; returns the
-    /// file's path. A failure is logged: only `switchboard reload` needs the file.
-    fn record(runtime_dir: &Path, address: SocketAddr) -> PathBuf {
-        let path = Instance::path(runtime_dir);
-        let instance = Instance {
-            pid: std::process::id(),
-            address,
-        };
-        if let Err(error) = instance.write(&path) {
-            tracing::warn!(%error, "cannot record this instance; `switchboard reload` will not find it");
-        }
-        path
-    }
-
-    /// Writes the file (owner-only) by renaming a complete temporary file into place.
-    fn write(&self, path: &Path) -> std::io::Result<()> {
-        let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
-        crate::hub::catalog::write_private(path, &bytes)
-    }
 }
 
 /// Logs to stderr, as `switchboard serve` and the desktop app both do: `SWITCHBOARD_LOG` filters

@@ -74,3 +74,17 @@ pub fn create_private_file(path: &Path) -> io::Result<File> {
         .mode(0o600)
         .open(path)
 }
+
+/// Writes a file readable by its owner only, atomically; missing directories are made for the
+/// owner only too.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    if let Some(parent) = path.parent() {
+        create_private_dir(parent)?;
+    }
+    let temporary = path.with_extension("tmp");
+    let mut file = create_private_file(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
+}

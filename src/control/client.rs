@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 
-use crate::app::Instance;
+use crate::control::instance::Instance;
 use crate::control::reload::ReloadOutcome;
 use crate::control::token;
 

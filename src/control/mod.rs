@@ -1,8 +1,9 @@
 //! The control plane: the dashboard's API under `/api`, its token and files, live reload of the
 //! config file, and the command-line client that talks to a running instance.
 
-pub mod api;
+pub(crate) mod api;
 pub mod client;
+pub mod instance;
 pub mod reload;
-pub mod token;
-pub mod ui;
+pub(crate) mod token;
+pub(crate) mod ui;

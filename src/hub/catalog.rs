@@ -2,7 +2,7 @@
 //! editors see, with the route back to the owning backend.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -313,22 +313,8 @@ impl CatalogCache {
             resource_templates: catalog.resource_templates.clone(),
         };
         let text = serde_json::to_string(&cached).expect("raw JSON values serialize");
-        if let Err(error) = write_private(&path, text.as_bytes()) {
+        if let Err(error) = crate::dirs::write_private(&path, text.as_bytes()) {
             tracing::warn!(%error, path = %path.display(), "could not cache the catalog");
         }
     }
-}
-
-/// Writes a file readable by its owner only, atomically; missing directories are made for the
-/// owner only too.
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(parent) = path.parent() {
-        crate::dirs::create_private_dir(parent)?;
-    }
-    let temporary = path.with_extension("tmp");
-    let mut file = crate::dirs::create_private_file(&temporary)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, path)
 }

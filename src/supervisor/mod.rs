@@ -7,7 +7,7 @@
 //! discovery of a backend's catalog.
 
 pub mod output;
-pub mod policy;
+pub(crate) mod policy;
 pub mod rpc;
 pub mod spawn;
 pub mod status;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use switchboard::app::Instance;
+use switchboard::control::instance::Instance;
 
 use super::eventually::{eventually, eventually_blocking, poll_blocking};
 use super::{EVENT_LIMIT, alive, everything_server, misbehave_script, switchboard_exe};
