@@ -7,16 +7,21 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde_json::value::RawValue;
+use switchboard::control::instance::Instance;
+
+/// The dashboard token `serve` is given, so that the benchmark can ask its control API.
+const BENCH_TOKEN: &str = "endpoint-bench-token-0123456789";
 
 /// How many turns the sequential measurements take.
 const ROUNDS: usize = 20;
@@ -53,37 +58,21 @@ impl Serve {
         }
         std::fs::write(&config, text).expect("write config");
         let runtime_dir = dir.path().join("run");
-        let mut child = Command::new(SWITCHBOARD)
+        let child = Command::new(SWITCHBOARD)
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(&config)
             .env("SWITCHBOARD_RUNTIME_DIR", &runtime_dir)
             .env("SWITCHBOARD_DATA_DIR", dir.path().join("data"))
-            .env("SWITCHBOARD_LOG", "info")
+            .env("SWITCHBOARD_TOKEN", BENCH_TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .expect("serve starts");
-        let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-        let mut url = None;
-        let mut ready = 0;
-        while url.is_none() || ready < backends {
-            let line = lines
-                .next()
-                .expect("serve keeps logging")
-                .expect("read log");
-            if line.contains(" ready") {
-                ready += 1;
-            }
-            if let Some(found) = line.split("url=").nth(1) {
-                url = found.split_whitespace().next().map(str::to_owned);
-            }
-        }
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        let address = until_ready(child.id(), &runtime_dir, backends);
         Serve {
             child,
-            url: url.expect("url logged"),
+            url: format!("http://{address}/mcp"),
             runtime_dir,
             _dir: dir,
         }
@@ -92,6 +81,39 @@ impl Serve {
     fn rss_kib(&self) -> u64 {
         rss_kib(self.child.id())
     }
+}
+
+/// Waits until serve's instance record names it and its control API lists `backends` backends,
+/// all ready; returns where it listens.
+fn until_ready(pid: u32, runtime_dir: &Path, backends: usize) -> SocketAddr {
+    let instance_file = Instance::path(runtime_dir);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "serve was not ready within 60 s");
+        if let Ok(instance) = Instance::read(&instance_file)
+            && instance.pid == pid
+            && let Ok(list) = api_backends(instance.address)
+            && list.len() == backends
+            && list.iter().all(|backend| backend["state"] == "ready")
+        {
+            return instance.address;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `GET /api/backends`, over a plain connection.
+fn api_backends(address: SocketAddr) -> std::io::Result<Vec<serde_json::Value>> {
+    let mut stream = std::net::TcpStream::connect(address)?;
+    write!(
+        stream,
+        "GET /api/backends HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {BENCH_TOKEN}\r\n\
+         Connection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    serde_json::from_str(body).map_err(std::io::Error::other)
 }
 
 impl Drop for Serve {
