@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::catalog::{MergedCatalog, Route};
+use super::cold_start::{self, Waiting};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::{CallInFlight, Session, invalid_params};
 use super::{HubInner, notification, response};
@@ -20,9 +21,6 @@ use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, CallError};
 use crate::wire::jsonrpc::{self, ErrorObject};
-
-/// How long a call naming something the catalog does not know waits for a rebuild that is due.
-const CATALOG_WAIT: Duration = Duration::from_secs(1);
 
 /// The resource was not found (MCP's code for it).
 const RESOURCE_NOT_FOUND: i64 = -32002;
@@ -57,8 +55,9 @@ struct Call {
 }
 
 impl Session {
-    /// Routes a call to its owning backend and starts it. A name the catalog does not know
-    /// while a rebuild is due (a backend just became ready) waits for that rebuild first.
+    /// Routes a call to its owning backend and starts it. A name the catalog does not know yet
+    /// waits while a backend that could own it is starting, and for the rebuild that is due
+    /// once a backend became ready (see [`cold_start`]).
     pub(super) fn call(
         &self,
         hub: &Arc<HubInner>,
@@ -67,13 +66,13 @@ impl Session {
         params: Option<&RawValue>,
         reply: &mpsc::UnboundedSender<Vec<u8>>,
     ) -> Option<Result<String, ErrorObject>> {
-        let mut rebuilt = hub.rebuilt.subscribe();
         match self.route(hub, method, params) {
             Ok(routed) => {
                 self.start_call(id, Call::new(method, params, routed), reply.clone());
                 None
             }
-            Err(_) if hub.catalog_due() => {
+            Err(_) if !cold_start::settled(hub, &waiting_for(method, params)) => {
+                let starting = cold_start::starting(hub, &waiting_for(method, params));
                 let session = self.clone();
                 let hub = hub.clone();
                 let id = id.to_owned();
@@ -81,7 +80,7 @@ impl Session {
                 let params = params.map(ToOwned::to_owned);
                 let reply = reply.clone();
                 tokio::spawn(async move {
-                    let _ = tokio::time::timeout(CATALOG_WAIT, rebuilt.changed()).await;
+                    cold_start::settle(&hub, starting).await;
                     match session.route(&hub, &method, params.as_deref()) {
                         Ok(routed) => {
                             let call = Call::new(&method, params.as_deref(), routed);
@@ -213,8 +212,18 @@ impl Session {
     }
 }
 
-/// For `tools/call` and `prompts/get`: the backend owning the exposed `name`, which is replaced
-/// by the backend's own name. `kind` names what is looked up in error messages.
+/// Which starting backends a call waits for: those whose prefix its name carries, or, for a
+/// call by URI or completion reference, every one.
+fn waiting_for<'a>(method: &str, params: Option<&'a RawValue>) -> Waiting<'a> {
+    let name = match method {
+        "tools/call" | "prompts/get" => params
+            .and_then(|params| ObjectEntries::parse(params.get()).ok())
+            .and_then(|entries| entries.get_str("name")),
+        _ => None,
+    };
+    name.map_or(Waiting::All, Waiting::Owners)
+}
+
 fn route_by_name(
     method: &str,
     entries: &mut ObjectEntries<'_>,

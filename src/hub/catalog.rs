@@ -1,7 +1,7 @@
 //! The merged catalog: every backend's tools, prompts, resources and templates under the names
 //! editors see, with the route back to the owning backend.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -41,6 +41,8 @@ pub struct MergedCatalog {
     pub templates: Vec<(String, Arc<str>)>,
     /// Backends that offer resources at all.
     pub resource_backends: Vec<Arc<str>>,
+    /// Backends whose catalog, live or last known, is merged here.
+    pub catalogued: HashSet<Arc<str>>,
 }
 
 /// Which lists differ between two catalogs.
@@ -135,6 +137,7 @@ pub fn merge(sources: &[Source<'_>]) -> MergedCatalog {
             continue;
         };
         let backend: Arc<str> = Arc::from(source.config.name.as_str());
+        merged.catalogued.insert(backend.clone());
         let prefix = source.config.prefix.as_str();
         for tool in &catalog.tools {
             if let Some(name) = item_str(tool, "name")

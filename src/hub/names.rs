@@ -76,6 +76,14 @@ pub fn expose(offered: &[Offered<'_>]) -> Vec<String> {
     exposed
 }
 
+/// What the exposed names of a backend with this prefix start with: `PREFIX__`, sanitized.
+pub fn exposed_prefix(prefix: &str) -> String {
+    let mut exposed = String::with_capacity(prefix.len() + SEPARATOR.len());
+    push_sanitized(&mut exposed, prefix);
+    exposed.push_str(SEPARATOR);
+    exposed
+}
+
 /// The exposed name of one tool or prompt, without looking at any other name.
 pub fn exposed_name(prefix: &str, name: &str) -> String {
     let mut exposed = String::with_capacity(prefix.len() + SEPARATOR.len() + name.len());

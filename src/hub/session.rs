@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
 use crate::supervisor::Engine;
@@ -166,18 +167,9 @@ impl Session {
         let immediate = match method {
             "initialize" => Some(self.initialize(envelope.params)),
             "ping" => Some(Ok("{}".to_owned())),
-            "tools/list" => Some(list_answer(envelope.params, || {
-                hub.catalog().tools_result.clone()
-            })),
-            "prompts/list" => Some(list_answer(envelope.params, || {
-                hub.catalog().prompts_result.clone()
-            })),
-            "resources/list" => Some(list_answer(envelope.params, || {
-                hub.catalog().resources_result.clone()
-            })),
-            "resources/templates/list" => Some(list_answer(envelope.params, || {
-                hub.catalog().templates_result.clone()
-            })),
+            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+                list(hub, id, method, envelope.params, &reply)
+            }
             "tools/call"
             | "prompts/get"
             | "resources/read"
@@ -380,11 +372,41 @@ async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
     }
 }
 
-/// A list method's answer: everything in one page (a cursor we never gave out is an error).
-fn list_answer(
+/// Answers a list method from the merged catalog, at once unless backends are still starting:
+/// then once they are ready (or have failed), so that the first list is whole.
+fn list(
+    hub: &Arc<HubInner>,
+    id: &RawValue,
+    method: &str,
     params: Option<&RawValue>,
-    result: impl FnOnce() -> String,
-) -> Result<String, ErrorObject> {
+    reply: &mpsc::UnboundedSender<Vec<u8>>,
+) -> Option<Result<String, ErrorObject>> {
+    if let Err(error) = single_page(params) {
+        return Some(Err(error));
+    }
+    let answer = |hub: &HubInner, method: &str| {
+        let catalog = hub.catalog();
+        Ok(match method {
+            "tools/list" => catalog.tools_result.clone(),
+            "prompts/list" => catalog.prompts_result.clone(),
+            "resources/list" => catalog.resources_result.clone(),
+            _ => catalog.templates_result.clone(),
+        })
+    };
+    if cold_start::settled(hub, &Waiting::All) {
+        return Some(answer(hub, method));
+    }
+    let starting = cold_start::starting(hub, &Waiting::All);
+    let (hub, id, method, reply) = (hub.clone(), id.to_owned(), method.to_owned(), reply.clone());
+    tokio::spawn(async move {
+        cold_start::settle(&hub, starting).await;
+        let _ = reply.send(response(&id, answer(&hub, &method)));
+    });
+    None
+}
+
+/// Every list is sent in one page: a cursor we never gave out is an error.
+fn single_page(params: Option<&RawValue>) -> Result<(), ErrorObject> {
     let has_cursor = params
         .and_then(|params| ObjectEntries::parse(params.get()).ok())
         .is_some_and(|params| {
@@ -397,7 +419,7 @@ fn list_answer(
             "invalid cursor: the whole list is sent in one page",
         ));
     }
-    Ok(result())
+    Ok(())
 }
 
 pub(super) fn invalid_params(message: impl Into<String>) -> ErrorObject {

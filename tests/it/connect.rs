@@ -21,9 +21,14 @@ struct Place {
 
 impl Place {
     fn new() -> Place {
+        Place::with_servers("")
+    }
+
+    /// A place whose config has the demo server and then `servers` (TOML).
+    fn with_servers(servers: &str) -> Place {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = format!(
-            "[endpoint]\nlisten = \"127.0.0.1:0\"\n\n[servers.demo]\ncommand = {exe:?}\nargs = [\"demo-server\"]\n",
+            "[endpoint]\nlisten = \"127.0.0.1:0\"\n\n[servers.demo]\ncommand = {exe:?}\nargs = [\"demo-server\"]\n\n{servers}",
             exe = switchboard_exe().to_string_lossy(),
         );
         std::fs::write(dir.path().join("config.toml"), config).expect("write config");
@@ -367,6 +372,35 @@ fn connect_starts_an_instance_when_none_runs() {
     assert!(alive(started[0]));
     stop(started[0]);
     assert!(!alive(started[0]));
+}
+
+#[test]
+fn the_first_list_through_a_cold_start_is_whole() {
+    // What the MCP Inspector CLI does: start, list once, call what it found.
+    let place = Place::with_servers(&format!(
+        "[servers.slow]\ncommand = \"python3\"\nargs = [{script:?}, \"--slow-start\", \"1500\"]\n",
+        script = misbehave_script().to_string_lossy(),
+    ));
+    assert!(place.serve_processes().is_empty());
+    let mut editor = place.connect();
+    editor.handshake();
+    let tools = editor.request(json!(1), "tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("a tool list")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"demo__echo") && names.contains(&"slow__echo"),
+        "the first list has every server's tools: {names:?}"
+    );
+    let call = editor.request(
+        json!(2),
+        "tools/call",
+        json!({"name": "slow__echo", "arguments": {"text": "found"}}),
+    );
+    assert_eq!(call["result"]["content"][0]["text"], "found", "{call}");
 }
 
 #[test]

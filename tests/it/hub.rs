@@ -716,3 +716,91 @@ async fn a_call_made_as_soon_as_a_backend_is_ready_finds_its_tool() {
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     hub.shutdown().await;
 }
+
+/// The names in a `tools/list` answer, in order.
+fn listed_tools(answer: &Value) -> Vec<String> {
+    answer["result"]["tools"]
+        .as_array()
+        .expect("a tools/list result")
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("a name").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_first_list_and_call_wait_for_backends_still_starting() {
+    // No catalog cache: nothing is known of the slow backend until its handshake ends.
+    let both = hub(vec![
+        misbehave("quick", &[]),
+        misbehave("slow", &["--slow-start", "1500"]),
+    ]);
+    let (session, _) = initialized(&both, json!({})).await;
+    assert_ne!(
+        both.engine()
+            .backend("slow")
+            .expect("configured")
+            .status()
+            .state,
+        BackendState::Ready,
+        "the list below is asked while the slow backend is still starting"
+    );
+    let first = listed_tools(&request(&session, json!(1), "tools/list", json!({})).await);
+    assert!(
+        first.iter().any(|name| name == "quick__echo")
+            && first.iter().any(|name| name == "slow__echo"),
+        "the first list is whole: {first:?}"
+    );
+    let again = listed_tools(&request(&session, json!(2), "tools/list", json!({})).await);
+    assert_eq!(first, again, "the order of the tools is stable");
+    both.shutdown().await;
+
+    // A call to a starting backend's tool, before anything was listed, reaches it.
+    let slow = hub(vec![misbehave("slow", &["--slow-start", "1500"])]);
+    let (session, _) = initialized(&slow, json!({})).await;
+    let call = request(
+        &session,
+        json!(3),
+        "tools/call",
+        json!({"name": "slow__echo", "arguments": {"text": "cold"}}),
+    )
+    .await;
+    assert_eq!(call["result"]["content"][0]["text"], "cold", "{call}");
+    let unknown = request(
+        &session,
+        json!(4),
+        "tools/call",
+        json!({"name": "nobody__echo", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    slow.shutdown().await;
+}
+
+#[tokio::test]
+async fn lists_never_wait_for_a_backend_in_backoff() {
+    let mut failing = misbehave("failing", &["--exit-during-handshake", "3"]);
+    failing.handshake_timeout = Duration::from_secs(600);
+    failing.restart.backoff_base = Duration::from_secs(600);
+    failing.restart.backoff_cap = Duration::from_secs(600);
+    let hub = hub(vec![misbehave("quick", &[]), failing]);
+    wait_state(
+        &hub.engine().backend("failing").expect("configured"),
+        BackendState::Backoff,
+    )
+    .await;
+    let (session, _) = initialized(&hub, json!({})).await;
+    // Answered at all within the test's limit, which is far below the backoff of 600 s.
+    let listed = tokio::time::timeout(
+        EVENT_LIMIT,
+        request(&session, json!(1), "tools/list", json!({})),
+    )
+    .await
+    .expect("the list does not wait for a backend in backoff");
+    assert!(
+        listed_tools(&listed)
+            .iter()
+            .any(|name| name == "quick__echo"),
+        "{listed}"
+    );
+    hub.shutdown().await;
+}
