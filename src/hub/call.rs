@@ -22,9 +22,6 @@ use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, CallError};
 use crate::wire::jsonrpc::{self, ErrorObject};
 
-/// The resource was not found (MCP's code for it).
-const RESOURCE_NOT_FOUND: i64 = -32002;
-
 /// Where a call goes, and what it sends there.
 struct RoutedCall {
     backend: BackendHandle,
@@ -273,7 +270,7 @@ fn route_completion(
                 .ok_or_else(|| invalid_params("ref/resource needs a uri"))?;
             catalog
                 .resource_owner(&uri)
-                .map_err(|message| ErrorObject::new(RESOURCE_NOT_FOUND, message))?
+                .map_err(|message| ErrorObject::new(jsonrpc::RESOURCE_NOT_FOUND, message))?
         }
         _ => {
             return Err(invalid_params(
@@ -296,7 +293,7 @@ fn route_by_uri(
         .ok_or_else(|| invalid_params(format!("{method} needs a uri")))?;
     catalog
         .resource_owner(&uri)
-        .map_err(|message| ErrorObject::new(RESOURCE_NOT_FOUND, message))
+        .map_err(|message| ErrorObject::new(jsonrpc::RESOURCE_NOT_FOUND, message))
 }
 
 impl Call {

@@ -20,10 +20,13 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// The backend that owns the request is down, stopping or gone (implementation-defined range).
 pub const BACKEND_UNAVAILABLE: i64 = -32001;
-/// The request ran past its deadline.
-pub const REQUEST_TIMEOUT: i64 = -32002;
+/// MCP's code (up to 2025-11-25) for a resource that does not exist. Nothing else uses it.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// The message was larger than the configured limit.
 pub const MESSAGE_TOO_LARGE: i64 = -32003;
+/// The request ran past its deadline (implementation-defined range; not -32002, which MCP gives
+/// to a missing resource).
+pub const REQUEST_TIMEOUT: i64 = -32004;
 
 /// The top-level fields of one JSON-RPC message, borrowed from its bytes.
 #[derive(Debug, Deserialize)]

@@ -410,7 +410,7 @@ enum ErrorKind {
     BackendEnded,
     /// -32001 otherwise: the backend was not ready (restarting, starting, down).
     BackendDown,
-    /// -32002: no answer within the request timeout.
+    /// -32004: no answer within the request timeout.
     Timeout,
     /// -32603 "ended without a response": its session closed with the call in flight.
     SessionClosed,
@@ -439,7 +439,7 @@ impl ErrorKind {
         match self {
             ErrorKind::BackendEnded => "backend ended mid-call (-32001)",
             ErrorKind::BackendDown => "backend not ready (-32001)",
-            ErrorKind::Timeout => "timeout (-32002)",
+            ErrorKind::Timeout => "timeout (-32004)",
             ErrorKind::SessionClosed => "session closed mid-call (-32603)",
             ErrorKind::SessionGone => "session deleted (-32600)",
         }

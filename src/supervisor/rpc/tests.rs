@@ -125,6 +125,13 @@ async fn a_request_that_times_out_is_cancelled_at_the_backend() {
         matches!(error, RpcError::Timeout { timeout, .. } if timeout == 5 * SECOND),
         "{error:?}"
     );
+    let code = error.to_error_object().code;
+    assert_eq!(code, crate::wire::jsonrpc::REQUEST_TIMEOUT);
+    assert_ne!(
+        code,
+        crate::wire::jsonrpc::RESOURCE_NOT_FOUND,
+        "a timeout has a code of its own, not MCP's -32002 for a missing resource"
+    );
     let cancelled = backend.read().await;
     assert_eq!(cancelled["method"], "notifications/cancelled");
     assert_eq!(cancelled["params"]["requestId"], id);
