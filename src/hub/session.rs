@@ -165,7 +165,12 @@ impl Session {
         let method = envelope.method.as_deref().expect("a request has a method");
         let (reply, messages) = mpsc::unbounded_channel();
         let immediate = match method {
-            "initialize" => Some(self.initialize(envelope.params)),
+            "initialize" => match self.initialize(envelope.params) {
+                Ok(version) => when_settled(hub, id, &reply, move |hub| {
+                    Ok(initialize_result(hub, &version))
+                }),
+                Err(error) => Some(Err(error)),
+            },
             "ping" => Some(Ok("{}".to_owned())),
             "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
                 list(hub, id, method, envelope.params, &reply)
@@ -202,6 +207,8 @@ impl Session {
         })
     }
 
+    /// Takes the client's `initialize`: its version and capabilities; returns the version the
+    /// session speaks.
     fn initialize(&self, params: Option<&RawValue>) -> Result<String, ErrorObject> {
         let params = params.ok_or_else(|| invalid_params("initialize needs params"))?;
         let entries = ObjectEntries::parse(params.get())
@@ -229,20 +236,7 @@ impl Session {
             state.protocol_version = Some(version.clone());
             state.capabilities = capabilities;
         }
-        let result = serde_json::json!({
-            "protocolVersion": version,
-            "capabilities": {
-                "tools": { "listChanged": true },
-                "prompts": { "listChanged": true },
-                "resources": { "subscribe": true, "listChanged": true },
-                "logging": {},
-                "completions": {},
-            },
-            "serverInfo": { "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") },
-            "instructions": "Switchboard offers the tools, prompts and resources of several MCP servers; \
-                tool and prompt names are prefixed with the server's name and two underscores.",
-        });
-        Ok(result.to_string())
+        Ok(version)
     }
 
     fn on_notification(&self, hub: &Arc<HubInner>, envelope: &Envelope<'_>) {
@@ -372,8 +366,7 @@ async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
     }
 }
 
-/// Answers a list method from the merged catalog, at once unless backends are still starting:
-/// then once they are ready (or have failed), so that the first list is whole.
+/// Answers a list method from the merged catalog, once no backend it waits for is starting.
 fn list(
     hub: &Arc<HubInner>,
     id: &RawValue,
@@ -384,25 +377,76 @@ fn list(
     if let Err(error) = single_page(params) {
         return Some(Err(error));
     }
-    let answer = |hub: &HubInner, method: &str| {
+    let method = method.to_owned();
+    when_settled(hub, id, reply, move |hub| {
         let catalog = hub.catalog();
-        Ok(match method {
+        Ok(match method.as_str() {
             "tools/list" => catalog.tools_result.clone(),
             "prompts/list" => catalog.prompts_result.clone(),
             "resources/list" => catalog.resources_result.clone(),
             _ => catalog.templates_result.clone(),
         })
-    };
+    })
+}
+
+/// `answer` at once unless backends nothing is known of are still starting: then once they are
+/// ready (or have failed), so that the first `initialize` and list are whole (see
+/// [`cold_start`]).
+fn when_settled(
+    hub: &Arc<HubInner>,
+    id: &RawValue,
+    reply: &mpsc::UnboundedSender<Vec<u8>>,
+    answer: impl FnOnce(&HubInner) -> Result<String, ErrorObject> + Send + 'static,
+) -> Option<Result<String, ErrorObject>> {
     if cold_start::settled(hub, &Waiting::All) {
-        return Some(answer(hub, method));
+        return Some(answer(hub));
     }
     let starting = cold_start::starting(hub, &Waiting::All);
-    let (hub, id, method, reply) = (hub.clone(), id.to_owned(), method.to_owned(), reply.clone());
+    let (hub, id, reply) = (hub.clone(), id.to_owned(), reply.clone());
     tokio::spawn(async move {
         cold_start::settle(&hub, starting).await;
-        let _ = reply.send(response(&id, answer(&hub, &method)));
+        let _ = reply.send(response(&id, answer(&hub)));
     });
     None
+}
+
+/// What the hub answers `initialize` with: its own capabilities and, after a word on names, the
+/// instructions of every server that gave some, one section each.
+fn initialize_result(hub: &HubInner, version: &str) -> String {
+    let mut instructions = String::from(
+        "Switchboard offers the tools, prompts and resources of several MCP servers; tool and \
+         prompt names are prefixed with the server's name and two underscores.",
+    );
+    for backend in hub.engine.backends() {
+        let status = backend.status();
+        let Some(text) = status
+            .server
+            .as_ref()
+            .and_then(|server| server.instructions.as_deref())
+            .map(str::trim)
+            .filter(|text| !text.is_empty())
+        else {
+            continue;
+        };
+        let prefix = super::names::exposed_prefix(&backend.config().prefix);
+        instructions.push_str(&format!(
+            "\n\n## {name}\nFrom the server {name}, whose names start with `{prefix}`:\n{text}",
+            name = backend.name(),
+        ));
+    }
+    serde_json::json!({
+        "protocolVersion": version,
+        "capabilities": {
+            "tools": { "listChanged": true },
+            "prompts": { "listChanged": true },
+            "resources": { "subscribe": true, "listChanged": true },
+            "logging": {},
+            "completions": {},
+        },
+        "serverInfo": { "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") },
+        "instructions": instructions,
+    })
+    .to_string()
 }
 
 /// Every list is sent in one page: a cursor we never gave out is an error.

@@ -734,7 +734,8 @@ async fn the_first_list_and_call_wait_for_backends_still_starting() {
         misbehave("quick", &[]),
         misbehave("slow", &["--slow-start", "1500"]),
     ]);
-    let (session, _) = initialized(&both, json!({})).await;
+    // Listed before anything else (initialize waits the same way; see the instructions test).
+    let (session, _) = both.open_session();
     assert_ne!(
         both.engine()
             .backend("slow")
@@ -756,7 +757,7 @@ async fn the_first_list_and_call_wait_for_backends_still_starting() {
 
     // A call to a starting backend's tool, before anything was listed, reaches it.
     let slow = hub(vec![misbehave("slow", &["--slow-start", "1500"])]);
-    let (session, _) = initialized(&slow, json!({})).await;
+    let (session, _) = slow.open_session();
     let call = request(
         &session,
         json!(3),
@@ -801,6 +802,40 @@ async fn lists_never_wait_for_a_backend_in_backoff() {
             .iter()
             .any(|name| name == "quick__echo"),
         "{listed}"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn initialize_carries_each_servers_instructions_in_a_section_of_its_own() {
+    let hub = hub(vec![demo("demo"), misbehave("mis", &[])]);
+    // Asked before either server is ready: the answer waits for both, like the first list.
+    let (session, _) = hub.open_session();
+    let answer = request(
+        &session,
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+    )
+    .await;
+    let instructions = answer["result"]["instructions"]
+        .as_str()
+        .expect("instructions");
+    assert!(
+        instructions.starts_with("Switchboard offers the tools"),
+        "{instructions}"
+    );
+    let demo_section = instructions
+        .split_once("\n\n## demo\n")
+        .map(|(_, section)| section)
+        .unwrap_or_else(|| panic!("a section for demo: {instructions}"));
+    assert!(
+        demo_section.contains("`demo__`") && demo_section.contains("Demo server for switchboard"),
+        "the section names the server's prefix and carries its own words: {demo_section}"
+    );
+    assert!(
+        !instructions.contains("## mis"),
+        "a server without instructions gets no section: {instructions}"
     );
     hub.shutdown().await;
 }
