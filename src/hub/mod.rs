@@ -13,6 +13,7 @@ pub(crate) mod names;
 pub mod rewrite;
 
 mod call;
+mod capabilities;
 mod cold_start;
 mod session;
 mod upstream;

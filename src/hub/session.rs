@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::capabilities::ClientCapabilities;
 use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
@@ -39,14 +40,6 @@ pub(super) struct SessionState {
     pub(super) in_flight: HashMap<String, CallInFlight>,
     pub(super) subscriptions: HashSet<String>,
     pub(super) last_active: Option<Instant>,
-}
-
-/// What the client said in `initialize` it can be asked.
-#[derive(Default, Clone, Copy)]
-pub(super) struct ClientCapabilities {
-    pub(super) sampling: bool,
-    pub(super) elicitation: bool,
-    pub(super) roots: bool,
 }
 
 /// A call of this session that a backend has not answered yet.
@@ -92,8 +85,7 @@ impl Session {
 
     /// Whether the client declared it can be asked things (sampling, elicitation or roots).
     pub fn can_be_asked(&self) -> bool {
-        let capabilities = self.lock_state().capabilities;
-        capabilities.sampling || capabilities.elicitation || capabilities.roots
+        self.lock_state().capabilities.any()
     }
 
     /// Ends the session: cancels its requests at the backends and fails what it was asked.
@@ -224,12 +216,7 @@ impl Session {
         };
         let capabilities = entries
             .get("capabilities")
-            .and_then(|raw| ObjectEntries::parse(raw.get()).ok())
-            .map(|caps| ClientCapabilities {
-                sampling: caps.get("sampling").is_some(),
-                elicitation: caps.get("elicitation").is_some(),
-                roots: caps.get("roots").is_some(),
-            })
+            .map(ClientCapabilities::parse)
             .unwrap_or_default();
         {
             let mut state = self.lock_state();

@@ -11,8 +11,9 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::capabilities::ClientCapabilities;
 use super::rewrite::{self, ObjectEntries};
-use super::session::{ClientCapabilities, Session};
+use super::session::Session;
 use super::{HubInner, notification};
 use crate::supervisor::{BackendNotification, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
@@ -203,11 +204,8 @@ type ChosenSession = (Session, Option<mpsc::UnboundedSender<Vec<u8>>>);
 /// instead. With no call in flight (roots/list after a start, say), any session that declared
 /// the capability answers, the most recently active first.
 fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSession, ErrorObject> {
-    let capable = |capabilities: ClientCapabilities| match request.method.as_str() {
-        "sampling/createMessage" => capabilities.sampling,
-        "elicitation/create" => capabilities.elicitation,
-        "roots/list" => capabilities.roots,
-        _ => true,
+    let lacks = |capabilities: ClientCapabilities| {
+        capabilities.lacks(&request.method, request.params.as_deref())
     };
     let mut callers = Vec::new();
     let mut idle: Option<(Instant, Session)> = None;
@@ -220,11 +218,11 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
             .max_by_key(|call| call.started)
             .map(|call| call.reply.clone());
         let active = state.last_active;
-        let able = capable(state.capabilities);
+        let missing = lacks(state.capabilities);
         drop(state);
         match latest {
-            Some(reply) => callers.push((session, able, reply)),
-            None if able => {
+            Some(reply) => callers.push((session, missing, reply)),
+            None if missing.is_none() => {
                 let active = active.unwrap_or_else(Instant::now);
                 if idle.as_ref().is_none_or(|(best, _)| active > *best) {
                     idle = Some((active, session));
@@ -244,17 +242,16 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
             )
         }),
         1 => {
-            let (session, able, reply) = callers.pop().expect("one caller");
-            if able {
-                Ok((session, Some(reply)))
-            } else {
-                Err(ErrorObject::new(
+            let (session, missing, reply) = callers.pop().expect("one caller");
+            match missing {
+                None => Ok((session, Some(reply))),
+                Some(missing) => Err(ErrorObject::new(
                     jsonrpc::METHOD_NOT_FOUND,
                     format!(
-                        "the editor calling backend {} does not support {}",
+                        "the editor calling backend {} does not support {missing} ({})",
                         request.backend, request.method
                     ),
-                ))
+                )),
             }
         }
         n => {

@@ -101,7 +101,13 @@ pub(super) async fn handshake(
 ) -> Result<Handshake, String> {
     let params = serde_json::json!({
         "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
-        "capabilities": { "sampling": {}, "elicitation": {}, "roots": { "listChanged": true } },
+        // Everything the hub can pass on to an editor (`hub/capabilities.rs`), so that servers
+        // offer what needs it; a request the editor of the call cannot answer is refused there.
+        "capabilities": {
+            "sampling": { "context": {}, "tools": {} },
+            "elicitation": { "form": {}, "url": {} },
+            "roots": { "listChanged": true },
+        },
         "clientInfo": { "name": "switchboard", "version": env!("CARGO_PKG_VERSION") },
     });
     let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");

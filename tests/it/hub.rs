@@ -839,3 +839,93 @@ async fn initialize_carries_each_servers_instructions_in_a_section_of_its_own() 
     );
     hub.shutdown().await;
 }
+
+/// server-everything from npm, which offers its URL-elicitation tool only to clients that
+/// declare URL-mode elicitation.
+fn everything() -> BackendConfig {
+    let mut config = BackendConfig::new(
+        "everything",
+        everything_server().to_string_lossy().into_owned(),
+        vec!["stdio".to_owned()],
+    );
+    config.restart = fast_restarts();
+    config
+}
+
+/// Starts a call of `tool` and returns the first message the session gets for it and the rest.
+async fn start_call(
+    session: &Session,
+    id: u64,
+    tool: &str,
+    arguments: Value,
+) -> (Value, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let Inbound::Request(mut reply) = session.receive(call.to_string().as_bytes()) else {
+        panic!("a request");
+    };
+    let first = tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
+        .await
+        .expect("in time")
+        .expect("a message");
+    (
+        serde_json::from_slice(&first).expect("JSON"),
+        reply.messages,
+    )
+}
+
+#[tokio::test]
+async fn servers_offer_what_editors_can_be_asked_and_requests_reach_only_editors_that_can_answer() {
+    let hub = hub(vec![everything()]);
+    ready(&hub, "everything").await;
+    let (form_only, _) = initialized(&hub, json!({"elicitation": {}})).await;
+    let tools = listed_tools(&request(&form_only, json!(1), "tools/list", json!({})).await);
+    assert!(
+        tools
+            .iter()
+            .any(|name| name == "everything__trigger-url-elicitation"),
+        "the server offers its URL-elicitation tool, since Switchboard can pass the request on: {tools:?}"
+    );
+
+    // An editor that declared form elicitation only is never shown a URL request.
+    let arguments = json!({"url": "https://example.com/sign-in", "message": "Sign in"});
+    let (answer, _) = start_call(
+        &form_only,
+        2,
+        "everything__trigger-url-elicitation",
+        arguments.clone(),
+    )
+    .await;
+    let said = answer.to_string();
+    assert!(
+        said.contains("does not support URL-mode elicitation"),
+        "the call ends with an error that says what the editor lacks: {said}"
+    );
+
+    // An editor that declared URL mode gets the request, and its answer reaches the server.
+    let (with_url, _) = initialized(&hub, json!({"elicitation": {"form": {}, "url": {}}})).await;
+    let (asked, mut rest) = start_call(
+        &with_url,
+        3,
+        "everything__trigger-url-elicitation",
+        arguments,
+    )
+    .await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["params"]["mode"], "url");
+    assert_eq!(asked["params"]["url"], "https://example.com/sign-in");
+    let accepted = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}});
+    assert!(matches!(
+        with_url.receive(accepted.to_string().as_bytes()),
+        Inbound::Accepted
+    ));
+    let result: Value = serde_json::from_slice(
+        &tokio::time::timeout(EVENT_LIMIT, rest.recv())
+            .await
+            .expect("in time")
+            .expect("the call's answer"),
+    )
+    .expect("JSON");
+    assert!(result["result"]["content"].is_array(), "{result}");
+    assert_ne!(result["result"]["isError"], true, "{result}");
+    hub.shutdown().await;
+}
