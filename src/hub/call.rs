@@ -16,6 +16,7 @@ use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::{CallInFlight, Session, invalid_params};
+use super::tasks;
 use super::{HubInner, notification, response};
 use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
@@ -49,6 +50,8 @@ struct Call {
     params: Box<RawValue>,
     progress: Option<ProgressToken>,
     subscription: Option<Subscription>,
+    /// Whether the answer may carry task ids, which editors see with their backend in them.
+    with_tasks: bool,
 }
 
 impl Session {
@@ -121,6 +124,7 @@ impl Session {
                 &catalog.unlisted_prompts,
             )?,
             "completion/complete" => route_completion(&catalog, &mut entries)?,
+            "tasks/get" | "tasks/result" | "tasks/cancel" => route_by_task(method, &mut entries)?,
             _ => route_by_uri(&catalog, method, &entries)?,
         };
         let backend = hub.engine.backend(&backend_name).ok_or_else(|| {
@@ -240,6 +244,20 @@ fn route_by_name(
     Ok(backend)
 }
 
+/// For `tasks/get`, `tasks/result` and `tasks/cancel`: the backend the task id names, with the
+/// id replaced by the backend's own.
+fn route_by_task(method: &str, entries: &mut ObjectEntries<'_>) -> Result<Arc<str>, ErrorObject> {
+    let exposed = entries
+        .get_str("taskId")
+        .ok_or_else(|| invalid_params(format!("{method} needs a taskId")))?;
+    let (backend, id) = tasks::backend_id(&exposed)
+        .ok_or_else(|| invalid_params(format!("unknown task: {exposed}")))?;
+    let backend: Arc<str> = Arc::from(backend);
+    let id = json_string(id);
+    entries.set("taskId", id);
+    Ok(backend)
+}
+
 /// For `completion/complete`: the backend owning the prompt or resource in `ref`, with a
 /// prompt's name replaced by the backend's own.
 fn route_completion(
@@ -308,12 +326,18 @@ impl Call {
             "resources/unsubscribe" => uri().map(Subscription::Unsubscribe),
             _ => None,
         };
+        let with_tasks = method.starts_with("tasks/")
+            || (method == "tools/call"
+                && params
+                    .and_then(|params| ObjectEntries::parse(params.get()).ok())
+                    .is_some_and(|params| params.get("task").is_some()));
         Call {
             method: method.to_owned(),
             backend: routed.backend,
             params: routed.params,
             progress: routed.progress,
             subscription,
+            with_tasks,
         }
     }
 
@@ -363,6 +387,9 @@ impl Call {
             }
         }
         match result {
+            Ok(result) if self.with_tasks => {
+                Ok(tasks::expose_ids(result.get(), self.backend.name()))
+            }
             Ok(result) => Ok(result.get().to_owned()),
             Err(error) => Err(error.to_error_object()),
         }

@@ -16,6 +16,7 @@ mod call;
 mod capabilities;
 mod cold_start;
 mod session;
+mod tasks;
 mod upstream;
 
 use std::collections::HashMap;

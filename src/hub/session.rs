@@ -158,7 +158,7 @@ impl Session {
         let (reply, messages) = mpsc::unbounded_channel();
         let immediate = match method {
             "initialize" => match self.initialize(envelope.params) {
-                Ok(version) => when_settled(hub, id, &reply, move |hub| {
+                Ok(version) => when_settled(hub, id, &reply, Needs::Statuses, move |hub| {
                     Ok(initialize_result(hub, &version))
                 }),
                 Err(error) => Some(Err(error)),
@@ -172,7 +172,11 @@ impl Session {
             | "resources/read"
             | "resources/subscribe"
             | "resources/unsubscribe"
-            | "completion/complete" => self.call(hub, id, method, envelope.params, &reply),
+            | "completion/complete"
+            | "tasks/get"
+            | "tasks/result"
+            | "tasks/cancel" => self.call(hub, id, method, envelope.params, &reply),
+            "tasks/list" => list_tasks(hub, id, envelope.params, &reply),
             "logging/setLevel" => {
                 let params = envelope.params.map(ToOwned::to_owned);
                 let reply_id = id.to_owned();
@@ -353,6 +357,63 @@ async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
     }
 }
 
+/// `tasks/list`: every ready backend that lists tasks is asked, and their lists are joined, with
+/// each task id exposed (see [`tasks`](super::tasks)). A backend that fails to answer is left out
+/// of the list rather than failing it.
+fn list_tasks(
+    hub: &Arc<HubInner>,
+    id: &RawValue,
+    params: Option<&RawValue>,
+    reply: &mpsc::UnboundedSender<Vec<u8>>,
+) -> Option<Result<String, ErrorObject>> {
+    if let Err(error) = single_page(params) {
+        return Some(Err(error));
+    }
+    let listing: Vec<_> = hub
+        .engine
+        .backends()
+        .into_iter()
+        .filter(|backend| {
+            let status = backend.status();
+            status.state == BackendState::Ready
+                && status.server.as_ref().is_some_and(|server| {
+                    ObjectEntries::parse(server.capabilities.get())
+                        .ok()
+                        .and_then(|caps| caps.get("tasks").map(|tasks| tasks.get().to_owned()))
+                        .and_then(|tasks| {
+                            ObjectEntries::parse(&tasks)
+                                .ok()
+                                .map(|tasks| tasks.get("list").is_some())
+                        })
+                        .unwrap_or(false)
+                })
+        })
+        .collect();
+    let (id, reply) = (id.to_owned(), reply.clone());
+    tokio::spawn(async move {
+        let mut all = Vec::new();
+        for backend in listing {
+            let answer = match backend.request("tasks/list", None).await {
+                Ok(answer) => answer,
+                Err(error) => {
+                    tracing::debug!(backend = backend.name(), %error, "tasks/list");
+                    continue;
+                }
+            };
+            let exposed = super::tasks::expose_ids(answer.get(), backend.name());
+            if let Ok(entries) = ObjectEntries::parse(&exposed)
+                && let Some(tasks) = entries.get("tasks")
+                && let Ok(tasks) = serde_json::from_str::<Vec<&RawValue>>(tasks.get())
+            {
+                all.extend(tasks.iter().map(|task| task.get().to_owned()));
+            }
+        }
+        let result = format!(r#"{{"tasks":[{}]}}"#, all.join(","));
+        let _ = reply.send(response(&id, Ok(result)));
+    });
+    None
+}
+
 /// Answers a list method from the merged catalog, once no backend it waits for is starting.
 fn list(
     hub: &Arc<HubInner>,
@@ -365,7 +426,7 @@ fn list(
         return Some(Err(error));
     }
     let method = method.to_owned();
-    when_settled(hub, id, reply, move |hub| {
+    when_settled(hub, id, reply, Needs::Catalog, move |hub| {
         let catalog = hub.catalog();
         Ok(match method.as_str() {
             "tools/list" => catalog.tools_result.clone(),
@@ -376,16 +437,29 @@ fn list(
     })
 }
 
-/// `answer` at once unless backends nothing is known of are still starting: then once they are
-/// ready (or have failed), so that the first `initialize` and list are whole (see
-/// [`cold_start`]).
+/// What an answer is made of.
+enum Needs {
+    /// The backends' published statuses (their instructions).
+    Statuses,
+    /// The merged catalog, which follows the statuses by a rebuild.
+    Catalog,
+}
+
+/// `answer` at once unless backends nothing is known of are still starting (or, for an answer
+/// from the catalog, a rebuild is due): then once they are ready (or have failed), so that the
+/// first `initialize` and list are whole (see [`cold_start`]).
 fn when_settled(
     hub: &Arc<HubInner>,
     id: &RawValue,
     reply: &mpsc::UnboundedSender<Vec<u8>>,
+    needs: Needs,
     answer: impl FnOnce(&HubInner) -> Result<String, ErrorObject> + Send + 'static,
 ) -> Option<Result<String, ErrorObject>> {
-    if cold_start::settled(hub, &Waiting::All) {
+    let ready = match needs {
+        Needs::Statuses => cold_start::starting(hub, &Waiting::All).is_empty(),
+        Needs::Catalog => cold_start::settled(hub, &Waiting::All),
+    };
+    if ready {
         return Some(answer(hub));
     }
     let starting = cold_start::starting(hub, &Waiting::All);
@@ -429,6 +503,7 @@ fn initialize_result(hub: &HubInner, version: &str) -> String {
             "resources": { "subscribe": true, "listChanged": true },
             "logging": {},
             "completions": {},
+            "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } },
         },
         "serverInfo": { "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") },
         "instructions": instructions,

@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::capabilities::ClientCapabilities;
-use super::rewrite::{self, ObjectEntries};
+use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::Session;
 use super::{HubInner, notification};
 use crate::supervisor::{BackendNotification, ServerRequest};
@@ -149,28 +149,42 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 session.send_event(notification(&note.method, Some(&params)));
             }
         }
-        _ => {
-            // Log messages and anything newer: to the sessions waiting on this backend, else to all.
-            let sessions = hub.sessions();
-            let waiting: Vec<&Session> = sessions
-                .iter()
-                .filter(|session| {
-                    session
-                        .lock_state()
-                        .in_flight
-                        .values()
-                        .any(|call| call.backend == note.backend)
-                })
-                .collect();
-            let targets: Vec<&Session> = if waiting.is_empty() {
-                sessions.iter().collect()
-            } else {
-                waiting
-            };
-            for session in targets {
-                session.send_event(notification(&note.method, params));
-            }
+        "notifications/tasks/status" => {
+            let exposed = params.and_then(|params| {
+                let id = ObjectEntries::parse(params.get())
+                    .ok()?
+                    .get_str("taskId")?
+                    .into_owned();
+                let exposed = json_string(&super::tasks::exposed_id(&note.backend, &id));
+                rewrite::replace_field(params, "taskId", exposed)
+            });
+            send_to_concerned(hub, note, exposed.as_deref().or(params));
         }
+        _ => send_to_concerned(hub, note, params),
+    }
+}
+
+/// Log messages, task updates and anything newer: to the sessions waiting on this backend, else
+/// to all.
+fn send_to_concerned(hub: &HubInner, note: &BackendNotification, params: Option<&RawValue>) {
+    let sessions = hub.sessions();
+    let waiting: Vec<&Session> = sessions
+        .iter()
+        .filter(|session| {
+            session
+                .lock_state()
+                .in_flight
+                .values()
+                .any(|call| call.backend == note.backend)
+        })
+        .collect();
+    let targets: Vec<&Session> = if waiting.is_empty() {
+        sessions.iter().collect()
+    } else {
+        waiting
+    };
+    for session in targets {
+        session.send_event(notification(&note.method, params));
     }
 }
 

@@ -929,3 +929,101 @@ async fn servers_offer_what_editors_can_be_asked_and_requests_reach_only_editors
     assert_ne!(result["result"]["isError"], true, "{result}");
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn tasks_route_by_their_ids_alone() {
+    let hub = hub(vec![everything()]);
+    ready(&hub, "everything").await;
+    let (session, _) = initialized(&hub, json!({})).await;
+    let started = request(
+        &session,
+        json!(1),
+        "tools/call",
+        json!({"name": "everything__simulate-research-query", "arguments": {"topic": "tides"}, "task": {"ttl": 60000}}),
+    )
+    .await;
+    let task_id = started["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task was created: {started}"))
+        .to_owned();
+    assert!(
+        task_id.starts_with("sb1.everything."),
+        "the id names its backend: {task_id}"
+    );
+
+    let listed = request(&session, json!(2), "tasks/list", json!({})).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {listed}"))
+        .iter()
+        .filter_map(|task| task["taskId"].as_str())
+        .collect();
+    assert!(ids.contains(&task_id.as_str()), "{listed}");
+
+    eventually("the task completes", EVENT_LIMIT, || async {
+        let task = request(&session, json!(3), "tasks/get", json!({"taskId": task_id})).await;
+        match task["result"]["status"].as_str() {
+            Some("completed") => Ok(task),
+            _ => Err(task),
+        }
+    })
+    .await;
+    let result = request(
+        &session,
+        json!(4),
+        "tasks/result",
+        json!({"taskId": task_id}),
+    )
+    .await;
+    assert!(
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("tides")),
+        "{result}"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        json!(task_id),
+        "ids in results are exposed too"
+    );
+
+    // A second task is cancelled through its exposed id.
+    let second = request(
+        &session,
+        json!(5),
+        "tools/call",
+        json!({"name": "everything__simulate-research-query", "arguments": {"topic": "waves"}, "task": {"ttl": 60000}}),
+    )
+    .await;
+    let second_id = second["result"]["task"]["taskId"]
+        .as_str()
+        .expect("a task id");
+    let cancelled = request(
+        &session,
+        json!(6),
+        "tasks/cancel",
+        json!({"taskId": second_id}),
+    )
+    .await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["result"]["taskId"], second_id);
+
+    // Ids Switchboard did not make get clear errors.
+    let forged = request(
+        &session,
+        json!(7),
+        "tasks/get",
+        json!({"taskId": "made-up"}),
+    )
+    .await;
+    assert_eq!(forged["error"]["code"], -32602, "{forged}");
+    let elsewhere = request(
+        &session,
+        json!(8),
+        "tasks/get",
+        json!({"taskId": "sb1.nobody.1"}),
+    )
+    .await;
+    assert_eq!(elsewhere["error"]["code"], -32001, "{elsewhere}");
+    hub.shutdown().await;
+}
