@@ -29,6 +29,8 @@ struct RoutedCall {
     /// The params with the names the backend knows and our progress token.
     params: Box<RawValue>,
     progress: Option<ProgressToken>,
+    /// Whether the answer may carry task ids, which editors see with their backend in them.
+    with_tasks: bool,
 }
 
 /// A client's progress token and the one the backend sees instead.
@@ -134,10 +136,13 @@ impl Session {
             )
         })?;
         let progress = self.rewrite_progress_token(hub, &mut entries);
+        let with_tasks = method.starts_with("tasks/")
+            || (method == "tools/call" && entries.get("task").is_some());
         Ok(RoutedCall {
             backend,
             params: entries.into_raw(),
             progress,
+            with_tasks,
         })
     }
 
@@ -326,18 +331,13 @@ impl Call {
             "resources/unsubscribe" => uri().map(Subscription::Unsubscribe),
             _ => None,
         };
-        let with_tasks = method.starts_with("tasks/")
-            || (method == "tools/call"
-                && params
-                    .and_then(|params| ObjectEntries::parse(params.get()).ok())
-                    .is_some_and(|params| params.get("task").is_some()));
         Call {
             method: method.to_owned(),
             backend: routed.backend,
             params: routed.params,
             progress: routed.progress,
             subscription,
-            with_tasks,
+            with_tasks: routed.with_tasks,
         }
     }
 
