@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -16,9 +16,9 @@ use crate::control::instance::Instance;
 use crate::control::reload::{ConfigState, ReloadOutcome, Reloader};
 use crate::control::{api, token, ui};
 use crate::hub::{Hub, HubOptions};
+use crate::supervisor::Engine;
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::BackendStatus;
-use crate::supervisor::{Engine, EngineOptions};
 use crate::transport::{http, socket};
 
 /// How long shutdown may take before it gives up waiting (the guardian then kills leftovers).
@@ -71,17 +71,9 @@ impl App {
         let data_dir = crate::dirs::data_dir();
         let api_token =
             token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
-        let (server_requests, from_backends) = mpsc::unbounded_channel();
-        let engine = Arc::new(Engine::start(
+        let (engine, hub) = crate::hub::start(
             config.backends.clone(),
-            EngineOptions {
-                groups,
-                server_requests: Some(server_requests),
-            },
-        ));
-        let hub = Hub::new(
-            engine.clone(),
-            from_backends,
+            groups,
             HubOptions {
                 catalog_cache: Some(data_dir.join("catalog")),
             },

@@ -29,8 +29,10 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::BackendConfig;
+use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{BackendState, Catalog};
-use crate::supervisor::{Engine, ServerRequest};
+use crate::supervisor::{Engine, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use catalog::{CatalogCache, MergedCatalog, Source};
 use rewrite::json_string;
@@ -99,8 +101,8 @@ struct HubInner {
 
 impl Hub {
     /// The hub over `engine`, which sends the requests of its backends to `server_requests` (the
-    /// receiving end of [`EngineOptions::server_requests`](crate::supervisor::EngineOptions)).
-    pub fn new(
+    /// receiving end of [`EngineOptions::server_requests`]); see [`start`].
+    fn new(
         engine: Arc<Engine>,
         server_requests: mpsc::UnboundedReceiver<ServerRequest>,
         options: HubOptions,
@@ -222,17 +224,19 @@ impl Hub {
     }
 }
 
-/// An engine for `configs` and the hub over it, wired the way `App` wires them.
-#[cfg(test)]
-pub(crate) fn start_for_tests(
-    configs: Vec<crate::config::BackendConfig>,
+/// Starts an engine for `configs` and a hub over it, wired so that the backends' requests reach
+/// the hub. The caller owns both: it hands the engine to whatever else controls backends, and
+/// shuts it down after the hub.
+pub fn start(
+    configs: Vec<BackendConfig>,
+    groups: Arc<GroupRegistry>,
     options: HubOptions,
 ) -> (Arc<Engine>, Hub) {
     let (server_requests, from_backends) = mpsc::unbounded_channel();
     let engine = Arc::new(Engine::start(
         configs,
-        crate::supervisor::EngineOptions {
-            groups: crate::supervisor::spawn::GroupRegistry::in_memory(),
+        EngineOptions {
+            groups,
             server_requests: Some(server_requests),
         },
     ));

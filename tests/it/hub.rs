@@ -8,11 +8,11 @@ use crate::support::*;
 use serde_json::{Value, json};
 use switchboard::config::BackendConfig;
 use switchboard::hub::{Hub, HubOptions, Inbound, Session, SessionEvents};
+use switchboard::supervisor::Engine;
 use switchboard::supervisor::spawn::GroupRegistry;
 use switchboard::supervisor::status::BackendState;
-use switchboard::supervisor::{Engine, EngineOptions};
 
-/// An engine and the hub over it, wired the way the app wires them.
+/// An engine and the hub over it, started the way the app starts them.
 struct Wired {
     engine: Arc<Engine>,
     hub: Hub,
@@ -20,15 +20,7 @@ struct Wired {
 
 impl Wired {
     fn start(configs: Vec<BackendConfig>, options: HubOptions) -> Wired {
-        let (server_requests, from_backends) = tokio::sync::mpsc::unbounded_channel();
-        let engine = Arc::new(Engine::start(
-            configs,
-            EngineOptions {
-                groups: GroupRegistry::in_memory(),
-                server_requests: Some(server_requests),
-            },
-        ));
-        let hub = Hub::new(engine.clone(), from_backends, options);
+        let (engine, hub) = switchboard::hub::start(configs, GroupRegistry::in_memory(), options);
         Wired { engine, hub }
     }
 

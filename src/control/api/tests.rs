@@ -43,7 +43,11 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         desktop: Default::default(),
         diagnostics: Vec::new(),
     };
-    let (engine, hub) = crate::hub::start_for_tests(backends, HubOptions::default());
+    let (engine, hub) = crate::hub::start(
+        backends,
+        crate::supervisor::spawn::GroupRegistry::in_memory(),
+        HubOptions::default(),
+    );
     let reloader = Reloader::new(engine.clone(), &config, config.endpoint.clone(), false);
     let options = ApiOptions {
         address: SocketAddr::from(([127, 0, 0, 1], PORT)),

@@ -319,7 +319,11 @@ mod tests {
             let dir = tempfile::tempdir().expect("temp dir");
             let path = socket_path(dir.path());
             let listener = bind(&path).expect("binds");
-            let (_, hub) = crate::hub::start_for_tests(Vec::new(), Default::default());
+            let (_, hub) = crate::hub::start(
+                Vec::new(),
+                crate::supervisor::spawn::GroupRegistry::in_memory(),
+                Default::default(),
+            );
             let shutdown = CancellationToken::new();
             let server = tokio::spawn(serve_socket(
                 listener,

@@ -32,7 +32,12 @@ const INITIALIZE_2024: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 fn hub(configs: Vec<BackendConfig>) -> Hub {
-    crate::hub::start_for_tests(configs, HubOptions::default()).1
+    crate::hub::start(
+        configs,
+        crate::supervisor::spawn::GroupRegistry::in_memory(),
+        HubOptions::default(),
+    )
+    .1
 }
 
 fn options() -> HttpOptions {
@@ -53,7 +58,11 @@ async fn misbehave_hub() -> Hub {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/backends/misbehave.py");
     let mut config = BackendConfig::new("mis", "python3", vec![script.to_owned()]);
     config.handshake_timeout = Duration::from_secs(10);
-    let (engine, hub) = crate::hub::start_for_tests(vec![config], HubOptions::default());
+    let (engine, hub) = crate::hub::start(
+        vec![config],
+        crate::supervisor::spawn::GroupRegistry::in_memory(),
+        HubOptions::default(),
+    );
     let mut status = engine.backend("mis").expect("configured").watch_status();
     tokio::time::timeout(
         EVENT_LIMIT,
