@@ -13,8 +13,8 @@ use super::capabilities::ClientCapabilities;
 use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
-use crate::supervisor::Engine;
 use crate::supervisor::status::BackendState;
+use crate::supervisor::{BackendHandle, Engine};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 /// One editor's session. Cheap to clone.
@@ -333,16 +333,35 @@ impl Session {
     }
 }
 
+/// Whether `backend` is ready and its server declared the capability at `path` (say,
+/// `["tasks", "list"]`).
+fn ready_with(backend: &BackendHandle, path: &[&str]) -> bool {
+    let status = backend.status();
+    let Some(server) = status
+        .server
+        .as_ref()
+        .filter(|_| status.state == BackendState::Ready)
+    else {
+        return false;
+    };
+    let mut object = server.capabilities.get().to_owned();
+    for key in path {
+        let Some(inner) = ObjectEntries::parse(&object)
+            .ok()
+            .and_then(|entries| entries.get(key).map(|inner| inner.get().to_owned()))
+        else {
+            return false;
+        };
+        object = inner;
+    }
+    true
+}
+
 /// Passes `logging/setLevel` to every ready backend that logs; returns once all have answered.
 async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
     let mut calls = Vec::new();
     for backend in engine.backends() {
-        let status = backend.status();
-        let logs = status.server.as_ref().is_some_and(|server| {
-            ObjectEntries::parse(server.capabilities.get())
-                .is_ok_and(|caps| caps.get("logging").is_some())
-        });
-        if status.state == BackendState::Ready && logs {
+        if ready_with(&backend, &["logging"]) {
             let backend = backend.clone();
             let params = params.map(ToOwned::to_owned);
             calls.push(tokio::spawn(async move {
@@ -373,21 +392,7 @@ fn list_tasks(
         .engine
         .backends()
         .into_iter()
-        .filter(|backend| {
-            let status = backend.status();
-            status.state == BackendState::Ready
-                && status.server.as_ref().is_some_and(|server| {
-                    ObjectEntries::parse(server.capabilities.get())
-                        .ok()
-                        .and_then(|caps| caps.get("tasks").map(|tasks| tasks.get().to_owned()))
-                        .and_then(|tasks| {
-                            ObjectEntries::parse(&tasks)
-                                .ok()
-                                .map(|tasks| tasks.get("list").is_some())
-                        })
-                        .unwrap_or(false)
-                })
-        })
+        .filter(|backend| ready_with(backend, &["tasks", "list"]))
         .collect();
     let (id, reply) = (id.to_owned(), reply.clone());
     tokio::spawn(async move {
@@ -400,12 +405,12 @@ fn list_tasks(
                     continue;
                 }
             };
-            let exposed = super::tasks::expose_ids(answer.get(), backend.name());
-            if let Ok(entries) = ObjectEntries::parse(&exposed)
-                && let Some(tasks) = entries.get("tasks")
-                && let Ok(tasks) = serde_json::from_str::<Vec<&RawValue>>(tasks.get())
+            if let Some(tasks) = ObjectEntries::parse(answer.get())
+                .ok()
+                .and_then(|answer| answer.get("tasks").map(|tasks| tasks.get().to_owned()))
+                .and_then(|tasks| super::tasks::exposed_list(&tasks, backend.name()))
             {
-                all.extend(tasks.iter().map(|task| task.get().to_owned()));
+                all.extend(tasks);
             }
         }
         let result = format!(r#"{{"tasks":[{}]}}"#, all.join(","));

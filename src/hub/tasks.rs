@@ -36,55 +36,59 @@ fn expose_field(object: &str, key: &str, backend: &str) -> Option<String> {
     Some(entries.to_json())
 }
 
-/// `object` with `key` (an object) replaced by what `change` makes of it, when it does.
-fn change_object(
-    object: &str,
-    key: &str,
-    change: impl FnOnce(&str) -> Option<String>,
-) -> Option<String> {
-    let mut entries = ObjectEntries::parse(object).ok()?;
-    let inner = change(entries.get(key)?.get())?;
-    entries.set(key, RawValue::from_string(inner).ok()?);
-    Some(entries.to_json())
+/// The tasks of a `tasks` array, each with its id exposed; `None` when it is no array.
+pub(super) fn exposed_list(tasks: &str, backend: &str) -> Option<Vec<String>> {
+    let tasks: Vec<&RawValue> = serde_json::from_str(tasks).ok()?;
+    Some(
+        tasks
+            .iter()
+            .map(|task| {
+                expose_field(task.get(), "taskId", backend).unwrap_or_else(|| task.get().to_owned())
+            })
+            .collect(),
+    )
 }
 
 /// A backend's result with every task id in it exposed: a created task (`task.taskId`), a task
 /// (`taskId`, from `tasks/get` and `tasks/cancel`), a list (`tasks[].taskId`) and the result of a
 /// task (`_meta["io.modelcontextprotocol/related-task"].taskId`). Anything else is kept as sent.
 pub(super) fn expose_ids(result: &str, backend: &str) -> String {
-    let mut result = result.to_owned();
-    if let Some(changed) = expose_field(&result, "taskId", backend) {
-        result = changed;
+    let Ok(mut entries) = ObjectEntries::parse(result) else {
+        return result.to_owned();
+    };
+    let inner = |key: &str| entries.get(key).map(|inner| inner.get().to_owned());
+    let changed = [
+        (
+            "task",
+            inner("task").and_then(|task| expose_field(&task, "taskId", backend)),
+        ),
+        (
+            "_meta",
+            inner("_meta").and_then(|meta| {
+                let mut meta = ObjectEntries::parse(&meta).ok()?;
+                let related = meta.get(RELATED_TASK)?.get().to_owned();
+                let related = expose_field(&related, "taskId", backend)?;
+                meta.set(RELATED_TASK, RawValue::from_string(related).ok()?);
+                Some(meta.to_json())
+            }),
+        ),
+        (
+            "tasks",
+            inner("tasks")
+                .and_then(|tasks| exposed_list(&tasks, backend))
+                .map(|tasks| format!("[{}]", tasks.join(","))),
+        ),
+    ];
+    if let Some(id) = entries.get_str("taskId") {
+        let exposed = json_string(&exposed_id(backend, &id));
+        entries.set("taskId", exposed);
     }
-    if let Some(changed) = change_object(&result, "task", |task| {
-        expose_field(task, "taskId", backend)
-    }) {
-        result = changed;
-    }
-    if let Some(changed) = change_object(&result, "_meta", |meta| {
-        change_object(meta, RELATED_TASK, |related| {
-            expose_field(related, "taskId", backend)
-        })
-    }) {
-        result = changed;
-    }
-    if let Some(list) = ObjectEntries::parse(&result)
-        .ok()
-        .and_then(|entries| entries.get("tasks").map(|tasks| tasks.get().to_owned()))
-        && let Ok(tasks) = serde_json::from_str::<Vec<&RawValue>>(&list)
-    {
-        let exposed: Vec<String> = tasks
-            .iter()
-            .map(|task| {
-                expose_field(task.get(), "taskId", backend).unwrap_or_else(|| task.get().to_owned())
-            })
-            .collect();
-        let array = format!("[{}]", exposed.join(","));
-        if let Some(changed) = change_object(&result, "tasks", |_| Some(array)) {
-            result = changed;
+    for (key, value) in changed {
+        if let Some(value) = value.and_then(|value| RawValue::from_string(value).ok()) {
+            entries.set(key, value);
         }
     }
-    result
+    entries.to_json()
 }
 
 #[cfg(test)]
