@@ -571,13 +571,7 @@ async fn the_demo_server_is_supervised_end_to_end() {
 
 #[tokio::test]
 async fn server_everything_from_npm_is_supervised_end_to_end() {
-    let mut config = switchboard::config::BackendConfig::new(
-        "everything",
-        everything_server().to_string_lossy().into_owned(),
-        vec!["stdio".to_owned()],
-    );
-    config.restart = fast_restarts();
-    let engine = engine(vec![config]);
+    let engine = engine(vec![everything("everything")]);
     let backend = engine.backend("everything").expect("configured");
     let status = wait_state(&backend, BackendState::Ready).await;
     let names: Vec<String> = status

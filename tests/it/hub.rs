@@ -99,6 +99,29 @@ async fn request(session: &Session, id: Value, method: &str, params: Value) -> V
     messages.last().cloned().expect("a response")
 }
 
+/// Starts a call of `tool` and returns the first message the session gets for it and the rest.
+async fn start_call(
+    session: &Session,
+    id: u64,
+    tool: &str,
+    arguments: Value,
+) -> (Value, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let Inbound::Request(mut reply) = session.receive(call.to_string().as_bytes()) else {
+        panic!("a request");
+    };
+    (next_message(&mut reply.messages).await, reply.messages)
+}
+
+/// The next message of a call, in time.
+async fn next_message(messages: &mut tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) -> Value {
+    let message = tokio::time::timeout(EVENT_LIMIT, messages.recv())
+        .await
+        .expect("in time")
+        .expect("a message");
+    serde_json::from_slice(&message).expect("JSON")
+}
+
 async fn initialized(hub: &Hub, capabilities: Value) -> (Session, SessionEvents) {
     let (session, events) = hub.open_session();
     let answer = request(
@@ -502,21 +525,9 @@ async fn server_to_client_requests_go_to_the_session_whose_call_caused_them() {
     ready(&hub, "mis").await;
     let (_bystander, _) = initialized(&hub, json!({"sampling": {}})).await;
     let (caller, _) = initialized(&hub, json!({"sampling": {}, "elicitation": {}})).await;
-    let params = json!({"name": "mis__ask", "arguments": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}});
-    let Inbound::Request(mut reply) = caller.receive(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-            .to_string()
-            .as_bytes(),
-    ) else {
-        panic!("a request");
-    };
-    let asked: Value = serde_json::from_slice(
-        &tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
-            .await
-            .expect("in time")
-            .expect("asked"),
-    )
-    .expect("JSON");
+    let arguments =
+        json!({"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}});
+    let (asked, mut rest) = start_call(&caller, 1, "mis__ask", arguments).await;
     assert_eq!(asked["method"], "sampling/createMessage");
     assert_eq!(asked["params"]["maxTokens"], 5);
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}});
@@ -524,13 +535,7 @@ async fn server_to_client_requests_go_to_the_session_whose_call_caused_them() {
         caller.receive(answer.to_string().as_bytes()),
         Inbound::Accepted
     ));
-    let response: Value = serde_json::from_slice(
-        &tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
-            .await
-            .expect("in time")
-            .expect("answered"),
-    )
-    .expect("JSON");
+    let response = next_message(&mut rest).await;
     let relayed: Value = serde_json::from_str(
         response["result"]["content"][0]["text"]
             .as_str()
@@ -832,42 +837,10 @@ async fn initialize_carries_each_servers_instructions_in_a_section_of_its_own() 
     hub.shutdown().await;
 }
 
-/// server-everything from npm, which offers its URL-elicitation tool only to clients that
-/// declare URL-mode elicitation.
-fn everything() -> BackendConfig {
-    let mut config = BackendConfig::new(
-        "everything",
-        everything_server().to_string_lossy().into_owned(),
-        vec!["stdio".to_owned()],
-    );
-    config.restart = fast_restarts();
-    config
-}
-
-/// Starts a call of `tool` and returns the first message the session gets for it and the rest.
-async fn start_call(
-    session: &Session,
-    id: u64,
-    tool: &str,
-    arguments: Value,
-) -> (Value, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
-    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
-    let Inbound::Request(mut reply) = session.receive(call.to_string().as_bytes()) else {
-        panic!("a request");
-    };
-    let first = tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
-        .await
-        .expect("in time")
-        .expect("a message");
-    (
-        serde_json::from_slice(&first).expect("JSON"),
-        reply.messages,
-    )
-}
-
 #[tokio::test]
 async fn servers_offer_what_editors_can_be_asked_and_requests_reach_only_editors_that_can_answer() {
-    let hub = hub(vec![everything()]);
+    // server-everything offers its URL-elicitation tool only to clients that declare URL mode.
+    let hub = hub(vec![everything("everything")]);
     ready(&hub, "everything").await;
     let (form_only, _) = initialized(&hub, json!({"elicitation": {}})).await;
     let tools = listed_tools(&request(&form_only, json!(1), "tools/list", json!({})).await);
@@ -910,13 +883,7 @@ async fn servers_offer_what_editors_can_be_asked_and_requests_reach_only_editors
         with_url.receive(accepted.to_string().as_bytes()),
         Inbound::Accepted
     ));
-    let result: Value = serde_json::from_slice(
-        &tokio::time::timeout(EVENT_LIMIT, rest.recv())
-            .await
-            .expect("in time")
-            .expect("the call's answer"),
-    )
-    .expect("JSON");
+    let result = next_message(&mut rest).await;
     assert!(result["result"]["content"].is_array(), "{result}");
     assert_ne!(result["result"]["isError"], true, "{result}");
     hub.shutdown().await;
@@ -924,7 +891,7 @@ async fn servers_offer_what_editors_can_be_asked_and_requests_reach_only_editors
 
 #[tokio::test]
 async fn tasks_route_by_their_ids_alone() {
-    let hub = hub(vec![everything()]);
+    let hub = hub(vec![everything("everything")]);
     ready(&hub, "everything").await;
     let (session, _) = initialized(&hub, json!({})).await;
     let started = request(

@@ -51,6 +51,17 @@ pub fn demo(name: &str) -> BackendConfig {
     config
 }
 
+/// A backend running server-everything from npm over stdio, with quick restarts.
+pub fn everything(name: &str) -> BackendConfig {
+    let mut config = BackendConfig::new(
+        name,
+        everything_server().to_string_lossy().into_owned(),
+        vec!["stdio".to_owned()],
+    );
+    config.restart = fast_restarts();
+    config
+}
+
 pub fn fast_restarts() -> RestartPolicy {
     RestartPolicy {
         backoff_base: Duration::from_millis(20),
