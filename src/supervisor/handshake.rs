@@ -11,9 +11,8 @@ use crate::config::BackendConfig;
 use crate::supervisor::rpc::Connection;
 use crate::supervisor::status::{Catalog, ServerDescription};
 
-/// The protocol versions Switchboard speaks with backends, newest first.
-pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
-    ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The session-era protocol versions Switchboard speaks with backends, newest first.
+pub use crate::wire::era::LEGACY_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS;
 const MAX_LIST_PAGES: usize = 1000;
 
 /// The catalog lists a server can change.

@@ -1,4 +1,6 @@
-//! What both sides of Switchboard speak: the JSON-RPC envelope and newline framing.
+//! What both sides of Switchboard speak: the JSON-RPC envelope, newline framing and the
+//! protocol eras.
 
+pub mod era;
 pub mod framing;
 pub mod jsonrpc;
