@@ -351,7 +351,3 @@ pub fn echo(value: &str) -> String {
     let cut: String = value.chars().take(MAX_ECHOED_CHARS).collect();
     format!("{cut:?}")
 }
-
-pub fn echo_bytes(value: &[u8]) -> String {
-    echo(&String::from_utf8_lossy(value))
-}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::headers::{self, HeaderParam};
 use super::names::{self, Offered};
 use super::rewrite::{ObjectEntries, json_string};
 use crate::config::BackendConfig;
@@ -43,6 +44,9 @@ pub struct MergedCatalog {
     pub resource_backends: Vec<Arc<str>>,
     /// Backends whose catalog, live or last known, is merged here.
     pub catalogued: HashSet<Arc<str>>,
+    /// Exposed tool name → the arguments it mirrors into `Mcp-Param-*` headers, for the tools
+    /// that mirror any.
+    pub mirrored: HashMap<String, Vec<HeaderParam>>,
 }
 
 /// Which lists differ between two catalogs.
@@ -193,6 +197,16 @@ pub fn merge(sources: &[Source<'_>]) -> MergedCatalog {
     }
     let (tools_json, tools, unlisted_tools) = expose(&tool_items);
     let (prompts_json, prompts, unlisted_prompts) = expose(&prompt_items);
+    merged.mirrored = tool_items
+        .iter()
+        .filter(|item| item.raw.get().contains("x-mcp-header"))
+        .filter_map(|item| {
+            let exposed = tools
+                .iter()
+                .find(|(_, route)| route.backend == item.backend && route.name == item.name)?;
+            Some((exposed.0.clone(), headers::header_params(item.raw.get())))
+        })
+        .collect();
     merged.tools = tools;
     merged.prompts = prompts;
     merged.unlisted_tools = unlisted_tools;

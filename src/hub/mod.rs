@@ -15,7 +15,10 @@ pub mod rewrite;
 mod call;
 mod capabilities;
 mod cold_start;
+mod headers;
+mod request_state;
 mod session;
+mod stateless;
 mod tasks;
 mod upstream;
 
@@ -35,10 +38,14 @@ use crate::supervisor::status::{BackendState, Catalog};
 use crate::supervisor::{Engine, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use catalog::{CatalogCache, MergedCatalog, Source};
+use request_state::Sealer;
 use rewrite::json_string;
+use stateless::Parked;
 use upstream::ForwardedRequest;
 
+pub use headers::RequestHeaders;
 pub use session::Session;
+pub use stateless::{is_stateless, unsupported_version};
 
 /// The protocol versions editors may speak with the hub, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = crate::supervisor::SUPPORTED_PROTOCOL_VERSIONS;
@@ -66,6 +73,9 @@ pub struct RequestReply {
     pub id: Box<str>,
     /// Whether the request is `initialize`.
     pub initialize: bool,
+    /// Whether the reply is best streamed: a 2026-07-28 request that asked for progress or log
+    /// messages, or opened a listen stream. (A session's requests leave it to the transport.)
+    pub streamed: bool,
 }
 
 /// Messages for the session not tied to any of its requests (list_changed, resource updates,
@@ -91,6 +101,10 @@ struct HubInner {
     sessions: Mutex<HashMap<String, Session>>,
     /// Our id of a request sent to a client → the backend's request it stands for.
     forwarded_requests: Mutex<HashMap<u64, ForwardedRequest>>,
+    /// Seals the `requestState` of calls parked for a 2026-07-28 editor's answer.
+    sealer: Sealer,
+    /// Parked calls by id, each waiting for the editor's retry (see [`stateless`]).
+    parked: Mutex<HashMap<String, Parked>>,
     next_id: AtomicU64,
     stop: CancellationToken,
     /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
@@ -111,6 +125,8 @@ impl Hub {
             catalog: RwLock::new(Arc::new(MergedCatalog::default())),
             sessions: Mutex::new(HashMap::new()),
             forwarded_requests: Mutex::new(HashMap::new()),
+            sealer: Sealer::new(),
+            parked: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             stop: CancellationToken::new(),
             unseen_changes: Mutex::new(engine.changes()),
@@ -139,17 +155,19 @@ impl Hub {
 
     /// Opens a new session and returns it with its stream of unrelated messages.
     pub fn open_session(&self) -> (Session, SessionEvents) {
-        let (events, events_rx) = mpsc::channel(SESSION_EVENTS_CAPACITY);
-        let session = Session::new(
-            random_id(),
-            Arc::downgrade(&self.inner),
-            events,
-            self.inner.stop.child_token(),
-        );
-        self.inner
-            .lock_sessions()
-            .insert(session.id().to_owned(), session.clone());
-        (session, events_rx)
+        self.inner.open_session(false)
+    }
+
+    /// Takes one 2026-07-28 request (see [`is_stateless`]) with the `Mcp-*` headers it came
+    /// with over HTTP; dropping the reply's receiver ends it.
+    pub fn receive_stateless(&self, message: &[u8], headers: Option<&RequestHeaders>) -> Inbound {
+        stateless::receive(
+            &self.inner,
+            message,
+            headers,
+            CancellationToken::new(),
+            Box::new(|| {}),
+        )
     }
 
     /// The open session with this id.
@@ -244,6 +262,21 @@ pub fn start(
 }
 
 impl HubInner {
+    /// Opens a session; a stateless one belongs to one 2026-07-28 request.
+    fn open_session(self: &Arc<Self>, stateless: bool) -> (Session, SessionEvents) {
+        let (events, events_rx) = mpsc::channel(SESSION_EVENTS_CAPACITY);
+        let session = Session::new(
+            random_id(),
+            Arc::downgrade(self),
+            events,
+            self.stop.child_token(),
+            stateless,
+        );
+        self.lock_sessions()
+            .insert(session.id().to_owned(), session.clone());
+        (session, events_rx)
+    }
+
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
         self.sessions
             .lock()
@@ -373,7 +406,7 @@ fn notification(method: &str, params: Option<&RawValue>) -> Vec<u8> {
 }
 
 /// 128 random bits as hex.
-fn random_id() -> String {
+pub(super) fn random_id() -> String {
     let bits: u128 = rand::random();
     format!("{bits:032x}")
 }

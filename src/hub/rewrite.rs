@@ -85,6 +85,18 @@ impl<'a> ObjectEntries<'a> {
         });
     }
 
+    /// Removes every entry of `key`; whether there was one.
+    pub fn remove(&mut self, key: &str) -> bool {
+        let before = self.entries.len();
+        self.entries.retain(|(entry_key, _)| entry_key != key);
+        self.entries.len() != before
+    }
+
+    /// Whether the object has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// The object as compact JSON text, except that each value is copied exactly as it was
     /// (with its own whitespace and number spelling).
     pub fn to_json(&self) -> String {

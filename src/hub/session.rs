@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::capabilities::ClientCapabilities;
 use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
+use super::stateless;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
 use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, Engine};
@@ -25,6 +26,9 @@ pub struct Session {
 
 struct SessionShared {
     id: String,
+    /// A 2026-07-28 request's own session, which lives as long as that request (or its listen
+    /// stream): it is never asked anything outside its call.
+    stateless: bool,
     hub: Weak<HubInner>,
     events: mpsc::Sender<Vec<u8>>,
     state: Mutex<SessionState>,
@@ -40,6 +44,8 @@ pub(super) struct SessionState {
     pub(super) in_flight: HashMap<String, CallInFlight>,
     pub(super) subscriptions: HashSet<String>,
     pub(super) last_active: Option<Instant>,
+    /// 2026-07-28 requests sent on this connection (over stdio), by id: cancelling one ends it.
+    pub(super) stateless_in_flight: HashMap<String, CancellationToken>,
 }
 
 /// A call of this session that a backend has not answered yet.
@@ -57,6 +63,7 @@ impl Session {
         hub: Weak<HubInner>,
         events: mpsc::Sender<Vec<u8>>,
         closed: CancellationToken,
+        stateless: bool,
     ) -> Session {
         let state = SessionState {
             last_active: Some(Instant::now()),
@@ -65,6 +72,7 @@ impl Session {
         Session {
             shared: Arc::new(SessionShared {
                 id,
+                stateless,
                 hub,
                 events,
                 state: Mutex::new(state),
@@ -124,6 +132,9 @@ impl Session {
             return rejected(valid_id(envelope.id), error);
         }
         match envelope.kind() {
+            Kind::Request if stateless::carries_envelope(&envelope) => {
+                self.on_stateless_request(&hub, message, &envelope)
+            }
             Kind::Request => self.on_request(&hub, &envelope),
             Kind::Notification => {
                 self.on_notification(&hub, &envelope);
@@ -200,6 +211,7 @@ impl Session {
             messages,
             id: id.get().into(),
             initialize: method == "initialize",
+            streamed: false,
         })
     }
 
@@ -250,6 +262,9 @@ impl Session {
                 let state = self.lock_state();
                 if let Some(call) = state.in_flight.get(request_id.get()) {
                     call.cancel.cancel();
+                }
+                if let Some(request) = state.stateless_in_flight.get(request_id.get()) {
+                    request.cancel();
                 }
             }
             "notifications/roots/list_changed" => {
@@ -320,6 +335,44 @@ impl Session {
         self.lock_state().initialized
     }
 
+    /// From now on the session is told when lists change, as an initialized one is.
+    pub(super) fn mark_initialized(&self) {
+        self.lock_state().initialized = true;
+    }
+
+    /// Whether this is a 2026-07-28 request's own session.
+    pub(super) fn is_stateless(&self) -> bool {
+        self.shared.stateless
+    }
+
+    /// Takes a 2026-07-28 request sent on this connection; `notifications/cancelled` naming its
+    /// id ends it.
+    fn on_stateless_request(
+        &self,
+        hub: &Arc<HubInner>,
+        message: &[u8],
+        envelope: &Envelope<'_>,
+    ) -> Inbound {
+        let key = envelope
+            .id
+            .map(|id| id.get().to_owned())
+            .unwrap_or_default();
+        let cancel = self.call_token();
+        self.lock_state()
+            .stateless_in_flight
+            .insert(key.clone(), cancel.clone());
+        let connection = Arc::downgrade(&self.shared);
+        let done = move || {
+            if let Some(shared) = connection.upgrade() {
+                Session { shared }
+                    .lock_state()
+                    .stateless_in_flight
+                    .remove(&key);
+            }
+        };
+        stateless::receive(hub, message, None, cancel, Box::new(done))
+    }
+
     /// A token for one call of this session, cancelled when the session closes.
     pub(super) fn call_token(&self) -> CancellationToken {
         self.shared.closed.child_token()
@@ -335,7 +388,7 @@ impl Session {
 
 /// Whether `backend` is ready and its server declared the capability at `path` (say,
 /// `["tasks", "list"]`).
-fn ready_with(backend: &BackendHandle, path: &[&str]) -> bool {
+pub(super) fn ready_with(backend: &BackendHandle, path: &[&str]) -> bool {
     let status = backend.status();
     let Some(server) = status
         .server
@@ -432,18 +485,23 @@ fn list(
     }
     let method = method.to_owned();
     when_settled(hub, id, reply, Needs::Catalog, move |hub| {
-        let catalog = hub.catalog();
-        Ok(match method.as_str() {
-            "tools/list" => catalog.tools_result.clone(),
-            "prompts/list" => catalog.prompts_result.clone(),
-            "resources/list" => catalog.resources_result.clone(),
-            _ => catalog.templates_result.clone(),
-        })
+        Ok(list_result(hub, &method))
     })
 }
 
+/// The merged list a list method answers with.
+pub(super) fn list_result(hub: &HubInner, method: &str) -> String {
+    let catalog = hub.catalog();
+    match method {
+        "tools/list" => catalog.tools_result.clone(),
+        "prompts/list" => catalog.prompts_result.clone(),
+        "resources/list" => catalog.resources_result.clone(),
+        _ => catalog.templates_result.clone(),
+    }
+}
+
 /// What an answer is made of.
-enum Needs {
+pub(super) enum Needs {
     /// The backends' published statuses (their instructions).
     Statuses,
     /// The merged catalog, which follows the statuses by a rebuild.
@@ -453,7 +511,7 @@ enum Needs {
 /// `answer` at once unless backends nothing is known of are still starting (or, for an answer
 /// from the catalog, a rebuild is due): then once they are ready (or have failed), so that the
 /// first `initialize` and list are whole (see [`cold_start`]).
-fn when_settled(
+pub(super) fn when_settled(
     hub: &Arc<HubInner>,
     id: &RawValue,
     reply: &mpsc::UnboundedSender<Vec<u8>>,
@@ -476,9 +534,38 @@ fn when_settled(
     None
 }
 
-/// What the hub answers `initialize` with: its own capabilities and, after a word on names, the
-/// instructions of every server that gave some, one section each.
+/// What the hub answers `initialize` with: its own capabilities and instructions.
 fn initialize_result(hub: &HubInner, version: &str) -> String {
+    let mut capabilities = capabilities();
+    capabilities["tasks"] =
+        serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+    serde_json::json!({
+        "protocolVersion": version,
+        "capabilities": capabilities,
+        "serverInfo": server_info(),
+        "instructions": instructions(hub),
+    })
+    .to_string()
+}
+
+/// What the endpoint offers in both eras (the session era adds its tasks).
+pub(super) fn capabilities() -> serde_json::Value {
+    serde_json::json!({
+        "tools": { "listChanged": true },
+        "prompts": { "listChanged": true },
+        "resources": { "subscribe": true, "listChanged": true },
+        "logging": {},
+        "completions": {},
+    })
+}
+
+/// Switchboard's name and version, as it gives them to editors.
+pub(super) fn server_info() -> serde_json::Value {
+    serde_json::json!({ "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") })
+}
+
+/// A word on names, then the instructions of every server that gave some, one section each.
+pub(super) fn instructions(hub: &HubInner) -> String {
     let mut instructions = String::from(
         "Switchboard offers the tools, prompts and resources of several MCP servers; tool and \
          prompt names are prefixed with the server's name and two underscores.",
@@ -500,24 +587,11 @@ fn initialize_result(hub: &HubInner, version: &str) -> String {
             name = backend.name(),
         ));
     }
-    serde_json::json!({
-        "protocolVersion": version,
-        "capabilities": {
-            "tools": { "listChanged": true },
-            "prompts": { "listChanged": true },
-            "resources": { "subscribe": true, "listChanged": true },
-            "logging": {},
-            "completions": {},
-            "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } },
-        },
-        "serverInfo": { "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") },
-        "instructions": instructions,
-    })
-    .to_string()
+    instructions
 }
 
 /// Every list is sent in one page: a cursor we never gave out is an error.
-fn single_page(params: Option<&RawValue>) -> Result<(), ErrorObject> {
+pub(super) fn single_page(params: Option<&RawValue>) -> Result<(), ErrorObject> {
     let has_cursor = params
         .and_then(|params| ObjectEntries::parse(params.get()).ok())
         .is_some_and(|params| {
@@ -538,7 +612,7 @@ pub(super) fn invalid_params(message: impl Into<String>) -> ErrorObject {
 }
 
 /// A request id worth echoing: a string or a number.
-fn valid_id(id: Option<&RawValue>) -> Option<&RawValue> {
+pub(super) fn valid_id(id: Option<&RawValue>) -> Option<&RawValue> {
     id.filter(|id| {
         let text = id.get();
         text.starts_with('"')
@@ -548,7 +622,7 @@ fn valid_id(id: Option<&RawValue>) -> Option<&RawValue> {
 }
 
 /// The answer to a message that cannot be taken: this error response, as JSON text.
-fn rejected(id: Option<&RawValue>, error: ErrorObject) -> Inbound {
+pub(super) fn rejected(id: Option<&RawValue>, error: ErrorObject) -> Inbound {
     let mut line = jsonrpc::error_line(id, &error);
     line.pop();
     Inbound::Rejected(line)

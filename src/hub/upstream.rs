@@ -232,11 +232,17 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
             .max_by_key(|call| call.started)
             .map(|call| call.reply.clone());
         let active = state.last_active;
-        let missing = lacks(state.capabilities);
+        // A 2026-07-28 request's session is asked only during its call, and decides there
+        // what to do with a question it lacks the capability for.
+        let missing = if session.is_stateless() {
+            None
+        } else {
+            lacks(state.capabilities)
+        };
         drop(state);
         match latest {
             Some(reply) => callers.push((session, missing, reply)),
-            None if missing.is_none() => {
+            None if missing.is_none() && !session.is_stateless() => {
                 let active = active.unwrap_or_else(Instant::now);
                 if idle.as_ref().is_none_or(|(best, _)| active > *best) {
                     idle = Some((active, session));

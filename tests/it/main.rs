@@ -16,4 +16,5 @@ mod reload;
 mod security;
 mod serve;
 mod soak;
+mod stateless;
 mod ui;

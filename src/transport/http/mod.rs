@@ -56,6 +56,7 @@ mod body;
 mod legacy_sse;
 mod messages;
 mod sessions;
+mod stateless;
 mod streamable;
 
 use std::fmt;

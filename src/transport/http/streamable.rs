@@ -22,10 +22,14 @@ use super::messages::{
     no_response, unknown_session, unparsable,
 };
 use super::sessions::{Activity, CloseUnlessKept, SessionRecord, lock};
+use super::stateless::post_stateless;
 use super::{HttpState, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Shutdown};
-use crate::guard::{ContentType, content_type, echo_bytes, json_response};
+use crate::guard::{ContentType, content_type, json_response};
 use crate::hub::rewrite::ObjectEntries;
-use crate::hub::{Inbound, SUPPORTED_PROTOCOL_VERSIONS, SessionEvents};
+use crate::hub::{
+    Inbound, SUPPORTED_PROTOCOL_VERSIONS, SessionEvents, is_stateless, unsupported_version,
+};
+use crate::wire::era::{MODERN_PROTOCOL_VERSION, code};
 use crate::wire::jsonrpc::{self, Envelope, Kind};
 
 pub(super) async fn post_mcp(
@@ -34,9 +38,10 @@ pub(super) async fn post_mcp(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Some(response) = unsupported_protocol_version(&headers) {
-        return response;
-    }
+    let era = match era(&headers) {
+        Ok(era) => era,
+        Err(error) => return json_response(StatusCode::BAD_REQUEST, error),
+    };
     if content_type(&headers) == ContentType::Other {
         return jsonrpc_error_response(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -50,6 +55,27 @@ pub(super) async fn post_mcp(
         Err(response) => return response,
     };
     let session_id = session_id(&headers);
+    let stateless = match era {
+        Some(Era::Stateless) => true,
+        Some(Era::Session) => {
+            if is_stateless(&body) {
+                return jsonrpc_error_response(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    code::HEADER_MISMATCH,
+                    format!(
+                        "header mismatch: MCP-Protocol-Version names a session-era version, \
+                         but the body carries the {MODERN_PROTOCOL_VERSION} envelope"
+                    ),
+                );
+            }
+            false
+        }
+        None => session_id.is_none() && is_stateless(&body),
+    };
+    if stateless {
+        return post_stateless(&state.sessions.hub, &headers, &body, shutdown.map(|s| s.0)).await;
+    }
     match body.iter().find(|byte| !byte.is_ascii_whitespace()) {
         Some(b'{') => {
             let answer = if accepts(&headers, "text/event-stream") {
@@ -62,6 +88,33 @@ pub(super) async fn post_mcp(
         Some(b'[') => post_batch(&state, session_id, &body).await,
         _ => unparsable(&body),
     }
+}
+
+/// Which era a request's `MCP-Protocol-Version` names, if it names one.
+pub(super) enum Era {
+    /// A version of the `initialize` era, up to 2025-11-25.
+    Session,
+    /// 2026-07-28: each request on its own.
+    Stateless,
+}
+
+/// The era `MCP-Protocol-Version` names; for a version this endpoint does not speak, the -32022
+/// error (answered with 400) that lists the versions it does.
+pub(super) fn era(headers: &HeaderMap) -> Result<Option<Era>, Vec<u8>> {
+    let Some(value) = headers.get(MCP_PROTOCOL_VERSION) else {
+        return Ok(None);
+    };
+    let version = value.to_str().map(str::trim).unwrap_or_default();
+    if version == MODERN_PROTOCOL_VERSION {
+        return Ok(Some(Era::Stateless));
+    }
+    if SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+        return Ok(Some(Era::Session));
+    }
+    let error = unsupported_version(&String::from_utf8_lossy(value.as_bytes()));
+    let mut body = jsonrpc::error_line(None, &error);
+    body.pop();
+    Err(body)
 }
 
 /// How a request is answered.
@@ -106,7 +159,7 @@ pub(super) async fn post_message(
                     messages: reply.messages,
                     shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
                     unanswered: Some(id.map(ToOwned::to_owned)),
-                    _activity: activity,
+                    _activity: Some(activity),
                 };
                 Sse::new(stream)
                     .keep_alive(KeepAlive::default())
@@ -260,7 +313,7 @@ pub(super) async fn get_mcp(
     shutdown: Option<Extension<Shutdown>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(response) = unsupported_protocol_version(&headers) {
+    if let Some(response) = sessions_only(&headers) {
         return response;
     }
     if !accepts(&headers, "text/event-stream") {
@@ -294,7 +347,7 @@ pub(super) async fn delete_mcp(
     State(state): State<Arc<HttpState>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(response) = unsupported_protocol_version(&headers) {
+    if let Some(response) = sessions_only(&headers) {
         return response;
     }
     let Some(session_id) = session_id(&headers) else {
@@ -318,7 +371,8 @@ pub(super) struct ReplyStream {
     /// The request's id until its response has gone out: if the messages end without one (the
     /// session was deleted mid-call), an error response takes its place, as over JSON.
     pub(super) unanswered: Option<Option<Box<RawValue>>>,
-    pub(super) _activity: Activity,
+    /// The session's activity, for a request of a session.
+    pub(super) _activity: Option<Activity>,
 }
 
 impl Stream for ReplyStream {
@@ -418,24 +472,19 @@ impl Drop for EventStream {
     }
 }
 
-/// The 400 answer to an `MCP-Protocol-Version` this endpoint does not speak.
-pub(super) fn unsupported_protocol_version(headers: &HeaderMap) -> Option<Response> {
-    let value = headers.get(MCP_PROTOCOL_VERSION)?;
-    if let Ok(version) = value.to_str()
-        && SUPPORTED_PROTOCOL_VERSIONS.contains(&version.trim())
-    {
-        return None;
+/// The answer to a `GET` or `DELETE` that is not for a session: 405 under 2026-07-28, which
+/// has neither, and 400 for a version this endpoint does not speak.
+fn sessions_only(headers: &HeaderMap) -> Option<Response> {
+    match era(headers) {
+        Ok(Some(Era::Stateless)) => Some(jsonrpc_error_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            None,
+            jsonrpc::INVALID_REQUEST,
+            format!("{MODERN_PROTOCOL_VERSION} has no GET or DELETE on the MCP endpoint"),
+        )),
+        Ok(_) => None,
+        Err(error) => Some(json_response(StatusCode::BAD_REQUEST, error)),
     }
-    Some(jsonrpc_error_response(
-        StatusCode::BAD_REQUEST,
-        None,
-        jsonrpc::INVALID_REQUEST,
-        format!(
-            "unsupported MCP-Protocol-Version {}; this endpoint speaks {}",
-            echo_bytes(value.as_bytes()),
-            SUPPORTED_PROTOCOL_VERSIONS.join(", ")
-        ),
-    ))
 }
 
 /// The `Mcp-Session-Id` sent, if any. A value that is not visible ASCII names no session.

@@ -1,0 +1,120 @@
+//! 2026-07-28 requests at `/mcp`: each `POST` is self-contained (no session), carries its
+//! version, capabilities and method in `params._meta` and mirrors them in `Mcp-*` headers, and is
+//! answered as JSON or as an SSE stream of its own.
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::value::RawValue;
+
+use super::messages::{accepts, final_message, jsonrpc_error_response, no_response, unparsable};
+use super::streamable::ReplyStream;
+use super::{MCP_PROTOCOL_VERSION, Shutdown};
+use crate::guard::json_response;
+use crate::hub::{Hub, Inbound, RequestHeaders};
+use crate::wire::era::code;
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+
+/// Answers one 2026-07-28 `POST`.
+pub(super) async fn post_stateless(
+    hub: &Hub,
+    headers: &HeaderMap,
+    body: &[u8],
+    shutdown: Option<Shutdown>,
+) -> Response {
+    let Ok(envelope) = Envelope::parse(body) else {
+        if body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
+            return jsonrpc_error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "2026-07-28 has no batches: send one request per POST",
+            );
+        }
+        return unparsable(body);
+    };
+    let listen = envelope.method.as_deref() == Some("subscriptions/listen");
+    let id = envelope.id.map(ToOwned::to_owned);
+    let sent = request_headers(headers);
+    match hub.receive_stateless(body, Some(&sent)) {
+        Inbound::Accepted => StatusCode::ACCEPTED.into_response(),
+        Inbound::Rejected(error) => json_response(rejection_status(&error), error),
+        Inbound::Request(reply) => {
+            let stream = accepts(headers, "text/event-stream");
+            if reply.streamed && stream {
+                let stream = ReplyStream {
+                    messages: reply.messages,
+                    shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
+                    unanswered: Some(id),
+                    _activity: None,
+                };
+                let mut response = Sse::new(stream)
+                    .keep_alive(KeepAlive::default())
+                    .into_response();
+                response.headers_mut().insert(
+                    "x-accel-buffering",
+                    axum::http::HeaderValue::from_static("no"),
+                );
+                return response;
+            }
+            if listen {
+                return jsonrpc_error_response(
+                    StatusCode::NOT_ACCEPTABLE,
+                    id.as_deref(),
+                    jsonrpc::INVALID_REQUEST,
+                    "subscriptions/listen answers with an event stream; send Accept: \
+                     text/event-stream",
+                );
+            }
+            let message = final_message(reply.messages, None)
+                .await
+                .unwrap_or_else(|| no_response(id.as_deref()));
+            json_response(answer_status(&message), message)
+        }
+    }
+}
+
+/// The `Mcp-*` headers of a request, as they came.
+fn request_headers(headers: &HeaderMap) -> RequestHeaders {
+    let value = |name: &str| headers.get(name).map(|value| value.as_bytes().to_vec());
+    RequestHeaders {
+        protocol_version: value(MCP_PROTOCOL_VERSION.as_str()),
+        method: value("mcp-method"),
+        name: value("mcp-name"),
+        params: headers
+            .iter()
+            .filter_map(|(name, value)| {
+                let param = name.as_str().strip_prefix("mcp-param-")?;
+                Some((param.to_owned(), value.as_bytes().to_vec()))
+            })
+            .collect(),
+    }
+}
+
+/// The status of a request refused before it ran: 404 for a method this revision does not
+/// have, 400 for the rest (a bad envelope, header or version, or a refused `requestState`).
+fn rejection_status(error: &[u8]) -> StatusCode {
+    match error_code(error) {
+        Some(jsonrpc::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+/// The status of a request's answer: 400 for the errors this revision gives that status.
+fn answer_status(message: &[u8]) -> StatusCode {
+    match error_code(message) {
+        Some(
+            code::HEADER_MISMATCH
+            | code::MISSING_CLIENT_CAPABILITY
+            | code::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+fn error_code(message: &[u8]) -> Option<i64> {
+    let error: &RawValue = Envelope::parse(message).ok()?.error?;
+    serde_json::from_str::<ErrorObject>(error.get())
+        .ok()
+        .map(|error| error.code)
+}

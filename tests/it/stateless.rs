@@ -1,0 +1,487 @@
+//! The 2026-07-28 path of `/mcp` over real HTTP, with the real server-everything behind it:
+//! `server/discover`, stamped results, the header rules, errors with their codes and statuses,
+//! multi-round-trip requests over a session-era backend, and listen streams.
+
+use serde_json::{Value, json};
+
+use crate::support::{ServeProcess, ServedBackend};
+
+const VERSION: &str = "2026-07-28";
+
+/// A 2026-07-28 request: `params` with the envelope added to its `_meta`.
+fn request(id: u64, method: &str, mut params: Value, capabilities: Value) -> Value {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+    params["_meta"]["io.modelcontextprotocol/clientInfo"] = json!({"name": "it", "version": "1"});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The answer to one POST: status, `Mcp-Session-Id` if any, and the JSON body (or the SSE
+/// events' messages).
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    messages: Vec<Value>,
+}
+
+impl Answer {
+    fn last(&self) -> &Value {
+        self.messages.last().expect("at least one message")
+    }
+}
+
+/// POSTs `body` with the headers a conforming client sends (method, name or URI, version),
+/// then `extra`, which replace them.
+async fn post(serve: &ServeProcess, body: &Value, extra: &[(&str, &str)]) -> Answer {
+    let mut headers = vec![("mcp-protocol-version".to_owned(), VERSION.to_owned())];
+    if let Some(method) = body["method"].as_str() {
+        headers.push(("mcp-method".to_owned(), method.to_owned()));
+    }
+    let name = body["params"]["name"]
+        .as_str()
+        .or(body["params"]["uri"].as_str());
+    if let Some(name) = name {
+        headers.push(("mcp-name".to_owned(), name.to_owned()));
+    }
+    for (name, value) in extra {
+        headers.retain(|(existing, _)| existing != name);
+        if !value.is_empty() {
+            headers.push(((*name).to_owned(), (*value).to_owned()));
+        }
+    }
+    let mut builder = serve
+        .client()
+        .post(serve.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in &headers {
+        builder = builder.header(name, value);
+    }
+    let response = builder
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST /mcp");
+    let status = response.status().as_u16();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|value| value.to_str().expect("ASCII").to_owned());
+    let streamed = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+    let text = response.text().await.expect("a body");
+    let messages = if streamed {
+        sse_messages(&text)
+    } else {
+        vec![serde_json::from_str(&text).expect("a JSON body")]
+    };
+    Answer {
+        status,
+        session,
+        messages,
+    }
+}
+
+fn sse_messages(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            (!data.is_empty()).then(|| serde_json::from_str(&data.join("\n")).expect("JSON data"))
+        })
+        .collect()
+}
+
+fn call(id: u64, tool: &str, arguments: Value, capabilities: Value) -> Value {
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+        capabilities,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_discovers_lists_and_calls_without_a_session() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+
+    let discover = post(
+        &serve,
+        &request(1, "server/discover", json!({}), json!({})),
+        &[],
+    )
+    .await;
+    assert_eq!(discover.status, 200);
+    assert_eq!(discover.session, None, "no session in 2026-07-28");
+    let result = &discover.last()["result"];
+    assert_eq!(result["supportedVersions"][0], VERSION);
+    assert!(
+        result["supportedVersions"]
+            .as_array()
+            .expect("versions")
+            .contains(&json!("2025-11-25"))
+    );
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["ttlMs"], 0);
+    assert_eq!(result["cacheScope"], "private");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "switchboard"
+    );
+    assert!(result["capabilities"]["tools"].is_object());
+    assert!(
+        result["instructions"]
+            .as_str()
+            .expect("instructions")
+            .contains("## everything"),
+        "{result}"
+    );
+
+    let tools = post(&serve, &request(2, "tools/list", json!({}), json!({})), &[]).await;
+    let result = &tools.last()["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["cacheScope"], "private");
+    let names: Vec<&str> = result["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(names.contains(&"everything__echo"), "{names:?}");
+
+    let echo = post(
+        &serve,
+        &call(3, "everything__echo", json!({"message": "hi"}), json!({})),
+        &[],
+    )
+    .await;
+    assert_eq!(echo.status, 200);
+    let result = &echo.last()["result"];
+    assert_eq!(echo.last()["id"], 3);
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["content"][0]["text"], "Echo: hi");
+    assert!(
+        result.get("ttlMs").is_none(),
+        "a call's result is not cached"
+    );
+
+    let missing = post(
+        &serve,
+        &request(
+            4,
+            "resources/read",
+            json!({"uri": "demo://resource/static/document/nothing.md"}),
+            json!({}),
+        ),
+        &[],
+    )
+    .await;
+    let error = &missing.last()["error"];
+    assert_ne!(error["code"], -32002, "-32002 is not sent in 2026-07-28");
+    assert_eq!(error["code"], -32602, "{error}");
+
+    let ping = post(&serve, &request(5, "ping", json!({}), json!({})), &[]).await;
+    assert_eq!(ping.status, 404);
+    assert_eq!(ping.last()["error"]["code"], -32601);
+
+    let get = serve
+        .client()
+        .get(serve.url())
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(get.status().as_u16(), 405);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_breaks() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let echo = call(1, "everything__echo", json!({"message": "x"}), json!({}));
+
+    let mut no_capabilities = echo.clone();
+    no_capabilities["params"]["_meta"]
+        .as_object_mut()
+        .expect("meta")
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    let answer = post(&serve, &no_capabilities, &[]).await;
+    assert_eq!(
+        (answer.status, &answer.last()["error"]["code"]),
+        (400, &json!(-32602))
+    );
+
+    let mut unknown_version = echo.clone();
+    unknown_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
+        json!("2099-01-01");
+    let answer = post(&serve, &unknown_version, &[]).await;
+    let error = &answer.last()["error"];
+    assert_eq!((answer.status, &error["code"]), (400, &json!(-32022)));
+    assert_eq!(error["data"]["requested"], "2099-01-01");
+    assert_eq!(error["data"]["supported"][0], VERSION);
+
+    let answer = post(&serve, &echo, &[("mcp-protocol-version", "1999-01-01")]).await;
+    assert_eq!(
+        (answer.status, &answer.last()["error"]["code"]),
+        (400, &json!(-32022))
+    );
+
+    let answer = post(&serve, &echo, &[("mcp-name", "everything__other")]).await;
+    let error = &answer.last()["error"];
+    assert_eq!((answer.status, &error["code"]), (400, &json!(-32020)));
+    assert!(
+        error["message"]
+            .as_str()
+            .expect("message")
+            .contains("Mcp-Name")
+    );
+
+    let answer = post(&serve, &echo, &[("mcp-method", "")]).await;
+    assert_eq!(
+        (answer.status, &answer.last()["error"]["code"]),
+        (400, &json!(-32020))
+    );
+
+    let answer = post(&serve, &echo, &[("mcp-protocol-version", "2025-11-25")]).await;
+    assert_eq!(
+        (answer.status, &answer.last()["error"]["code"]),
+        (400, &json!(-32020))
+    );
+
+    let answer = post(&serve, &echo, &[("mcp-protocol-version", "")]).await;
+    assert_eq!(
+        (answer.status, &answer.last()["error"]["code"]),
+        (400, &json!(-32020))
+    );
+
+    let batch = json!([echo.clone()]);
+    let answer = post(&serve, &batch, &[]).await;
+    assert_eq!(
+        (answer.status, &answer.last()["error"]["code"]),
+        (400, &json!(-32600))
+    );
+
+    let mut forged = echo.clone();
+    forged["params"]["requestState"] = json!("eyJjIjoieCJ9.AAAA");
+    let answer = post(&serve, &forged, &[]).await;
+    let error = &answer.last()["error"];
+    assert_eq!((answer.status, &error["code"]), (400, &json!(-32602)));
+    assert!(
+        error["message"]
+            .as_str()
+            .expect("message")
+            .contains("does not verify"),
+        "{error}"
+    );
+
+    let answer = post(&serve, &echo, &[]).await;
+    assert_eq!(answer.last()["result"]["content"][0]["text"], "Echo: x");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_question_becomes_input_required_and_the_retry_resumes_the_same_call() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let tool = "everything__trigger-elicitation-request";
+    let form = json!({"elicitation": {"form": {}}});
+
+    let first = post(&serve, &call(1, tool, json!({}), form.clone()), &[]).await;
+    assert_eq!(first.status, 200);
+    let result = &first.last()["result"];
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let requests = result["inputRequests"].as_object().expect("input requests");
+    assert_eq!(requests.len(), 1);
+    let (key, asked) = requests.iter().next().expect("one request");
+    assert_eq!(asked["method"], "elicitation/create");
+    assert!(asked["params"]["requestedSchema"]["properties"]["name"].is_object());
+    let state = result["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_owned();
+
+    let mut retry = call(2, tool, json!({}), form.clone());
+    retry["params"]["requestState"] = json!(state);
+    retry["params"]["inputResponses"] = json!({
+        key: {"action": "accept", "content": {"name": "Ada Lovelace", "check": true}},
+    });
+    let resumed = post(&serve, &retry, &[]).await;
+    assert_eq!(resumed.status, 200);
+    assert_eq!(resumed.last()["id"], 2);
+    let result = &resumed.last()["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert!(result.to_string().contains("Ada Lovelace"), "{result}");
+
+    let replayed = post(&serve, &retry, &[]).await;
+    let error = &replayed.last()["error"];
+    assert_eq!((replayed.status, &error["code"]), (400, &json!(-32602)));
+    assert!(
+        error["message"]
+            .as_str()
+            .expect("message")
+            .contains("already used"),
+        "{error}"
+    );
+
+    let other = post(&serve, &call(3, tool, json!({}), form.clone()), &[]).await;
+    let state = other.last()["result"]["requestState"]
+        .as_str()
+        .expect("a second call parks too")
+        .to_owned();
+    let mut elsewhere = call(4, "everything__echo", json!({"message": "x"}), form.clone());
+    elsewhere["params"]["requestState"] = json!(state);
+    let answer = post(&serve, &elsewhere, &[]).await;
+    assert!(
+        answer.last()["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("another request"),
+        "{}",
+        answer.last()
+    );
+    // An answer to a question not asked (the first call's key) leaves the question open: it
+    // is asked again, under a new state.
+    let mut unanswered = call(5, tool, json!({}), form.clone());
+    unanswered["params"]["requestState"] = json!(state);
+    unanswered["params"]["inputResponses"] = json!({ key: {"action": "decline"} });
+    let answer = post(&serve, &unanswered, &[]).await;
+    let result = &answer.last()["result"];
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let (open_key, _) = result["inputRequests"]
+        .as_object()
+        .expect("input requests")
+        .iter()
+        .next()
+        .expect("the question again");
+    let mut declined = call(6, tool, json!({}), form.clone());
+    declined["params"]["requestState"] = result["requestState"].clone();
+    declined["params"]["inputResponses"] = json!({ open_key: {"action": "decline"} });
+    let answer = post(&serve, &declined, &[]).await;
+    assert_eq!(
+        answer.last()["result"]["resultType"],
+        "complete",
+        "{}",
+        answer.last()
+    );
+
+    let undeclared = post(&serve, &call(7, tool, json!({}), json!({})), &[]).await;
+    let error = &undeclared.last()["error"];
+    assert_eq!(
+        (undeclared.status, &error["code"]),
+        (400, &json!(-32021)),
+        "{error}"
+    );
+    assert!(error["data"]["requiredCapabilities"]["elicitation"].is_object());
+
+    let answer = post(
+        &serve,
+        &call(
+            8,
+            "everything__echo",
+            json!({"message": "still here"}),
+            json!({}),
+        ),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        answer.last()["result"]["content"][0]["text"],
+        "Echo: still here"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_stream_is_acknowledged_then_told_of_list_changes() {
+    let serve = ServeProcess::start(&[ServedBackend::Misbehave]);
+    let listen = request(
+        9,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": false}}),
+        json!({}),
+    );
+    let mut response = serve
+        .client()
+        .post(serve.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-method", "subscriptions/listen")
+        .body(listen.to_string())
+        .send()
+        .await
+        .expect("POST listen");
+    assert_eq!(response.status().as_u16(), 200);
+    let mut seen = String::new();
+    let mut next_message = async || loop {
+        if let Some(end) = seen.find("\n\n") {
+            let event: String = seen.drain(..end + 2).collect();
+            if let Some(message) = sse_messages(&event).pop() {
+                return message;
+            }
+            continue;
+        }
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(60), response.chunk())
+            .await
+            .expect("the listen stream stayed silent for a minute")
+            .expect("the stream")
+            .expect("more");
+        seen.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+    };
+    let acknowledged = next_message().await;
+    assert_eq!(
+        acknowledged["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    assert_eq!(
+        acknowledged["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    assert_eq!(
+        acknowledged["params"]["notifications"]["toolsListChanged"],
+        true
+    );
+    assert_eq!(
+        acknowledged["params"]["notifications"]["promptsListChanged"],
+        false
+    );
+
+    let changed = post(
+        &serve,
+        &call(10, "mis__change_tools", json!({}), json!({})),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        changed.last()["result"]["resultType"],
+        "complete",
+        "{}",
+        changed.last()
+    );
+    // A rebuild of the catalog already under way may announce itself first: each announcement
+    // is checked, until the list has the new tool.
+    for id in 11.. {
+        let changed = next_message().await;
+        assert_eq!(changed["method"], "notifications/tools/list_changed");
+        assert_eq!(
+            changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            9
+        );
+        let tools = post(
+            &serve,
+            &request(id, "tools/list", json!({}), json!({})),
+            &[],
+        )
+        .await;
+        let listed = tools.last()["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|tool| tool["name"] == "mis__added_later");
+        if listed {
+            break;
+        }
+    }
+}
