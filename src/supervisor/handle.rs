@@ -8,7 +8,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::BackendConfig;
 use crate::supervisor::output::OutputLog;
-use crate::supervisor::rpc::{Connection, ProgressSink};
+use crate::supervisor::rpc::{ClientMeta, Connection, ProgressSink};
 use crate::supervisor::status::BackendStatus;
 use crate::supervisor::{Applied, CallError, ControlError};
 
@@ -101,7 +101,7 @@ impl BackendHandle {
     }
 
     /// Sends a request whose progress notifications go to `progress` (see
-    /// [`Connection::request_with_progress`]).
+    /// [`Connection::request_for_client`]).
     pub async fn request_with_progress(
         &self,
         method: &str,
@@ -109,9 +109,23 @@ impl BackendHandle {
         timeout: Duration,
         progress: Option<ProgressSink>,
     ) -> Result<Box<RawValue>, CallError> {
+        self.request_for_client(method, params, timeout, progress, ClientMeta::default())
+            .await
+    }
+
+    /// Like [`BackendHandle::request_with_progress`], and a modern backend is told what `client`
+    /// says about the editor of this request (see [`Connection::request_for_client`]).
+    pub async fn request_for_client(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Duration,
+        progress: Option<ProgressSink>,
+        client: ClientMeta<'_>,
+    ) -> Result<Box<RawValue>, CallError> {
         let connection = self.ready_connection()?;
         Ok(connection
-            .request_with_progress(method, params, timeout, progress)
+            .request_for_client(method, params, timeout, progress, client)
             .await?)
     }
 

@@ -3,6 +3,7 @@
 //! A writer task owns the backend's stdin and a reader task owns its stdout. Requests get ids from
 //! our own space, wait in a pending map with a deadline, and tell the backend when they are
 //! abandoned. Closing the connection wakes every waiter at once with an error that says why.
+//! Once told the `_meta` envelope of a modern backend, it puts that envelope into every request.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::supervisor::output::{OutputLog, OutputStream};
 use crate::supervisor::status::ExitDescription;
+use crate::wire::era::{self, meta};
 use crate::wire::framing::{Frame, LineReader};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
@@ -101,6 +103,20 @@ pub enum Incoming {
     },
 }
 
+/// The `_meta` entries (key and JSON value) every request to a modern backend carries, unless
+/// its caller gave its own.
+pub type MetaEnvelope = Vec<(&'static str, Box<RawValue>)>;
+
+/// What a modern backend is told about the client of one request, in place of what the
+/// connection's envelope says by default. A legacy backend is told none of it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ClientMeta<'a> {
+    /// What the client can be asked during this request (`io.modelcontextprotocol/clientCapabilities`).
+    pub capabilities: Option<&'a RawValue>,
+    /// The lowest level of log messages wanted with this request (`io.modelcontextprotocol/logLevel`).
+    pub log_level: Option<&'a RawValue>,
+}
+
 /// Settings of one connection.
 #[derive(Clone)]
 pub struct ConnectionOptions {
@@ -134,6 +150,8 @@ struct Inner {
     outgoing: mpsc::Sender<Vec<u8>>,
     stop_writing: CancellationToken,
     max_message_size: usize,
+    /// Set while the backend is spoken to in the modern era.
+    envelope: Mutex<Option<Arc<MetaEnvelope>>>,
 }
 
 enum Pending {
@@ -163,6 +181,7 @@ impl Connection {
             outgoing,
             stop_writing: CancellationToken::new(),
             max_message_size: options.max_message_size,
+            envelope: Mutex::new(None),
         });
         tokio::spawn(write_loop(stdin, outgoing_rx, inner.stop_writing.clone()));
         let inner_for_reader = inner.clone();
@@ -189,20 +208,58 @@ impl Connection {
         params: Option<&RawValue>,
         timeout: Duration,
     ) -> Result<Box<RawValue>, RpcError> {
-        self.request_with_progress(method, params, timeout, None)
+        self.request_for_client(method, params, timeout, None, ClientMeta::default())
             .await
     }
 
     /// Like [`Connection::request`], and the backend's progress notifications for this request
     /// go to `progress` — in the order the backend sent them, and all of them before the
-    /// answer is returned.
-    pub async fn request_with_progress(
+    /// answer is returned; a modern backend is told what `client` says about the client of
+    /// this request.
+    pub async fn request_for_client(
         &self,
         method: &str,
         params: Option<&RawValue>,
         timeout: Duration,
         progress: Option<ProgressSink>,
+        client: ClientMeta<'_>,
     ) -> Result<Box<RawValue>, RpcError> {
+        self.exchange(method, params, Some(timeout), progress, client)
+            .await
+    }
+
+    /// Sends a request that has no deadline: it ends when the backend answers it, when the
+    /// connection closes, or when the returned future is dropped (then the backend is told).
+    /// Only for requests that are meant to stay open, as `subscriptions/listen` is.
+    pub async fn request_until_closed(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, RpcError> {
+        self.exchange(method, params, None, None, ClientMeta::default())
+            .await
+    }
+
+    /// From now on, every request carries `envelope` in its `_meta` (`None`: no envelope, as
+    /// for a legacy backend).
+    pub fn set_envelope(&self, envelope: Option<Arc<MetaEnvelope>>) {
+        *self
+            .inner
+            .envelope
+            .lock()
+            .expect("envelope lock is never poisoned") = envelope;
+    }
+
+    async fn exchange(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Option<Duration>,
+        progress: Option<ProgressSink>,
+        client: ClientMeta<'_>,
+    ) -> Result<Box<RawValue>, RpcError> {
+        let enveloped = self.inner.enveloped(params, client);
+        let params = enveloped.as_deref().or(params);
         let _progress = progress.map(|sink| ProgressGuard::register(&self.inner, sink));
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
@@ -240,6 +297,9 @@ impl Connection {
             answer
                 .await
                 .unwrap_or_else(|_| Err(self.inner.closed_error(method, CloseReason::Stopping)))
+        };
+        let Some(timeout) = timeout else {
+            return exchange.await;
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
@@ -327,6 +387,30 @@ impl Connection {
 }
 
 impl Inner {
+    /// `params` with the envelope in its `_meta`, while there is one; `None` when `params` is to
+    /// be sent as it is (no envelope, or params a backend will refuse anyway).
+    fn enveloped(
+        &self,
+        params: Option<&RawValue>,
+        client: ClientMeta<'_>,
+    ) -> Option<Box<RawValue>> {
+        let envelope = self
+            .envelope
+            .lock()
+            .expect("envelope lock is never poisoned")
+            .clone()?;
+        let from_client = [
+            (meta::CLIENT_CAPABILITIES, client.capabilities),
+            (meta::LOG_LEVEL, client.log_level),
+        ];
+        let entries: Vec<(&str, &RawValue)> = from_client
+            .into_iter()
+            .filter_map(|(key, value)| Some((key, value?)))
+            .chain(envelope.iter().map(|(key, value)| (*key, &**value)))
+            .collect();
+        era::add_meta_entries(params, &entries)
+    }
+
     fn closed_error(&self, method: &str, reason: CloseReason) -> RpcError {
         RpcError::Closed {
             backend: self.backend.clone(),

@@ -16,13 +16,17 @@ struct FakeBackend {
 impl FakeBackend {
     /// The next message the connection sent.
     async fn read(&mut self) -> serde_json::Value {
-        let line = self
-            .stdin
+        let line = self.read_line().await;
+        serde_json::from_str(&line).expect("the connection sends JSON")
+    }
+
+    /// The next message the connection sent, as it was written.
+    async fn read_line(&mut self) -> String {
+        self.stdin
             .next_line()
             .await
             .expect("reading a duplex pipe does not fail")
-            .expect("the connection sent a line");
-        serde_json::from_str(&line).expect("the connection sends JSON")
+            .expect("the connection sent a line")
     }
 
     async fn write(&mut self, line: &str) {
@@ -165,7 +169,13 @@ async fn progress_reaches_its_request_before_the_answer() {
             sender,
         };
         connection
-            .request_with_progress("tools/call", None, SECOND, Some(sink))
+            .request_for_client(
+                "tools/call",
+                None,
+                SECOND,
+                Some(sink),
+                ClientMeta::default(),
+            )
             .await
     });
     let id = backend.read().await["id"].clone();
@@ -335,4 +345,52 @@ async fn garbage_and_oversized_lines_are_skipped_without_losing_the_next_message
     assert!(noise[1].starts_with("dropped a ") && !noise[1].ends_with("its request failed"));
     assert!(noise[2].ends_with("; its request failed"), "{noise:?}");
     assert_eq!(noise.len(), 3);
+}
+
+#[tokio::test]
+async fn the_modern_envelope_goes_into_requests_only_and_keeps_what_the_caller_sent() {
+    let (started, mut backend, _log) = connect(1 << 20);
+    let connection = started.connection.clone();
+    connection.set_envelope(Some(Arc::new(vec![
+        (meta::PROTOCOL_VERSION, raw(r#""2026-07-28""#)),
+        (meta::CLIENT_CAPABILITIES, raw("{}")),
+    ])));
+    let params = r#"{"name":"echo","_meta":{"progressToken":7},"arguments":{"x": 1.0}}"#;
+    let call = tokio::spawn(async move {
+        let capabilities = raw(r#"{"sampling":{}}"#);
+        let client = ClientMeta {
+            capabilities: Some(&capabilities),
+            log_level: None,
+        };
+        connection
+            .request_for_client("tools/call", Some(&raw(params)), SECOND, None, client)
+            .await
+    });
+    assert_eq!(
+        backend.read_line().await,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7},"arguments":{"x": 1.0}}}"#
+    );
+    backend
+        .write(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
+        .await;
+    call.await.expect("no panic").expect("an answer");
+
+    let cancelled = raw(r#"{"requestId":1}"#);
+    started
+        .connection
+        .notify("notifications/cancelled", Some(&cancelled))
+        .await
+        .expect("sent");
+    assert_eq!(
+        backend.read_line().await,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#
+    );
+
+    started.connection.set_envelope(None);
+    let legacy = spawn_request(&started.connection, "ping", SECOND);
+    assert_eq!(
+        backend.read_line().await,
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
+    );
+    drop(legacy);
 }
