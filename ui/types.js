@@ -55,11 +55,19 @@
  * @property {string | null} last_error
  * @property {boolean} enabled
  * @property {LastExit | null} last_exit
+ * @property {ProtocolEra | null} era Found by the last handshake.
+ * @property {string | null} protocol_version Of the last handshake.
+ */
+
+/**
+ * The protocol era of a backend: `initialize` and a session, or the stateless `_meta` envelope.
+ * @typedef {"legacy" | "modern"} ProtocolEra
  */
 
 /**
  * What the server said about itself in the handshake (`ServerDescription`).
  * @typedef {object} ServerDescription
+ * @property {ProtocolEra} era
  * @property {string} protocol_version
  * @property {{name?: string, version?: string, title?: string, [key: string]: unknown}} server_info
  * @property {Record<string, unknown>} capabilities

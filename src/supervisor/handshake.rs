@@ -1,19 +1,46 @@
-//! The MCP handshake with a backend (`initialize`, `notifications/initialized`) and the discovery
-//! of its catalog, list by list and page by page.
+//! The opening of a backend's connection and the discovery of its catalog, list by list and page
+//! by page. A backend is asked `initialize` first (a server that speaks both eras is served in
+//! full in the session era); one that answers it with the stateless era's "unsupported protocol
+//! version" error is modern, and is asked `server/discover` instead, as is one already known to be
+//! modern. Modern backends get the `_meta` envelope in every request, and one
+//! `subscriptions/listen` that stays open for their list changes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::config::BackendConfig;
-use crate::supervisor::rpc::Connection;
-use crate::supervisor::status::{Catalog, ServerDescription};
+use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
+use crate::supervisor::status::{Catalog, Era, ServerDescription};
+use crate::wire::era::{MODERN_PROTOCOL_VERSION, code, meta};
+use crate::wire::jsonrpc::ErrorObject;
 
 /// The session-era protocol versions Switchboard speaks with backends, newest first.
 pub use crate::wire::era::LEGACY_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS;
 const MAX_LIST_PAGES: usize = 1000;
+const DISCOVER: &str = "server/discover";
+const LISTEN: &str = "subscriptions/listen";
+/// The least time between two openings of a backend's listen request.
+const LISTEN_MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The `_meta` entries every request to a modern backend carries unless its caller gave its own.
+static MODERN_ENVELOPE: LazyLock<Arc<MetaEnvelope>> = LazyLock::new(|| {
+    let raw = |value: serde_json::Value| {
+        RawValue::from_string(value.to_string()).expect("a JSON value's text is valid JSON")
+    };
+    Arc::new(vec![
+        (meta::PROTOCOL_VERSION, raw(MODERN_PROTOCOL_VERSION.into())),
+        (
+            meta::CLIENT_CAPABILITIES,
+            raw(client_capabilities(Era::Modern)),
+        ),
+        (meta::CLIENT_INFO, raw(client_info())),
+    ])
+});
 
 /// The catalog lists a server can change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +95,14 @@ pub(super) struct Handshake {
     pub(super) catalog: Catalog,
 }
 
+/// The era a start tries first, and whether the other era may follow when the backend says it
+/// does not speak the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct EraPlan {
+    pub(super) first: Era,
+    pub(super) fallback: bool,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct InitializeResult {
@@ -78,6 +113,29 @@ struct InitializeResult {
     server_info: Box<RawValue>,
     #[serde(default)]
     instructions: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DiscoverResult {
+    #[serde(default)]
+    supported_versions: Vec<String>,
+    #[serde(default = "empty_object")]
+    capabilities: Box<RawValue>,
+    #[serde(default)]
+    instructions: Option<String>,
+    /// Where servers written before `_meta` carried it put their name and version.
+    #[serde(default)]
+    server_info: Option<Box<RawValue>>,
+    #[serde(default, rename = "_meta")]
+    meta: BTreeMap<String, Box<RawValue>>,
+}
+
+/// What the stateless era's "unsupported protocol version" error carries.
+#[derive(Deserialize)]
+struct UnsupportedVersionData {
+    #[serde(default)]
+    supported: Vec<String>,
 }
 
 fn empty_object() -> Box<RawValue> {
@@ -92,43 +150,38 @@ struct ServerCapabilities {
     prompts: Option<serde::de::IgnoredAny>,
 }
 
-/// `initialize` (bounded by the handshake timeout), `notifications/initialized`, then every list
-/// the server offers (each page bounded by the request timeout).
+/// Why one way of opening a connection did not work.
+enum OpeningError {
+    /// `initialize` was answered with "unsupported protocol version" naming the modern
+    /// version: a modern-only server.
+    ModernOnly,
+    /// `server/discover` was answered with another error: not a modern server.
+    NotModern(String),
+    /// Anything else: the start fails.
+    Failed(String),
+}
+
+impl OpeningError {
+    fn into_message(self) -> String {
+        match self {
+            OpeningError::ModernOnly => format!(
+                "the server speaks only the stateless protocol ({MODERN_PROTOCOL_VERSION}) and the config asks for the session era"
+            ),
+            OpeningError::NotModern(message) | OpeningError::Failed(message) => message,
+        }
+    }
+}
+
+/// Opens the connection in the era `plan` says (each step bounded by the handshake timeout),
+/// then fetches every list the server offers (each page bounded by the request timeout).
 pub(super) async fn handshake(
     connection: &Connection,
     config: &BackendConfig,
+    plan: EraPlan,
 ) -> Result<Handshake, String> {
-    let params = serde_json::json!({
-        "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
-        // Everything the hub can pass on to an editor (`hub/capabilities.rs`), so that servers
-        // offer what needs it; a request the editor of the call cannot answer is refused there.
-        "capabilities": {
-            "sampling": { "context": {}, "tools": {} },
-            "elicitation": { "form": {}, "url": {} },
-            "roots": { "listChanged": true },
-        },
-        "clientInfo": { "name": "switchboard", "version": env!("CARGO_PKG_VERSION") },
-    });
-    let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
-    let answer = connection
-        .request("initialize", Some(&params), config.handshake_timeout)
-        .await
-        .map_err(|error| error.to_string())?;
-    let initialized: InitializeResult = serde_json::from_str(answer.get())
-        .map_err(|error| format!("malformed initialize result: {error}"))?;
-    if !SUPPORTED_PROTOCOL_VERSIONS.contains(&initialized.protocol_version.as_str()) {
-        return Err(format!(
-            "the server speaks protocol version {}, which Switchboard does not support (supported: {})",
-            initialized.protocol_version,
-            SUPPORTED_PROTOCOL_VERSIONS.join(", ")
-        ));
-    }
-    connection
-        .notify("notifications/initialized", None)
-        .await
-        .map_err(|error| error.to_string())?;
+    let server = describe(connection, config, plan).await?;
     let capabilities: ServerCapabilities =
-        serde_json::from_str(initialized.capabilities.get()).unwrap_or_default();
+        serde_json::from_str(server.capabilities.get()).unwrap_or_default();
     let mut catalog = Catalog::default();
     let offered = [
         (ListKind::Tools, capabilities.tools.is_some()),
@@ -144,13 +197,209 @@ pub(super) async fn handshake(
             *list.slot(&mut catalog) = fetch_list(connection, list, config.request_timeout).await?;
         }
     }
-    let server = ServerDescription {
+    Ok(Handshake { server, catalog })
+}
+
+/// The server's description, from the era `plan` tries first or, if the server says it speaks
+/// the other and `plan` allows it, from that one.
+async fn describe(
+    connection: &Connection,
+    config: &BackendConfig,
+    plan: EraPlan,
+) -> Result<ServerDescription, String> {
+    if plan.first == Era::Modern {
+        match discover(connection, config).await {
+            Ok(server) => return Ok(server),
+            Err(OpeningError::NotModern(message)) if plan.fallback => {
+                tracing::info!("not a modern server after all ({message}); sending initialize");
+            }
+            Err(error) => return Err(error.into_message()),
+        }
+    }
+    match initialize(connection, config).await {
+        Ok(server) => Ok(server),
+        Err(OpeningError::ModernOnly) if plan.fallback && plan.first == Era::Legacy => {
+            tracing::info!(
+                "the server speaks only the stateless protocol; sending server/discover"
+            );
+            discover(connection, config)
+                .await
+                .map_err(OpeningError::into_message)
+        }
+        Err(error) => Err(error.into_message()),
+    }
+}
+
+/// `initialize`, then `notifications/initialized`.
+async fn initialize(
+    connection: &Connection,
+    config: &BackendConfig,
+) -> Result<ServerDescription, OpeningError> {
+    let params = serde_json::json!({
+        "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
+        "capabilities": client_capabilities(Era::Legacy),
+        "clientInfo": client_info(),
+    });
+    let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
+    let answer = match connection
+        .request("initialize", Some(&params), config.handshake_timeout)
+        .await
+    {
+        Ok(answer) => answer,
+        Err(RpcError::Remote { error, .. }) if names_modern_version(&error) => {
+            return Err(OpeningError::ModernOnly);
+        }
+        Err(error) => return Err(OpeningError::Failed(error.to_string())),
+    };
+    let initialized: InitializeResult = serde_json::from_str(answer.get())
+        .map_err(|error| OpeningError::Failed(format!("malformed initialize result: {error}")))?;
+    if !SUPPORTED_PROTOCOL_VERSIONS.contains(&initialized.protocol_version.as_str()) {
+        return Err(OpeningError::Failed(format!(
+            "the server speaks protocol version {}, which Switchboard does not support (supported: {})",
+            initialized.protocol_version,
+            SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+        )));
+    }
+    connection
+        .notify("notifications/initialized", None)
+        .await
+        .map_err(|error| OpeningError::Failed(error.to_string()))?;
+    Ok(ServerDescription {
+        era: Era::Legacy,
         protocol_version: initialized.protocol_version,
         server_info: initialized.server_info,
         capabilities: initialized.capabilities,
         instructions: initialized.instructions,
+    })
+}
+
+/// Puts the modern envelope on the connection and asks `server/discover`; takes the envelope off
+/// again if the server is not modern.
+async fn discover(
+    connection: &Connection,
+    config: &BackendConfig,
+) -> Result<ServerDescription, OpeningError> {
+    connection.set_envelope(Some(MODERN_ENVELOPE.clone()));
+    let outcome = describe_modern(connection, config.handshake_timeout).await;
+    if outcome.is_err() {
+        connection.set_envelope(None);
+    }
+    outcome
+}
+
+async fn describe_modern(
+    connection: &Connection,
+    timeout: Duration,
+) -> Result<ServerDescription, OpeningError> {
+    let answer = match connection.request(DISCOVER, None, timeout).await {
+        Ok(answer) => answer,
+        Err(RpcError::Remote { error, .. }) if error.code != code::UNSUPPORTED_PROTOCOL_VERSION => {
+            return Err(OpeningError::NotModern(format!(
+                "{DISCOVER} answered error {}: {}",
+                error.code, error.message
+            )));
+        }
+        Err(error) => return Err(OpeningError::Failed(error.to_string())),
     };
-    Ok(Handshake { server, catalog })
+    let mut discovered: DiscoverResult = serde_json::from_str(answer.get())
+        .map_err(|error| OpeningError::Failed(format!("malformed {DISCOVER} result: {error}")))?;
+    if !discovered
+        .supported_versions
+        .iter()
+        .any(|version| version == MODERN_PROTOCOL_VERSION)
+    {
+        return Err(OpeningError::Failed(format!(
+            "the server speaks protocol versions {:?}, and Switchboard's stateless version is {MODERN_PROTOCOL_VERSION}",
+            discovered.supported_versions
+        )));
+    }
+    let server_info = discovered
+        .meta
+        .remove(meta::SERVER_INFO)
+        .or(discovered.server_info)
+        .unwrap_or_else(empty_object);
+    Ok(ServerDescription {
+        era: Era::Modern,
+        protocol_version: MODERN_PROTOCOL_VERSION.to_owned(),
+        server_info,
+        capabilities: discovered.capabilities,
+        instructions: discovered.instructions,
+    })
+}
+
+/// Whether `error` is the stateless era's "unsupported protocol version" naming the version
+/// Switchboard speaks in that era.
+fn names_modern_version(error: &ErrorObject) -> bool {
+    error.code == code::UNSUPPORTED_PROTOCOL_VERSION
+        && error
+            .data
+            .as_deref()
+            .and_then(|data| UnsupportedVersionData::deserialize(data).ok())
+            .is_some_and(|data| {
+                data.supported
+                    .iter()
+                    .any(|version| version == MODERN_PROTOCOL_VERSION)
+            })
+}
+
+/// The health check of a backend in `era`: a request that any live server answers at once.
+pub(super) fn health_method(era: Era) -> &'static str {
+    match era {
+        Era::Legacy => "ping",
+        Era::Modern => DISCOVER,
+    }
+}
+
+/// Keeps one `subscriptions/listen` open on a modern backend's connection for its list
+/// changes, which then arrive among its other notifications. Opens it again when the server
+/// ends it; returns when the connection closes or the server refuses to listen.
+pub(super) async fn keep_listening(connection: Connection) {
+    let params = serde_json::json!({
+        "notifications": {
+            "toolsListChanged": true,
+            "promptsListChanged": true,
+            "resourcesListChanged": true,
+        },
+    });
+    let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
+    loop {
+        let opened = tokio::time::Instant::now();
+        match connection.request_until_closed(LISTEN, Some(&params)).await {
+            Ok(_) => tracing::debug!("the server ended {LISTEN}; listening again"),
+            Err(RpcError::Remote { error, .. }) => {
+                tracing::warn!(
+                    "{LISTEN} answered error {}: {}; list changes will not be seen",
+                    error.code,
+                    error.message
+                );
+                return;
+            }
+            Err(RpcError::Closed { .. }) => return,
+            Err(error) => tracing::debug!("{LISTEN} ended: {error}; listening again"),
+        }
+        // A server that ends every listen at once is not asked again in a tight loop.
+        tokio::time::sleep_until(opened + LISTEN_MIN_INTERVAL).await;
+    }
+}
+
+/// What Switchboard can be asked in `era`: everything the hub can pass on to an editor
+/// (`hub/capabilities.rs`), so that servers offer what needs it; a request the editor of the
+/// call cannot answer is refused there.
+fn client_capabilities(era: Era) -> serde_json::Value {
+    let roots = match era {
+        Era::Legacy => serde_json::json!({ "listChanged": true }),
+        // Roots have no change notification in the stateless era.
+        Era::Modern => serde_json::json!({}),
+    };
+    serde_json::json!({
+        "sampling": { "context": {}, "tools": {} },
+        "elicitation": { "form": {}, "url": {} },
+        "roots": roots,
+    })
+}
+
+fn client_info() -> serde_json::Value {
+    serde_json::json!({ "name": "switchboard", "version": env!("CARGO_PKG_VERSION") })
 }
 
 /// Fetches every page of one list, following `nextCursor`.
@@ -190,4 +439,55 @@ pub(super) async fn fetch_list(
         "{} returned more than {MAX_LIST_PAGES} pages",
         list.method()
     ))
+}
+
+/// The era each backend's process was last found to speak, with a fingerprint of the command
+/// it ran, so that the next start of the same command goes to that era first. In memory only.
+#[derive(Default)]
+pub(crate) struct EraVerdicts {
+    /// Backend name → (fingerprint of its command, era).
+    verdicts: Mutex<HashMap<String, (u64, Era)>>,
+}
+
+impl EraVerdicts {
+    /// What a start of `config` tries first: the era its command was last found to speak, else
+    /// the session era (whose `initialize` tells a modern-only server).
+    pub(super) fn plan(&self, config: &BackendConfig) -> EraPlan {
+        let known = self
+            .lock()
+            .get(&config.name)
+            .filter(|(fingerprint, _)| *fingerprint == command_fingerprint(config))
+            .map(|(_, era)| *era);
+        EraPlan {
+            first: known.unwrap_or(Era::Legacy),
+            fallback: true,
+        }
+    }
+
+    /// Remembers how a start of `config` ended: the era it was found to speak, or `None` when
+    /// the start failed (the next one finds out again).
+    pub(super) fn record(&self, config: &BackendConfig, era: Option<Era>) {
+        let mut verdicts = self.lock();
+        match era {
+            Some(era) => {
+                verdicts.insert(config.name.clone(), (command_fingerprint(config), era));
+            }
+            None => {
+                verdicts.remove(&config.name);
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, Era)>> {
+        self.verdicts
+            .lock()
+            .expect("era verdicts lock is never poisoned")
+    }
+}
+
+/// What decides which program runs, and so which era it speaks.
+fn command_fingerprint(config: &BackendConfig) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (&config.command, &config.args, &config.env, &config.cwd).hash(&mut hasher);
+    hasher.finish()
 }

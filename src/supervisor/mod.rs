@@ -3,8 +3,8 @@
 //! [`Engine`] holds every backend and applies a new config as a diff. `handle` is the
 //! [`BackendHandle`] and the commands it sends; `task` is the task that owns one backend, whose
 //! state is an enum whose variants own their resources and changes only in
-//! `BackendTask::transition`, which also publishes it; `handshake` is `initialize` and the
-//! discovery of a backend's catalog.
+//! `BackendTask::transition`, which also publishes it; `handshake` is the opening of a
+//! backend's connection in its protocol era and the discovery of its catalog.
 
 pub mod output;
 pub(crate) mod policy;
@@ -24,6 +24,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::config::BackendConfig;
 use crate::supervisor::handle::Command;
+use crate::supervisor::handshake::EraVerdicts;
 use crate::supervisor::rpc::{Connection, RpcError};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::BackendState;
@@ -102,6 +103,8 @@ pub struct Engine {
     options: EngineOptions,
     notifications: broadcast::Sender<BackendNotification>,
     changes: Arc<watch::Sender<()>>,
+    /// The era each backend's command was last found to speak, kept across restarts and reloads.
+    verdicts: Arc<EraVerdicts>,
     /// Serializes `apply` and `shutdown`; true once shut down.
     closed: tokio::sync::Mutex<bool>,
 }
@@ -164,9 +167,10 @@ impl Engine {
     pub fn start(configs: Vec<BackendConfig>, options: EngineOptions) -> Engine {
         let (notifications, _) = broadcast::channel(4096);
         let changes = Arc::new(watch::channel(()).0);
+        let verdicts = Arc::new(EraVerdicts::default());
         let mut backends = BTreeMap::new();
         for config in configs {
-            let handle = BackendTask::launch(config, &options, &notifications, &changes);
+            let handle = BackendTask::launch(config, &options, &notifications, &changes, &verdicts);
             backends.insert(handle.name().to_owned(), handle);
         }
         Engine {
@@ -174,6 +178,7 @@ impl Engine {
             options,
             notifications,
             changes,
+            verdicts,
             closed: tokio::sync::Mutex::new(false),
         }
     }
@@ -231,6 +236,7 @@ impl Engine {
                         &self.options,
                         &self.notifications,
                         &self.changes,
+                        &self.verdicts,
                     );
                     report.backends.insert(name.clone(), Applied::Added);
                     next.insert(name, handle);

@@ -8,18 +8,18 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::config::BackendConfig;
 use crate::supervisor::handle::{Ack, BackendHandle, Command};
-use crate::supervisor::handshake::{ListKind, fetch_list};
+use crate::supervisor::handshake::{EraVerdicts, ListKind, fetch_list, health_method};
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::policy::RestartBudget;
 use crate::supervisor::rpc::{Connection, Incoming, RpcError};
 use crate::supervisor::spawn::{BackendProcess, GroupRegistry};
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, ServerDescription,
+    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, ServerDescription,
     StopReason, unix_millis,
 };
 use crate::supervisor::{Applied, BackendNotification, ControlError, EngineOptions, ServerRequest};
@@ -62,8 +62,12 @@ struct Running {
     stdout_closed: CancellationToken,
     started_at: Instant,
     ready_since: SystemTime,
+    era: Era,
     health: Option<tokio::time::Interval>,
+    /// Whether a health check (`ping`, or `server/discover` for a modern backend) is unanswered.
     ping_in_flight: bool,
+    /// Stops the task keeping a modern backend's `subscriptions/listen` open.
+    _listening: Option<DropGuard>,
 }
 
 /// Results of work the task handed to helper tasks, tagged with the process generation so that
@@ -109,6 +113,7 @@ pub(super) struct BackendTask {
     output: Arc<OutputLog>,
     groups: Arc<GroupRegistry>,
     server_requests: Option<mpsc::UnboundedSender<ServerRequest>>,
+    verdicts: Arc<EraVerdicts>,
     budget: RestartBudget,
     generation: u64,
     restarts: u32,
@@ -134,6 +139,7 @@ impl BackendTask {
         options: &EngineOptions,
         notifications: &broadcast::Sender<BackendNotification>,
         changes: &Arc<watch::Sender<()>>,
+        verdicts: &Arc<EraVerdicts>,
     ) -> BackendHandle {
         let name: Arc<str> = Arc::from(config.name.as_str());
         let (commands_tx, commands) = mpsc::unbounded_channel();
@@ -169,6 +175,7 @@ impl BackendTask {
             output,
             groups: options.groups.clone(),
             server_requests: options.server_requests.clone(),
+            verdicts: verdicts.clone(),
             generation: 0,
             restarts: 0,
             history: Vec::new(),
@@ -349,6 +356,11 @@ impl BackendTask {
 
     async fn on_incoming(&mut self, message: Incoming) {
         match message {
+            Incoming::Notification { method, .. }
+                if method == "notifications/subscriptions/acknowledged" =>
+            {
+                tracing::debug!("the backend listens for list changes");
+            }
             Incoming::Notification { method, params } => {
                 if let Some(list) = ListKind::changed_by(&method) {
                     self.refresh_list(list);
@@ -420,12 +432,13 @@ impl BackendTask {
             return;
         };
         running.ping_in_flight = true;
+        let method = health_method(running.era);
         let connection = running.connection.clone();
         let reports = self.reports_tx.clone();
         let generation = self.generation;
         let timeout = self.config.health_timeout;
         tokio::spawn(async move {
-            let report = match connection.request("ping", None, timeout).await {
+            let report = match connection.request(method, None, timeout).await {
                 Ok(_) => Report::PingAnswered { generation },
                 Err(error) => Report::PingFailed { generation, error },
             };

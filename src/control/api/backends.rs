@@ -21,7 +21,7 @@ use crate::hub::rewrite::ObjectEntries;
 use crate::supervisor::Engine;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, ServerDescription,
+    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, ServerDescription,
     StopReason, unix_millis,
 };
 
@@ -158,6 +158,10 @@ pub(super) struct Overview<'a> {
     pub(super) last_error: Option<&'a str>,
     pub(super) enabled: bool,
     pub(super) last_exit: Option<LastExit<'a>>,
+    /// The protocol era its last handshake found, until it has had one.
+    pub(super) era: Option<Era>,
+    /// The protocol version of its last handshake.
+    pub(super) protocol_version: Option<&'a str>,
 }
 
 /// The newest history entry, without its output tail.
@@ -198,6 +202,11 @@ impl<'a> Overview<'a> {
                 uptime_ms: entry.uptime_ms,
                 detail: entry.detail.as_deref(),
             }),
+            era: status.server.as_ref().map(|server| server.era),
+            protocol_version: status
+                .server
+                .as_ref()
+                .map(|server| server.protocol_version.as_str()),
         }
     }
 }

@@ -5,20 +5,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use super::{BackendTask, Flow, Running, State};
 use crate::supervisor::ControlError;
 use crate::supervisor::handle::Command;
-use crate::supervisor::handshake::{Handshake, handshake};
+use crate::supervisor::handshake::{Handshake, handshake, keep_listening};
 use crate::supervisor::output::{OutputLog, OutputStream};
 use crate::supervisor::policy::Decision;
 use crate::supervisor::rpc::{
     CloseReason, Connection, ConnectionOptions, Incoming, RpcError, Started,
 };
 use crate::supervisor::spawn::{self, BackendProcess, SpawnSpec};
-use crate::supervisor::status::{ExitDescription, StopReason};
+use crate::supervisor::status::{Era, ExitDescription, StopReason};
 use crate::wire::framing::{Frame, LineReader};
 
 const STDERR_MAX_LINE: usize = 64 * 1024;
@@ -135,15 +135,20 @@ impl BackendTask {
     /// Runs the handshake until it completes, the process ends, or a command other than `start`
     /// arrives. Callers of `start` join the waiters; messages from the backend are kept.
     async fn await_handshake(&mut self, spawned: &mut Spawned) -> HandshakeOutcome {
-        let handshake = handshake(&spawned.connection, &self.config);
+        let plan = self.verdicts.plan(&self.config);
+        let handshake = handshake(&spawned.connection, &self.config, plan);
         tokio::pin!(handshake);
         let mut early_messages = Vec::new();
         loop {
             tokio::select! {
-                result = &mut handshake => break match result {
-                    Ok(handshake) => HandshakeOutcome::Completed(handshake, early_messages),
-                    Err(message) => HandshakeOutcome::Failed(message),
-                },
+                result = &mut handshake => {
+                    let era = result.as_ref().ok().map(|handshake| handshake.server.era);
+                    self.verdicts.record(&self.config, era);
+                    break match result {
+                        Ok(handshake) => HandshakeOutcome::Completed(handshake, early_messages),
+                        Err(message) => HandshakeOutcome::Failed(message),
+                    };
+                }
                 end = wait_for_end(&mut spawned.process, &spawned.stdout_closed) => {
                     let reason = end.close_reason();
                     spawned.connection.close(reason.clone());
@@ -165,6 +170,7 @@ impl BackendTask {
         early_messages: Vec<Incoming>,
     ) {
         let pid = spawned.process.pid();
+        let era = handshake.server.era;
         self.server = Some(Arc::new(handshake.server));
         self.catalog = Arc::new(handshake.catalog);
         self.last_error = None;
@@ -175,12 +181,14 @@ impl BackendTask {
             stdout_closed: spawned.stdout_closed,
             started_at: spawned.started_at,
             ready_since: SystemTime::now(),
+            era,
             health: super::health_interval(self.config.health_interval),
             ping_in_flight: false,
+            _listening: (era == Era::Modern).then(|| listen(spawned.connection.clone())),
         };
         self.connection.send_replace(Some(spawned.connection));
         self.transition(State::Ready(Box::new(running)));
-        tracing::info!(pid, tools = self.catalog.tools.len(), "ready");
+        tracing::info!(pid, ?era, tools = self.catalog.tools.len(), "ready");
         self.answer_start_waiters(Ok(()));
         for message in early_messages {
             self.on_incoming(message).await;
@@ -306,6 +314,21 @@ impl BackendTask {
         );
         self.schedule_restart(uptime);
     }
+}
+
+/// Keeps a `subscriptions/listen` open on a modern backend's `connection` until the returned
+/// guard is dropped (or the connection closes).
+fn listen(connection: Connection) -> DropGuard {
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    let listening = async move {
+        tokio::select! {
+            _ = stopped.cancelled() => {}
+            _ = keep_listening(connection) => {}
+        }
+    };
+    tokio::spawn(listening.instrument(tracing::Span::current()));
+    stop.drop_guard()
 }
 
 /// Completes when the process has ended: its leader exited, or it closed stdout (then the exit
