@@ -6,6 +6,7 @@
 mod support;
 
 mod api;
+mod backend_era;
 mod connect;
 mod editors;
 mod engine;

@@ -42,26 +42,52 @@ pub struct McpReply {
 impl McpReply {
     /// The JSON-RPC messages of the body: one JSON value, or the events of an SSE stream.
     pub fn messages(&self) -> Result<Vec<Value>, String> {
-        let parse = |text: &str| {
-            serde_json::from_str::<Value>(text)
-                .map_err(|error| format!("not JSON ({error}): {text:?}"))
-        };
         if !self.content_type.starts_with("text/event-stream") {
-            return parse(&self.body).map(|message| vec![message]);
+            return parse_message(&self.body).map(|message| vec![message]);
         }
-        let mut messages = Vec::new();
-        for event in self.body.split("\n\n") {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|data| data.strip_prefix(' ').unwrap_or(data))
-                .collect();
-            if !data.is_empty() {
-                messages.push(parse(&data.join("\n"))?);
-            }
-        }
-        Ok(messages)
+        self.body.split("\n\n").filter_map(event_message).collect()
     }
+}
+
+/// The session's stream of server messages (`GET /mcp`), read as they come.
+pub struct McpStream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl McpStream {
+    /// The next JSON-RPC message on the stream; `Err` when the stream ends or breaks.
+    pub async fn next_message(&mut self) -> Result<Value, String> {
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                if let Some(message) = event_message(&event) {
+                    return message;
+                }
+            }
+            let chunk = self
+                .response
+                .chunk()
+                .await
+                .map_err(|error| format!("reading the stream failed: {error:?}"))?
+                .ok_or("the stream ended")?;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+fn parse_message(text: &str) -> Result<Value, String> {
+    serde_json::from_str::<Value>(text).map_err(|error| format!("not JSON ({error}): {text:?}"))
+}
+
+/// The JSON-RPC message one SSE event carries in its `data:` lines, if it has any.
+fn event_message(event: &str) -> Option<Result<Value, String>> {
+    let data: Vec<&str> = event
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| data.strip_prefix(' ').unwrap_or(data))
+        .collect();
+    (!data.is_empty()).then(|| parse_message(&data.join("\n")))
 }
 
 impl McpHttp {
@@ -140,15 +166,29 @@ impl McpHttp {
         Ok(session)
     }
 
+    /// Opens the session's stream of server messages (GET) to read from.
+    pub async fn stream(&self, session: &str) -> Result<McpStream, String> {
+        let response = self.get_stream(session).await?;
+        if response.status() != 200 {
+            return Err(format!("GET: HTTP {}", response.status()));
+        }
+        Ok(McpStream {
+            response,
+            buffer: String::new(),
+        })
+    }
+
     /// Opens the session's stream of server messages (GET); the status.
     pub async fn open_stream(&self, session: &str) -> Result<u16, String> {
-        let response = self
-            .request(reqwest::Method::GET, Some(session))
+        Ok(self.get_stream(session).await?.status().as_u16())
+    }
+
+    async fn get_stream(&self, session: &str) -> Result<reqwest::Response, String> {
+        self.request(reqwest::Method::GET, Some(session))
             .header("accept", "text/event-stream")
             .send()
             .await
-            .map_err(|error| format!("GET failed: {error:?}"))?;
-        Ok(response.status().as_u16())
+            .map_err(|error| format!("GET failed: {error:?}"))
     }
 
     /// Ends the session (DELETE); the status.

@@ -25,6 +25,21 @@ pub fn misbehave_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/backends/misbehave.py")
 }
 
+pub fn sdk_server_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/backends/sdk_server.mjs")
+}
+
+/// A backend running `tests/backends/sdk_server.mjs` (the official TypeScript SDK) with `flags`,
+/// with quick restarts.
+pub fn sdk_server(name: &str, flags: &[&str]) -> BackendConfig {
+    node_module("@modelcontextprotocol/server");
+    let mut args = vec![sdk_server_script().to_string_lossy().into_owned()];
+    args.extend(flags.iter().map(|flag| flag.to_string()));
+    let mut config = BackendConfig::new(name, "node", args);
+    config.restart = fast_restarts();
+    config
+}
+
 pub fn switchboard_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_switchboard"))
 }

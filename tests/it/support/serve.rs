@@ -11,7 +11,9 @@ use nix::unistd::Pid;
 use switchboard::control::instance::Instance;
 
 use super::eventually::{eventually, eventually_blocking, poll_blocking};
-use super::{EVENT_LIMIT, alive, everything_server, misbehave_script, switchboard_exe};
+use super::{
+    EVENT_LIMIT, alive, everything_server, misbehave_script, sdk_server_script, switchboard_exe,
+};
 
 /// The dashboard token of every [`ServeProcess`] unless its options remove `SWITCHBOARD_TOKEN`.
 pub const SERVE_TOKEN: &str = "serve-test-token-0123456789";
@@ -25,6 +27,8 @@ pub enum ServedBackend {
     Everything,
     /// `tests/backends/misbehave.py`, as `mis`.
     Misbehave,
+    /// `tests/backends/sdk_server.mjs --modern-only`, as `modern`.
+    SdkModernOnly,
 }
 
 impl ServedBackend {
@@ -34,6 +38,7 @@ impl ServedBackend {
             ServedBackend::Demo => "demo",
             ServedBackend::Everything => "everything",
             ServedBackend::Misbehave => "mis",
+            ServedBackend::SdkModernOnly => "modern",
         }
     }
 
@@ -44,6 +49,13 @@ impl ServedBackend {
             ServedBackend::Misbehave => (
                 PathBuf::from("python3"),
                 vec![misbehave_script().to_string_lossy().into_owned()],
+            ),
+            ServedBackend::SdkModernOnly => (
+                PathBuf::from("node"),
+                vec![
+                    sdk_server_script().to_string_lossy().into_owned(),
+                    "--modern-only".to_owned(),
+                ],
             ),
         };
         format!(

@@ -1,0 +1,69 @@
+// A small MCP server on the official TypeScript SDK (`@modelcontextprotocol/server` 2.x), over
+// stdio. By default it serves both protocol eras, the way `serveStdio` does out of the box: a
+// client opening with `initialize` gets the session era, one sending the `_meta` envelope gets
+// the stateless era. With `--modern-only` it answers `initialize` with "unsupported protocol
+// version" and speaks only the stateless era (2026-07-28).
+//
+// Tools: `echo` (returns its `text`), `add_tool` (registers a tool `extra`, so the server
+// announces that its tool list changed). One resource (`sdk://greeting`) and one prompt (`hello`).
+// It reports the method of every request it receives on stderr (`got <method>`), so that tests
+// can see what a client asked.
+
+import { McpServer } from "@modelcontextprotocol/server";
+import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
+import * as z from "zod";
+
+const modernOnly = process.argv.includes("--modern-only");
+
+function makeServer() {
+  const server = new McpServer(
+    { name: "sdk-fixture", version: "1.0.0" },
+    { instructions: "A test server on the official TypeScript SDK." },
+  );
+  server.registerTool(
+    "echo",
+    { description: "Returns its text", inputSchema: z.object({ text: z.string() }) },
+    async ({ text }) => ({ content: [{ type: "text", text }] }),
+  );
+  server.registerTool(
+    "add_tool",
+    { description: "Adds the tool `extra`" },
+    async () => {
+      server.registerTool(
+        "extra",
+        { description: "Added by add_tool" },
+        async () => ({ content: [{ type: "text", text: "extra" }] }),
+      );
+      return { content: [{ type: "text", text: "added extra" }] };
+    },
+  );
+  server.registerResource(
+    "greeting",
+    "sdk://greeting",
+    { mimeType: "text/plain" },
+    async (uri) => ({ contents: [{ uri: uri.href, text: "hello from the SDK" }] }),
+  );
+  server.registerPrompt(
+    "hello",
+    { description: "Says hello" },
+    () => ({ messages: [{ role: "user", content: { type: "text", text: "hello" } }] }),
+  );
+  return server;
+}
+
+// `serveStdio` sets the transport's `onmessage`; what it sets is called after the report.
+const transport = new StdioServerTransport();
+let deliver;
+Object.defineProperty(transport, "onmessage", {
+  get: () => (message, extra) => {
+    if (message.method !== undefined && message.id !== undefined) {
+      process.stderr.write(`got ${message.method}\n`);
+    }
+    deliver?.(message, extra);
+  },
+  set: (handler) => {
+    deliver = handler;
+  },
+});
+
+serveStdio(makeServer, { legacy: modernOnly ? "reject" : "serve", transport });

@@ -1,0 +1,279 @@
+//! Backends of both protocol eras, on the official TypeScript SDK (`tests/backends/sdk_server.mjs`):
+//! a modern-only server is found modern and spoken to with the `_meta` envelope, a server of
+//! both eras is spoken to in the session era, and editors of the session era use either alike.
+
+use serde_json::{Value, json};
+use switchboard::supervisor::BackendHandle;
+use switchboard::supervisor::status::{BackendState, Era};
+
+use crate::support::*;
+
+/// The `result` of the answer to request `id` (`method` with `params`) in `session`.
+async fn result(mcp: &McpHttp, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let reply = mcp
+        .post(Some(session), request.to_string())
+        .await
+        .expect("an answer");
+    assert_eq!(reply.status, 200, "{method}: {}", reply.body);
+    let messages = reply.messages().expect("JSON-RPC messages");
+    let answer = messages
+        .iter()
+        .find(|message| message["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {method} in {messages:?}"));
+    answer["result"].clone()
+}
+
+/// The result of calling `tool` with `arguments` in `session`.
+async fn call(mcp: &McpHttp, session: &str, id: u64, tool: &str, arguments: Value) -> Value {
+    let params = json!({ "name": tool, "arguments": arguments });
+    result(mcp, session, id, "tools/call", params).await
+}
+
+async fn tool_names(mcp: &McpHttp, session: &str, id: u64) -> Vec<String> {
+    let listed = result(mcp, session, id, "tools/list", json!({})).await;
+    let mut names: Vec<String> = listed["tools"]
+        .as_array()
+        .expect("a list of tools")
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("a name").to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `/api/backends`'s entry for `name`.
+async fn summary(serve: &ServeProcess, name: &str) -> Value {
+    let list = serve.api_get("/api/backends").await;
+    list.as_array()
+        .expect("an array")
+        .iter()
+        .find(|backend| backend["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is not listed: {list}"))
+}
+
+/// The methods of the requests the backend's processes reported receiving, up to the last list
+/// of its `n`-th handshake (`prompts/list`), without the listen requests, which come whenever
+/// a modern backend is ready.
+async fn requests_through_handshake(backend: &BackendHandle, n: usize) -> Vec<String> {
+    eventually("the handshakes' requests", EVENT_LIMIT, || async {
+        let methods: Vec<String> = backend
+            .output()
+            .tail(usize::MAX)
+            .iter()
+            .filter_map(|line| line.text.strip_prefix("got "))
+            .filter(|method| *method != "subscriptions/listen")
+            .map(str::to_owned)
+            .collect();
+        let ends = methods
+            .iter()
+            .enumerate()
+            .filter(|(_, method)| *method == "prompts/list")
+            .map(|(index, _)| index)
+            .nth(n - 1);
+        match ends {
+            Some(end) => Ok(methods[..=end].to_vec()),
+            None => Err(methods),
+        }
+    })
+    .await
+}
+
+const LISTS: [&str; 4] = [
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
+#[tokio::test]
+async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legacy_editor() {
+    let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
+
+    let modern = summary(&serve, "modern").await;
+    assert_eq!(modern["state"], "ready");
+    assert_eq!(modern["era"], "modern");
+    assert_eq!(modern["protocol_version"], "2026-07-28");
+    assert_eq!(modern["restarts"], 0);
+    assert_eq!(modern["last_exit"], Value::Null);
+    assert_eq!(modern["tools"], 2);
+    let detail = serve.api_get("/api/backends/modern").await;
+    assert_eq!(
+        detail["server"]["server_info"],
+        json!({ "name": "sdk-fixture", "version": "1.0.0" })
+    );
+    assert_eq!(
+        detail["server"]["instructions"],
+        "A test server on the official TypeScript SDK."
+    );
+    assert_eq!(detail["resources"][0]["uri"], "sdk://greeting");
+    assert_eq!(detail["prompts"][0]["name"], "hello");
+
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp.open_session("legacy-editor").await.expect("a session");
+    assert_eq!(
+        tool_names(&mcp, &session, 1).await,
+        ["modern__add_tool", "modern__echo"]
+    );
+    let echoed = call(
+        &mcp,
+        &session,
+        2,
+        "modern__echo",
+        json!({ "text": "across eras" }),
+    )
+    .await;
+    assert_eq!(
+        echoed["content"],
+        json!([{ "type": "text", "text": "across eras" }])
+    );
+    assert_eq!(echoed["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn a_server_of_both_eras_is_spoken_to_in_the_session_era() {
+    let mut config = sdk_server("both", &[]);
+    config.health_interval = None;
+    let engine = engine(vec![config]);
+    let backend = engine.backend("both").expect("configured");
+    let status = wait_state(&backend, BackendState::Ready).await;
+    let server = status.server.expect("a handshake");
+    assert_eq!(server.era, Era::Legacy);
+    assert_eq!(server.protocol_version, "2025-11-25");
+    assert_eq!(
+        requests_through_handshake(&backend, 1).await,
+        [&["initialize"][..], &LISTS].concat()
+    );
+
+    let echoed = backend
+        .request(
+            "tools/call",
+            Some(&call_params("echo", json!({ "text": "hi" }))),
+        )
+        .await
+        .expect("an answer");
+    assert_eq!(
+        json(&echoed),
+        json!({ "content": [{ "type": "text", "text": "hi" }] })
+    );
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stream() {
+    let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp.open_session("legacy-editor").await.expect("a session");
+    let mut stream = mcp.stream(&session).await.expect("a stream");
+    assert_eq!(
+        tool_names(&mcp, &session, 1).await,
+        ["modern__add_tool", "modern__echo"]
+    );
+
+    let added = call(&mcp, &session, 2, "modern__add_tool", json!({})).await;
+    assert_eq!(added["content"][0]["text"], "added extra");
+
+    let changed = loop {
+        let message = tokio::time::timeout(EVENT_LIMIT, stream.next_message())
+            .await
+            .expect("a message in time")
+            .expect("a message");
+        if message["method"] == "notifications/tools/list_changed" {
+            break message;
+        }
+    };
+    assert_eq!(
+        changed,
+        json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" })
+    );
+    assert_eq!(
+        tool_names(&mcp, &session, 3).await,
+        ["modern__add_tool", "modern__echo", "modern__extra"]
+    );
+}
+
+#[tokio::test]
+async fn a_killed_modern_server_comes_back_modern_without_a_second_initialize() {
+    let mut config = sdk_server("modern", &["--modern-only"]);
+    config.health_interval = None;
+    let engine = engine(vec![config]);
+    let backend = engine.backend("modern").expect("configured");
+    let first = wait_state(&backend, BackendState::Ready).await;
+    assert_eq!(first.server.as_ref().expect("a handshake").era, Era::Modern);
+    let pid = first.pid.expect("a pid");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("the backend can be killed");
+    let again = wait_status(&backend, |status| {
+        status.state == BackendState::Ready && status.pid.is_some_and(|new| new != pid)
+    })
+    .await;
+
+    assert_eq!(again.restarts, 1);
+    let server = again.server.expect("a handshake");
+    assert_eq!(server.era, Era::Modern);
+    assert_eq!(server.protocol_version, "2026-07-28");
+    // The verdict of the first start sent the second straight to server/discover.
+    assert_eq!(
+        requests_through_handshake(&backend, 2).await,
+        [
+            &["initialize", "server/discover"][..],
+            &LISTS,
+            &["server/discover"],
+            &LISTS
+        ]
+        .concat()
+    );
+    let echoed = backend
+        .request(
+            "tools/call",
+            Some(&call_params("echo", json!({ "text": "back" }))),
+        )
+        .await
+        .expect("an answer");
+    assert_eq!(json(&echoed)["content"][0]["text"], "back");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_modern_server_is_health_checked_with_server_discover() {
+    let mut config = sdk_server("modern", &["--modern-only"]);
+    config.health_interval = Some(std::time::Duration::from_millis(50));
+    let engine = engine(vec![config]);
+    let backend = engine.backend("modern").expect("configured");
+    let ready = wait_state(&backend, BackendState::Ready).await;
+
+    let checks = eventually("three health checks", EVENT_LIMIT, || async {
+        let discovers = backend
+            .output()
+            .tail(usize::MAX)
+            .iter()
+            .filter(|line| line.text == "got server/discover")
+            .count();
+        // The first is the handshake's.
+        if discovers > 3 {
+            Ok(discovers)
+        } else {
+            Err(discovers)
+        }
+    })
+    .await;
+    assert!(checks > 3);
+    let status = backend.status();
+    assert_eq!(status.state, BackendState::Ready);
+    assert_eq!(status.pid, ready.pid);
+    assert_eq!(status.restarts, 0);
+    assert!(
+        !backend
+            .output()
+            .tail(usize::MAX)
+            .iter()
+            .any(|line| line.text == "got ping"),
+        "a modern backend is never pinged"
+    );
+    engine.shutdown().await;
+}
