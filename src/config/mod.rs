@@ -107,6 +107,21 @@ pub struct BackendConfig {
     pub tools_deny: Vec<String>,
     /// Whether a call to the backend while it is stopped starts it.
     pub start_on_demand: bool,
+    /// Which protocol era Switchboard speaks with the backend.
+    pub protocol: Protocol,
+}
+
+/// Which protocol era Switchboard speaks with a backend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// `initialize` first, and the stateless era if the server answers that it speaks only
+    /// that one (remembered for the next start of the same command).
+    #[default]
+    Auto,
+    /// Only the session era: `initialize`.
+    Legacy,
+    /// Only the stateless era (2026-07-28): `server/discover` and the `_meta` envelope.
+    Modern,
 }
 
 impl BackendConfig {
@@ -131,6 +146,7 @@ impl BackendConfig {
             tools_allow: Vec::new(),
             tools_deny: Vec::new(),
             start_on_demand: true,
+            protocol: Protocol::Auto,
         }
     }
 
@@ -157,12 +173,14 @@ impl BackendConfig {
             tools_allow: _,
             tools_deny: _,
             start_on_demand: _,
+            protocol,
         } = self;
         *command != new.command
             || *args != new.args
             || *env != new.env
             || *cwd != new.cwd
             || *max_message_size != new.max_message_size
+            || *protocol != new.protocol
     }
 }
 
@@ -433,6 +451,7 @@ args = ["demo-server"]
 # tools_deny = []               # never offer tools that match one, like ["delete_*"]
 # request_timeout = "{request_timeout}"
 # handshake_timeout = "{handshake_timeout}"   # deadline of the answer to initialize
+# protocol = "auto"             # or "legacy" (initialize only) or "modern" (2026-07-28 only)
 # health_interval = "{health_interval}"       # "off" disables health pings
 # health_timeout = "{health_timeout}"
 # max_message_size = "{max_message_size}"  # longest single message the server may send

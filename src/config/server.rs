@@ -11,7 +11,7 @@ use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::values::{self, ValueError};
 use super::{
-    BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, MAX_PREFIX_LEN,
+    BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, MAX_PREFIX_LEN, Protocol,
     RestartPolicy,
 };
 
@@ -32,6 +32,7 @@ const SERVER_FIELDS: &[&str] = &[
     "tools_allow",
     "tools_deny",
     "start_on_demand",
+    "protocol",
 ];
 
 const RESTART_FIELDS: &[&str] = &[
@@ -175,6 +176,7 @@ impl Reader<'_, '_> {
                 "start_on_demand" => {
                     set(&mut backend.start_on_demand, self.boolean(value, &field));
                 }
+                "protocol" => set(&mut backend.protocol, self.protocol(value, &field)),
                 // Editors' configs mark local servers this way; remote ones were skipped above.
                 "type" if self.format == Format::Json => {
                     if let Some(kind) = self.string(value, &field)
@@ -563,6 +565,25 @@ impl Reader<'_, '_> {
             strings.push(self.string(item, &format!("{field}[{index}]"))?);
         }
         Some(strings)
+    }
+
+    fn protocol(&mut self, node: &Node, field: &str) -> Option<Protocol> {
+        let text = self.string(node, field)?;
+        match text.as_str() {
+            "auto" => Some(Protocol::Auto),
+            "legacy" => Some(Protocol::Legacy),
+            "modern" => Some(Protocol::Modern),
+            _ => {
+                self.reporter.error(
+                    node.offset,
+                    field,
+                    format!(
+                        "unknown protocol {text:?}; expected \"auto\", \"legacy\" or \"modern\""
+                    ),
+                );
+                None
+            }
+        }
     }
 
     fn boolean(&mut self, node: &Node, field: &str) -> Option<bool> {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::config::BackendConfig;
+use crate::config::{BackendConfig, Protocol};
 use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
 use crate::supervisor::status::{Catalog, Era, ServerDescription};
 use crate::wire::era::{MODERN_PROTOCOL_VERSION, code, meta};
@@ -450,9 +450,19 @@ pub(crate) struct EraVerdicts {
 }
 
 impl EraVerdicts {
-    /// What a start of `config` tries first: the era its command was last found to speak, else
-    /// the session era (whose `initialize` tells a modern-only server).
+    /// What a start of `config` tries: the era its config names, or else the era its command
+    /// was last found to speak, else the session era (whose `initialize` tells a modern-only
+    /// server).
     pub(super) fn plan(&self, config: &BackendConfig) -> EraPlan {
+        let only = |era| EraPlan {
+            first: era,
+            fallback: false,
+        };
+        match config.protocol {
+            Protocol::Legacy => return only(Era::Legacy),
+            Protocol::Modern => return only(Era::Modern),
+            Protocol::Auto => {}
+        }
         let known = self
             .lock()
             .get(&config.name)
@@ -490,4 +500,50 @@ fn command_fingerprint(config: &BackendConfig) -> u64 {
     let mut hasher = DefaultHasher::new();
     (&config.command, &config.args, &config.env, &config.cwd).hash(&mut hasher);
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> BackendConfig {
+        BackendConfig::new("sdk", "node", vec!["server.mjs".to_owned()])
+    }
+
+    fn plan(first: Era, fallback: bool) -> EraPlan {
+        EraPlan { first, fallback }
+    }
+
+    #[test]
+    fn a_start_tries_the_era_the_same_command_was_found_to_speak_first() {
+        let verdicts = EraVerdicts::default();
+        let config = config();
+        assert_eq!(verdicts.plan(&config), plan(Era::Legacy, true));
+
+        verdicts.record(&config, Some(Era::Modern));
+        assert_eq!(verdicts.plan(&config), plan(Era::Modern, true));
+        let mut other_command = config.clone();
+        other_command.args.push("--legacy".to_owned());
+        assert_eq!(verdicts.plan(&other_command), plan(Era::Legacy, true));
+        let mut other_env = config.clone();
+        other_env.env.insert("MODE".to_owned(), "x".to_owned());
+        assert_eq!(verdicts.plan(&other_env), plan(Era::Legacy, true));
+        let mut other_backend = config.clone();
+        other_backend.name = "other".to_owned();
+        assert_eq!(verdicts.plan(&other_backend), plan(Era::Legacy, true));
+
+        verdicts.record(&config, None);
+        assert_eq!(verdicts.plan(&config), plan(Era::Legacy, true));
+    }
+
+    #[test]
+    fn a_protocol_named_in_the_config_is_the_only_one_tried() {
+        let verdicts = EraVerdicts::default();
+        let mut config = config();
+        verdicts.record(&config, Some(Era::Modern));
+        config.protocol = Protocol::Legacy;
+        assert_eq!(verdicts.plan(&config), plan(Era::Legacy, false));
+        config.protocol = Protocol::Modern;
+        assert_eq!(verdicts.plan(&config), plan(Era::Modern, false));
+    }
 }

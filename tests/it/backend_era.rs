@@ -3,6 +3,7 @@
 //! both eras is spoken to in the session era, and editors of the session era use either alike.
 
 use serde_json::{Value, json};
+use switchboard::config::Protocol;
 use switchboard::supervisor::BackendHandle;
 use switchboard::supervisor::status::{BackendState, Era};
 
@@ -277,6 +278,34 @@ async fn a_modern_server_is_health_checked_with_server_discover() {
             .iter()
             .any(|line| line.text == "got ping"),
         "a modern backend is never pinged"
+    );
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_config_can_name_the_only_protocol_era_to_speak() {
+    let mut both = sdk_server("both", &[]);
+    both.protocol = Protocol::Modern;
+    both.health_interval = None;
+    let mut modern_only = sdk_server("modern", &["--modern-only"]);
+    modern_only.protocol = Protocol::Legacy;
+    let engine = engine(vec![both, modern_only]);
+
+    let both = engine.backend("both").expect("configured");
+    let status = wait_state(&both, BackendState::Ready).await;
+    assert_eq!(status.server.expect("a handshake").era, Era::Modern);
+    assert_eq!(
+        requests_through_handshake(&both, 1).await,
+        [&["server/discover"][..], &LISTS].concat()
+    );
+
+    let modern_only = engine.backend("modern").expect("configured");
+    let failed = wait_status(&modern_only, |status| status.last_error.is_some()).await;
+    assert_eq!(
+        failed.last_error.as_deref(),
+        Some(
+            "the server speaks only the stateless protocol (2026-07-28) and the config asks for the session era"
+        )
     );
     engine.shutdown().await;
 }

@@ -366,6 +366,7 @@ fn the_default_config_shows_the_true_defaults() {
         "tools_deny",
         "request_timeout",
         "handshake_timeout",
+        "protocol",
         "health_interval",
         "health_timeout",
         "max_message_size",

@@ -112,6 +112,7 @@ prefix = "fs"
 tools_allow = ["read_*", "list_?"]
 tools_deny = ["*_secret"]
 start_on_demand = false
+protocol = "modern"
 
 [servers.full.restart]
 backoff_base = "500ms"
@@ -152,6 +153,7 @@ stable_after = "0s"
         tools_allow: strings(&["read_*", "list_?"]),
         tools_deny: strings(&["*_secret"]),
         start_on_demand: false,
+        protocol: Protocol::Modern,
     };
     assert_eq!(config.backends, vec![expected]);
 }
@@ -370,6 +372,7 @@ handshake_timeout = "0s"
 health_timeout = "soon"
 max_message_size = 0
 stop_grace = -2
+protocol = "2026"
 [servers.demo.restart]
 max_restarts = -1
 backoff_base = "2m"
@@ -387,8 +390,9 @@ backoff_base = "2m"
             (Severity::Error, 7, 18, "servers.demo.health_timeout"),
             (Severity::Error, 8, 20, "servers.demo.max_message_size"),
             (Severity::Error, 9, 14, "servers.demo.stop_grace"),
-            (Severity::Error, 11, 16, "servers.demo.restart.max_restarts"),
-            (Severity::Error, 12, 16, "servers.demo.restart.backoff_cap"),
+            (Severity::Error, 10, 12, "servers.demo.protocol"),
+            (Severity::Error, 12, 16, "servers.demo.restart.max_restarts"),
+            (Severity::Error, 13, 16, "servers.demo.restart.backoff_cap"),
         ]
     );
     let messages: Vec<&str> = config
@@ -406,6 +410,7 @@ backoff_base = "2m"
             "expected a duration like \"250ms\", \"30s\", \"5m\" or \"1h\", found \"soon\"",
             "must be larger than zero",
             "expected a duration, found the integer -2",
+            "unknown protocol \"2026\"; expected \"auto\", \"legacy\" or \"modern\"",
             "expected a whole number from 0 to 4294967295, found -1",
             "backoff_cap (60s) is shorter than backoff_base (120s)",
         ]
