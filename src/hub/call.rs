@@ -12,16 +12,29 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use super::capabilities::ClientCapabilities;
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::{CallInFlight, Session, invalid_params};
 use super::tasks;
 use super::{HubInner, notification, response};
+use crate::supervisor::rpc::ClientMeta;
 use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
+use crate::supervisor::status::Era;
 use crate::supervisor::{BackendHandle, CallError};
 use crate::wire::jsonrpc::{self, ErrorObject};
+
+/// How many times one call may ask its editor for input before it is ended.
+const MAX_INPUT_ROUNDS: u32 = 8;
+
+/// Whether a backend's result asks for input (2026-07-28 multi-round-trip requests).
+fn input_required(result: &RawValue) -> bool {
+    result.get().contains("input_required")
+        && ObjectEntries::parse(result.get())
+            .is_ok_and(|result| result.get_str("resultType").as_deref() == Some("input_required"))
+}
 
 /// Where a call goes, and what it sends there.
 struct RoutedCall {
@@ -31,6 +44,17 @@ struct RoutedCall {
     progress: Option<ProgressToken>,
     /// Whether the answer may carry task ids, which editors see with their backend in them.
     with_tasks: bool,
+    client: ClientFacts,
+}
+
+/// What a 2026-07-28 backend is told of the editor of a call, and what the hub needs to put a
+/// backend's `input_required` questions to that editor.
+struct ClientFacts {
+    capabilities: ClientCapabilities,
+    capabilities_json: Box<RawValue>,
+    log_level: Option<Box<RawValue>>,
+    /// Whether the editor speaks 2026-07-28 itself (and so answers `input_required` on its own).
+    stateless: bool,
 }
 
 /// A client's progress token and the one the backend sees instead.
@@ -54,6 +78,7 @@ struct Call {
     subscription: Option<Subscription>,
     /// Whether the answer may carry task ids, which editors see with their backend in them.
     with_tasks: bool,
+    client: ClientFacts,
 }
 
 impl Session {
@@ -70,7 +95,7 @@ impl Session {
     ) -> Option<Result<String, ErrorObject>> {
         match self.route(hub, method, params) {
             Ok(routed) => {
-                self.start_call(id, Call::new(method, params, routed), reply.clone());
+                self.start_call(hub, id, Call::new(method, params, routed), reply.clone());
                 None
             }
             Err(_) if !cold_start::settled(hub, &waiting_for(method, params)) => {
@@ -86,7 +111,7 @@ impl Session {
                     match session.route(&hub, &method, params.as_deref()) {
                         Ok(routed) => {
                             let call = Call::new(&method, params.as_deref(), routed);
-                            session.start_call(&id, call, reply);
+                            session.start_call(&hub, &id, call, reply);
                         }
                         Err(error) => {
                             let _ = reply.send(response(&id, Err(error)));
@@ -135,14 +160,34 @@ impl Session {
                 format!("backend {backend_name} is not configured"),
             )
         })?;
+        let modern = backend
+            .status()
+            .server
+            .is_some_and(|server| server.era == Era::Modern);
+        if !modern && entries.get("requestState").is_some() {
+            return Err(invalid_params(
+                "requestState is not one Switchboard issued; send the request again without it",
+            ));
+        }
         let progress = self.rewrite_progress_token(hub, &mut entries);
         let with_tasks = method.starts_with("tasks/")
             || (method == "tools/call" && entries.get("task").is_some());
+        let client = {
+            let state = self.lock_state();
+            ClientFacts {
+                capabilities: state.capabilities,
+                capabilities_json: serde_json::value::to_raw_value(&state.capabilities.to_json())
+                    .expect("capabilities serialize"),
+                log_level: state.log_level.clone(),
+                stateless: self.is_stateless(),
+            }
+        };
         Ok(RoutedCall {
             backend,
             params: entries.into_raw(),
             progress,
             with_tasks,
+            client,
         })
     }
 
@@ -164,7 +209,13 @@ impl Session {
 
     /// Records the call as in flight under the client's id and runs it; its answer goes to
     /// `reply`, unless the call is cancelled first.
-    fn start_call(&self, id: &RawValue, call: Call, reply: mpsc::UnboundedSender<Vec<u8>>) {
+    fn start_call(
+        &self,
+        hub: &Arc<HubInner>,
+        id: &RawValue,
+        call: Call,
+        reply: mpsc::UnboundedSender<Vec<u8>>,
+    ) {
         let id_key = id.get().to_owned();
         let cancel = self.call_token();
         {
@@ -189,12 +240,13 @@ impl Session {
         }
         let id = id.to_owned();
         let session = self.clone();
+        let hub = hub.clone();
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => None,
                 _ = reply.closed() => None,
-                result = call.run(&reply) => Some(result),
+                result = call.run(&hub, &session, &reply) => Some(result),
             };
             {
                 let mut state = session.lock_state();
@@ -338,16 +390,55 @@ impl Call {
             progress: routed.progress,
             subscription,
             with_tasks: routed.with_tasks,
+            client: routed.client,
         }
     }
 
     /// Sends the call once the backend is ready, starting it on demand, within its deadline.
     /// Its progress notifications go to `reply` with the client's own token, all before the
-    /// answer.
-    async fn run(&self, reply: &mpsc::UnboundedSender<Vec<u8>>) -> Result<String, ErrorObject> {
+    /// answer. A 2026-07-28 backend's `input_required` is put to an editor of the session era
+    /// as real requests, and the call retried with the answers.
+    async fn run(
+        &self,
+        hub: &HubInner,
+        session: &Session,
+        reply: &mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Result<String, ErrorObject> {
         let deadline = self.backend.config().request_timeout;
         let started = Instant::now();
         ready_backend(&self.backend, deadline).await?;
+        let mut params = self.params.clone();
+        let mut result = self.send(&params, deadline, started, reply).await?;
+        let mut rounds = 0;
+        while !self.client.stateless && input_required(&result) {
+            if rounds == MAX_INPUT_ROUNDS {
+                return Err(ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    format!(
+                        "backend {} asked for input more than {MAX_INPUT_ROUNDS} times; the call \
+                         was ended",
+                        self.backend.name()
+                    ),
+                ));
+            }
+            rounds += 1;
+            params = self.answered(hub, session, reply, &params, &result).await?;
+            result = self.send(&params, deadline, started, reply).await?;
+        }
+        if self.with_tasks {
+            return Ok(tasks::expose_ids(result.get(), self.backend.name()));
+        }
+        Ok(result.get().to_owned())
+    }
+
+    /// Sends the call with `params` in what is left of its deadline, relaying its progress.
+    async fn send(
+        &self,
+        params: &RawValue,
+        deadline: Duration,
+        started: Instant,
+        reply: &mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
         let remaining = deadline.saturating_sub(started.elapsed());
         let (sink, mut progress) = match &self.progress {
             Some(token) => {
@@ -363,9 +454,13 @@ impl Call {
             }
             None => (None, None),
         };
+        let client = ClientMeta {
+            capabilities: Some(&self.client.capabilities_json),
+            log_level: self.client.log_level.as_deref(),
+        };
         let call =
             self.backend
-                .request_with_progress(&self.method, Some(&self.params), remaining, sink);
+                .request_for_client(&self.method, Some(params), remaining, sink, client);
         tokio::pin!(call);
         let result = loop {
             let next_progress = async {
@@ -386,13 +481,60 @@ impl Call {
                 self.forward_progress(reply, &params);
             }
         }
-        match result {
-            Ok(result) if self.with_tasks => {
-                Ok(tasks::expose_ids(result.get(), self.backend.name()))
+        result.map_err(|error| error.to_error_object())
+    }
+
+    /// Puts each question of an `input_required` result to the editor, and returns the params
+    /// of the retry: the call's own with the answers and the backend's `requestState`.
+    async fn answered(
+        &self,
+        hub: &HubInner,
+        session: &Session,
+        reply: &mpsc::UnboundedSender<Vec<u8>>,
+        params: &RawValue,
+        result: &RawValue,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let malformed = || {
+            ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!(
+                    "backend {} asked for input in a malformed result",
+                    self.backend.name()
+                ),
+            )
+        };
+        let result = ObjectEntries::parse(result.get()).map_err(|_| malformed())?;
+        let mut answers = ObjectEntries::parse("{}").expect("an empty object");
+        if let Some(questions) = result.get("inputRequests") {
+            let questions = ObjectEntries::parse(questions.get()).map_err(|_| malformed())?;
+            for (key, question) in questions.iter() {
+                let question = ObjectEntries::parse(question.get()).map_err(|_| malformed())?;
+                let method = question.get_str("method").ok_or_else(malformed)?;
+                let question_params = question.get("params");
+                if let Some(missing) = self.client.capabilities.lacks(&method, question_params) {
+                    return Err(ErrorObject::new(
+                        jsonrpc::INTERNAL_ERROR,
+                        format!(
+                            "backend {} asked the editor for {missing}, which it did not declare",
+                            self.backend.name()
+                        ),
+                    ));
+                }
+                let answer = hub
+                    .ask_session(session, reply, &method, question_params)
+                    .await?;
+                answers.set(key, answer);
             }
-            Ok(result) => Ok(result.get().to_owned()),
-            Err(error) => Err(error.to_error_object()),
         }
+        let mut retry = ObjectEntries::parse(params.get()).map_err(|_| malformed())?;
+        retry.set("inputResponses", answers.into_raw());
+        match result.get("requestState") {
+            Some(state) => retry.set("requestState", state.to_owned()),
+            None => {
+                retry.remove("requestState");
+            }
+        }
+        Ok(retry.into_raw())
     }
 
     /// Sends a progress notification on with the client's own token.

@@ -53,6 +53,36 @@ impl ClientCapabilities {
         }
     }
 
+    /// The declared capabilities as a `capabilities` object, for a 2026-07-28 backend asked on
+    /// this client's behalf.
+    pub(super) fn to_json(self) -> serde_json::Value {
+        let mut capabilities = serde_json::Map::new();
+        if self.sampling {
+            let mut sampling = serde_json::Map::new();
+            if self.sampling_context {
+                sampling.insert("context".into(), serde_json::json!({}));
+            }
+            if self.sampling_tools {
+                sampling.insert("tools".into(), serde_json::json!({}));
+            }
+            capabilities.insert("sampling".into(), sampling.into());
+        }
+        if self.elicitation_form || self.elicitation_url {
+            let mut elicitation = serde_json::Map::new();
+            if self.elicitation_form {
+                elicitation.insert("form".into(), serde_json::json!({}));
+            }
+            if self.elicitation_url {
+                elicitation.insert("url".into(), serde_json::json!({}));
+            }
+            capabilities.insert("elicitation".into(), elicitation.into());
+        }
+        if self.roots {
+            capabilities.insert("roots".into(), serde_json::json!({}));
+        }
+        capabilities.into()
+    }
+
     /// Whether the client can be asked anything at all.
     pub(super) fn any(&self) -> bool {
         self.sampling || self.elicitation_form || self.elicitation_url || self.roots

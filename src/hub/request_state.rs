@@ -18,8 +18,16 @@ use sha2::{Digest, Sha256};
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// The largest state worth opening; a sealed state is under 300 bytes.
+/// The largest state worth opening; a sealed state is under 400 bytes.
 const MAX_SEALED_LEN: usize = 4096;
+
+/// How every state Switchboard seals begins; a state without it is a backend's own.
+const PREFIX: &str = "sb1.";
+
+/// Whether `state` is one Switchboard sealed (or claims to be), rather than a backend's.
+pub(super) fn is_ours(state: &str) -> bool {
+    state.starts_with(PREFIX)
+}
 
 /// Seals and opens states under one random key.
 pub(super) struct Sealer {
@@ -119,7 +127,7 @@ impl Sealer {
         let payload = serde_json::to_vec(&payload).expect("a payload always serializes");
         let tag = self.mac(&payload).finalize().into_bytes();
         format!(
-            "{}.{}",
+            "{PREFIX}{}.{}",
             URL_SAFE_NO_PAD.encode(&payload),
             URL_SAFE_NO_PAD.encode(tag)
         )
@@ -136,6 +144,7 @@ impl Sealer {
         if sealed.len() > MAX_SEALED_LEN {
             return Err(Refusal::Malformed);
         }
+        let sealed = sealed.strip_prefix(PREFIX).ok_or(Refusal::Malformed)?;
         let (payload, tag) = sealed.split_once('.').ok_or(Refusal::Malformed)?;
         let payload = URL_SAFE_NO_PAD
             .decode(payload)
@@ -244,12 +253,13 @@ mod tests {
     fn forged_altered_and_foreign_states_are_refused() {
         let sealer = Sealer::new();
         let sealed = sealer.seal("call-7", &binding(), u64::MAX);
-        let (payload, tag) = sealed.split_once('.').expect("two parts");
+        assert!(is_ours(&sealed));
+        let (payload, tag) = sealed[PREFIX.len()..].split_once('.').expect("two parts");
 
         let mut decoded = URL_SAFE_NO_PAD.decode(payload).expect("base64");
         let text = String::from_utf8(decoded.clone()).expect("JSON");
         decoded = text.replace("call-7", "call-8").into_bytes();
-        let altered = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(&decoded));
+        let altered = format!("{PREFIX}{}.{tag}", URL_SAFE_NO_PAD.encode(&decoded));
         assert_eq!(sealer.open(&altered, &binding(), 0), Err(Refusal::Forged));
 
         let from_another_run = Sealer::new().seal("call-7", &binding(), u64::MAX);
@@ -259,14 +269,22 @@ mod tests {
         );
 
         let huge = "a".repeat(MAX_SEALED_LEN + 1);
-        for garbage in ["", "no-dot", "!!.!!", "e30.!!", huge.as_str()] {
+        for garbage in [
+            "",
+            "sb1.no-dot",
+            "sb1.!!.!!",
+            "sb1.e30.!!",
+            "e30.AAAA",
+            huge.as_str(),
+        ] {
             assert_eq!(
                 sealer.open(garbage, &binding(), 0),
                 Err(Refusal::Malformed),
                 "{garbage:.20}"
             );
         }
-        let untagged = format!("{payload}.");
-        assert_eq!(sealer.open(&untagged, &binding(), 0), Err(Refusal::Forged));
+        for untagged in [format!("{PREFIX}{payload}."), format!("{PREFIX}.")] {
+            assert_eq!(sealer.open(&untagged, &binding(), 0), Err(Refusal::Forged));
+        }
     }
 }

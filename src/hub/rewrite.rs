@@ -85,6 +85,13 @@ impl<'a> ObjectEntries<'a> {
         });
     }
 
+    /// The entries in order, duplicates included.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &RawValue)> {
+        self.entries
+            .iter()
+            .map(|(key, value)| (key.as_ref(), value.as_ref()))
+    }
+
     /// Removes every entry of `key`; whether there was one.
     pub fn remove(&mut self, key: &str) -> bool {
         let before = self.entries.len();

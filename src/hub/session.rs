@@ -14,7 +14,7 @@ use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
 use super::stateless;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
-use crate::supervisor::status::BackendState;
+use crate::supervisor::status::{BackendState, Era};
 use crate::supervisor::{BackendHandle, Engine};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
@@ -44,6 +44,8 @@ pub(super) struct SessionState {
     pub(super) in_flight: HashMap<String, CallInFlight>,
     pub(super) subscriptions: HashSet<String>,
     pub(super) last_active: Option<Instant>,
+    /// The lowest level of log messages a 2026-07-28 request asked for (JSON text).
+    pub(super) log_level: Option<Box<RawValue>>,
     /// 2026-07-28 requests sent on this connection (over stdio), by id: cancelling one ends it.
     pub(super) stateless_in_flight: HashMap<String, CancellationToken>,
 }
@@ -296,20 +298,15 @@ impl Session {
             );
             return;
         };
-        let result = envelope.result.map(ToOwned::to_owned);
-        let error = envelope.error.map(|raw| {
-            serde_json::from_str::<ErrorObject>(raw.get()).unwrap_or_else(|_| {
-                ErrorObject::new(jsonrpc::INTERNAL_ERROR, "the editor sent a malformed error")
-            })
-        });
-        tokio::spawn(async move {
-            let outcome = match (&result, &error) {
-                (Some(result), _) => Ok(&**result),
-                (None, Some(error)) => Err(error),
-                (None, None) => return,
-            };
-            let _ = request.connection.respond(&request.id, outcome).await;
-        });
+        let outcome = match (envelope.result, envelope.error) {
+            (Some(result), _) => Ok(result.to_owned()),
+            (None, Some(raw)) => Err(serde_json::from_str::<ErrorObject>(raw.get())
+                .unwrap_or_else(|_| {
+                    ErrorObject::new(jsonrpc::INTERNAL_ERROR, "the editor sent a malformed error")
+                })),
+            (None, None) => return,
+        };
+        request.answer(outcome);
     }
 
     /// Sends a message that belongs to no request of this session.
@@ -410,11 +407,16 @@ pub(super) fn ready_with(backend: &BackendHandle, path: &[&str]) -> bool {
     true
 }
 
-/// Passes `logging/setLevel` to every ready backend that logs; returns once all have answered.
+/// Passes `logging/setLevel` to every ready backend of the session era that logs (2026-07-28
+/// backends take a level per request); returns once all have answered.
 async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
     let mut calls = Vec::new();
     for backend in engine.backends() {
-        if ready_with(&backend, &["logging"]) {
+        let legacy = backend
+            .status()
+            .server
+            .is_some_and(|server| server.era == Era::Legacy);
+        if legacy && ready_with(&backend, &["logging"]) {
             let backend = backend.clone();
             let params = params.map(ToOwned::to_owned);
             calls.push(tokio::spawn(async move {

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capabilities::ClientCapabilities;
 use super::headers::{self, RequestHeaders};
-use super::request_state::Binding;
+use super::request_state::{self, Binding};
 use super::rewrite::{ObjectEntries, json_string};
 use super::session::{
     Needs, Session, capabilities, instructions, invalid_params, list_result, ready_with, rejected,
@@ -173,12 +173,11 @@ impl<'a> Envelope2026<'a> {
         Some(self.params.get_str(key).unwrap_or_default().into_owned())
     }
 
-    /// The params a backend of the session era receives: without the 2026-07-28 keys of
-    /// `_meta` (a dual-era server refuses them on a session) and without the retry's fields.
+    /// The params a backend receives: without the 2026-07-28 keys of `_meta` (a dual-era
+    /// server refuses them on a session; a 2026-07-28 backend is told the editor's
+    /// capabilities and log level by the connection).
     fn forwarded_params(&self) -> Box<RawValue> {
         let mut params = self.params.clone();
-        params.remove("inputResponses");
-        params.remove("requestState");
         if let Some(meta) = params.get("_meta").map(|meta| meta.get().to_owned()) {
             match ObjectEntries::parse(&meta) {
                 Ok(mut meta) => {
@@ -331,8 +330,11 @@ fn start(
         }
         "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
             match request.params.get_str("requestState") {
-                Some(sealed) => resume(hub, &request, &sealed, reply)?,
-                None => call(hub, &request, reply, cancel),
+                Some(sealed) if request_state::is_ours(&sealed) => {
+                    resume(hub, &request, &sealed, reply)?
+                }
+                // A 2026-07-28 backend's own state goes back to it with the retry.
+                _ => call(hub, &request, reply, cancel),
             }
         }
         "subscriptions/listen" => {
@@ -459,7 +461,13 @@ fn call(
     cancel: CancellationToken,
 ) {
     let (session, events) = hub.open_session(true);
-    session.lock_state().capabilities = request.capabilities;
+    {
+        let mut state = session.lock_state();
+        state.capabilities = request.capabilities;
+        state.log_level = request
+            .log_level
+            .map(|level| json_string(LOG_LEVELS[level]));
+    }
     let (inner, messages) = mpsc::unbounded_channel();
     let params = request.forwarded_params();
     if let Some(result) = session.call(hub, request.id, &request.method, Some(&params), &inner) {
@@ -761,19 +769,12 @@ impl Relay {
     }
 
     fn answer(&self, question: &Question, outcome: Result<&RawValue, &ErrorObject>) {
-        let Some(request) = self
+        if let Some(asker) = self
             .hub
             .take_forwarded_request(self.session.id(), question.our_id)
-        else {
-            return;
-        };
-        let outcome = outcome.map(ToOwned::to_owned).map_err(Clone::clone);
-        tokio::spawn(async move {
-            let _ = request
-                .connection
-                .respond(&request.id, outcome.as_deref())
-                .await;
-        });
+        {
+            asker.answer(outcome.map(ToOwned::to_owned).map_err(Clone::clone));
+        }
     }
 }
 

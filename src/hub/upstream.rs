@@ -8,7 +8,7 @@ use std::sync::{MutexGuard, Weak};
 use std::time::Instant;
 
 use serde_json::value::RawValue;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::capabilities::ClientCapabilities;
@@ -18,10 +18,36 @@ use super::{HubInner, notification};
 use crate::supervisor::{BackendNotification, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 
-/// A backend's request sent on to a session, waiting for its answer.
+/// A request sent on to a session, waiting for its answer.
 pub(super) struct ForwardedRequest {
     session: String,
-    request: ServerRequest,
+    asker: Asker,
+}
+
+/// Who waits for the answer to a request sent to an editor.
+pub(super) enum Asker {
+    /// A backend of the session era, which sent the request itself.
+    Backend(ServerRequest),
+    /// The hub, putting a 2026-07-28 backend's `input_required` question to an editor of the
+    /// session era.
+    Hub(oneshot::Sender<Result<Box<RawValue>, ErrorObject>>),
+}
+
+impl Asker {
+    /// Passes the editor's answer on.
+    pub(super) fn answer(self, outcome: Result<Box<RawValue>, ErrorObject>) {
+        match self {
+            Asker::Backend(request) => {
+                tokio::spawn(async move {
+                    let outcome = outcome.as_deref();
+                    let _ = request.connection.respond(&request.id, outcome).await;
+                });
+            }
+            Asker::Hub(waiting) => {
+                let _ = waiting.send(outcome);
+            }
+        }
+    }
 }
 
 impl HubInner {
@@ -31,20 +57,61 @@ impl HubInner {
             .expect("forwarded requests lock is never poisoned")
     }
 
-    /// The backend's request that `our_id` stands for, if it was sent to `session`; forgotten
-    /// once taken.
-    pub(super) fn take_forwarded_request(
-        &self,
-        session: &str,
-        our_id: u64,
-    ) -> Option<ServerRequest> {
+    /// Who waits for the answer to the request `our_id`, if it was sent to `session`;
+    /// forgotten once taken.
+    pub(super) fn take_forwarded_request(&self, session: &str, our_id: u64) -> Option<Asker> {
         let mut forwarded = self.lock_forwarded_requests();
         match forwarded.get(&our_id) {
             Some(pending) if pending.session == session => {
-                forwarded.remove(&our_id).map(|pending| pending.request)
+                forwarded.remove(&our_id).map(|pending| pending.asker)
             }
             _ => None,
         }
+    }
+
+    /// Sends `method` to `session` under an id of ours, on `related` (the stream of the call it
+    /// is for) when it is still open, else as a session event; `asker` gets the answer.
+    fn forward(
+        &self,
+        session: &Session,
+        related: Option<&mpsc::UnboundedSender<Vec<u8>>>,
+        method: &str,
+        params: Option<&RawValue>,
+        asker: Asker,
+    ) {
+        let our_id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut message = jsonrpc::request_line(&our_id.to_string(), method, params);
+        message.pop();
+        self.lock_forwarded_requests().insert(
+            our_id,
+            ForwardedRequest {
+                session: session.id().to_owned(),
+                asker,
+            },
+        );
+        match related {
+            Some(reply) if reply.send(message.clone()).is_ok() => {}
+            _ => session.send_event(message),
+        }
+    }
+
+    /// Sends `method` to `session` (on `related`, the stream of the call it is for) under an
+    /// id of ours, and waits for the editor's answer.
+    pub(super) async fn ask_session(
+        &self,
+        session: &Session,
+        related: &mpsc::UnboundedSender<Vec<u8>>,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let (waiting, answer) = oneshot::channel();
+        self.forward(session, Some(related), method, params, Asker::Hub(waiting));
+        answer.await.unwrap_or_else(|_| {
+            Err(ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                "the editor session that was asked has closed",
+            ))
+        })
     }
 
     /// Answers every request forwarded to `session` with an error: it will not answer them.
@@ -61,17 +128,10 @@ impl HubInner {
                 .collect()
         };
         for pending in abandoned {
-            tokio::spawn(async move {
-                let error = ErrorObject::new(
-                    jsonrpc::INTERNAL_ERROR,
-                    "the editor session that was asked has closed",
-                );
-                let _ = pending
-                    .request
-                    .connection
-                    .respond(&pending.request.id, Err(&error))
-                    .await;
-            });
+            pending.asker.answer(Err(ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                "the editor session that was asked has closed",
+            )));
         }
     }
 }
@@ -131,9 +191,11 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 return;
             };
             let forwarded = hub.lock_forwarded_requests();
-            let found = forwarded.iter().find(|(_, pending)| {
-                pending.request.backend == note.backend
-                    && pending.request.id.get() == request_id.get()
+            let found = forwarded.iter().find(|(_, pending)| match &pending.asker {
+                Asker::Backend(request) => {
+                    request.backend == note.backend && request.id.get() == request_id.get()
+                }
+                Asker::Hub(_) => false,
             });
             let Some((our_id, pending)) = found else {
                 return;
@@ -298,19 +360,12 @@ fn route_server_request(hub: &HubInner, request: ServerRequest) {
             return;
         }
     };
-    let our_id = hub.next_id.fetch_add(1, Ordering::Relaxed);
-    let id = RawValue::from_string(our_id.to_string()).expect("a number is valid JSON");
-    let mut message = jsonrpc::request_line(id.get(), &request.method, request.params.as_deref());
-    message.pop();
-    hub.lock_forwarded_requests().insert(
-        our_id,
-        ForwardedRequest {
-            session: session.id().to_owned(),
-            request,
-        },
+    let (method, params) = (request.method.clone(), request.params.clone());
+    hub.forward(
+        &session,
+        related.as_ref(),
+        &method,
+        params.as_deref(),
+        Asker::Backend(request),
     );
-    match related {
-        Some(reply) if reply.send(message.clone()).is_ok() => {}
-        _ => session.send_event(message),
-    }
 }

@@ -5,11 +5,14 @@
 // version" and speaks only the stateless era (2026-07-28).
 //
 // Tools: `echo` (returns its `text`), `add_tool` (registers a tool `extra`, so the server
-// announces that its tool list changed). One resource (`sdk://greeting`) and one prompt (`hello`).
+// announces that its tool list changed), `confirm` (asks "Do ACTION?" as a 2026-07-28
+// multi-round-trip request: it answers `input_required` with a form elicitation and a
+// `requestState` until a retry brings `ok: true`, then says what it confirmed and which state
+// came back). One resource (`sdk://greeting`) and one prompt (`hello`).
 // It reports the method of every request it receives on stderr (`got <method>`), so that tests
 // can see what a client asked.
 
-import { McpServer } from "@modelcontextprotocol/server";
+import { McpServer, acceptedContent, inputRequired } from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
 import * as z from "zod";
 
@@ -35,6 +38,24 @@ function makeServer() {
         async () => ({ content: [{ type: "text", text: "extra" }] }),
       );
       return { content: [{ type: "text", text: "added extra" }] };
+    },
+  );
+  const answer = z.object({ ok: z.boolean() });
+  server.registerTool(
+    "confirm",
+    { description: "Asks before doing `action`", inputSchema: z.object({ action: z.string() }) },
+    async ({ action }, ctx) => {
+      const confirmed = acceptedContent(ctx.mcpReq.inputResponses, "ok", answer);
+      if (confirmed?.ok !== true) {
+        return inputRequired({
+          inputRequests: {
+            ok: inputRequired.elicit({ message: `Do ${action}?`, requestedSchema: answer }),
+          },
+          requestState: `asked:${action}`,
+        });
+      }
+      const state = ctx.mcpReq.requestState();
+      return { content: [{ type: "text", text: `confirmed ${action} (state ${state})` }] };
     },
   );
   server.registerResource(

@@ -98,7 +98,7 @@ async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legac
     assert_eq!(modern["protocol_version"], "2026-07-28");
     assert_eq!(modern["restarts"], 0);
     assert_eq!(modern["last_exit"], Value::Null);
-    assert_eq!(modern["tools"], 2);
+    assert_eq!(modern["tools"], 3);
     let detail = serve.api_get("/api/backends/modern").await;
     assert_eq!(
         detail["server"]["server_info"],
@@ -115,7 +115,7 @@ async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legac
     let session = mcp.open_session("legacy-editor").await.expect("a session");
     assert_eq!(
         tool_names(&mcp, &session, 1).await,
-        ["modern__add_tool", "modern__echo"]
+        ["modern__add_tool", "modern__confirm", "modern__echo"]
     );
     let echoed = call(
         &mcp,
@@ -169,7 +169,7 @@ async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stre
     let mut stream = mcp.stream(&session).await.expect("a stream");
     assert_eq!(
         tool_names(&mcp, &session, 1).await,
-        ["modern__add_tool", "modern__echo"]
+        ["modern__add_tool", "modern__confirm", "modern__echo"]
     );
 
     let added = call(&mcp, &session, 2, "modern__add_tool", json!({})).await;
@@ -191,7 +191,15 @@ async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stre
         );
         let names = tool_names(&mcp, &session, id).await;
         if names.iter().any(|name| name == "modern__extra") {
-            assert_eq!(names, ["modern__add_tool", "modern__echo", "modern__extra"]);
+            assert_eq!(
+                names,
+                [
+                    "modern__add_tool",
+                    "modern__confirm",
+                    "modern__echo",
+                    "modern__extra"
+                ]
+            );
             return;
         }
     }

@@ -986,3 +986,56 @@ async fn tasks_route_by_their_ids_alone() {
     assert_eq!(elsewhere["error"]["code"], -32001, "{elsewhere}");
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_modern_servers_questions_reach_an_editor_of_the_session_era_as_requests() {
+    let hub = hub(vec![sdk_server("modern", &["--modern-only"])]);
+    ready(&hub, "modern").await;
+    let (editor, _) = initialized(&hub, json!({"elicitation": {}})).await;
+    let (asked, mut rest) =
+        start_call(&editor, 1, "modern__confirm", json!({"action": "deploy"})).await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["params"]["message"], "Do deploy?");
+    let accepted = json!({
+        "jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"ok": true}},
+    });
+    assert!(matches!(
+        editor.receive(accepted.to_string().as_bytes()),
+        Inbound::Accepted
+    ));
+    let result = next_message(&mut rest).await;
+    assert_eq!(result["id"], 1);
+    assert_eq!(
+        first_text(&result["result"]),
+        "confirmed deploy (state asked:deploy)",
+        "the retry carried the answer and the server's own state: {result}"
+    );
+
+    let (declines, _) = initialized(&hub, json!({"elicitation": {}})).await;
+    let (asked, mut rest) =
+        start_call(&declines, 2, "modern__confirm", json!({"action": "drop"})).await;
+    let declined = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}});
+    drop(declines.receive(declined.to_string().as_bytes()));
+    let asked_again = next_message(&mut rest).await;
+    assert_eq!(
+        asked_again["method"], "elicitation/create",
+        "a server that still needs the answer asks again: {asked_again}"
+    );
+
+    let (mute, _) = initialized(&hub, json!({})).await;
+    let answer = request(
+        &mute,
+        json!(3),
+        "tools/call",
+        json!({"name": "modern__confirm", "arguments": {"action": "x"}}),
+    )
+    .await;
+    // The server is told what this editor declared, and refuses itself, naming what it needs.
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    assert!(
+        answer["error"]["data"]["requiredCapabilities"]["elicitation"].is_object(),
+        "{answer}"
+    );
+    hub.shutdown().await;
+}

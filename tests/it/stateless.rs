@@ -267,7 +267,7 @@ async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_
     );
 
     let mut forged = echo.clone();
-    forged["params"]["requestState"] = json!("eyJjIjoieCJ9.AAAA");
+    forged["params"]["requestState"] = json!("sb1.eyJjIjoieCJ9.AAAA");
     let answer = post(&serve, &forged, &[]).await;
     let error = &answer.last()["error"];
     assert_eq!((answer.status, &error["code"]), (400, &json!(-32602)));
@@ -484,4 +484,52 @@ async fn a_listen_stream_is_acknowledged_then_told_of_list_changes() {
             break;
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_servers_own_input_required_passes_through_with_its_state() {
+    let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly, ServedBackend::Everything]);
+    let form = json!({"elicitation": {"form": {}}});
+    let arguments = json!({"action": "deploy"});
+
+    let first = post(
+        &serve,
+        &call(1, "modern__confirm", arguments.clone(), form.clone()),
+        &[],
+    )
+    .await;
+    let result = &first.last()["result"];
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    assert_eq!(
+        result["requestState"], "asked:deploy",
+        "the server's state, untouched"
+    );
+    assert_eq!(
+        result["inputRequests"]["ok"]["method"],
+        "elicitation/create"
+    );
+
+    let mut retry = call(2, "modern__confirm", arguments, form.clone());
+    retry["params"]["requestState"] = json!("asked:deploy");
+    retry["params"]["inputResponses"] =
+        json!({"ok": {"action": "accept", "content": {"ok": true}}});
+    let done = post(&serve, &retry, &[]).await;
+    let result = &done.last()["result"];
+    assert_eq!(result["resultType"], "complete", "{result}");
+    assert_eq!(
+        result["content"][0]["text"],
+        "confirmed deploy (state asked:deploy)"
+    );
+
+    let mut foreign = call(3, "everything__echo", json!({"message": "x"}), json!({}));
+    foreign["params"]["requestState"] = json!("asked:deploy");
+    let answer = post(&serve, &foreign, &[]).await;
+    assert!(
+        answer.last()["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("not one Switchboard issued"),
+        "a session-era server has no state of its own to take back: {}",
+        answer.last()
+    );
 }
