@@ -7,6 +7,12 @@
 //! first passes the [`Guard`] (Host, Origin or Sec-Fetch-Site, token), which the control API
 //! reuses.
 //!
+//! Both eras of the protocol share `/mcp`: a `POST` whose `MCP-Protocol-Version` is 2026-07-28,
+//! or that has no version header and no session but carries the 2026-07-28 envelope, is answered
+//! on its own (`stateless.rs`); everything else takes the session path below. Under 2026-07-28,
+//! `GET` and `DELETE` get `405`; an unknown version gets `400` with -32022 and the versions
+//! spoken.
+//!
 //! Choices where the Streamable HTTP specification leaves room:
 //!
 //! - `initialize` is always answered as `application/json`, even when the client accepts
