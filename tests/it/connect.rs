@@ -404,6 +404,55 @@ fn the_first_list_through_a_cold_start_is_whole() {
 }
 
 #[test]
+fn the_mcp_inspector_cli_finds_and_calls_a_tool_through_a_cold_connect() {
+    // The official MCP Inspector CLI, started with `connect` as its server, when nothing runs
+    // yet and one server takes a second and a half to start: it lists, finds the tool, calls it.
+    let place = Place::with_servers(&format!(
+        "[servers.slow]\ncommand = \"python3\"\nargs = [{script:?}, \"--slow-start\", \"1500\"]\n",
+        script = misbehave_script().to_string_lossy(),
+    ));
+    assert!(place.serve_processes().is_empty());
+    let env = |name: &str, path: PathBuf| format!("{name}={}", path.display());
+    let output = Command::new("node")
+        .arg(node_module(
+            "@modelcontextprotocol/inspector/clients/launcher/build/index.js",
+        ))
+        .arg("--cli")
+        .args(["-e", &env("SWITCHBOARD_RUNTIME_DIR", place.runtime_dir())])
+        .args([
+            "-e",
+            &env("SWITCHBOARD_DATA_DIR", place.dir.path().join("data")),
+        ])
+        .args(["--method", "tools/call", "--tool-name", "slow__echo"])
+        .args(["--tool-arg", "text=found"])
+        .arg("--")
+        .arg(switchboard_exe())
+        .arg("connect")
+        .arg("--config")
+        .arg(place.config())
+        .output()
+        .expect("the Inspector CLI runs");
+    let started = place.serve_processes();
+    for pid in &started {
+        stop(*pid);
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Inspector CLI succeeds: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json_start = stdout.find('{').expect("a JSON result");
+    let result: Value = serde_json::from_str(&stdout[json_start..]).expect("JSON");
+    assert_eq!(result["content"][0]["text"], "found", "{result}");
+    assert_eq!(
+        started.len(),
+        1,
+        "connect started one instance: {started:?}"
+    );
+}
+
+#[test]
 fn a_restart_fails_the_call_in_flight_and_the_session_carries_on() {
     let place = Place::new();
     let mut serve = place.serve();
