@@ -569,17 +569,20 @@ struct Question {
 impl Relay {
     async fn run(mut self, mut id: Box<RawValue>, mut reply: mpsc::UnboundedSender<Vec<u8>>) {
         loop {
+            // Events first: a log message the backend wrote before its answer is routed before
+            // the answer arrives, and must go out before it.
             let message = tokio::select! {
+                biased;
                 _ = reply.closed() => break,
                 _ = self.cancel.cancelled() => break,
-                message = self.messages.recv() => match message {
-                    Some(message) => message,
-                    None => break,
-                },
                 Some(event) = self.events.recv() => {
                     self.relay_event(&event, &reply);
                     continue;
                 }
+                message = self.messages.recv() => match message {
+                    Some(message) => message,
+                    None => break,
+                },
             };
             let Ok(envelope) = Envelope::parse(&message) else {
                 continue;

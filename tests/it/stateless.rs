@@ -533,3 +533,123 @@ async fn a_modern_servers_own_input_required_passes_through_with_its_state() {
         answer.last()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_logs_and_resource_updates_reach_a_2026_client_as_it_asked() {
+    let serve = ServeProcess::start(&[ServedBackend::Misbehave]);
+
+    let mut slow = call(1, "mis__slow", json!({"ms": 300}), json!({}));
+    slow["params"]["_meta"]["progressToken"] = json!("p1");
+    let answer = post(&serve, &slow, &[]).await;
+    let progress: Vec<&Value> = answer
+        .messages
+        .iter()
+        .filter(|message| message["method"] == "notifications/progress")
+        .collect();
+    assert!(!progress.is_empty(), "{:?}", answer.messages);
+    assert!(
+        progress
+            .iter()
+            .all(|note| note["params"]["progressToken"] == "p1")
+    );
+    assert_eq!(answer.last()["result"]["content"][0]["text"], "slept 300");
+
+    let logged = |id: u64, level: Option<&str>| {
+        let mut request = call(id, "mis__log", json!({"text": "hello"}), json!({}));
+        if let Some(level) = level {
+            request["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        request
+    };
+    let logs = |answer: &Answer| -> Vec<Value> {
+        answer
+            .messages
+            .iter()
+            .filter(|message| message["method"] == "notifications/message")
+            .map(|message| message["params"]["data"].clone())
+            .collect()
+    };
+    let info = post(&serve, &logged(2, Some("info")), &[]).await;
+    assert_eq!(logs(&info), [json!("hello")], "{:?}", info.messages);
+    assert_eq!(info.last()["result"]["resultType"], "complete");
+    let above = post(&serve, &logged(3, Some("error")), &[]).await;
+    assert!(
+        logs(&above).is_empty(),
+        "below the level asked: {:?}",
+        above.messages
+    );
+    let none = post(&serve, &logged(4, None), &[]).await;
+    assert!(
+        logs(&none).is_empty(),
+        "no level, no logs: {:?}",
+        none.messages
+    );
+    let bad = post(&serve, &logged(5, Some("loud")), &[]).await;
+    assert_eq!(
+        (bad.status, &bad.last()["error"]["code"]),
+        (400, &json!(-32602))
+    );
+
+    let listen = request(
+        6,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": ["test://a"]}}),
+        json!({}),
+    );
+    let mut stream = serve
+        .client()
+        .post(serve.url())
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-method", "subscriptions/listen")
+        .body(listen.to_string())
+        .send()
+        .await
+        .expect("POST listen");
+    let mut seen = String::new();
+    let mut next_message = async || loop {
+        if let Some(end) = seen.find("\n\n") {
+            let event: String = seen.drain(..end + 2).collect();
+            if let Some(message) = sse_messages(&event).pop() {
+                return message;
+            }
+            continue;
+        }
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(60), stream.chunk())
+            .await
+            .expect("the listen stream stayed silent for a minute")
+            .expect("the stream")
+            .expect("more");
+        seen.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+    };
+    let acknowledged = next_message().await;
+    assert_eq!(
+        acknowledged["params"]["notifications"]["resourceSubscriptions"],
+        json!(["test://a"])
+    );
+    let other = post(
+        &serve,
+        &call(7, "mis__update", json!({"uri": "test://b"}), json!({})),
+        &[],
+    )
+    .await;
+    assert_eq!(other.last()["result"]["resultType"], "complete");
+    let updated = post(
+        &serve,
+        &call(8, "mis__update", json!({"uri": "test://a"}), json!({})),
+        &[],
+    )
+    .await;
+    assert_eq!(updated.last()["result"]["resultType"], "complete");
+    let update = next_message().await;
+    assert_eq!(update["method"], "notifications/resources/updated");
+    assert_eq!(
+        update["params"]["uri"], "test://a",
+        "test://b was not asked for: {update}"
+    );
+    assert_eq!(
+        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        6
+    );
+}
