@@ -151,7 +151,9 @@ impl Session {
                 &catalog.unlisted_prompts,
             )?,
             "completion/complete" => route_completion(&catalog, &mut entries)?,
-            "tasks/get" | "tasks/result" | "tasks/cancel" => route_by_task(method, &mut entries)?,
+            "tasks/get" | "tasks/result" | "tasks/update" | "tasks/cancel" => {
+                route_by_task(method, &mut entries)?
+            }
             _ => route_by_uri(&catalog, method, &entries)?,
         };
         let backend = hub.engine.backend(&backend_name).ok_or_else(|| {
@@ -170,8 +172,6 @@ impl Session {
             ));
         }
         let progress = self.rewrite_progress_token(hub, &mut entries);
-        let with_tasks = method.starts_with("tasks/")
-            || (method == "tools/call" && entries.get("task").is_some());
         let client = {
             let state = self.lock_state();
             ClientFacts {
@@ -182,6 +182,9 @@ impl Session {
                 stateless: self.is_stateless(),
             }
         };
+        let with_tasks = method.starts_with("tasks/")
+            || (method == "tools/call"
+                && (entries.get("task").is_some() || client.capabilities.tasks_extension));
         Ok(RoutedCall {
             backend,
             params: entries.into_raw(),
@@ -301,8 +304,8 @@ fn route_by_name(
     Ok(backend)
 }
 
-/// For `tasks/get`, `tasks/result` and `tasks/cancel`: the backend the task id names, with the
-/// id replaced by the backend's own.
+/// For `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: the backend the task id
+/// names, with the id replaced by the backend's own.
 fn route_by_task(method: &str, entries: &mut ObjectEntries<'_>) -> Result<Arc<str>, ErrorObject> {
     let exposed = entries
         .get_str("taskId")

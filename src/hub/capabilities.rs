@@ -8,6 +8,7 @@
 use serde_json::value::RawValue;
 
 use super::rewrite::ObjectEntries;
+use crate::wire::era::TASKS_EXTENSION;
 
 /// What the client declared in `initialize`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +22,9 @@ pub(super) struct ClientCapabilities {
     pub(super) elicitation_form: bool,
     pub(super) elicitation_url: bool,
     pub(super) roots: bool,
+    /// `extensions["io.modelcontextprotocol/tasks"]` (2026-07-28): a `tools/call` may be
+    /// answered with a task handle.
+    pub(super) tasks_extension: bool,
 }
 
 impl ClientCapabilities {
@@ -50,6 +54,8 @@ impl ClientCapabilities {
                 || (elicitation.is_some() && !elicitation_url),
             elicitation_url,
             roots: object("roots").is_some(),
+            tasks_extension: object("extensions")
+                .is_some_and(|extensions| extensions.get(TASKS_EXTENSION).is_some()),
         }
     }
 
@@ -79,6 +85,12 @@ impl ClientCapabilities {
         }
         if self.roots {
             capabilities.insert("roots".into(), serde_json::json!({}));
+        }
+        if self.tasks_extension {
+            capabilities.insert(
+                "extensions".into(),
+                serde_json::json!({ TASKS_EXTENSION: {} }),
+            );
         }
         capabilities.into()
     }

@@ -35,7 +35,9 @@ use super::session::{
     server_info, single_page, valid_id, when_settled,
 };
 use super::{HubInner, Inbound, RequestReply, SessionEvents, notification, random_id, response};
-use crate::wire::era::{LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, code, meta};
+use crate::wire::era::{
+    LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
+};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 /// How long a parked call waits for the editor's retry.
@@ -163,11 +165,13 @@ impl<'a> Envelope2026<'a> {
         })
     }
 
-    /// The name or URI the request is about, for the methods that have one.
+    /// The name, URI or task id the request is about (what `Mcp-Name` mirrors), for the
+    /// methods that have one.
     fn target(&self) -> Option<String> {
         let key = match self.method.as_str() {
             "tools/call" | "prompts/get" => "name",
             "resources/read" => "uri",
+            "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
             _ => return None,
         };
         Some(self.params.get_str(key).unwrap_or_default().into_owned())
@@ -328,6 +332,7 @@ fn start(
                 stamp(&list_result(hub, &method), true)
             });
         }
+        "tasks/get" | "tasks/update" | "tasks/cancel" => call(hub, &request, reply, cancel),
         "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
             match request.params.get_str("requestState") {
                 Some(sealed) if request_state::is_ours(&sealed) => {
@@ -372,12 +377,21 @@ fn answer_when_settled(
     }
 }
 
-/// What `server/discover` answers: the versions and capabilities of the endpoint, and the
-/// merged instructions.
+/// What `server/discover` answers: the versions and capabilities of the endpoint (the Tasks
+/// extension while a backend offers it), and the merged instructions.
 fn discover_result(hub: &HubInner) -> String {
+    let mut capabilities = capabilities();
+    let with_tasks = hub
+        .engine
+        .backends()
+        .iter()
+        .any(|backend| ready_with(backend, &["extensions", TASKS_EXTENSION]));
+    if with_tasks {
+        capabilities["extensions"] = serde_json::json!({ TASKS_EXTENSION: {} });
+    }
     serde_json::json!({
         "supportedVersions": supported_versions(),
-        "capabilities": capabilities(),
+        "capabilities": capabilities,
         "instructions": instructions(hub),
     })
     .to_string()

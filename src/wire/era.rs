@@ -14,6 +14,10 @@ pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
 pub const LEGACY_PROTOCOL_VERSIONS: [&str; 4] =
     ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// The Tasks extension of the stateless era (`tools/call` answered with a task handle, then
+/// `tasks/get`, `tasks/update` and `tasks/cancel`), as named in `capabilities.extensions`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// Keys of a stateless request's `params._meta` and of a result's `_meta`.
 pub mod meta {
     /// The request's protocol version (required).

@@ -39,7 +39,8 @@ async fn post(serve: &ServeProcess, body: &Value, extra: &[(&str, &str)]) -> Ans
     }
     let name = body["params"]["name"]
         .as_str()
-        .or(body["params"]["uri"].as_str());
+        .or(body["params"]["uri"].as_str())
+        .or(body["params"]["taskId"].as_str());
     if let Some(name) = name {
         headers.push(("mcp-name".to_owned(), name.to_owned()));
     }
@@ -652,4 +653,125 @@ async fn progress_logs_and_resource_updates_reach_a_2026_client_as_it_asked() {
         update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         6
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_of_the_2026_extension_route_by_their_ids_with_input_along_the_way() {
+    let serve = ServeProcess::start(&[ServedBackend::Tasks, ServedBackend::Everything]);
+    let with_tasks =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}});
+
+    let discover = post(
+        &serve,
+        &request(1, "server/discover", json!({}), json!({})),
+        &[],
+    )
+    .await;
+    let extensions = &discover.last()["result"]["capabilities"]["extensions"];
+    assert!(
+        extensions["io.modelcontextprotocol/tasks"].is_object(),
+        "a server offers the extension, so the endpoint does: {}",
+        discover.last()
+    );
+
+    let refused = post(
+        &serve,
+        &call(2, "tasks__report", json!({"title": "Q3"}), json!({})),
+        &[],
+    )
+    .await;
+    let error = &refused.last()["error"];
+    assert_eq!(
+        (refused.status, &error["code"]),
+        (400, &json!(-32021)),
+        "{error}"
+    );
+    assert!(
+        error["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+            .is_object()
+    );
+
+    let created = post(
+        &serve,
+        &call(
+            3,
+            "tasks__report",
+            json!({"title": "Q3"}),
+            with_tasks.clone(),
+        ),
+        &[],
+    )
+    .await;
+    let result = &created.last()["result"];
+    assert_eq!(result["resultType"], "task", "{result}");
+    let task = result["taskId"].as_str().expect("a task id").to_owned();
+    assert_eq!(task, "sb1.tasks.task-1", "the id names its server");
+
+    let task_request = |id: u64, method: &str, extra: Value| {
+        let mut params = json!({"taskId": task});
+        if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+            params.extend(extra.clone());
+        }
+        request(id, method, params, with_tasks.clone())
+    };
+    let pending = post(
+        &serve,
+        &task_request(4, "tasks/get", json!({})),
+        &[("mcp-name", &task)],
+    )
+    .await;
+    let state = &pending.last()["result"];
+    assert_eq!(state["status"], "input_required", "{state}");
+    assert_eq!(state["taskId"], task.as_str());
+    assert_eq!(
+        state["inputRequests"]["approve"]["method"],
+        "elicitation/create"
+    );
+
+    let wrong_name = post(
+        &serve,
+        &task_request(5, "tasks/get", json!({})),
+        &[("mcp-name", "sb1.tasks.other")],
+    )
+    .await;
+    assert_eq!(
+        (wrong_name.status, &wrong_name.last()["error"]["code"]),
+        (400, &json!(-32020))
+    );
+
+    let answers =
+        json!({"inputResponses": {"approve": {"action": "accept", "content": {"name": "Grace"}}}});
+    let updated = post(
+        &serve,
+        &task_request(6, "tasks/update", answers),
+        &[("mcp-name", &task)],
+    )
+    .await;
+    assert_eq!(
+        updated.last()["result"]["resultType"],
+        "complete",
+        "{}",
+        updated.last()
+    );
+    let done = post(
+        &serve,
+        &task_request(7, "tasks/get", json!({})),
+        &[("mcp-name", &task)],
+    )
+    .await;
+    let state = &done.last()["result"];
+    assert_eq!(state["status"], "completed", "{state}");
+    assert_eq!(
+        state["result"]["content"][0]["text"],
+        "report Q3 approved by Grace"
+    );
+
+    let mut unknown = task_request(8, "tasks/cancel", json!({}));
+    unknown["params"]["taskId"] = json!("sb1.nowhere.1");
+    let answer = post(&serve, &unknown, &[]).await;
+    assert_eq!(answer.last()["error"]["code"], -32001, "{}", answer.last());
+    let mut foreign = task_request(9, "tasks/get", json!({}));
+    foreign["params"]["taskId"] = json!("task-1");
+    let answer = post(&serve, &foreign, &[]).await;
+    assert_eq!(answer.last()["error"]["code"], -32602, "{}", answer.last());
 }

@@ -21,12 +21,19 @@ use switchboard::supervisor::{BackendHandle, Engine, EngineOptions};
 /// implementation ever reaches it.
 pub const EVENT_LIMIT: Duration = Duration::from_secs(20);
 
+/// A test server of `tests/backends/`.
+pub fn backend_script(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/backends")
+        .join(file)
+}
+
 pub fn misbehave_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/backends/misbehave.py")
+    backend_script("misbehave.py")
 }
 
 pub fn sdk_server_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/backends/sdk_server.mjs")
+    backend_script("sdk_server.mjs")
 }
 
 /// A backend running `tests/backends/sdk_server.mjs` (the official TypeScript SDK) with `flags`,

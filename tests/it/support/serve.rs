@@ -12,7 +12,8 @@ use switchboard::control::instance::Instance;
 
 use super::eventually::{eventually, eventually_blocking, poll_blocking};
 use super::{
-    EVENT_LIMIT, alive, everything_server, misbehave_script, sdk_server_script, switchboard_exe,
+    EVENT_LIMIT, alive, backend_script, everything_server, misbehave_script, sdk_server_script,
+    switchboard_exe,
 };
 
 /// The dashboard token of every [`ServeProcess`] unless its options remove `SWITCHBOARD_TOKEN`.
@@ -29,6 +30,8 @@ pub enum ServedBackend {
     Misbehave,
     /// `tests/backends/sdk_server.mjs --modern-only`, as `modern`.
     SdkModernOnly,
+    /// `tests/backends/tasks_server.py` (2026-07-28 with the Tasks extension), as `tasks`.
+    Tasks,
 }
 
 impl ServedBackend {
@@ -39,6 +42,7 @@ impl ServedBackend {
             ServedBackend::Everything => "everything",
             ServedBackend::Misbehave => "mis",
             ServedBackend::SdkModernOnly => "modern",
+            ServedBackend::Tasks => "tasks",
         }
     }
 
@@ -55,6 +59,14 @@ impl ServedBackend {
                 vec![
                     sdk_server_script().to_string_lossy().into_owned(),
                     "--modern-only".to_owned(),
+                ],
+            ),
+            ServedBackend::Tasks => (
+                PathBuf::from("python3"),
+                vec![
+                    backend_script("tasks_server.py")
+                        .to_string_lossy()
+                        .into_owned(),
                 ],
             ),
         };
