@@ -98,6 +98,7 @@ struct Resume {
 }
 
 /// What one 2026-07-28 request says about itself in `params._meta`.
+#[derive(Clone)]
 struct Envelope2026<'a> {
     id: &'a RawValue,
     method: String,
@@ -336,7 +337,7 @@ fn start(
         "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
             match request.params.get_str("requestState") {
                 Some(sealed) if request_state::is_ours(&sealed) => {
-                    resume(hub, &request, &sealed, reply)?
+                    resume(hub, &request, &sealed, reply, cancel)?
                 }
                 // A 2026-07-28 backend's own state goes back to it with the retry.
                 _ => call(hub, &request, reply, cancel),
@@ -519,6 +520,7 @@ fn resume(
     request: &Envelope2026<'_>,
     sealed: &str,
     reply: mpsc::UnboundedSender<Vec<u8>>,
+    cancel: CancellationToken,
 ) -> Result<(), ErrorObject> {
     let target = request
         .target()
@@ -529,6 +531,13 @@ fn resume(
         .sealer
         .open(sealed, &binding, unix_millis())
         .map_err(|refusal| invalid_params(refusal.to_string()))?;
+    if call == RERUN {
+        let mut again = request.clone();
+        again.params.remove("requestState");
+        again.params.remove("inputResponses");
+        self::call(hub, &again, reply, cancel);
+        return Ok(());
+    }
     let ended = || {
         invalid_params(
             "requestState was already used, or its call has ended (it waited too long, or the \
@@ -634,6 +643,15 @@ impl Relay {
     /// The backend's response as the editor's current request's: its id, the result stamped,
     /// and codes of the session era replaced by this revision's.
     fn final_response(&self, envelope: &Envelope<'_>, id: &RawValue) -> Vec<u8> {
+        let error = envelope
+            .error
+            .and_then(|error| serde_json::from_str::<ErrorObject>(error.get()).ok());
+        if let Some(error) = &error
+            && error.code == URL_ELICITATION_REQUIRED
+            && let Some(asked) = self.url_elicitation(error, id)
+        {
+            return asked;
+        }
         let mut line = match (envelope.result, envelope.error) {
             (Some(result), _) => {
                 let stamped = stamp(result.get(), self.cacheable);
@@ -662,6 +680,41 @@ impl Relay {
         };
         line.pop();
         line
+    }
+
+    /// A session-era server's "URL elicitation required" (-32042) as this revision puts it:
+    /// `input_required` with the URL elicitations, and a sealed state whose retry runs the call
+    /// again (nothing is parked: the server ended the call). `None` when the error carries no
+    /// elicitations or the request cannot take input.
+    fn url_elicitation(&self, error: &ErrorObject, id: &RawValue) -> Option<Vec<u8>> {
+        let binding = self.binding.as_ref()?;
+        let elicitations = error.data.as_ref()?.get("elicitations")?.as_array()?;
+        if !self.capabilities.elicitation_url {
+            return Some(missing_capability(
+                id,
+                "URL-mode elicitation",
+                "elicitation/create",
+            ));
+        }
+        let requests: serde_json::Map<String, serde_json::Value> = elicitations
+            .iter()
+            .enumerate()
+            .map(|(index, elicitation)| {
+                let request = serde_json::json!({
+                    "method": "elicitation/create",
+                    "params": elicitation,
+                });
+                (format!("switchboard-url-{index}"), request)
+            })
+            .collect();
+        let expires = unix_millis() + PARK_TTL.as_millis() as u64;
+        let result = serde_json::json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": self.hub.sealer.seal(RERUN, binding, expires),
+            "_meta": { meta::SERVER_INFO: server_info() },
+        });
+        Some(response(id, Ok(result.to_string())))
     }
 
     /// Log messages the request asked for, at or above its level; nothing else of the
@@ -797,6 +850,9 @@ impl Relay {
 
 /// 2025-11-25's "URL elicitation required", which this revision does not have.
 const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// The call a sealed state names when nothing is parked and its retry runs the call again.
+const RERUN: &str = "rerun";
 
 /// The -32021 answer to a request whose backend asked what the editor did not declare.
 fn missing_capability(id: &RawValue, missing: &str, method: &str) -> Vec<u8> {

@@ -775,3 +775,62 @@ async fn tasks_of_the_2026_extension_route_by_their_ids_with_input_along_the_way
     let answer = post(&serve, &foreign, &[]).await;
     assert_eq!(answer.last()["error"]["code"], -32602, "{}", answer.last());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_elicitation_required_becomes_input_required_and_the_retry_runs_the_call_again() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let tool = "everything__trigger-url-elicitation";
+    let url = json!({"elicitation": {"form": {}, "url": {}}});
+    let arguments = json!({"url": "https://example.com/sign-in", "errorPath": true});
+
+    let first = post(&serve, &call(1, tool, arguments.clone(), url.clone()), &[]).await;
+    let result = &first.last()["result"];
+    assert_eq!(result["resultType"], "input_required", "{}", first.last());
+    let (key, asked) = result["inputRequests"]
+        .as_object()
+        .expect("input requests")
+        .iter()
+        .next()
+        .expect("one");
+    assert_eq!(asked["method"], "elicitation/create");
+    assert_eq!(asked["params"]["mode"], "url");
+    assert!(asked["params"]["url"].is_string(), "{asked}");
+    assert!(asked["params"]["elicitationId"].is_string(), "{asked}");
+
+    // The retry runs the call again; the server now asks on the request path, which parks it.
+    let mut retry = call(2, tool, arguments.clone(), url.clone());
+    retry["params"]["requestState"] = result["requestState"].clone();
+    retry["params"]["inputResponses"] = json!({ key: {"action": "accept"} });
+    let second = post(&serve, &retry, &[]).await;
+    let result = &second.last()["result"];
+    assert_eq!(result["resultType"], "input_required", "{}", second.last());
+    let (key, asked) = result["inputRequests"]
+        .as_object()
+        .expect("input requests")
+        .iter()
+        .next()
+        .expect("one");
+    assert_eq!(asked["params"]["mode"], "url");
+    assert_eq!(asked["params"]["url"], "https://example.com/sign-in");
+    let mut last = call(3, tool, arguments.clone(), url.clone());
+    last["params"]["requestState"] = result["requestState"].clone();
+    last["params"]["inputResponses"] = json!({ key: {"action": "accept"} });
+    let done = post(&serve, &last, &[]).await;
+    assert_eq!(
+        done.last()["result"]["resultType"],
+        "complete",
+        "{}",
+        done.last()
+    );
+    assert_ne!(done.last()["result"]["isError"], true, "{}", done.last());
+
+    let form_only = json!({"elicitation": {"form": {}}});
+    let refused = post(&serve, &call(4, tool, arguments, form_only), &[]).await;
+    let error = &refused.last()["error"];
+    assert_eq!(
+        (refused.status, &error["code"]),
+        (400, &json!(-32021)),
+        "{error}"
+    );
+    assert!(error["data"]["requiredCapabilities"]["elicitation"]["url"].is_object());
+}
