@@ -453,6 +453,68 @@ fn the_mcp_inspector_cli_finds_and_calls_a_tool_through_a_cold_connect() {
 }
 
 #[test]
+fn a_2026_client_speaks_through_connect_with_no_handshake_and_cancels_by_notification() {
+    let place = Place::with_servers(&format!(
+        "[servers.mis]\ncommand = \"python3\"\nargs = [{script:?}]\n",
+        script = misbehave_script().to_string_lossy(),
+    ));
+    let _serve = place.serve();
+    let mut editor = place.connect();
+    let envelope = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+
+    let discover = editor.request(json!(1), "server/discover", json!({"_meta": envelope}));
+    assert_eq!(
+        discover["result"]["supportedVersions"][0], "2026-07-28",
+        "{discover}"
+    );
+    let echo = editor.request(
+        json!(2),
+        "tools/call",
+        json!({"name": "demo__echo", "arguments": {"text": "modern"}, "_meta": envelope}),
+    );
+    assert_eq!(echo["result"]["resultType"], "complete", "{echo}");
+    assert_eq!(echo["result"]["content"][0]["text"], "modern");
+
+    let mut sleeping = envelope.clone();
+    sleeping["progressToken"] = json!("nap");
+    editor.send(json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "mis__slow", "arguments": {"ms": 30000}, "_meta": sleeping},
+    }));
+    editor.next_matching(|message| message["method"] == "notifications/progress");
+    let cancelled_at = Instant::now();
+    editor.send(json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3},
+    }));
+    // A cancelled request gets no answer; the next one is answered while the sleep would still
+    // run, and the connection carries on.
+    let after = editor.request(
+        json!(4),
+        "tools/call",
+        json!({"name": "demo__echo", "arguments": {"text": "after"}, "_meta": envelope}),
+    );
+    assert_eq!(after["result"]["content"][0]["text"], "after", "{after}");
+    let cancelled = editor.request(
+        json!(6),
+        "tools/call",
+        json!({"name": "mis__cancelled_ids", "arguments": {}, "_meta": envelope}),
+    );
+    let ids = cancelled["result"]["content"][0]["text"]
+        .as_str()
+        .expect("the ids the server saw cancelled");
+    assert_ne!(
+        ids, "[]",
+        "the server was told its call was cancelled: {cancelled}"
+    );
+    assert!(cancelled_at.elapsed() < EVENT_LIMIT);
+    let ping = editor.request(json!(5), "ping", json!({"_meta": envelope}));
+    assert_eq!(ping["error"]["code"], -32601, "{ping}");
+}
+
+#[test]
 fn a_restart_fails_the_call_in_flight_and_the_session_carries_on() {
     let place = Place::new();
     let mut serve = place.serve();
