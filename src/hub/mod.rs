@@ -24,7 +24,7 @@ mod upstream;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -105,6 +105,8 @@ struct HubInner {
     sealer: Sealer,
     /// Parked calls by id, each waiting for the editor's retry (see [`stateless`]).
     parked: Mutex<HashMap<String, Parked>>,
+    /// How many 2026-07-28 listen streams are open.
+    listens: AtomicUsize,
     next_id: AtomicU64,
     stop: CancellationToken,
     /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
@@ -127,6 +129,7 @@ impl Hub {
             forwarded_requests: Mutex::new(HashMap::new()),
             sealer: Sealer::new(),
             parked: Mutex::new(HashMap::new()),
+            listens: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
             stop: CancellationToken::new(),
             unseen_changes: Mutex::new(engine.changes()),

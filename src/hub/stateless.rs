@@ -20,6 +20,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::value::RawValue;
@@ -46,6 +47,10 @@ const PARK_TTL: Duration = Duration::from_secs(300);
 const MAX_ROUNDS: u32 = 8;
 /// How many resource URIs one listen stream may name.
 const MAX_LISTEN_URIS: usize = 1000;
+/// How many listen streams may be open at once, and how many calls may be parked: each holds a
+/// little memory (and a parked call, a backend's request) until it ends.
+const MAX_LISTENS: usize = 1000;
+const MAX_PARKED: usize = 1000;
 
 /// The levels of `notifications/message`, lowest first.
 const LOG_LEVELS: [&str; 8] = [
@@ -783,11 +788,26 @@ impl Relay {
             self.rounds += 1;
             let call = random_id();
             let (resume, resumed) = oneshot::channel();
-            self.hub
-                .parked
-                .lock()
-                .expect("parked calls lock is never poisoned")
-                .insert(call.clone(), Parked { resume });
+            {
+                let mut parked = self
+                    .hub
+                    .parked
+                    .lock()
+                    .expect("parked calls lock is never poisoned");
+                if parked.len() >= MAX_PARKED {
+                    drop(parked);
+                    self.refuse(&question, "too many calls are waiting for editors' answers");
+                    let error = ErrorObject::new(
+                        jsonrpc::INTERNAL_ERROR,
+                        format!(
+                            "{MAX_PARKED} calls are waiting for answers already; this one was ended"
+                        ),
+                    );
+                    let _ = reply.send(response(&id, Err(error)));
+                    return None;
+                }
+                parked.insert(call.clone(), Parked { resume });
+            }
             let expires = unix_millis() + PARK_TTL.as_millis() as u64;
             let result = serde_json::json!({
                 "resultType": "input_required",
@@ -881,6 +901,13 @@ fn listen(
     cancel: CancellationToken,
 ) -> Result<(), ErrorObject> {
     let filter = Filter::parse(request.params.get("notifications"))?;
+    if hub.listens.fetch_add(1, Ordering::Relaxed) >= MAX_LISTENS {
+        hub.listens.fetch_sub(1, Ordering::Relaxed);
+        return Err(ErrorObject::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!("{MAX_LISTENS} listen streams are open already; close one first"),
+        ));
+    }
     let catalog = hub.catalog();
     let honoured: Vec<String> = filter
         .resources
@@ -1026,6 +1053,7 @@ async fn run_listen(
             }
         }
     }
+    hub.listens.fetch_sub(1, Ordering::Relaxed);
     let uris: Vec<String> = session.lock_state().subscriptions.drain().collect();
     session.close();
     for uri in uris {

@@ -1039,3 +1039,49 @@ async fn a_modern_servers_questions_reach_an_editor_of_the_session_era_as_reques
     );
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn listen_streams_are_bounded_and_a_closed_one_frees_its_place() {
+    let hub = hub(vec![]);
+    let listen = |id: usize| {
+        json!({
+            "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+            "params": {
+                "notifications": {"toolsListChanged": true},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        })
+        .to_string()
+    };
+    let mut open = Vec::new();
+    for id in 0..1000 {
+        match hub.receive_stateless(listen(id).as_bytes(), None) {
+            Inbound::Request(reply) => open.push(reply),
+            _ => panic!("listen {id} is refused"),
+        }
+    }
+    let Inbound::Rejected(refused) = hub.receive_stateless(listen(1000).as_bytes(), None) else {
+        panic!("the listen over the bound is taken");
+    };
+    let refused: Value = serde_json::from_slice(&refused).expect("JSON");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .expect("a message")
+            .contains("listen streams are open already"),
+        "{refused}"
+    );
+    // Dropping a stream's receiver closes it; its place is free once its task has seen that.
+    drop(open.pop());
+    eventually("a freed place", EVENT_LIMIT, || async {
+        match hub.receive_stateless(listen(1001).as_bytes(), None) {
+            Inbound::Request(reply) => Ok(reply),
+            _ => Err("still refused"),
+        }
+    })
+    .await;
+    hub.shutdown().await;
+}
