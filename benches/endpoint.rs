@@ -1,6 +1,7 @@
 //! Tool-call latency and throughput through Switchboard's endpoint, against the same fast backend
-//! (`switchboard demo-server`) in the same run: a direct stdio client, Streamable HTTP at `/mcp`,
-//! and `switchboard connect`. Then the idle memory of `switchboard serve` with 10 backends.
+//! (`switchboard demo-server`) in the same run: a direct stdio client, Streamable HTTP at `/mcp`
+//! in a session (2025-11-25) and stateless (2026-07-28, each POST on its own), and
+//! `switchboard connect`. Then the idle memory of `switchboard serve` with 10 backends.
 //!
 //! Run: `cargo bench --bench endpoint` (options: `-- --sequential N --concurrent N --in-flight N`).
 #![allow(clippy::print_stdout, clippy::disallowed_methods)]
@@ -135,13 +136,17 @@ fn rss_kib(pid: u32) -> u64 {
         .expect("VmRSS")
 }
 
-/// A Streamable HTTP client as editors use it: JSON or SSE answers on keep-alive connections.
+/// A Streamable HTTP client as editors use it: JSON or SSE answers on keep-alive connections;
+/// in a session, or (with none) sending 2026-07-28 requests, each with its `Mcp-*` headers.
 #[derive(Clone)]
 struct HttpClient {
     client: reqwest::Client,
     url: String,
-    session: String,
+    session: Option<String>,
 }
+
+/// The name the hub exposes the demo backend's `echo` under.
+const EXPOSED_ECHO: &str = "demo0__echo";
 
 impl HttpClient {
     async fn start(url: &str) -> HttpClient {
@@ -167,7 +172,7 @@ impl HttpClient {
         let http = HttpClient {
             client,
             url: url.to_owned(),
-            session,
+            session: Some(session),
         };
         let status = http
             .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned())
@@ -177,18 +182,30 @@ impl HttpClient {
         http
     }
 
+    /// A client of the same connections that sends 2026-07-28 requests.
+    fn stateless(&self) -> HttpClient {
+        HttpClient {
+            session: None,
+            ..self.clone()
+        }
+    }
+
     async fn post(&self, body: String) -> (u16, String) {
-        let response = self
+        let request = self
             .client
             .post(&self.url)
             .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body)
-            .send()
-            .await
-            .expect("POST");
+            .header("accept", "application/json, text/event-stream");
+        let request = match &self.session {
+            Some(session) => request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25"),
+            None => request
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", EXPOSED_ECHO),
+        };
+        let response = request.body(body).send().await.expect("POST");
         let status = response.status().as_u16();
         (status, response.text().await.expect("body"))
     }
@@ -292,7 +309,8 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     )
     .await;
     let http = HttpClient::start(&serve.url).await;
-    let lean = LeanHttpClient::start(&serve.url, &http.session).await;
+    let stateless = http.stateless();
+    let lean = LeanHttpClient::start(&serve.url, http.session.as_deref().expect("a session")).await;
 
     let direct_params: Arc<RawValue> = Arc::from(
         RawValue::from_string(r#"{"name":"echo","arguments":{"text":"hello"}}"#.to_owned())
@@ -301,6 +319,12 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     let hub_params: Arc<RawValue> = Arc::from(
         RawValue::from_string(r#"{"name":"demo0__echo","arguments":{"text":"hello"}}"#.to_owned())
             .expect("json"),
+    );
+    let stateless_params: Arc<RawValue> = Arc::from(
+        RawValue::from_string(format!(
+            r#"{{"name":"{EXPOSED_ECHO}","arguments":{{"text":"hello"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"1"}}}}}}"#
+        ))
+        .expect("json"),
     );
     let stdio_call = |client: &StdioClient, params: &Arc<RawValue>| {
         let (client, params) = (client.clone(), params.clone());
@@ -328,8 +352,8 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
             }
         }
     };
-    let http_call = {
-        let (http, params) = (http.clone(), hub_params.clone());
+    let http_calls = |http: &HttpClient, params: &Arc<RawValue>| {
+        let (http, params) = (http.clone(), params.clone());
         let ids = Arc::new(std::sync::atomic::AtomicU64::new(1));
         move || {
             let (http, params, ids) = (http.clone(), params.clone(), ids.clone());
@@ -339,12 +363,15 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
             }
         }
     };
+    let http_call = http_calls(&http, &hub_params);
+    let stateless_call = http_calls(&stateless, &stateless_params);
 
     for _ in 0..2 {
         measure_sequential(500, direct_call.clone()).await;
         measure_sequential(500, http_call.clone()).await;
         measure_sequential(500, connect_call.clone()).await;
         measure_sequential(500, lean_call.clone()).await;
+        measure_sequential(500, stateless_call.clone()).await;
     }
     println!(
         "tools/call `echo` on `switchboard demo-server`; {sequential} sequential (in {ROUNDS} rounds taking turns), {concurrent} with {in_flight} in flight"
@@ -353,24 +380,28 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     // The paths take turns in short rounds, so that whatever else the machine does in the
     // meantime weighs on each of them alike.
     let per_round = sequential.div_ceil(ROUNDS);
-    let mut runs: [Vec<Figures>; 4] = Default::default();
+    let mut runs: [Vec<Figures>; 5] = Default::default();
     for _ in 0..ROUNDS {
         runs[0].push(measure_sequential(per_round, direct_call.clone()).await);
         runs[1].push(measure_sequential(per_round, http_call.clone()).await);
         runs[2].push(measure_sequential(per_round, connect_call.clone()).await);
         runs[3].push(measure_sequential(per_round, lean_call.clone()).await);
+        runs[4].push(measure_sequential(per_round, stateless_call.clone()).await);
     }
-    let [direct_seq, http_seq, connect_seq, lean_seq] = runs.map(Figures::combine);
+    let [direct_seq, http_seq, connect_seq, lean_seq, stateless_seq] = runs.map(Figures::combine);
     direct_seq.print("direct stdio, sequential");
     http_seq.print("HTTP /mcp, sequential");
     connect_seq.print("switchboard connect, sequential");
     lean_seq.print("HTTP /mcp, lean client, sequential");
+    stateless_seq.print("HTTP /mcp 2026-07-28, sequential");
     let direct_par = measure_concurrent(concurrent, in_flight, direct_call).await;
     let http_par = measure_concurrent(concurrent, in_flight, http_call).await;
     let connect_par = measure_concurrent(concurrent, in_flight, connect_call).await;
+    let stateless_par = measure_concurrent(concurrent, in_flight, stateless_call).await;
     direct_par.print(&format!("direct stdio, {in_flight} in flight"));
     http_par.print(&format!("HTTP /mcp, {in_flight} in flight"));
     connect_par.print(&format!("switchboard connect, {in_flight} in flight"));
+    stateless_par.print(&format!("HTTP /mcp 2026-07-28, {in_flight} in flight"));
     println!();
     println!(
         "sequential p50 / direct:   HTTP {:.2}x (lean client {:.2}x), connect {:.2}x",
@@ -382,6 +413,12 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         "{in_flight} in flight calls/s / direct: HTTP {:.0}%, connect {:.0}%",
         100.0 * http_par.rate / direct_par.rate,
         100.0 * connect_par.rate / direct_par.rate
+    );
+    println!(
+        "2026-07-28 / session (HTTP): sequential p50 {:.2}x, p99 {:.2}x; {in_flight} in flight calls/s {:.0}%",
+        stateless_seq.p50() / http_seq.p50(),
+        stateless_seq.p99() / http_seq.p99(),
+        100.0 * stateless_par.rate / http_par.rate
     );
     println!("serve RSS after the load: {} KiB", serve.rss_kib());
 }
