@@ -22,7 +22,6 @@ use super::{HubInner, notification, response};
 use crate::supervisor::rpc::ClientMeta;
 use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
-use crate::supervisor::status::Era;
 use crate::supervisor::{BackendHandle, CallError};
 use crate::wire::jsonrpc::{self, ErrorObject};
 
@@ -51,7 +50,9 @@ struct RoutedCall {
 /// backend's `input_required` questions to that editor.
 struct ClientFacts {
     capabilities: ClientCapabilities,
-    capabilities_json: Box<RawValue>,
+    /// What a 2026-07-28 backend is told the editor can be asked (`None` for a session-era one,
+    /// which was told at its start).
+    capabilities_json: Option<Box<RawValue>>,
     log_level: Option<Box<RawValue>>,
     /// Whether the editor speaks 2026-07-28 itself (and so answers `input_required` on its own).
     stateless: bool,
@@ -162,10 +163,7 @@ impl Session {
                 format!("backend {backend_name} is not configured"),
             )
         })?;
-        let modern = backend
-            .status()
-            .server
-            .is_some_and(|server| server.era == Era::Modern);
+        let modern = backend.is_modern();
         if !modern && entries.get("requestState").is_some() {
             return Err(invalid_params(
                 "requestState is not one Switchboard issued; send the request again without it",
@@ -176,8 +174,10 @@ impl Session {
             let state = self.lock_state();
             ClientFacts {
                 capabilities: state.capabilities,
-                capabilities_json: serde_json::value::to_raw_value(&state.capabilities.to_json())
-                    .expect("capabilities serialize"),
+                capabilities_json: modern.then(|| {
+                    serde_json::value::to_raw_value(&state.capabilities.to_json())
+                        .expect("capabilities serialize")
+                }),
                 log_level: state.log_level.clone(),
                 stateless: self.is_stateless(),
             }
@@ -458,7 +458,7 @@ impl Call {
             None => (None, None),
         };
         let client = ClientMeta {
-            capabilities: Some(&self.client.capabilities_json),
+            capabilities: self.client.capabilities_json.as_deref(),
             log_level: self.client.log_level.as_deref(),
         };
         let call =

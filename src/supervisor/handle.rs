@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::config::BackendConfig;
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::rpc::{ClientMeta, Connection, ProgressSink};
-use crate::supervisor::status::BackendStatus;
+use crate::supervisor::status::{BackendStatus, Era};
 use crate::supervisor::{Applied, CallError, ControlError};
 
 /// A cheap, cloneable handle to one backend.
@@ -70,6 +70,16 @@ impl BackendHandle {
     /// The current status.
     pub fn status(&self) -> BackendStatus {
         self.status.borrow().clone()
+    }
+
+    /// Whether the running server speaks the stateless era (2026-07-28), without copying the
+    /// status.
+    pub fn is_modern(&self) -> bool {
+        self.status
+            .borrow()
+            .server
+            .as_ref()
+            .is_some_and(|server| server.era == Era::Modern)
     }
 
     /// A receiver that sees every published status.
