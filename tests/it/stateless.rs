@@ -834,3 +834,205 @@ async fn url_elicitation_required_becomes_input_required_and_the_retry_runs_the_
     );
     assert!(error["data"]["requiredCapabilities"]["elicitation"]["url"].is_object());
 }
+
+/// The one question of an `input_required` result: its key and request.
+fn only_question(result: &Value) -> (String, Value) {
+    let (key, asked) = result["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("input requests in {result}"))
+        .iter()
+        .next()
+        .expect("one question");
+    (key.clone(), asked.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_everythings_features_reach_a_2026_client() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let all = json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}});
+    let result = |answer: &Answer| {
+        let last = answer.last().clone();
+        assert_eq!(last["result"]["resultType"], "complete", "{last}");
+        last["result"].clone()
+    };
+
+    let image = result(
+        &post(
+            &serve,
+            &call(1, "everything__get-tiny-image", json!({}), all.clone()),
+            &[],
+        )
+        .await,
+    );
+    assert!(
+        image["content"]
+            .as_array()
+            .expect("content")
+            .iter()
+            .any(|block| block["type"] == "image"),
+        "{image}"
+    );
+    let structured = result(
+        &post(
+            &serve,
+            &call(
+                2,
+                "everything__get-structured-content",
+                json!({"location": "New York"}),
+                all.clone(),
+            ),
+            &[],
+        )
+        .await,
+    );
+    assert!(structured["structuredContent"].is_object(), "{structured}");
+    let annotated = result(
+        &post(
+            &serve,
+            &call(
+                3,
+                "everything__get-annotated-message",
+                json!({"messageType": "error", "includeImage": false}),
+                all.clone(),
+            ),
+            &[],
+        )
+        .await,
+    );
+    assert!(
+        annotated["content"][0]["annotations"].is_object(),
+        "{annotated}"
+    );
+    let links = result(
+        &post(
+            &serve,
+            &call(
+                4,
+                "everything__get-resource-links",
+                json!({"count": 2}),
+                all.clone(),
+            ),
+            &[],
+        )
+        .await,
+    );
+    let link = links["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .find(|block| block["type"] == "resource_link")
+        .unwrap_or_else(|| panic!("a resource link in {links}"))["uri"]
+        .as_str()
+        .expect("a URI")
+        .to_owned();
+    let read = result(
+        &post(
+            &serve,
+            &request(5, "resources/read", json!({"uri": link}), all.clone()),
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(read["contents"][0]["uri"], link.as_str(), "{read}");
+    assert_eq!(read["ttlMs"], 0, "a read carries caching hints: {read}");
+
+    let templates = result(
+        &post(
+            &serve,
+            &request(6, "resources/templates/list", json!({}), all.clone()),
+            &[],
+        )
+        .await,
+    );
+    assert!(
+        !templates["resourceTemplates"]
+            .as_array()
+            .expect("templates")
+            .is_empty()
+    );
+    let prompt = result(
+        &post(
+            &serve,
+            &request(
+                7,
+                "prompts/get",
+                json!({"name": "everything__simple-prompt"}),
+                all.clone(),
+            ),
+            &[],
+        )
+        .await,
+    );
+    assert!(
+        !prompt["messages"].as_array().expect("messages").is_empty(),
+        "{prompt}"
+    );
+    let completion = result(
+        &post(
+            &serve,
+            &request(
+                8,
+                "completion/complete",
+                json!({"ref": {"type": "ref/prompt", "name": "everything__completable-prompt"}, "argument": {"name": "department", "value": "En"}}),
+                all.clone(),
+            ),
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(
+        completion["completion"]["values"],
+        json!(["Engineering"]),
+        "{completion}"
+    );
+
+    // Sampling and roots, asked by a session-era server, come back as questions.
+    let arguments = json!({"prompt": "Say hi", "maxTokens": 10});
+    let asked = post(
+        &serve,
+        &call(
+            9,
+            "everything__trigger-sampling-request",
+            arguments.clone(),
+            all.clone(),
+        ),
+        &[],
+    )
+    .await;
+    let (key, question) = only_question(&asked.last()["result"]);
+    assert_eq!(question["method"], "sampling/createMessage", "{question}");
+    let mut retry = call(
+        10,
+        "everything__trigger-sampling-request",
+        arguments,
+        all.clone(),
+    );
+    retry["params"]["requestState"] = asked.last()["result"]["requestState"].clone();
+    retry["params"]["inputResponses"] = json!({ key: {
+        "role": "assistant", "content": {"type": "text", "text": "hi from the model"},
+        "model": "test-model", "stopReason": "endTurn",
+    }});
+    let sampled = result(&post(&serve, &retry, &[]).await);
+    assert!(
+        sampled.to_string().contains("hi from the model"),
+        "{sampled}"
+    );
+
+    let asked = post(
+        &serve,
+        &call(11, "everything__get-roots-list", json!({}), all.clone()),
+        &[],
+    )
+    .await;
+    let (key, question) = only_question(&asked.last()["result"]);
+    assert_eq!(question["method"], "roots/list", "{question}");
+    let mut retry = call(12, "everything__get-roots-list", json!({}), all.clone());
+    retry["params"]["requestState"] = asked.last()["result"]["requestState"].clone();
+    retry["params"]["inputResponses"] =
+        json!({ key: {"roots": [{"uri": "file:///work/project", "name": "project"}]} });
+    let rooted = result(&post(&serve, &retry, &[]).await);
+    assert!(
+        rooted.to_string().contains("file:///work/project"),
+        "{rooted}"
+    );
+}
