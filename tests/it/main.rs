@@ -14,6 +14,7 @@ mod hub;
 mod interop_js;
 mod interop_rmcp;
 mod reload;
+mod sdk_clients;
 mod security;
 mod serve;
 mod soak;

@@ -1,0 +1,163 @@
+//! The official Python MCP SDK (`mcp` 2.x, `tests/clients/py_client.py`) as an editor, in each of
+//! its modes (session era only, probe then fall back, 2026-07-28 only), over `/mcp` and over
+//! `switchboard connect`, with the real server-everything behind Switchboard: the era each mode
+//! ends up in, and tools, elicitation, sampling, prompts, completion and resources in that era.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// The Python of `target/py`, where `scripts/test` installs the SDK.
+fn python() -> std::path::PathBuf {
+    let python = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/py/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: scripts/test makes it (python3 -m venv target/py; target/py/bin/pip \
+         install -r tests/requirements.txt)",
+        python.display()
+    );
+    python
+}
+
+/// The steps every run takes, and what answers the server's questions.
+const STEPS: &[&str] = &[
+    "--steps",
+    "list,call:everything__echo,call:everything__trigger-elicitation-request,\
+     call:everything__trigger-sampling-request,prompt:everything__simple-prompt,\
+     complete:everything__completable-prompt:department:En,resources",
+    "--tool-args",
+    r#"everything__echo={"message":"from python"}"#,
+    "--tool-args",
+    r#"everything__trigger-sampling-request={"prompt":"hi","maxTokens":5}"#,
+    "--elicit",
+    r#"{"name":"Ada Lovelace","check":true}"#,
+    "--sample",
+    "hello from the model",
+];
+
+/// Runs the driver with `args` and its environment `env`; returns its transcript.
+fn run_client(mode: &str, args: &[&str], env: &[(&str, std::path::PathBuf)]) -> Value {
+    let output = Command::new(python())
+        .arg(
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/py_client.py"),
+        )
+        .args(["--mode", mode])
+        .args(STEPS)
+        .args(args)
+        .envs(env.iter().map(|(name, value)| (*name, value)))
+        .output()
+        .expect("the Python client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!(
+            "no transcript ({error}): {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// Checks one transcript: the era, then every step.
+fn check(transcript: &Value, era: &str) {
+    assert_eq!(transcript["error"], Value::Null, "{transcript}");
+    assert_eq!(transcript["era"], era, "{transcript}");
+    let step = |name: &str| -> &Value {
+        let found = transcript["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .find(|step| {
+                step["step"]
+                    .as_str()
+                    .is_some_and(|step| step.starts_with(name))
+            })
+            .unwrap_or_else(|| panic!("no step {name}: {transcript}"));
+        assert_eq!(found["error"], Value::Null, "{name}: {found}");
+        found
+    };
+    let tools = step("list")["tools"].as_array().expect("tools");
+    assert!(
+        tools.contains(&Value::from("everything__echo")),
+        "{tools:?}"
+    );
+    assert_eq!(
+        step("call:everything__echo")["content"][0]["text"],
+        "Echo: from python"
+    );
+    let elicited = step("call:everything__trigger-elicitation");
+    assert_eq!(
+        elicited["elicitations"].as_array().map(Vec::len),
+        Some(1),
+        "{elicited}"
+    );
+    assert!(
+        elicited["content"].to_string().contains("Ada Lovelace"),
+        "{elicited}"
+    );
+    let sampled = step("call:everything__trigger-sampling");
+    assert_eq!(
+        sampled["samplings"].as_array().map(Vec::len),
+        Some(1),
+        "{sampled}"
+    );
+    assert!(
+        sampled["content"]
+            .to_string()
+            .contains("hello from the model"),
+        "{sampled}"
+    );
+    assert!(
+        !step("prompt:")["messages"]
+            .as_array()
+            .expect("messages")
+            .is_empty()
+    );
+    assert_eq!(
+        step("complete:")["values"],
+        serde_json::json!(["Engineering"])
+    );
+    assert!(
+        !step("resources")["resources"]
+            .as_array()
+            .expect("resources")
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_python_sdk_in_each_mode_over_http() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let url = serve.url();
+    for (mode, era) in [
+        ("legacy", "legacy"),
+        ("auto", "modern"),
+        ("2026-07-28", "modern"),
+    ] {
+        let transcript = run_client(mode, &["--url", &url], &[]);
+        check(&transcript, era);
+    }
+}
+
+#[test]
+fn the_python_sdk_in_each_mode_over_connect() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let exe = switchboard_exe();
+    let config = serve.config_path();
+    let args = [
+        "--command",
+        exe.to_str().expect("a UTF-8 path"),
+        "--args",
+        "connect",
+        "--config",
+        config.to_str().expect("a UTF-8 path"),
+    ];
+    for (mode, era) in [
+        ("legacy", "legacy"),
+        ("auto", "modern"),
+        ("2026-07-28", "modern"),
+    ] {
+        let transcript = run_client(mode, &args, &serve.env());
+        check(&transcript, era);
+    }
+}
