@@ -1,5 +1,6 @@
-//! The official Python MCP SDK (`mcp` 2.x, `tests/clients/py_client.py`) as an editor, in each of
-//! its modes (session era only, probe then fall back, 2026-07-28 only), over `/mcp` and over
+//! The official MCP SDKs of 2026 as editors: Python (`mcp` 2.x, `tests/clients/py_client.py`) and
+//! TypeScript (`@modelcontextprotocol/client` 2.x, `tests/clients/ts_client.mjs`), each in each
+//! of its modes (session era only, probe then fall back, 2026-07-28 only), over `/mcp` and over
 //! `switchboard connect`, with the real server-everything behind Switchboard: the era each mode
 //! ends up in, and tools, elicitation, sampling, prompts, completion and resources in that era.
 
@@ -159,5 +160,79 @@ fn the_python_sdk_in_each_mode_over_connect() {
     ] {
         let transcript = run_client(mode, &args, &serve.env());
         check(&transcript, era);
+    }
+}
+
+/// Runs the TypeScript driver in `mode` against `target`; returns its transcript.
+fn run_ts_client(mode: &str, target: &[&str], env: &[(&str, std::path::PathBuf)]) -> Value {
+    let output = Command::new("node")
+        .arg(
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/clients/ts_client.mjs"),
+        )
+        .arg(mode)
+        .args(target)
+        .envs(env.iter().map(|(name, value)| (*name, value)))
+        .output()
+        .expect("the TypeScript client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!(
+            "no transcript ({error}): {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+#[test]
+fn the_typescript_sdk_in_each_mode_over_http_and_connect() {
+    node_module("@modelcontextprotocol/client");
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let url = serve.url();
+    let exe = switchboard_exe();
+    let config = serve.config_path();
+    let over_connect = [
+        "--command",
+        exe.to_str().expect("a UTF-8 path"),
+        "connect",
+        "--config",
+        config.to_str().expect("a UTF-8 path"),
+    ];
+    let targets: [&[&str]; 2] = [&["--url", &url], &over_connect];
+    for target in targets {
+        for (mode, version) in [
+            ("legacy", "2025-11-25"),
+            ("auto", "2026-07-28"),
+            ("modern", "2026-07-28"),
+        ] {
+            let transcript = run_ts_client(mode, target, &serve.env());
+            assert_eq!(transcript["error"], Value::Null, "{transcript}");
+            assert_eq!(transcript["protocolVersion"], version, "{transcript}");
+            let steps = transcript["steps"].as_array().expect("steps");
+            for step in steps {
+                assert_eq!(step["error"], Value::Null, "{step}");
+            }
+            assert!(
+                steps[0]["tools"]
+                    .as_array()
+                    .expect("tools")
+                    .contains(&Value::from("everything__echo"))
+            );
+            assert_eq!(steps[1]["content"][0]["text"], "Echo: from typescript");
+            assert_eq!(steps[2]["elicitations"], 1, "{}", steps[2]);
+            assert!(
+                steps[2]["content"].to_string().contains("Grace Hopper"),
+                "{}",
+                steps[2]
+            );
+            assert_eq!(steps[3]["samplings"], 1, "{}", steps[3]);
+            assert!(
+                steps[3]["content"]
+                    .to_string()
+                    .contains("hello from the model"),
+                "{}",
+                steps[3]
+            );
+        }
     }
 }
