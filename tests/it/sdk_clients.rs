@@ -236,3 +236,94 @@ fn the_typescript_sdk_in_each_mode_over_http_and_connect() {
         }
     }
 }
+
+/// A backend on the official Python SDK (`tests/backends/sdk_server.py`), spoken to in the era
+/// `protocol` names (`auto` finds the session era: the SDK serves `initialize` in full).
+fn python_backend(name: &str, protocol: &str) -> String {
+    format!(
+        "[servers.{name}]\ncommand = {python:?}\nargs = [{script:?}]\nprotocol = {protocol:?}\n\n",
+        python = python().to_string_lossy(),
+        script = backend_script("sdk_server.py").to_string_lossy(),
+    )
+}
+
+#[test]
+fn a_python_sdk_server_of_either_era_serves_python_clients_of_either_era() {
+    let config = python_backend("py", "auto") + &python_backend("pymodern", "modern");
+    let serve = ServeProcess::with_config(&config, &["py", "pymodern"]);
+    let url = serve.url();
+    let steps = |server: &str| {
+        format!(
+            "call:{server}__echo,call:{server}__add,call:{server}__ask_name,call:{server}__ask_llm,\
+             call:{server}__work,prompt:{server}__greet,complete:{server}__greet:name:a"
+        )
+    };
+    for (server, era) in [("py", "legacy"), ("pymodern", "modern")] {
+        for mode in ["legacy", "2026-07-28"] {
+            let tool_args = [
+                format!(r#"{server}__echo={{"text":"hi"}}"#),
+                format!(r#"{server}__add={{"a":2,"b":3}}"#),
+                format!(r#"{server}__ask_llm={{"prompt":"hi"}}"#),
+                format!(r#"{server}__work={{"steps":3}}"#),
+            ];
+            let prompt_args = format!(r#"{server}__greet={{"name":"bob"}}"#);
+            let mut args = vec!["--mode", mode, "--url", &url, "--steps"];
+            let steps = steps(server);
+            args.push(&steps);
+            for tool_args in &tool_args {
+                args.extend(["--tool-args", tool_args]);
+            }
+            args.extend(["--prompt-args", &prompt_args]);
+            args.extend([
+                "--elicit",
+                r#"{"name":"Ada","age":36}"#,
+                "--sample",
+                "a model's words",
+            ]);
+            args.extend(["--log-level", "info"]);
+            let output = Command::new(python())
+                .arg(backend_script("../clients/py_client.py"))
+                .args(&args)
+                .output()
+                .expect("the Python client runs");
+            let transcript: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+                panic!("no transcript: {}", String::from_utf8_lossy(&output.stderr))
+            });
+            let context = format!("{server} ({era}) for a {mode} client: {transcript}");
+            assert_eq!(transcript["error"], Value::Null, "{context}");
+            let steps = transcript["steps"].as_array().expect("steps");
+            for step in steps {
+                assert_eq!(step["error"], Value::Null, "{context}");
+            }
+            assert_eq!(steps[0]["content"][0]["text"], "hi", "{context}");
+            assert_eq!(steps[1]["structuredContent"]["sum"], 5, "{context}");
+            assert_eq!(steps[2]["content"][0]["text"], "hello Ada, 36", "{context}");
+            assert_eq!(
+                steps[2]["elicitations"].as_array().map(Vec::len),
+                Some(1),
+                "{context}"
+            );
+            assert_eq!(
+                steps[3]["content"][0]["text"], "sampled: a model's words",
+                "{context}"
+            );
+            assert_eq!(steps[4]["content"][0]["text"], "done 3", "{context}");
+            assert_eq!(
+                steps[4]["progress"].as_array().map(Vec::len),
+                Some(3),
+                "{context}"
+            );
+            assert!(
+                steps[5]["messages"]
+                    .to_string()
+                    .contains("Say hello to bob."),
+                "{context}"
+            );
+            assert_eq!(
+                steps[6]["values"],
+                serde_json::json!(["alice"]),
+                "{context}"
+            );
+        }
+    }
+}
