@@ -766,6 +766,11 @@ impl Relay {
             .lacks(&question.method, question.params.as_deref())
         {
             self.refuse(&question, "the editor did not declare the capability");
+            // Roots are context a server asks for on its own schedule (server-everything does
+            // after it starts), not input the call needs: the server hears no, the call goes on.
+            if question.method == "roots/list" {
+                return Some((id.to_owned(), reply));
+            }
             let _ = reply.send(missing_capability(id, missing, &question.method));
             return None;
         }
@@ -878,7 +883,6 @@ const RERUN: &str = "rerun";
 fn missing_capability(id: &RawValue, missing: &str, method: &str) -> Vec<u8> {
     let required = match method {
         "sampling/createMessage" => serde_json::json!({ "sampling": {} }),
-        "roots/list" => serde_json::json!({ "roots": {} }),
         _ if missing.starts_with("URL") => serde_json::json!({ "elicitation": { "url": {} } }),
         _ => serde_json::json!({ "elicitation": { "form": {} } }),
     };
