@@ -4,25 +4,27 @@
 //! client's own token. Cancelling the call (by the client, or by closing the session) drops the
 //! request, which tells the backend.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::capabilities::ClientCapabilities;
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
 use super::rewrite::{self, ObjectEntries, json_string};
-use super::session::{CallInFlight, Session, invalid_params};
-use super::tasks;
+use super::session::{CallInFlight, Session, invalid_params, ready_with};
 use super::{HubInner, notification, response};
+use super::{task_bridge, tasks};
 use crate::supervisor::rpc::ClientMeta;
 use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, CallError};
+use crate::wire::era::TASKS_EXTENSION;
 use crate::wire::jsonrpc::{self, ErrorObject};
 
 /// How many times one call may ask its editor for input before it is ended.
@@ -35,6 +37,24 @@ fn input_required(result: &RawValue) -> bool {
             .is_ok_and(|result| result.get_str("resultType").as_deref() == Some("input_required"))
 }
 
+/// Longest and shortest wait between two polls of a 2026-07-28 server's task.
+const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
+
+/// What a call does with a task its server may make (see [`task_bridge`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TaskPlan {
+    /// Nothing: the answer goes back as it came, task ids exposed where the editor expects them.
+    AsIs,
+    /// A session-era server's tool that runs only as a task, for an editor that holds no task:
+    /// make the task, wait on `tasks/result`, answer with the result.
+    Await,
+    /// The same, for a 2026-07-28 editor with the Tasks extension: answer with its task handle.
+    Handle,
+    /// A 2026-07-28 server's tool, which may answer with a task, for an editor of the session
+    /// era: poll the task to its end, putting its questions to the editor.
+    Poll,
+}
+
 /// Where a call goes, and what it sends there.
 struct RoutedCall {
     backend: BackendHandle,
@@ -43,6 +63,7 @@ struct RoutedCall {
     progress: Option<ProgressToken>,
     /// Whether the answer may carry task ids, which editors see with their backend in them.
     with_tasks: bool,
+    task_plan: TaskPlan,
     client: ClientFacts,
 }
 
@@ -79,6 +100,7 @@ struct Call {
     subscription: Option<Subscription>,
     /// Whether the answer may carry task ids, which editors see with their backend in them.
     with_tasks: bool,
+    task_plan: TaskPlan,
     client: ClientFacts,
 }
 
@@ -136,6 +158,11 @@ impl Session {
         let mut entries = ObjectEntries::parse(params.get())
             .map_err(|_| invalid_params("params must be an object"))?;
         let catalog = hub.catalog();
+        let requires_task = method == "tools/call"
+            && entries.get("task").is_none()
+            && entries
+                .get_str("name")
+                .is_some_and(|name| catalog.task_required.contains(&*name));
         let backend_name = match method {
             "tools/call" => route_by_name(
                 method,
@@ -170,26 +197,47 @@ impl Session {
             ));
         }
         let progress = self.rewrite_progress_token(hub, &mut entries);
+        let stateless = self.is_stateless();
+        let capabilities = self.lock_state().capabilities;
+        let task_plan = if requires_task && !modern {
+            entries.set("task", RawValue::from_string("{}".into()).expect("JSON"));
+            if stateless && capabilities.tasks_extension {
+                TaskPlan::Handle
+            } else {
+                TaskPlan::Await
+            }
+        } else if method == "tools/call"
+            && modern
+            && !stateless
+            && ready_with(&backend, &["extensions", TASKS_EXTENSION])
+        {
+            TaskPlan::Poll
+        } else {
+            TaskPlan::AsIs
+        };
         let client = {
             let state = self.lock_state();
             ClientFacts {
-                capabilities: state.capabilities,
-                capabilities_json: modern.then(|| {
-                    serde_json::value::to_raw_value(&state.capabilities.to_json())
-                        .expect("capabilities serialize")
+                capabilities,
+                capabilities_json: modern.then(|| match task_plan {
+                    TaskPlan::Poll => task_bridge::capabilities_with_tasks(capabilities),
+                    _ => serde_json::value::to_raw_value(&capabilities.to_json())
+                        .expect("capabilities serialize"),
                 }),
                 log_level: state.log_level.clone(),
-                stateless: self.is_stateless(),
+                stateless,
             }
         };
-        let with_tasks = method.starts_with("tasks/")
-            || (method == "tools/call"
-                && (entries.get("task").is_some() || client.capabilities.tasks_extension));
+        let with_tasks = task_plan == TaskPlan::AsIs
+            && (method.starts_with("tasks/")
+                || (method == "tools/call"
+                    && (entries.get("task").is_some() || client.capabilities.tasks_extension)));
         Ok(RoutedCall {
             backend,
             params: entries.into_raw(),
             progress,
             with_tasks,
+            task_plan,
             client,
         })
     }
@@ -393,6 +441,7 @@ impl Call {
             progress: routed.progress,
             subscription,
             with_tasks: routed.with_tasks,
+            task_plan: routed.task_plan,
             client: routed.client,
         }
     }
@@ -411,7 +460,9 @@ impl Call {
         let started = Instant::now();
         ready_backend(&self.backend, deadline).await?;
         let mut params = self.params.clone();
-        let mut result = self.send(&params, deadline, started, reply).await?;
+        let mut result = self
+            .send(&self.method, &params, deadline, started, reply)
+            .await?;
         let mut rounds = 0;
         while !self.client.stateless && input_required(&result) {
             if rounds == MAX_INPUT_ROUNDS {
@@ -426,7 +477,27 @@ impl Call {
             }
             rounds += 1;
             params = self.answered(hub, session, reply, &params, &result).await?;
-            result = self.send(&params, deadline, started, reply).await?;
+            result = self
+                .send(&self.method, &params, deadline, started, reply)
+                .await?;
+        }
+        match self.task_plan {
+            TaskPlan::Await => {
+                if let Some(task) = task_bridge::created_task(&result) {
+                    let params = raw(&json!({ "taskId": task }));
+                    let result = self
+                        .send("tasks/result", &params, deadline, started, reply)
+                        .await?;
+                    return Ok(task_bridge::without_related_task(result.get()));
+                }
+            }
+            TaskPlan::Handle => return task_bridge::handle(&result, self.backend.name()),
+            TaskPlan::Poll if result_type(&result).as_deref() == Some("task") => {
+                return self
+                    .poll_task(hub, session, reply, &result, deadline, started)
+                    .await;
+            }
+            TaskPlan::Poll | TaskPlan::AsIs => {}
         }
         if self.with_tasks {
             return Ok(tasks::expose_ids(result.get(), self.backend.name()));
@@ -434,9 +505,11 @@ impl Call {
         Ok(result.get().to_owned())
     }
 
-    /// Sends the call with `params` in what is left of its deadline, relaying its progress.
+    /// Sends `method` (the call's own, or one about its task) with `params` in what is left of
+    /// the call's deadline, relaying its progress.
     async fn send(
         &self,
+        method: &str,
         params: &RawValue,
         deadline: Duration,
         started: Instant,
@@ -461,9 +534,9 @@ impl Call {
             capabilities: self.client.capabilities_json.as_deref(),
             log_level: self.client.log_level.as_deref(),
         };
-        let call =
-            self.backend
-                .request_for_client(&self.method, Some(params), remaining, sink, client);
+        let call = self
+            .backend
+            .request_for_client(method, Some(params), remaining, sink, client);
         tokio::pin!(call);
         let result = loop {
             let next_progress = async {
@@ -540,6 +613,114 @@ impl Call {
         Ok(retry.into_raw())
     }
 
+    /// Polls a 2026-07-28 server's task to its end within the call's deadline, and answers with
+    /// its result or error. Its questions go to the editor as real requests and their answers
+    /// back with `tasks/update`; a task left unfinished (the deadline passed, the editor went
+    /// away) is cancelled at the server.
+    async fn poll_task(
+        &self,
+        hub: &HubInner,
+        session: &Session,
+        reply: &mpsc::UnboundedSender<Vec<u8>>,
+        created: &RawValue,
+        deadline: Duration,
+        started: Instant,
+    ) -> Result<String, ErrorObject> {
+        let backend = self.backend.name();
+        let malformed = || {
+            ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!("backend {backend} described its task in a malformed result"),
+            )
+        };
+        let parse = |state: &RawValue| serde_json::from_str::<Value>(state.get()).ok();
+        let mut state = parse(created).ok_or_else(malformed)?;
+        let own = state["taskId"].as_str().ok_or_else(malformed)?.to_owned();
+        let task = raw(&json!({ "taskId": own }));
+        let mut unfinished = Unfinished {
+            backend: Some(self.backend.clone()),
+            task: task.clone(),
+        };
+        let mut answered = HashSet::new();
+        loop {
+            let status = state["status"].as_str().unwrap_or_default();
+            let ended = |error| {
+                let message = state["statusMessage"].as_str().unwrap_or("no reason given");
+                ErrorObject::new(jsonrpc::INTERNAL_ERROR, format!("{error}: {message}"))
+            };
+            match status {
+                "completed" => {
+                    unfinished.backend = None;
+                    return state
+                        .get("result")
+                        .map(Value::to_string)
+                        .ok_or_else(malformed);
+                }
+                "failed" => {
+                    unfinished.backend = None;
+                    return Err(serde_json::from_value(state["error"].clone())
+                        .unwrap_or_else(|_| ended(format!("backend {backend}'s task failed"))));
+                }
+                "cancelled" => {
+                    unfinished.backend = None;
+                    return Err(ended(format!("backend {backend} cancelled its task")));
+                }
+                _ => {}
+            }
+            let mut answers = serde_json::Map::new();
+            if status == "input_required"
+                && let Some(questions) = state["inputRequests"].as_object()
+            {
+                for (key, question) in questions {
+                    if !answered.insert(key.clone()) {
+                        continue;
+                    }
+                    let method = question["method"].as_str().ok_or_else(malformed)?;
+                    let params = question.get("params").map(raw);
+                    if let Some(missing) = self.client.capabilities.lacks(method, params.as_deref())
+                    {
+                        return Err(ErrorObject::new(
+                            jsonrpc::INTERNAL_ERROR,
+                            format!(
+                                "backend {backend} asked the editor for {missing}, which it did \
+                                 not declare"
+                            ),
+                        ));
+                    }
+                    let answer = hub
+                        .ask_session(session, reply, method, params.as_deref())
+                        .await?;
+                    answers.insert(key.clone(), parse(&answer).ok_or_else(malformed)?);
+                }
+            }
+            if answers.is_empty() {
+                let wait = state["pollIntervalMs"]
+                    .as_u64()
+                    .map_or(POLL_BOUNDS.0 * 10, Duration::from_millis)
+                    .clamp(POLL_BOUNDS.0, POLL_BOUNDS.1);
+                let left = deadline.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return Err(ErrorObject::new(
+                        jsonrpc::REQUEST_TIMEOUT,
+                        format!(
+                            "backend {backend}'s task did not end within {} ms; it was cancelled",
+                            deadline.as_millis()
+                        ),
+                    ));
+                }
+                tokio::time::sleep(wait.min(left)).await;
+            } else {
+                let update = raw(&json!({ "taskId": own, "inputResponses": answers }));
+                self.send("tasks/update", &update, deadline, started, reply)
+                    .await?;
+            }
+            let next = self
+                .send("tasks/get", &task, deadline, started, reply)
+                .await?;
+            state = parse(&next).ok_or_else(malformed)?;
+        }
+    }
+
     /// Sends a progress notification on with the client's own token.
     fn forward_progress(&self, reply: &mpsc::UnboundedSender<Vec<u8>>, params: &RawValue) {
         let Some(token) = &self.progress else { return };
@@ -549,6 +730,40 @@ impl Call {
         };
         let _ = reply.send(notification("notifications/progress", Some(&params)));
     }
+}
+
+/// A 2026-07-28 server's task that a call polls, cancelled at the server if the call ends
+/// before the task does.
+struct Unfinished {
+    /// `None` once the task has ended.
+    backend: Option<BackendHandle>,
+    task: Box<RawValue>,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        let Some(backend) = self.backend.take() else {
+            return;
+        };
+        let task = self.task.clone();
+        tokio::spawn(async move {
+            if let Err(error) = backend.request("tasks/cancel", Some(&task)).await {
+                tracing::debug!(backend = backend.name(), %error, "cancelling an unfinished task");
+            }
+        });
+    }
+}
+
+/// A result's `resultType`, if it has one.
+fn result_type(result: &RawValue) -> Option<String> {
+    ObjectEntries::parse(result.get())
+        .ok()?
+        .get_str("resultType")
+        .map(|kind| kind.into_owned())
+}
+
+fn raw(value: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).expect("a JSON value serializes")
 }
 
 /// Waits until `backend` is ready (starting it if it is stopped and may start on demand).

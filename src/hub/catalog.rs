@@ -47,6 +47,9 @@ pub struct MergedCatalog {
     /// Exposed tool name → the arguments it mirrors into `Mcp-Param-*` headers, for the tools
     /// that mirror any.
     pub mirrored: HashMap<String, Vec<HeaderParam>>,
+    /// Exposed names of the tools that run only as a task (`execution.taskSupport` is
+    /// `required`, MCP 2025-11-25).
+    pub task_required: HashSet<String>,
 }
 
 /// Which lists differ between two catalogs.
@@ -207,6 +210,16 @@ pub fn merge(sources: &[Source<'_>]) -> MergedCatalog {
             Some((exposed.0.clone(), headers::header_params(item.raw.get())))
         })
         .collect();
+    merged.task_required = tool_items
+        .iter()
+        .filter(|item| requires_task(item.raw))
+        .filter_map(|item| {
+            let (exposed, _) = tools
+                .iter()
+                .find(|(_, route)| route.backend == item.backend && route.name == item.name)?;
+            Some(exposed.clone())
+        })
+        .collect();
     merged.tools = tools;
     merged.prompts = prompts;
     merged.unlisted_tools = unlisted_tools;
@@ -220,6 +233,13 @@ pub fn merge(sources: &[Source<'_>]) -> MergedCatalog {
         template_items.iter().map(|item| item.get()),
     );
     merged
+}
+
+/// Whether a tool declares `"execution": {"taskSupport": "required"}`.
+fn requires_task(tool: &RawValue) -> bool {
+    tool.get().contains("taskSupport")
+        && serde_json::from_str::<serde_json::Value>(tool.get())
+            .is_ok_and(|tool| tool["execution"]["taskSupport"] == "required")
 }
 
 /// A tool or prompt as one backend offers it.

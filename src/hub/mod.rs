@@ -19,6 +19,7 @@ mod headers;
 mod request_state;
 mod session;
 mod stateless;
+mod task_bridge;
 mod tasks;
 mod upstream;
 
@@ -107,6 +108,9 @@ struct HubInner {
     parked: Mutex<HashMap<String, Parked>>,
     /// How many 2026-07-28 listen streams are open.
     listens: AtomicUsize,
+    /// Session-era tasks whose questions wait for a 2026-07-28 editor, by exposed task id (see
+    /// [`task_bridge`]).
+    task_inputs: Mutex<HashMap<String, Arc<task_bridge::TaskInputs>>>,
     next_id: AtomicU64,
     stop: CancellationToken,
     /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
@@ -130,6 +134,7 @@ impl Hub {
             sealer: Sealer::new(),
             parked: Mutex::new(HashMap::new()),
             listens: AtomicUsize::new(0),
+            task_inputs: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             stop: CancellationToken::new(),
             unseen_changes: Mutex::new(engine.changes()),
@@ -284,6 +289,14 @@ impl HubInner {
         self.sessions
             .lock()
             .expect("session map lock is never poisoned")
+    }
+
+    fn lock_task_inputs(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<task_bridge::TaskInputs>>> {
+        self.task_inputs
+            .lock()
+            .expect("task inputs lock is never poisoned")
     }
 
     /// Whether the engine changed since the catalog was last rebuilt, so a rebuild is due.

@@ -13,7 +13,9 @@
 //!   `input_required` with the question and a sealed `requestState` (see [`request_state`]),
 //!   and its retry answers the backend and resumes the same call (multi-round-trip requests);
 //! - `subscriptions/listen` is a session told of list changes and resource updates, which it
-//!   passes on with its `subscriptionId`.
+//!   passes on with its `subscriptionId`, and of the tasks it names;
+//! - a session-era server's tasks are shown in the Tasks extension's shapes (see
+//!   [`task_bridge`]).
 //!
 //! [`headers`]: super::headers
 //! [`request_state`]: super::request_state
@@ -25,6 +27,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::capabilities::ClientCapabilities;
@@ -35,7 +38,11 @@ use super::session::{
     Needs, Session, capabilities, instructions, invalid_params, list_result, ready_with, rejected,
     server_info, single_page, valid_id, when_settled,
 };
-use super::{HubInner, Inbound, RequestReply, SessionEvents, notification, random_id, response};
+use super::{
+    HubInner, Inbound, RequestReply, SessionEvents, notification, random_id, response, task_bridge,
+    tasks,
+};
+use crate::supervisor::BackendHandle;
 use crate::wire::era::{
     LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
 };
@@ -50,6 +57,10 @@ const MAX_LISTEN_URIS: usize = 1000;
 /// How many listen streams may be open at once, and how many calls may be parked: each holds a
 /// little memory (and a parked call, a backend's request) until it ends.
 const MAX_LISTENS: usize = 1000;
+/// How many tasks one listen stream may name.
+const MAX_LISTEN_TASKS: usize = 100;
+/// Shortest and longest wait between two polls of a task a listen stream names.
+const TASK_POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(5));
 const MAX_PARKED: usize = 1000;
 
 /// The levels of `notifications/message`, lowest first.
@@ -338,7 +349,17 @@ fn start(
                 stamp(&list_result(hub, &method), true)
             });
         }
-        "tasks/get" | "tasks/update" | "tasks/cancel" => call(hub, &request, reply, cancel),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            if !request.capabilities.tasks_extension {
+                return Err(tasks_extension_missing(&request.method));
+            }
+            match session_era_task(hub, &request) {
+                Some((backend, exposed, own)) => {
+                    answer_task(hub, &request, backend, exposed, own, reply);
+                }
+                None => call(hub, &request, reply, cancel),
+            }
+        }
         "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
             match request.params.get_str("requestState") {
                 Some(sealed) if request_state::is_ours(&sealed) => {
@@ -516,6 +537,67 @@ fn call(
         cancel,
     };
     tokio::spawn(relay.run(request.id.to_owned(), reply));
+}
+
+/// The -32021 error for a task request, or a listen for tasks, that does not declare the Tasks
+/// extension.
+fn tasks_extension_missing(what: &str) -> ErrorObject {
+    ErrorObject {
+        code: code::MISSING_CLIENT_CAPABILITY,
+        message: format!("{what} needs the {TASKS_EXTENSION} extension, which was not declared"),
+        data: Some(Box::new(serde_json::json!({
+            "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } },
+        }))),
+    }
+}
+
+/// For a task request about a session-era server's task: that server, the exposed task id and
+/// the server's own.
+fn session_era_task(
+    hub: &HubInner,
+    request: &Envelope2026<'_>,
+) -> Option<(BackendHandle, String, String)> {
+    let exposed = request.params.get_str("taskId")?.into_owned();
+    let (backend, own) = tasks::backend_id(&exposed)?;
+    let backend = hub
+        .engine
+        .backend(backend)
+        .filter(|backend| !backend.is_modern())?;
+    let own = own.to_owned();
+    Some((backend, exposed, own))
+}
+
+/// Answers a task request about a session-era server's task in the Tasks extension's shapes
+/// (see [`task_bridge`]).
+fn answer_task(
+    hub: &Arc<HubInner>,
+    request: &Envelope2026<'_>,
+    backend: BackendHandle,
+    exposed: String,
+    own: String,
+    reply: mpsc::UnboundedSender<Vec<u8>>,
+) {
+    let hub = hub.clone();
+    let id = request.id.to_owned();
+    let method = request.method.clone();
+    let responses = request.params.get("inputResponses").map(ToOwned::to_owned);
+    let capabilities = request.capabilities;
+    tokio::spawn(async move {
+        let answer = task_bridge::answer(
+            &hub,
+            &backend,
+            &method,
+            &exposed,
+            &own,
+            responses.as_deref(),
+            capabilities,
+        );
+        let result = tokio::select! {
+            _ = reply.closed() => return,
+            result = answer => result,
+        };
+        let _ = reply.send(response(&id, result.map(|result| stamp(&result, false))));
+    });
 }
 
 /// Takes the retry of a parked call's request: checks its `requestState` and hands the call
@@ -905,6 +987,9 @@ fn listen(
     cancel: CancellationToken,
 ) -> Result<(), ErrorObject> {
     let filter = Filter::parse(request.params.get("notifications"))?;
+    if !filter.task_ids.is_empty() && !request.capabilities.tasks_extension {
+        return Err(tasks_extension_missing("a listen for tasks"));
+    }
     if hub.listens.fetch_add(1, Ordering::Relaxed) >= MAX_LISTENS {
         hub.listens.fetch_sub(1, Ordering::Relaxed);
         return Err(ErrorObject::new(
@@ -925,6 +1010,15 @@ fn listen(
         })
         .cloned()
         .collect();
+    let tasks_honoured: Vec<String> = filter
+        .task_ids
+        .iter()
+        .filter(|task| {
+            tasks::backend_id(task)
+                .is_some_and(|(backend, _)| hub.engine.backend(backend).is_some())
+        })
+        .cloned()
+        .collect();
     let (session, events) = hub.open_session(true);
     session.mark_initialized();
     session.lock_state().subscriptions = honoured.iter().cloned().collect();
@@ -939,6 +1033,7 @@ fn listen(
             "promptsListChanged": filter.prompts,
             "resourcesListChanged": filter.resource_list,
             "resourceSubscriptions": honoured,
+            "taskIds": tasks_honoured,
         },
     });
     let acknowledged = RawValue::from_string(acknowledged.to_string()).expect("JSON");
@@ -946,15 +1041,27 @@ fn listen(
         "notifications/subscriptions/acknowledged",
         Some(&acknowledged),
     ));
-    tokio::spawn(run_listen(
-        hub.clone(),
+    let mut watched = JoinSet::new();
+    for task in tasks_honoured {
+        watched.spawn(watch_task(
+            hub.clone(),
+            task,
+            request.capabilities,
+            subscription.clone(),
+            reply.clone(),
+        ));
+    }
+    let listen = Listen {
+        hub: hub.clone(),
         session,
         events,
         filter,
         subscription,
         reply,
         cancel,
-    ));
+        watched,
+    };
+    tokio::spawn(listen.run());
     Ok(())
 }
 
@@ -964,6 +1071,7 @@ struct Filter {
     prompts: bool,
     resource_list: bool,
     resources: Vec<String>,
+    task_ids: Vec<String>,
 }
 
 impl Filter {
@@ -974,6 +1082,7 @@ impl Filter {
                 prompts: false,
                 resource_list: false,
                 resources: Vec::new(),
+                task_ids: Vec::new(),
             });
         };
         let entries = ObjectEntries::parse(notifications.get())
@@ -995,11 +1104,28 @@ impl Filter {
             .collect::<HashSet<_>>()
             .into_iter()
             .collect();
+        let task_ids = match entries.get("taskIds") {
+            None => Vec::new(),
+            Some(ids) => serde_json::from_str::<Vec<String>>(ids.get()).map_err(|_| {
+                invalid_params("notifications.taskIds must be an array of task ids")
+            })?,
+        };
+        if task_ids.len() > MAX_LISTEN_TASKS {
+            return Err(invalid_params(format!(
+                "a listen stream may name at most {MAX_LISTEN_TASKS} tasks"
+            )));
+        }
+        let task_ids = task_ids
+            .into_iter()
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
         Ok(Filter {
             tools: flag("toolsListChanged"),
             prompts: flag("promptsListChanged"),
             resource_list: flag("resourcesListChanged"),
             resources,
+            task_ids,
         })
     }
 
@@ -1014,60 +1140,141 @@ impl Filter {
     }
 }
 
-async fn run_listen(
+/// An open listen stream.
+struct Listen {
     hub: Arc<HubInner>,
+    /// Told of list changes and of updates to the resources the stream names.
     session: Session,
-    mut events: SessionEvents,
+    events: SessionEvents,
     filter: Filter,
     subscription: Box<RawValue>,
     reply: mpsc::UnboundedSender<Vec<u8>>,
     cancel: CancellationToken,
-) {
-    let closed = session.call_token();
-    let subscription_meta = format!(
-        r#"{{"io.modelcontextprotocol/subscriptionId":{}}}"#,
-        subscription.get()
-    );
-    let subscription_meta = RawValue::from_string(subscription_meta).expect("JSON");
-    loop {
-        tokio::select! {
-            _ = reply.closed() => break,
-            _ = cancel.cancelled() => break,
-            _ = closed.cancelled() => {
-                let result = format!(
-                    r#"{{"resultType":"complete","_meta":{}}}"#,
-                    subscription_meta.get()
-                );
-                let _ = reply.send(response(&subscription, Ok(result)));
-                break;
+    /// Reporting the tasks the stream names; they end with it.
+    watched: JoinSet<()>,
+}
+
+impl Listen {
+    /// Passes on list changes and resource updates until the stream ends.
+    async fn run(self) {
+        let Listen {
+            hub,
+            session,
+            mut events,
+            filter,
+            subscription,
+            reply,
+            cancel,
+            watched,
+        } = self;
+        let closed = session.call_token();
+        let subscription_meta = format!(
+            r#"{{"io.modelcontextprotocol/subscriptionId":{}}}"#,
+            subscription.get()
+        );
+        let subscription_meta = RawValue::from_string(subscription_meta).expect("JSON");
+        loop {
+            tokio::select! {
+                _ = reply.closed() => break,
+                _ = cancel.cancelled() => break,
+                _ = closed.cancelled() => {
+                    let result = format!(
+                        r#"{{"resultType":"complete","_meta":{}}}"#,
+                        subscription_meta.get()
+                    );
+                    let _ = reply.send(response(&subscription, Ok(result)));
+                    break;
+                }
+                event = events.recv() => {
+                    let Some(event) = event else { break };
+                    let Ok(envelope) = Envelope::parse(&event) else { continue };
+                    let Some(method) = envelope.method.as_deref().filter(|method| filter.wants(method))
+                    else {
+                        continue;
+                    };
+                    let mut params = envelope
+                        .params
+                        .and_then(|params| ObjectEntries::parse(params.get()).ok())
+                        .unwrap_or_else(|| ObjectEntries::parse("{}").expect("an empty object"));
+                    params.set("_meta", subscription_meta.clone());
+                    let _ = reply.send(notification(method, Some(&params.into_raw())));
+                }
             }
-            event = events.recv() => {
-                let Some(event) = event else { break };
-                let Ok(envelope) = Envelope::parse(&event) else { continue };
-                let Some(method) = envelope.method.as_deref().filter(|method| filter.wants(method))
-                else {
-                    continue;
-                };
-                let mut params = envelope
-                    .params
-                    .and_then(|params| ObjectEntries::parse(params.get()).ok())
-                    .unwrap_or_else(|| ObjectEntries::parse("{}").expect("an empty object"));
-                params.set("_meta", subscription_meta.clone());
-                let _ = reply.send(notification(method, Some(&params.into_raw())));
+        }
+        drop(watched);
+        hub.listens.fetch_sub(1, Ordering::Relaxed);
+        let uris: Vec<String> = session.lock_state().subscriptions.drain().collect();
+        session.close();
+        for uri in uris {
+            let still_wanted = hub
+                .sessions()
+                .iter()
+                .any(|other| other.lock_state().subscriptions.contains(&uri));
+            if !still_wanted {
+                subscribe_at_owner(&hub, &uri, "resources/unsubscribe");
             }
         }
     }
-    hub.listens.fetch_sub(1, Ordering::Relaxed);
-    let uris: Vec<String> = session.lock_state().subscriptions.drain().collect();
-    session.close();
-    for uri in uris {
-        let still_wanted = hub
-            .sessions()
-            .iter()
-            .any(|other| other.lock_state().subscriptions.contains(&uri));
-        if !still_wanted {
-            subscribe_at_owner(&hub, &uri, "resources/unsubscribe");
+}
+
+/// Reports the task `exposed` on a listen stream: its state as `tasks/get` shows it
+/// (`notifications/tasks`), first at once and then whenever its status, message or questions
+/// change, polled at its `pollIntervalMs` (within [`TASK_POLL_BOUNDS`]) until it ends. A task
+/// that cannot be read any more (its server forgot it, or is gone) is reported no further.
+async fn watch_task(
+    hub: Arc<HubInner>,
+    exposed: String,
+    capabilities: ClientCapabilities,
+    subscription: Box<RawValue>,
+    reply: mpsc::UnboundedSender<Vec<u8>>,
+) {
+    let Some((backend, own)) = tasks::backend_id(&exposed) else {
+        return;
+    };
+    let own = own.to_owned();
+    let subscription: serde_json::Value =
+        serde_json::from_str(subscription.get()).expect("an id is JSON");
+    let mut reported = None;
+    loop {
+        let Some(backend) = hub.engine.backend(backend) else {
+            return;
+        };
+        let task = match task_bridge::detailed(&hub, &backend, &exposed, &own, capabilities).await {
+            Ok(task) => task,
+            Err(error) => {
+                tracing::debug!(task = %exposed, error = %error.message, "a listened task cannot be read");
+                return;
+            }
+        };
+        let questions: Vec<&String> = task["inputRequests"]
+            .as_object()
+            .map(|questions| questions.keys().collect())
+            .unwrap_or_default();
+        let state = serde_json::json!([task["status"], task["statusMessage"], questions]);
+        if reported.as_ref() != Some(&state) {
+            let mut params = task.clone();
+            params["_meta"] =
+                serde_json::json!({ "io.modelcontextprotocol/subscriptionId": subscription });
+            let params = serde_json::value::to_raw_value(&params).expect("JSON");
+            if reply
+                .send(notification("notifications/tasks", Some(&params)))
+                .is_err()
+            {
+                return;
+            }
+            reported = Some(state);
         }
+        if matches!(
+            task["status"].as_str(),
+            Some("completed" | "failed" | "cancelled")
+        ) {
+            return;
+        }
+        let wait = task["pollIntervalMs"]
+            .as_u64()
+            .map_or(Duration::from_secs(1), Duration::from_millis)
+            .clamp(TASK_POLL_BOUNDS.0, TASK_POLL_BOUNDS.1);
+        tokio::time::sleep(wait).await;
     }
 }
 

@@ -13,7 +13,7 @@ use super::rewrite::{ObjectEntries, json_string};
 const PREFIX: &str = "sb1.";
 
 /// The key of a result's `_meta` that names the task it belongs to.
-const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+pub(super) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// The id editors see for `backend`'s task `id`.
 pub(super) fn exposed_id(backend: &str, id: &str) -> String {

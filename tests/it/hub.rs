@@ -1041,6 +1041,103 @@ async fn a_modern_servers_questions_reach_an_editor_of_the_session_era_as_reques
 }
 
 #[tokio::test]
+async fn a_tool_that_runs_only_as_a_task_answers_an_editor_that_holds_no_task() {
+    let hub = hub(vec![everything("everything")]);
+    ready(&hub, "everything").await;
+    let (editor, _) = initialized(&hub, json!({"elicitation": {}})).await;
+    // No `task` in the call: Switchboard makes the task and waits for its result. The server's
+    // question, asked during the task, reaches the editor as a request of the call.
+    let (asked, mut rest) = start_call(
+        &editor,
+        1,
+        "everything__simulate-research-query",
+        json!({"topic": "python", "ambiguous": true}),
+    )
+    .await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert!(
+        asked["params"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("python")),
+        "{asked}"
+    );
+    let accepted = json!({
+        "jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"interpretation": "snake"}},
+    });
+    assert!(matches!(
+        editor.receive(accepted.to_string().as_bytes()),
+        Inbound::Accepted
+    ));
+    let result = next_message(&mut rest).await;
+    assert_eq!(result["id"], 1, "{result}");
+    let report = first_text(&result["result"]);
+    assert!(
+        report.contains("# Research Report: python (snake)"),
+        "the answer reached the task: {report}"
+    );
+    assert!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"].is_null(),
+        "the editor never saw the task, so the result does not name it: {result}"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_modern_servers_task_is_polled_to_its_end_for_an_editor_of_the_session_era() {
+    let hub = hub(vec![tasks_server("tasks")]);
+    ready(&hub, "tasks").await;
+    let (editor, _) = initialized(&hub, json!({"elicitation": {}})).await;
+    // The server makes a task, as the call now declares the extension; the task needs input,
+    // which reaches the editor as a request, and its result is the call's answer.
+    let (asked, mut rest) = start_call(&editor, 1, "tasks__report", json!({"title": "Q4"})).await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["params"]["message"], "Approve report Q4?");
+    let accepted = json!({
+        "jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"name": "Ada"}},
+    });
+    assert!(matches!(
+        editor.receive(accepted.to_string().as_bytes()),
+        Inbound::Accepted
+    ));
+    let result = next_message(&mut rest).await;
+    assert_eq!(result["id"], 1, "{result}");
+    assert_eq!(first_text(&result["result"]), "report Q4 approved by Ada");
+
+    // An editor that cannot be asked gets a clear error, and the task is cancelled.
+    let (mute, _) = initialized(&hub, json!({})).await;
+    let answer = request(
+        &mute,
+        json!(2),
+        "tools/call",
+        json!({"name": "tasks__report", "arguments": {"title": "Q1"}}),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("form elicitation")),
+        "{answer}"
+    );
+    let backend = hub.engine().backend("tasks").expect("configured");
+    let params = serde_json::value::to_raw_value(&json!({"taskId": "task-2"})).expect("JSON");
+    eventually("the abandoned task is cancelled", EVENT_LIMIT, || async {
+        let state = backend
+            .request("tasks/get", Some(&params))
+            .await
+            .map(|state| json(&state));
+        match &state {
+            Ok(state) if state["status"] == "cancelled" => Ok(()),
+            _ => Err(format!("{state:?}")),
+        }
+    })
+    .await;
+    hub.shutdown().await;
+}
+
+#[tokio::test]
 async fn listen_streams_are_bounded_and_a_closed_one_frees_its_place() {
     let hub = hub(vec![]);
     let listen = |id: usize| {

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{ServeProcess, ServedBackend};
+use crate::support::{ServeProcess, ServedBackend, first_text};
 
 const VERSION: &str = "2026-07-28";
 
@@ -96,6 +96,64 @@ fn sse_messages(text: &str) -> Vec<Value> {
             (!data.is_empty()).then(|| serde_json::from_str(&data.join("\n")).expect("JSON data"))
         })
         .collect()
+}
+
+/// A listen stream over HTTP, read one message at a time.
+struct Listen {
+    response: reqwest::Response,
+    seen: String,
+}
+
+impl Listen {
+    /// POSTs the listen request `body`; the stream must open with 200.
+    async fn open(serve: &ServeProcess, body: &Value) -> Listen {
+        let response = serve
+            .client()
+            .post(serve.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", VERSION)
+            .header("mcp-method", "subscriptions/listen")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("POST listen");
+        assert_eq!(response.status().as_u16(), 200);
+        Listen {
+            response,
+            seen: String::new(),
+        }
+    }
+
+    /// The stream's next message; a minute of silence fails the test.
+    async fn next(&mut self) -> Value {
+        loop {
+            if let Some(end) = self.seen.find("\n\n") {
+                let event: String = self.seen.drain(..end + 2).collect();
+                if let Some(message) = sse_messages(&event).pop() {
+                    return message;
+                }
+                continue;
+            }
+            let chunk =
+                tokio::time::timeout(std::time::Duration::from_secs(60), self.response.chunk())
+                    .await
+                    .expect("the listen stream stayed silent for a minute")
+                    .expect("the stream")
+                    .expect("more");
+            self.seen
+                .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+        }
+    }
+}
+
+/// A 2026-07-28 request `method` about `task`, with `extra` params.
+fn about_task(id: u64, method: &str, task: &str, extra: Value, capabilities: &Value) -> Value {
+    let mut params = json!({"taskId": task});
+    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+        params.extend(extra.clone());
+    }
+    request(id, method, params, capabilities.clone())
 }
 
 fn call(id: u64, tool: &str, arguments: Value, capabilities: Value) -> Value {
@@ -403,35 +461,8 @@ async fn a_listen_stream_is_acknowledged_then_told_of_list_changes() {
         json!({"notifications": {"toolsListChanged": true, "promptsListChanged": false}}),
         json!({}),
     );
-    let mut response = serve
-        .client()
-        .post(serve.url())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", VERSION)
-        .header("mcp-method", "subscriptions/listen")
-        .body(listen.to_string())
-        .send()
-        .await
-        .expect("POST listen");
-    assert_eq!(response.status().as_u16(), 200);
-    let mut seen = String::new();
-    let mut next_message = async || loop {
-        if let Some(end) = seen.find("\n\n") {
-            let event: String = seen.drain(..end + 2).collect();
-            if let Some(message) = sse_messages(&event).pop() {
-                return message;
-            }
-            continue;
-        }
-        let chunk = tokio::time::timeout(std::time::Duration::from_secs(60), response.chunk())
-            .await
-            .expect("the listen stream stayed silent for a minute")
-            .expect("the stream")
-            .expect("more");
-        seen.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
-    };
-    let acknowledged = next_message().await;
+    let mut stream = Listen::open(&serve, &listen).await;
+    let acknowledged = stream.next().await;
     assert_eq!(
         acknowledged["method"],
         "notifications/subscriptions/acknowledged"
@@ -464,7 +495,7 @@ async fn a_listen_stream_is_acknowledged_then_told_of_list_changes() {
     // A rebuild of the catalog already under way may announce itself first: each announcement
     // is checked, until the list has the new tool.
     for id in 11.. {
-        let changed = next_message().await;
+        let changed = stream.next().await;
         assert_eq!(changed["method"], "notifications/tools/list_changed");
         assert_eq!(
             changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
@@ -597,34 +628,8 @@ async fn progress_logs_and_resource_updates_reach_a_2026_client_as_it_asked() {
         json!({"notifications": {"resourceSubscriptions": ["test://a"]}}),
         json!({}),
     );
-    let mut stream = serve
-        .client()
-        .post(serve.url())
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream")
-        .header("mcp-protocol-version", VERSION)
-        .header("mcp-method", "subscriptions/listen")
-        .body(listen.to_string())
-        .send()
-        .await
-        .expect("POST listen");
-    let mut seen = String::new();
-    let mut next_message = async || loop {
-        if let Some(end) = seen.find("\n\n") {
-            let event: String = seen.drain(..end + 2).collect();
-            if let Some(message) = sse_messages(&event).pop() {
-                return message;
-            }
-            continue;
-        }
-        let chunk = tokio::time::timeout(std::time::Duration::from_secs(60), stream.chunk())
-            .await
-            .expect("the listen stream stayed silent for a minute")
-            .expect("the stream")
-            .expect("more");
-        seen.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
-    };
-    let acknowledged = next_message().await;
+    let mut stream = Listen::open(&serve, &listen).await;
+    let acknowledged = stream.next().await;
     assert_eq!(
         acknowledged["params"]["notifications"]["resourceSubscriptions"],
         json!(["test://a"])
@@ -643,7 +648,7 @@ async fn progress_logs_and_resource_updates_reach_a_2026_client_as_it_asked() {
     )
     .await;
     assert_eq!(updated.last()["result"]["resultType"], "complete");
-    let update = next_message().await;
+    let update = stream.next().await;
     assert_eq!(update["method"], "notifications/resources/updated");
     assert_eq!(
         update["params"]["uri"], "test://a",
@@ -707,13 +712,8 @@ async fn tasks_of_the_2026_extension_route_by_their_ids_with_input_along_the_way
     let task = result["taskId"].as_str().expect("a task id").to_owned();
     assert_eq!(task, "sb1.tasks.task-1", "the id names its server");
 
-    let task_request = |id: u64, method: &str, extra: Value| {
-        let mut params = json!({"taskId": task});
-        if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
-            params.extend(extra.clone());
-        }
-        request(id, method, params, with_tasks.clone())
-    };
+    let task_request =
+        |id: u64, method: &str, extra: Value| about_task(id, method, &task, extra, &with_tasks);
     let pending = post(
         &serve,
         &task_request(4, "tasks/get", json!({})),
@@ -1034,5 +1034,197 @@ async fn server_everythings_features_reach_a_2026_client() {
     assert!(
         rooted.to_string().contains("file:///work/project"),
         "{rooted}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_era_servers_task_reaches_a_2026_client_in_the_extensions_shapes() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let tool = "everything__simulate-research-query";
+    let with_tasks =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {"form": {}}});
+
+    // A client without the extension cannot hold the task: Switchboard waits for its result.
+    let plain = post(
+        &serve,
+        &call(1, tool, json!({"topic": "tides"}), json!({})),
+        &[],
+    )
+    .await;
+    let result = &plain.last()["result"];
+    assert_eq!(result["resultType"], "complete", "{}", plain.last());
+    assert!(
+        first_text(result).contains("# Research Report: tides"),
+        "{result}"
+    );
+
+    let created = post(
+        &serve,
+        &call(
+            2,
+            tool,
+            json!({"topic": "python", "ambiguous": true}),
+            with_tasks.clone(),
+        ),
+        &[],
+    )
+    .await;
+    let handle = &created.last()["result"];
+    assert_eq!(handle["resultType"], "task", "{handle}");
+    let task = handle["taskId"].as_str().expect("a task id").to_owned();
+    assert!(task.starts_with("sb1.everything."), "{task}");
+    assert_eq!(handle["status"], "working");
+    assert!(
+        handle["ttlMs"].is_u64() && handle["pollIntervalMs"].is_u64(),
+        "{handle}"
+    );
+    assert!(
+        handle["ttl"].is_null() && handle["task"].is_null(),
+        "{handle}"
+    );
+
+    let task_request = |id: u64, method: &str, extra: Value, capabilities: &Value| {
+        about_task(id, method, &task, extra, capabilities)
+    };
+    let undeclared = post(
+        &serve,
+        &task_request(3, "tasks/get", json!({}), &json!({})),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (undeclared.status, &undeclared.last()["error"]["code"]),
+        (400, &json!(-32021)),
+        "{}",
+        undeclared.last()
+    );
+
+    let listen = request(
+        4,
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [task, "sb1.nowhere.1"]}}),
+        with_tasks.clone(),
+    );
+    let mut stream = Listen::open(&serve, &listen).await;
+    let acknowledged = stream.next().await;
+    assert_eq!(
+        acknowledged["params"]["notifications"]["taskIds"],
+        json!([task]),
+        "a task of no configured server is not honoured: {acknowledged}"
+    );
+
+    let mut asked = None;
+    for id in 5.. {
+        let state = post(
+            &serve,
+            &task_request(id, "tasks/get", json!({}), &with_tasks),
+            &[],
+        )
+        .await;
+        let state = state.last()["result"].clone();
+        assert_eq!(state["taskId"], task.as_str(), "{state}");
+        match state["status"].as_str() {
+            Some("working") => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+            Some("input_required") => {
+                asked = Some(only_question(&state));
+                break;
+            }
+            _ => panic!("a task that asks before it ends: {state}"),
+        }
+        assert!(id < 300, "the task never asked");
+    }
+    let (key, question) = asked.expect("a question");
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("python")),
+        "{question}"
+    );
+    let answers = json!({"inputResponses": {
+        key: {"action": "accept", "content": {"interpretation": "comedy"}},
+    }});
+    let updated = post(
+        &serve,
+        &task_request(400, "tasks/update", answers, &with_tasks),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        updated.last()["result"]["resultType"],
+        "complete",
+        "{}",
+        updated.last()
+    );
+
+    let mut statuses = Vec::new();
+    let completed = loop {
+        let notice = stream.next().await;
+        assert_eq!(notice["method"], "notifications/tasks", "{notice}");
+        assert_eq!(
+            notice["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            4
+        );
+        assert_eq!(notice["params"]["taskId"], task.as_str());
+        let status = notice["params"]["status"]
+            .as_str()
+            .expect("a status")
+            .to_owned();
+        statuses.push(status.clone());
+        if status == "completed" {
+            break notice["params"].clone();
+        }
+    };
+    assert!(
+        statuses.contains(&"input_required".to_owned()),
+        "the stream told of the question too: {statuses:?}"
+    );
+    let report = first_text(&completed["result"]);
+    assert!(
+        report.contains("# Research Report: python (comedy)"),
+        "{report}"
+    );
+    let done = post(
+        &serve,
+        &task_request(401, "tasks/get", json!({}), &with_tasks),
+        &[],
+    )
+    .await;
+    let done = &done.last()["result"];
+    assert_eq!(
+        (&done["status"], &done["result"]["content"]),
+        (&json!("completed"), &completed["result"]["content"]),
+        "{done}"
+    );
+    assert!(done["result"]["_meta"]["io.modelcontextprotocol/related-task"].is_null());
+
+    // Cancelling is acknowledged, and the server's task ends cancelled.
+    let second = post(
+        &serve,
+        &call(402, tool, json!({"topic": "waves"}), with_tasks.clone()),
+        &[],
+    )
+    .await;
+    let second = second.last()["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let mut cancel = task_request(403, "tasks/cancel", json!({}), &with_tasks);
+    cancel["params"]["taskId"] = json!(second);
+    let cancelled = post(&serve, &cancel, &[]).await;
+    assert_eq!(
+        cancelled.last()["result"]["resultType"],
+        "complete",
+        "{}",
+        cancelled.last()
+    );
+    let mut get = task_request(404, "tasks/get", json!({}), &with_tasks);
+    get["params"]["taskId"] = json!(second);
+    let state = post(&serve, &get, &[]).await;
+    assert_eq!(
+        state.last()["result"]["status"],
+        "cancelled",
+        "{}",
+        state.last()
     );
 }

@@ -73,6 +73,21 @@ pub fn demo(name: &str) -> BackendConfig {
     config
 }
 
+/// A backend running `tests/backends/tasks_server.py` (2026-07-28 with the Tasks extension).
+pub fn tasks_server(name: &str) -> BackendConfig {
+    let mut config = BackendConfig::new(
+        name,
+        "python3",
+        vec![
+            backend_script("tasks_server.py")
+                .to_string_lossy()
+                .into_owned(),
+        ],
+    );
+    config.restart = fast_restarts();
+    config
+}
+
 /// A backend running server-everything from npm over stdio, with quick restarts.
 pub fn everything(name: &str) -> BackendConfig {
     let mut config = BackendConfig::new(

@@ -1,0 +1,417 @@
+//! Tasks across the two eras. A task of a session-era server (MCP 2025-11-25) and one of the
+//! Tasks extension (2026-07-28) are one idea in two shapes, and an editor only ever sees the
+//! shape it asked for:
+//!
+//! - A session-era server's tool that runs only as a task (`taskSupport: "required"`), called by
+//!   an editor that holds no such task: Switchboard makes the task, waits on `tasks/result` and
+//!   answers with the result ([`created_task`], [`without_related_task`]). The server's questions
+//!   along the way reach the editor as in any call.
+//! - The same tool called by a 2026-07-28 editor that declared the extension: the editor gets the
+//!   extension's task handle ([`handle`]), and its `tasks/get`, `tasks/update` and `tasks/cancel`
+//!   are translated ([`answer`]). A session-era server delivers a task's questions only while
+//!   someone waits on `tasks/result`, so Switchboard waits on it in a session of its own and
+//!   shows the questions in `tasks/get` as `inputRequests`; `tasks/update` answers them.
+//! - A 2026-07-28 server's task for an editor of the session era is polled to its end by the call
+//!   itself (`hub/call.rs`).
+//!
+//! Listen streams report tasks by polling [`detailed`], whatever the server's era.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use tokio::time::Instant;
+
+use super::HubInner;
+use super::capabilities::ClientCapabilities;
+use super::session::{Session, invalid_params};
+use super::tasks::{self, RELATED_TASK};
+use crate::supervisor::BackendHandle;
+use crate::supervisor::rpc::ClientMeta;
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+
+/// How long `tasks/get` waits for the first question of a task that needs input.
+const QUESTION_WAIT: Duration = Duration::from_secs(2);
+
+/// How many tasks may wait for an editor's input at once, across the hub.
+const MAX_WAITING_TASKS: usize = 1000;
+
+fn malformed(backend: &str) -> ErrorObject {
+    ErrorObject::new(
+        jsonrpc::INTERNAL_ERROR,
+        format!("backend {backend} described a task in a malformed result"),
+    )
+}
+
+fn raw(value: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).expect("a JSON value serializes")
+}
+
+/// A 2025-11-25 `Task` in the extension's shape: its id exposed, `ttl` and `pollInterval` named
+/// `ttlMs` and `pollIntervalMs`, everything else as sent.
+fn extension_shape(
+    task: &Value,
+    backend: &str,
+) -> Result<serde_json::Map<String, Value>, ErrorObject> {
+    let task = task.as_object().ok_or_else(|| malformed(backend))?;
+    let id = task
+        .get("taskId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| malformed(backend))?;
+    let mut shaped = serde_json::Map::new();
+    for (key, value) in task {
+        let key = match key.as_str() {
+            "taskId" => {
+                shaped.insert(key.clone(), tasks::exposed_id(backend, id).into());
+                continue;
+            }
+            "ttl" => "ttlMs",
+            "pollInterval" => "pollIntervalMs",
+            other => other,
+        };
+        shaped.insert(key.to_owned(), value.clone());
+    }
+    Ok(shaped)
+}
+
+/// A session-era server's created task (`{"task": {…}}`) as the extension's task handle; a result
+/// that created no task (the server ran the call at once) is kept.
+pub(super) fn handle(result: &RawValue, backend: &str) -> Result<String, ErrorObject> {
+    let value: Value = serde_json::from_str(result.get()).map_err(|_| malformed(backend))?;
+    let Some(task) = value.get("task") else {
+        return Ok(result.get().to_owned());
+    };
+    let mut handle = extension_shape(task, backend)?;
+    handle.insert("resultType".into(), "task".into());
+    Ok(Value::Object(handle).to_string())
+}
+
+/// The server's own id of the task a session-era result created, if it created one.
+pub(super) fn created_task(result: &RawValue) -> Option<String> {
+    let value: Value = serde_json::from_str(result.get()).ok()?;
+    Some(value.get("task")?.get("taskId")?.as_str()?.to_owned())
+}
+
+/// A task's result without the `_meta` entry naming the task, for an editor that never saw it.
+pub(super) fn without_related_task(result: &str) -> String {
+    let Ok(mut value) = serde_json::from_str::<Value>(result) else {
+        return result.to_owned();
+    };
+    let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) else {
+        return result.to_owned();
+    };
+    if meta.remove(RELATED_TASK).is_none() {
+        return result.to_owned();
+    }
+    if meta.is_empty() {
+        value.as_object_mut().expect("has _meta").remove("_meta");
+    }
+    value.to_string()
+}
+
+/// What a 2026-07-28 server is told an editor can be asked when Switchboard itself holds the
+/// editor's task: the editor's capabilities and the Tasks extension.
+pub(super) fn capabilities_with_tasks(capabilities: ClientCapabilities) -> Box<RawValue> {
+    let mut capabilities = capabilities;
+    capabilities.tasks_extension = true;
+    raw(&capabilities.to_json())
+}
+
+/// Answers a 2026-07-28 editor's `tasks/get`, `tasks/update` or `tasks/cancel` for the task
+/// `exposed` of the session-era `backend` (its own id `own`), in the extension's shapes.
+pub(super) async fn answer(
+    hub: &Arc<HubInner>,
+    backend: &BackendHandle,
+    method: &str,
+    exposed: &str,
+    own: &str,
+    input_responses: Option<&RawValue>,
+    capabilities: ClientCapabilities,
+) -> Result<String, ErrorObject> {
+    match method {
+        "tasks/get" => detailed(hub, backend, exposed, own, capabilities)
+            .await
+            .map(|task| task.to_string()),
+        "tasks/update" => {
+            let responses = input_responses
+                .ok_or_else(|| invalid_params("tasks/update needs inputResponses"))?;
+            let responses: BTreeMap<String, Box<RawValue>> = serde_json::from_str(responses.get())
+                .map_err(|_| invalid_params("inputResponses must be an object"))?;
+            let waiting = hub.lock_task_inputs().get(exposed).cloned();
+            if let Some(waiting) = waiting {
+                waiting.answer(responses);
+            }
+            Ok("{}".to_owned())
+        }
+        "tasks/cancel" => {
+            let params = raw(&json!({ "taskId": own }));
+            backend
+                .request("tasks/cancel", Some(&params))
+                .await
+                .map_err(|error| error.to_error_object())?;
+            let waiting = hub.lock_task_inputs().remove(exposed);
+            if let Some(waiting) = waiting {
+                waiting.session.close();
+            }
+            Ok("{}".to_owned())
+        }
+        other => Err(invalid_params(format!("{other} is no task method"))),
+    }
+}
+
+/// The task `exposed` (the server's own id `own`) as the extension's `tasks/get` shows it: with
+/// its result or error once it has ended, and with the questions it waits on while it needs input.
+pub(super) async fn detailed(
+    hub: &Arc<HubInner>,
+    backend: &BackendHandle,
+    exposed: &str,
+    own: &str,
+    capabilities: ClientCapabilities,
+) -> Result<Value, ErrorObject> {
+    let params = raw(&json!({ "taskId": own }));
+    let timeout = backend.config().request_timeout;
+    if backend.is_modern() {
+        let capabilities = capabilities_with_tasks(capabilities);
+        let client = ClientMeta {
+            capabilities: Some(&capabilities),
+            log_level: None,
+        };
+        let state = backend
+            .request_for_client("tasks/get", Some(&params), timeout, None, client)
+            .await
+            .map_err(|error| error.to_error_object())?;
+        let mut state: Value =
+            serde_json::from_str(state.get()).map_err(|_| malformed(backend.name()))?;
+        let state_object = state
+            .as_object_mut()
+            .ok_or_else(|| malformed(backend.name()))?;
+        state_object.insert("taskId".into(), exposed.into());
+        state_object.remove("resultType");
+        return Ok(state);
+    }
+    let state = backend
+        .request("tasks/get", Some(&params))
+        .await
+        .map_err(|error| error.to_error_object())?;
+    let state: Value = serde_json::from_str(state.get()).map_err(|_| malformed(backend.name()))?;
+    let mut task = extension_shape(&state, backend.name())?;
+    match task.get("status").and_then(Value::as_str) {
+        Some("completed" | "failed") => {
+            match backend.request("tasks/result", Some(&params)).await {
+                Ok(result) => {
+                    let result = without_related_task(result.get());
+                    let result: Value =
+                        serde_json::from_str(&result).map_err(|_| malformed(backend.name()))?;
+                    task.insert("result".into(), result);
+                }
+                Err(error) => {
+                    let error = serde_json::to_value(error.to_error_object())
+                        .expect("an error object serializes");
+                    task.insert("error".into(), error);
+                }
+            }
+        }
+        Some("input_required") => {
+            let questions = questions(hub, exposed, capabilities).await?;
+            task.insert("inputRequests".into(), questions);
+        }
+        _ => {}
+    }
+    Ok(Value::Object(task))
+}
+
+/// The questions the session-era task `exposed` waits on, as `inputRequests`: asked for by
+/// waiting on its `tasks/result`, which the first call starts.
+async fn questions(
+    hub: &Arc<HubInner>,
+    exposed: &str,
+    capabilities: ClientCapabilities,
+) -> Result<Value, ErrorObject> {
+    let waiting = {
+        let mut inputs = hub.lock_task_inputs();
+        match inputs.get(exposed) {
+            Some(waiting) => waiting.clone(),
+            None if inputs.len() >= MAX_WAITING_TASKS => {
+                return Err(ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    format!("{MAX_WAITING_TASKS} tasks wait for input already; answer one first"),
+                ));
+            }
+            None => {
+                let waiting = TaskInputs::start(hub, exposed, capabilities);
+                inputs.insert(exposed.to_owned(), waiting.clone());
+                waiting
+            }
+        }
+    };
+    let deadline = Instant::now() + QUESTION_WAIT;
+    loop {
+        let changed = waiting.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if waiting.ended.load(Ordering::Acquire) || !waiting.lock_questions().is_empty() {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            break;
+        }
+    }
+    let questions: serde_json::Map<String, Value> = waiting
+        .lock_questions()
+        .iter()
+        .map(|(key, question)| (key.clone(), question.clone()))
+        .collect();
+    Ok(Value::Object(questions))
+}
+
+/// One session-era task whose `tasks/result` Switchboard waits on for a 2026-07-28 editor, and
+/// the questions its server asked meanwhile, by key (our id of the request sent on).
+pub(super) struct TaskInputs {
+    session: Session,
+    questions: Mutex<BTreeMap<String, Value>>,
+    changed: Notify,
+    ended: AtomicBool,
+}
+
+impl TaskInputs {
+    /// Starts waiting on `tasks/result` of `exposed` in a session of its own, which can be asked
+    /// what the editor declared.
+    fn start(
+        hub: &Arc<HubInner>,
+        exposed: &str,
+        capabilities: ClientCapabilities,
+    ) -> Arc<TaskInputs> {
+        let (session, mut events) = hub.open_session(false);
+        session.mark_initialized();
+        session.lock_state().capabilities = capabilities;
+        let waiting = Arc::new(TaskInputs {
+            session: session.clone(),
+            questions: Mutex::new(BTreeMap::new()),
+            changed: Notify::new(),
+            ended: AtomicBool::new(false),
+        });
+        let (reply, mut messages) = mpsc::unbounded_channel();
+        let id = RawValue::from_string("1".into()).expect("JSON");
+        let params = raw(&json!({ "taskId": exposed }));
+        if session
+            .call(hub, &id, "tasks/result", Some(&params), &reply)
+            .is_some()
+        {
+            drop(reply);
+        }
+        let hub = Arc::downgrade(hub);
+        let exposed = exposed.to_owned();
+        let task = waiting.clone();
+        tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    message = messages.recv() => message,
+                    event = events.recv() => event,
+                };
+                let Some(message) = message else { break };
+                let Ok(envelope) = Envelope::parse(&message) else {
+                    continue;
+                };
+                match (envelope.kind(), envelope.id, envelope.method.as_deref()) {
+                    (Kind::Request, Some(id), Some(method)) => {
+                        let mut question = json!({ "method": method });
+                        if let Some(params) = envelope.params
+                            && let Ok(params) = serde_json::from_str::<Value>(params.get())
+                        {
+                            question["params"] = params;
+                        }
+                        task.lock_questions().insert(id.get().to_owned(), question);
+                        task.changed.notify_waiters();
+                    }
+                    (Kind::Response, _, _) => break,
+                    _ => {}
+                }
+            }
+            task.ended.store(true, Ordering::Release);
+            task.changed.notify_waiters();
+            task.session.close();
+            if let Some(hub) = hub.upgrade() {
+                let mut inputs = hub.lock_task_inputs();
+                if inputs
+                    .get(&exposed)
+                    .is_some_and(|current| Arc::ptr_eq(current, &task))
+                {
+                    inputs.remove(&exposed);
+                }
+            }
+        });
+        waiting
+    }
+
+    fn lock_questions(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Value>> {
+        self.questions
+            .lock()
+            .expect("task questions lock is never poisoned")
+    }
+
+    /// Passes each answer to the question of its key; keys not outstanding are ignored.
+    fn answer(&self, responses: BTreeMap<String, Box<RawValue>>) {
+        for (key, answer) in responses {
+            if self.lock_questions().remove(&key).is_none() {
+                continue;
+            }
+            let message = format!(
+                r#"{{"jsonrpc":"2.0","id":{key},"result":{}}}"#,
+                answer.get()
+            );
+            self.session.receive(message.as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_created_task_becomes_the_extensions_handle() {
+        let created = raw(&json!({"task": {
+            "taskId": "t1", "status": "working", "statusMessage": "started",
+            "createdAt": "2026-11-24T10:00:00Z", "lastUpdatedAt": "2026-11-24T10:00:00Z",
+            "ttl": 300000, "pollInterval": 1000
+        }}));
+        let shown: Value = serde_json::from_str(&handle(&created, "everything").unwrap()).unwrap();
+        assert_eq!(
+            shown,
+            json!({
+                "resultType": "task", "taskId": "sb1.everything.t1", "status": "working",
+                "statusMessage": "started", "createdAt": "2026-11-24T10:00:00Z",
+                "lastUpdatedAt": "2026-11-24T10:00:00Z", "ttlMs": 300000, "pollIntervalMs": 1000
+            })
+        );
+        assert_eq!(created_task(&created).as_deref(), Some("t1"));
+        let plain = raw(&json!({"content": [], "task": "no object"}));
+        assert!(
+            handle(&plain, "everything").is_err(),
+            "a malformed task is refused"
+        );
+        let at_once = raw(&json!({"content": [{"type": "text", "text": "done"}]}));
+        assert_eq!(handle(&at_once, "everything").unwrap(), at_once.get());
+        assert_eq!(created_task(&at_once), None);
+    }
+
+    #[test]
+    fn only_the_related_task_leaves_a_result() {
+        let result = json!({"content": [], "_meta": {RELATED_TASK: {"taskId": "t1"}}});
+        assert_eq!(
+            without_related_task(&result.to_string()),
+            json!({"content": []}).to_string()
+        );
+        let result = json!({"content": [], "_meta": {RELATED_TASK: {"taskId": "t1"}, "x": 1}});
+        assert_eq!(
+            without_related_task(&result.to_string()),
+            json!({"content": [], "_meta": {"x": 1}}).to_string()
+        );
+        let untouched = r#"{"content":[],"_meta":{"x":1}}"#;
+        assert_eq!(without_related_task(untouched), untouched);
+    }
+}
