@@ -27,9 +27,12 @@ const STEPS: &[&str] = &[
     "--steps",
     "list,call:everything__echo,call:everything__trigger-elicitation-request,\
      call:everything__trigger-sampling-request,prompt:everything__simple-prompt,\
-     complete:everything__completable-prompt:department:En,resources",
+     complete:everything__completable-prompt:department:En,resources,\
+     call:everything__simulate-research-query",
     "--tool-args",
     r#"everything__echo={"message":"from python"}"#,
+    "--tool-args",
+    r#"everything__simulate-research-query={"topic":"python","ambiguous":true}"#,
     "--tool-args",
     r#"everything__trigger-sampling-request={"prompt":"hi","maxTokens":5}"#,
     "--elicit",
@@ -123,6 +126,20 @@ fn check(transcript: &Value, era: &str) {
             .as_array()
             .expect("resources")
             .is_empty()
+    );
+    // A tool that runs only as a task, for a client that holds none: Switchboard holds it, and
+    // the question the server asks during the task reaches the client.
+    let researched = step("call:everything__simulate-research-query");
+    assert_eq!(
+        researched["elicitations"].as_array().map(Vec::len),
+        Some(1),
+        "{researched}"
+    );
+    assert!(
+        researched["content"]
+            .to_string()
+            .contains("Research Report: python (User accepted without selection)"),
+        "{researched}"
     );
 }
 
