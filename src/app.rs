@@ -76,10 +76,12 @@ impl App {
             groups,
             HubOptions {
                 catalog_cache: Some(data_dir.join("catalog")),
+                profiles: config.profiles.clone(),
             },
         );
         let reloader = Reloader::new(
             engine.clone(),
+            hub.clone(),
             &config,
             endpoint.clone(),
             options.listen.is_some(),

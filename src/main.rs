@@ -73,6 +73,9 @@ enum Command {
         /// Config file for a headless instance started by this command.
         #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
+        /// The profile to serve (a [profiles.NAME] of the config); the default one otherwise.
+        #[arg(long)]
+        profile: Option<String>,
     },
     /// Make the running Switchboard read its config file again now (it also does on every save).
     Reload,
@@ -104,7 +107,7 @@ fn main() -> ExitCode {
             dry_run,
             config,
         } => install(editor, to, dry_run, config),
-        Command::Connect { config } => connect(config),
+        Command::Connect { config, profile } => connect(config, profile),
         Command::Reload => single_thread_runtime().block_on(reload()),
         Command::DemoServer => runtime()
             .block_on(switchboard::demo::run())
@@ -158,13 +161,14 @@ async fn wait_for_signal() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn connect(config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+fn connect(config: Option<PathBuf>, profile: Option<String>) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
     let runtime_dir = switchboard::dirs::runtime_dir();
     switchboard::transport::connect::run(switchboard::transport::connect::ConnectOptions {
         runtime_dir,
         exe,
         config,
+        profile,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -80,7 +80,7 @@ fn check(fixture: &Fixture, message: &[u8], headers: Option<&RequestHeaders>) ->
         return None;
     }
     let answer = fixture.runtime.block_on(async {
-        match fixture.hub.receive_stateless(message, headers) {
+        match fixture.hub.receive_stateless(message, headers, "default") {
             Inbound::Rejected(error) => error,
             Inbound::Accepted => panic!("a request was taken as a notification"),
             // The answer is the response; a listen stream that opens answers with its

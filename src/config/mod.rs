@@ -11,10 +11,15 @@
 //! [`Config::diagnostics`]. A problem inside `[endpoint]` leaves that one setting at its
 //! default.
 
+mod profile;
 mod report;
 mod server;
 mod tree;
 mod values;
+
+pub use profile::{
+    DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern, Profile, Tier,
+};
 
 #[cfg(test)]
 mod tests;
@@ -64,6 +69,8 @@ pub struct Config {
     pub endpoint: EndpointConfig,
     /// The `[desktop]` table: settings of the desktop app only.
     pub desktop: DesktopConfig,
+    /// Valid profiles, in file order; the default one first unless the file describes it.
+    pub profiles: Vec<Profile>,
     /// Errors (each one left a backend out, or an endpoint setting at its default) and
     /// warnings, ordered by position in the file.
     pub diagnostics: Vec<Diagnostic>,
@@ -355,6 +362,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         servers,
         endpoint,
         desktop,
+        profiles,
     } = match format {
         Format::Toml => toml_sections(text, &mut reporter),
         // The rest of a JSON file belongs to other programs; the other tables keep defaults.
@@ -380,11 +388,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         Some(entry) => server::read_desktop(&mut reporter, &entry),
         None => DesktopConfig::default(),
     };
+    let profiles = profile::read_profiles(&mut reporter, profiles.as_ref(), &backends);
     Ok(Config {
         path: path.to_path_buf(),
         backends,
         endpoint,
         desktop,
+        profiles,
         diagnostics: reporter.into_diagnostics(),
     })
 }
@@ -465,8 +475,19 @@ args = ["demo-server"]
 # max_restarts = {max_restarts}
 # window = "{window}"
 # stable_after = "{stable_after}"          # uptime after which the restart budget starts over
+
+# A profile is a view of the servers' tools for some editors, served at /mcp/NAME and by
+# `switchboard connect --profile NAME`; /mcp serves the profile "default", which offers
+# everything unless you describe it. Every server keeps running once, whatever the profiles.
+# [profiles.reading]
+# servers = ["demo"]            # the servers it offers; all when left out
+# tools = ["demo__*"]           # tools to offer, by exposed name or the server's own name
+# exclude_tools = ["*delete*"]  # tools never to offer
+# tier = "read-only"            # or "non-destructive" or "all", by the tools' annotations
+# max_name_length = {name_budget}          # longest tool name; {name_budget} fits Claude Code
 "#,
         max_name = MAX_SERVER_NAME_LEN,
+        name_budget = DEFAULT_NAME_BUDGET,
         listen = DEFAULT_LISTEN,
         max_body_size = values::format_size(DEFAULT_MAX_BODY_SIZE),
         request_timeout = duration(DEFAULT_REQUEST_TIMEOUT),
@@ -536,6 +557,7 @@ struct Sections {
     servers: Vec<Entry>,
     endpoint: Option<Entry>,
     desktop: Option<Entry>,
+    profiles: Option<Entry>,
 }
 
 /// The `[servers]` entries and the `[endpoint]` and `[desktop]` entries of a TOML document;
@@ -563,6 +585,10 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
                 sections.desktop = Some(entry);
                 continue;
             }
+            "profiles" => {
+                sections.profiles = Some(entry);
+                continue;
+            }
             _ => {}
         }
         match (entry.key.as_str(), entry.value.value) {
@@ -577,7 +603,7 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
                 key,
                 format!(
                     "unknown top-level field `{key}`; the file holds only [servers.NAME] \
-                     sections, an [endpoint] table and a [desktop] table"
+                     and [profiles.NAME] sections, an [endpoint] table and a [desktop] table"
                 ),
             ),
         }
@@ -726,7 +752,7 @@ fn warn_shared_prefixes(
     }
 }
 
-fn is_valid_server_name(name: &str) -> bool {
+pub(super) fn is_valid_server_name(name: &str) -> bool {
     is_valid_identifier(name, MAX_SERVER_NAME_LEN)
 }
 

@@ -74,7 +74,7 @@ impl<'t> Reporter<'t> {
     }
 
     /// 1-based line and column (in characters, as editors count them) of byte `offset`.
-    fn position(&self, offset: usize) -> (usize, usize) {
+    pub(super) fn position(&self, offset: usize) -> (usize, usize) {
         let offset = self.text.floor_char_boundary(offset.min(self.text.len()));
         let line = self.line_starts.partition_point(|&start| start <= offset);
         let line_start = self.line_starts[line - 1];

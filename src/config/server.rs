@@ -90,10 +90,10 @@ pub(super) fn read_desktop(reporter: &mut Reporter<'_>, desktop: &Entry) -> Desk
 }
 
 /// Reads typed values out of the tree, reporting each problem at its position.
-struct Reader<'r, 't> {
-    reporter: &'r mut Reporter<'t>,
-    format: Format,
-    config_dir: &'r Path,
+pub(super) struct Reader<'r, 't> {
+    pub(super) reporter: &'r mut Reporter<'t>,
+    pub(super) format: Format,
+    pub(super) config_dir: &'r Path,
 }
 
 /// Whether a duration of zero makes sense for a field.
@@ -545,7 +545,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn string(&mut self, node: &Node, field: &str) -> Option<String> {
+    pub(super) fn string(&mut self, node: &Node, field: &str) -> Option<String> {
         match &node.value {
             NodeValue::String(text) => Some(text.clone()),
             _ => {
@@ -555,7 +555,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn strings(&mut self, node: &Node, field: &str) -> Option<Vec<String>> {
+    pub(super) fn strings(&mut self, node: &Node, field: &str) -> Option<Vec<String>> {
         let NodeValue::Array(items) = &node.value else {
             self.type_error(node, field, "an array of strings");
             return None;
@@ -586,7 +586,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn boolean(&mut self, node: &Node, field: &str) -> Option<bool> {
+    pub(super) fn boolean(&mut self, node: &Node, field: &str) -> Option<bool> {
         match node.value {
             NodeValue::Boolean(flag) => Some(flag),
             _ => {
@@ -596,7 +596,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn table<'n>(&mut self, node: &'n Node, field: &str) -> Option<&'n [Entry]> {
+    pub(super) fn table<'n>(&mut self, node: &'n Node, field: &str) -> Option<&'n [Entry]> {
         match &node.value {
             NodeValue::Table(entries) => Some(entries),
             _ => {
@@ -611,7 +611,11 @@ impl Reader<'_, '_> {
     }
 
     /// The entries of a table with repeated keys (possible only in JSON) reported and dropped.
-    fn unique_entries<'e>(&mut self, entries: &'e [Entry], field: &str) -> Vec<&'e Entry> {
+    pub(super) fn unique_entries<'e>(
+        &mut self,
+        entries: &'e [Entry],
+        field: &str,
+    ) -> Vec<&'e Entry> {
         let mut keys_seen = HashSet::new();
         let mut unique = Vec::with_capacity(entries.len());
         for entry in entries {
@@ -630,7 +634,7 @@ impl Reader<'_, '_> {
 
     /// An error in our own TOML format; a warning in JSON, a foreign format whose other tools
     /// add fields of their own.
-    fn unknown_field(&mut self, entry: &Entry, field: &str, known: &[&str]) {
+    pub(super) fn unknown_field(&mut self, entry: &Entry, field: &str, known: &[&str]) {
         match self.format {
             Format::Toml => self.reporter.error(
                 entry.key_offset,
@@ -653,7 +657,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn type_error(&mut self, node: &Node, field: &str, expected: &str) {
+    pub(super) fn type_error(&mut self, node: &Node, field: &str, expected: &str) {
         let found = node.describe(self.format);
         self.reporter.error(
             node.offset,

@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig};
+use crate::hub::Hub;
 use crate::supervisor::ApplyReport;
 use crate::supervisor::Engine;
 use crate::supervisor::status::unix_millis;
@@ -101,6 +102,8 @@ pub struct Reloader {
 struct Inner {
     path: PathBuf,
     engine: Arc<Engine>,
+    /// Serves the profiles.
+    hub: Hub,
     state: watch::Sender<ConfigState>,
     /// The endpoint settings the listeners were started with.
     endpoint: EndpointConfig,
@@ -111,9 +114,11 @@ struct Inner {
 }
 
 impl Reloader {
-    /// A reloader for `config`, which `engine` runs, with listeners started from `endpoint`.
+    /// A reloader for `config`, which `engine` runs and `hub` serves, with listeners started
+    /// from `endpoint`.
     pub fn new(
         engine: Arc<Engine>,
+        hub: Hub,
         config: &Config,
         endpoint: EndpointConfig,
         listen_overridden: bool,
@@ -122,6 +127,7 @@ impl Reloader {
             inner: Arc::new(Inner {
                 path: config.path.clone(),
                 engine,
+                hub,
                 state: watch::channel(ConfigState::loaded(config)).0,
                 endpoint,
                 listen_overridden,
@@ -206,6 +212,7 @@ impl Reloader {
         };
         let notes = self.endpoint_notes(&config.endpoint);
         let report = self.inner.engine.apply(config.backends.clone()).await;
+        self.inner.hub.set_profiles(config.profiles.clone());
         tracing::info!(config = %path.display(), "config reloaded: {report}");
         for note in &notes {
             tracing::warn!("{note}");

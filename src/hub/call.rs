@@ -157,7 +157,7 @@ impl Session {
         let params = params.ok_or_else(|| invalid_params(format!("{method} needs params")))?;
         let mut entries = ObjectEntries::parse(params.get())
             .map_err(|_| invalid_params("params must be an object"))?;
-        let catalog = hub.catalog();
+        let catalog = hub.catalog(self.profile());
         let requires_task = method == "tools/call"
             && entries.get("task").is_none()
             && entries

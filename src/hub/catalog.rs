@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use super::headers::{self, HeaderParam};
 use super::names::{self, Offered};
 use super::rewrite::{ObjectEntries, json_string};
-use crate::config::BackendConfig;
+use crate::config::{BackendConfig, Pattern, Profile, Tier};
 use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
 
 /// Where an exposed tool or prompt goes.
@@ -132,8 +132,10 @@ pub fn is_listed(config: &BackendConfig, status: &BackendStatus) -> bool {
     }
 }
 
-/// Builds the merged catalog from every backend (in config order).
-pub fn merge(sources: &[Source<'_>]) -> MergedCatalog {
+/// Builds the merged catalog of `profile` from every backend (in config order): the servers it
+/// offers, their tools it admits, named within its budget. Names are given before the profile's
+/// tool filters apply, so turning one tool off never renames another.
+pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     let mut merged = MergedCatalog::default();
     let mut tool_items = Vec::new();
     let mut prompt_items = Vec::new();
@@ -143,6 +145,9 @@ pub fn merge(sources: &[Source<'_>]) -> MergedCatalog {
         let Some(catalog) = &source.catalog else {
             continue;
         };
+        if !profile.offers_server(&source.config.name) {
+            continue;
+        }
         let backend: Arc<str> = Arc::from(source.config.name.as_str());
         merged.catalogued.insert(backend.clone());
         let prefix = source.config.prefix.as_str();
@@ -198,8 +203,11 @@ pub fn merge(sources: &[Source<'_>]) -> MergedCatalog {
             template_items.push(template);
         }
     }
-    let (tools_json, tools, unlisted_tools) = expose(&tool_items);
-    let (prompts_json, prompts, unlisted_prompts) = expose(&prompt_items);
+    let budget = profile.max_name_length;
+    let (tools_json, tools, unlisted_tools) = expose(&tool_items, budget, |item, exposed| {
+        admitted(profile, item, exposed)
+    });
+    let (prompts_json, prompts, unlisted_prompts) = expose(&prompt_items, budget, |_, _| true);
     merged.mirrored = tool_items
         .iter()
         .filter(|item| item.raw.get().contains("x-mcp-header"))
@@ -242,6 +250,31 @@ fn requires_task(tool: &RawValue) -> bool {
             .is_ok_and(|tool| tool["execution"]["taskSupport"] == "required")
 }
 
+/// Whether `profile` offers the tool `item`, exposed as `exposed`: its patterns match either
+/// name, and its annotations fit the profile's tier.
+fn admitted(profile: &Profile, item: &Item<'_>, exposed: &str) -> bool {
+    let matches = |patterns: &[Pattern]| {
+        patterns.iter().any(|pattern| {
+            names::glob_match(&pattern.glob, exposed)
+                || names::glob_match(&pattern.glob, &item.name)
+        })
+    };
+    if !profile.tools.is_empty() && !matches(&profile.tools) {
+        return false;
+    }
+    if matches(&profile.exclude_tools) {
+        return false;
+    }
+    if profile.tier == Tier::All {
+        return true;
+    }
+    let tool: serde_json::Value = serde_json::from_str(item.raw.get()).unwrap_or_default();
+    let hint = |key: &str| tool["annotations"][key].as_bool();
+    profile
+        .tier
+        .admits(hint("readOnlyHint"), hint("destructiveHint"))
+}
+
 /// A tool or prompt as one backend offers it.
 struct Item<'a> {
     backend: Arc<str>,
@@ -251,9 +284,14 @@ struct Item<'a> {
     listed: bool,
 }
 
-/// Renames items to their exposed names (all together, so names do not depend on which backends
-/// are up); returns the JSON of the listed ones, their routes, and the routes of the others.
-fn expose(items: &[Item<'_>]) -> (Vec<String>, HashMap<String, Route>, HashMap<String, Route>) {
+/// Renames items to their exposed names within `budget` (all together, so names do not depend on
+/// which backends are up), and keeps those `keep` admits; returns the JSON of the listed ones,
+/// their routes, and the routes of the others.
+fn expose(
+    items: &[Item<'_>],
+    budget: usize,
+    keep: impl Fn(&Item<'_>, &str) -> bool,
+) -> (Vec<String>, HashMap<String, Route>, HashMap<String, Route>) {
     let offered: Vec<Offered<'_>> = items
         .iter()
         .map(|item| Offered {
@@ -262,11 +300,14 @@ fn expose(items: &[Item<'_>]) -> (Vec<String>, HashMap<String, Route>, HashMap<S
             name: &item.name,
         })
         .collect();
-    let exposed = names::expose(&offered);
+    let exposed = names::expose(&offered, budget);
     let mut json = Vec::with_capacity(items.len());
     let mut routes = HashMap::with_capacity(items.len());
     let mut unlisted = HashMap::new();
     for (item, exposed) in items.iter().zip(exposed) {
+        if !keep(item, &exposed) {
+            continue;
+        }
         let route = Route {
             backend: item.backend.clone(),
             name: item.name.clone(),
@@ -353,5 +394,156 @@ impl CatalogCache {
         if let Err(error) = crate::dirs::write_private(&path, text.as_bytes()) {
             tracing::warn!(%error, path = %path.display(), "could not cache the catalog");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::config::{DEFAULT_NAME_BUDGET, DEFAULT_PROFILE};
+
+    fn raw(value: Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&value).expect("JSON")
+    }
+
+    /// A backend offering tools with these names and annotations.
+    fn backend(name: &str, tools: &[(&str, Value)]) -> (BackendConfig, Arc<Catalog>) {
+        let catalog = Catalog {
+            tools: tools
+                .iter()
+                .map(|(tool, annotations)| raw(json!({"name": tool, "annotations": annotations})))
+                .collect(),
+            resources: vec![raw(json!({"uri": format!("{name}://readme")}))],
+            resource_templates: Vec::new(),
+            prompts: vec![raw(json!({"name": "hello"}))],
+        };
+        (
+            BackendConfig::new(name, "sh", Vec::new()),
+            Arc::new(catalog),
+        )
+    }
+
+    fn merged(backends: &[(BackendConfig, Arc<Catalog>)], profile: &Profile) -> MergedCatalog {
+        let sources: Vec<Source<'_>> = backends
+            .iter()
+            .map(|(config, catalog)| Source {
+                config,
+                catalog: Some(catalog.clone()),
+                listed: true,
+            })
+            .collect();
+        merge(&sources, profile)
+    }
+
+    fn tool_names(catalog: &MergedCatalog) -> Vec<String> {
+        let result: Value = serde_json::from_str(&catalog.tools_result).expect("JSON");
+        result["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|tool| tool["name"].as_str().expect("a name").to_owned())
+            .collect()
+    }
+
+    fn patterns(globs: &[&str]) -> Vec<Pattern> {
+        globs
+            .iter()
+            .map(|glob| Pattern {
+                glob: (*glob).to_owned(),
+                line: 1,
+                column: 1,
+            })
+            .collect()
+    }
+
+    fn servers() -> Vec<(BackendConfig, Arc<Catalog>)> {
+        vec![
+            backend(
+                "fs",
+                &[
+                    ("read_file", json!({"readOnlyHint": true})),
+                    ("write_file", json!({"destructiveHint": false})),
+                    ("delete_file", json!({})),
+                ],
+            ),
+            backend("git", &[("git_status", json!({"readOnlyHint": true}))]),
+        ]
+    }
+
+    #[test]
+    fn a_profile_offers_only_its_servers_and_their_tools_it_admits() {
+        let servers = servers();
+        let everything = merged(&servers, &Profile::everything(DEFAULT_PROFILE));
+        assert_eq!(
+            tool_names(&everything),
+            [
+                "fs__read_file",
+                "fs__write_file",
+                "fs__delete_file",
+                "git__git_status"
+            ]
+        );
+
+        let mut only_git = Profile::everything("git");
+        only_git.servers = Some(vec!["git".to_owned()]);
+        let catalog = merged(&servers, &only_git);
+        assert_eq!(tool_names(&catalog), ["git__git_status"]);
+        assert!(
+            !catalog.prompts.contains_key("fs__hello"),
+            "prompts follow servers"
+        );
+        assert!(
+            !catalog.resources.contains_key("fs://readme"),
+            "so do resources"
+        );
+
+        let mut globbed = Profile::everything("globbed");
+        // One pattern on an exposed name, one on a server's own name.
+        globbed.tools = patterns(&["fs__*", "git_status"]);
+        globbed.exclude_tools = patterns(&["delete_*"]);
+        assert_eq!(
+            tool_names(&merged(&servers, &globbed)),
+            ["fs__read_file", "fs__write_file", "git__git_status"]
+        );
+
+        let mut read_only = Profile::everything("read");
+        read_only.tier = Tier::ReadOnly;
+        assert_eq!(
+            tool_names(&merged(&servers, &read_only)),
+            ["fs__read_file", "git__git_status"]
+        );
+        read_only.tier = Tier::NonDestructive;
+        assert_eq!(
+            tool_names(&merged(&servers, &read_only)),
+            ["fs__read_file", "fs__write_file", "git__git_status"],
+            "a tool that says nothing counts as destructive"
+        );
+    }
+
+    #[test]
+    fn names_fit_the_budget_and_filters_never_rename_other_tools() {
+        let long = "summarize_the_repository_history_for_a_release";
+        let servers = vec![backend(
+            "git",
+            &[(long, json!({})), ("git_status", json!({}))],
+        )];
+        let mut tight = Profile::everything("tight");
+        tight.max_name_length = 20;
+        let names = tool_names(&merged(&servers, &tight));
+        assert!(names.iter().all(|name| name.len() <= 20), "{names:?}");
+        assert_eq!(names[1], "git__git_status");
+        let shortened = names[0].clone();
+        assert!(shortened.starts_with("git__summar_"), "{shortened}");
+
+        tight.exclude_tools = patterns(&["git_status"]);
+        assert_eq!(
+            tool_names(&merged(&servers, &tight)),
+            [shortened],
+            "the same name with its neighbour filtered out"
+        );
+        let default = tool_names(&merged(&servers, &Profile::everything(DEFAULT_PROFILE)));
+        assert!(default[0].len() <= DEFAULT_NAME_BUDGET && default[0].len() > 20);
     }
 }

@@ -34,11 +34,10 @@ pub(super) enum Waiting<'a> {
 /// The backends on their way to ready that `waiting` concerns and of which nothing is known yet:
 /// one whose last known catalog is cached is listed from it meanwhile.
 pub(super) fn starting(hub: &HubInner, waiting: &Waiting<'_>) -> Vec<BackendHandle> {
-    let catalog = hub.catalog();
     hub.engine
         .backends()
         .into_iter()
-        .filter(|backend| !catalog.catalogued.contains(backend.name()))
+        .filter(|backend| !hub.catalogued(backend.name()))
         .filter(|backend| on_its_way(&backend.watch_status().borrow(), backend.config().enabled))
         .filter(|backend| match waiting {
             Waiting::All => true,

@@ -23,7 +23,7 @@ mod task_bridge;
 mod tasks;
 mod upstream;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -33,7 +33,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::BackendConfig;
+use crate::config::{BackendConfig, DEFAULT_PROFILE, Profile};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{BackendState, Catalog};
 use crate::supervisor::{Engine, EngineOptions, ServerRequest};
@@ -88,6 +88,9 @@ pub type SessionEvents = mpsc::Receiver<Vec<u8>>;
 pub struct HubOptions {
     /// Where the last known catalog of each backend is kept; `None` keeps nothing.
     pub catalog_cache: Option<PathBuf>,
+    /// The profiles served (see [`Hub::set_profiles`]); none serves the default one, offering
+    /// everything.
+    pub profiles: Vec<Profile>,
 }
 
 /// The hub shared by every transport. Cheap to clone.
@@ -98,7 +101,11 @@ pub struct Hub {
 
 struct HubInner {
     engine: Arc<Engine>,
-    catalog: RwLock<Arc<MergedCatalog>>,
+    /// The profiles served, the default one first.
+    profiles: RwLock<Arc<[Profile]>>,
+    /// Told when the profiles change, so that the catalogs are rebuilt.
+    profiles_changed: watch::Sender<()>,
+    catalogs: RwLock<Arc<Catalogs>>,
     sessions: Mutex<HashMap<String, Session>>,
     /// Our id of a request sent to a client → the backend's request it stands for.
     forwarded_requests: Mutex<HashMap<u64, ForwardedRequest>>,
@@ -128,7 +135,9 @@ impl Hub {
         options: HubOptions,
     ) -> Hub {
         let inner = Arc::new(HubInner {
-            catalog: RwLock::new(Arc::new(MergedCatalog::default())),
+            profiles: RwLock::new(served_profiles(options.profiles).into()),
+            profiles_changed: watch::channel(()).0,
+            catalogs: RwLock::new(Arc::new(Catalogs::default())),
             sessions: Mutex::new(HashMap::new()),
             forwarded_requests: Mutex::new(HashMap::new()),
             sealer: Sealer::new(),
@@ -161,18 +170,55 @@ impl Hub {
         Hub { inner }
     }
 
-    /// Opens a new session and returns it with its stream of unrelated messages.
+    /// Opens a new session of the default profile and returns it with its stream of unrelated
+    /// messages.
     pub fn open_session(&self) -> (Session, SessionEvents) {
-        self.inner.open_session(false)
+        self.inner.open_session(false, DEFAULT_PROFILE.into())
     }
 
-    /// Takes one 2026-07-28 request (see [`is_stateless`]) with the `Mcp-*` headers it came
-    /// with over HTTP; dropping the reply's receiver ends it.
-    pub fn receive_stateless(&self, message: &[u8], headers: Option<&RequestHeaders>) -> Inbound {
+    /// Opens a new session of `profile`; `None` when no such profile is served.
+    pub fn open_session_in(&self, profile: &str) -> Option<(Session, SessionEvents)> {
+        self.inner
+            .serves(profile)
+            .then(|| self.inner.open_session(false, profile.into()))
+    }
+
+    /// Whether `profile` is served.
+    pub fn serves(&self, profile: &str) -> bool {
+        self.inner.serves(profile)
+    }
+
+    /// Serves `profiles` from now on (the default one is added if missing): the catalogs are
+    /// rebuilt, and sessions whose profile's lists changed are told. A session of a profile
+    /// that is gone sees empty lists.
+    pub fn set_profiles(&self, profiles: Vec<Profile>) {
+        let profiles: Arc<[Profile]> = served_profiles(profiles).into();
+        let mut current = self
+            .inner
+            .profiles
+            .write()
+            .expect("profiles lock is never poisoned");
+        if **current == *profiles {
+            return;
+        }
+        *current = profiles;
+        drop(current);
+        self.inner.profiles_changed.send_replace(());
+    }
+
+    /// Takes one 2026-07-28 request (see [`is_stateless`]) to `profile` with the `Mcp-*`
+    /// headers it came with over HTTP; dropping the reply's receiver ends it.
+    pub fn receive_stateless(
+        &self,
+        message: &[u8],
+        headers: Option<&RequestHeaders>,
+        profile: &str,
+    ) -> Inbound {
         stateless::receive(
             &self.inner,
             message,
             headers,
+            profile.into(),
             CancellationToken::new(),
             Box::new(|| {}),
         )
@@ -271,7 +317,11 @@ pub fn start(
 
 impl HubInner {
     /// Opens a session; a stateless one belongs to one 2026-07-28 request.
-    fn open_session(self: &Arc<Self>, stateless: bool) -> (Session, SessionEvents) {
+    fn open_session(
+        self: &Arc<Self>,
+        stateless: bool,
+        profile: Arc<str>,
+    ) -> (Session, SessionEvents) {
         let (events, events_rx) = mpsc::channel(SESSION_EVENTS_CAPACITY);
         let session = Session::new(
             random_id(),
@@ -279,6 +329,7 @@ impl HubInner {
             events,
             self.stop.child_token(),
             stateless,
+            profile,
         );
         self.lock_sessions()
             .insert(session.id().to_owned(), session.clone());
@@ -308,11 +359,36 @@ impl HubInner {
             .unwrap_or(false)
     }
 
-    fn catalog(&self) -> Arc<MergedCatalog> {
-        self.catalog
+    /// The merged catalog `profile` serves; empty for a profile that does not exist (any more).
+    fn catalog(&self, profile: &str) -> Arc<MergedCatalog> {
+        self.catalogs
             .read()
             .expect("catalog lock is never poisoned")
+            .by_profile
+            .get(profile)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(catalog::merge(&[], &Profile::everything(profile))))
+    }
+
+    /// Whether anything is known of `backend`'s catalog, live or cached.
+    fn catalogued(&self, backend: &str) -> bool {
+        self.catalogs
+            .read()
+            .expect("catalog lock is never poisoned")
+            .catalogued
+            .contains(backend)
+    }
+
+    fn profiles(&self) -> Arc<[Profile]> {
+        self.profiles
+            .read()
+            .expect("profiles lock is never poisoned")
             .clone()
+    }
+
+    /// Whether `profile` is served.
+    fn serves(&self, profile: &str) -> bool {
+        self.profiles().iter().any(|served| served.name == profile)
     }
 
     fn sessions(&self) -> Vec<Session> {
@@ -358,43 +434,88 @@ fn rebuild_catalog(
             listed: catalog::is_listed(config, status),
         })
         .collect();
-    let merged = Arc::new(catalog::merge(&sources));
-    let changes = {
-        let mut current = hub.catalog.write().expect("catalog lock is never poisoned");
-        let changes = merged.changes_from(&current);
-        *current = merged;
-        changes
-    };
+    let profiles = hub.profiles();
+    let rebuilt = Arc::new(Catalogs {
+        by_profile: profiles
+            .iter()
+            .map(|profile| {
+                let merged = Arc::new(catalog::merge(&sources, profile));
+                (profile.name.clone(), merged)
+            })
+            .collect(),
+        catalogued: known.keys().map(|name| Arc::from(name.as_str())).collect(),
+    });
+    let before = std::mem::replace(
+        &mut *hub
+            .catalogs
+            .write()
+            .expect("catalog lock is never poisoned"),
+        rebuilt.clone(),
+    );
     hub.rebuilt.send_replace(());
-    let methods = [
-        (changes.tools, "notifications/tools/list_changed"),
-        (changes.prompts, "notifications/prompts/list_changed"),
-        (changes.resources, "notifications/resources/list_changed"),
-    ];
-    for (changed, method) in methods {
-        if !changed {
-            continue;
-        }
-        for session in hub.sessions() {
-            if session.is_initialized() {
-                session.send_event(notification(method, None));
+    let names: HashSet<&String> = rebuilt
+        .by_profile
+        .keys()
+        .chain(before.by_profile.keys())
+        .collect();
+    for profile in names {
+        let (now, then) = (hub.catalog(profile), before.by_profile.get(profile));
+        let changes = match then {
+            Some(then) => now.changes_from(then),
+            // A profile new to this rebuild has no sessions yet.
+            None => continue,
+        };
+        let methods = [
+            (changes.tools, "notifications/tools/list_changed"),
+            (changes.prompts, "notifications/prompts/list_changed"),
+            (changes.resources, "notifications/resources/list_changed"),
+        ];
+        for (changed, method) in methods {
+            if !changed {
+                continue;
+            }
+            for session in hub.sessions() {
+                if session.is_initialized() && session.profile() == profile {
+                    session.send_event(notification(method, None));
+                }
             }
         }
     }
 }
 
-/// Rebuilds the catalog whenever a backend publishes a new status or the set of backends changes.
+/// The merged catalog of every profile, and which backends anything is known of.
+#[derive(Default)]
+struct Catalogs {
+    by_profile: HashMap<String, Arc<MergedCatalog>>,
+    catalogued: HashSet<Arc<str>>,
+}
+
+/// `profiles` as served: the default one first, offering everything unless `profiles` has it.
+fn served_profiles(mut profiles: Vec<Profile>) -> Vec<Profile> {
+    if !profiles
+        .iter()
+        .any(|profile| profile.name == DEFAULT_PROFILE)
+    {
+        profiles.insert(0, Profile::everything(DEFAULT_PROFILE));
+    }
+    profiles
+}
+
+/// Rebuilds the catalogs whenever a backend publishes a new status, the set of backends changes,
+/// or the profiles do.
 async fn maintain_catalog(hub: Weak<HubInner>, cache: CatalogCache, stop: CancellationToken) {
-    let mut changes = {
+    let (mut changes, mut profiles_changed) = {
         let Some(hub) = hub.upgrade() else { return };
-        hub.engine.changes()
+        (hub.engine.changes(), hub.profiles_changed.subscribe())
     };
     let mut known = HashMap::new();
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
             changed = changes.changed() => if changed.is_err() { break },
+            changed = profiles_changed.changed() => if changed.is_err() { break },
         }
+        profiles_changed.mark_unchanged();
         tokio::time::sleep(CATALOG_SETTLE).await;
         changes.mark_unchanged();
         let Some(hub) = hub.upgrade() else { break };

@@ -7,25 +7,26 @@
 //!   name) is offered as `PREFIX__NAME`.
 //! - Every character of `PREFIX` or `NAME` outside `A-Z`, `a-z`, `0-9`, `_` and `-` becomes
 //!   `_`, so `my.tool` is offered as `PREFIX__my_tool`.
-//! - A name is at most 64 characters long. A longer one keeps its first 55 characters and
-//!   ends in `_` and 8 lowercase hex digits of a hash, 64 characters in all. The hash is the
-//!   64-bit FNV-1a hash of the prefix and the name as the backend wrote them (before `_`
-//!   replaced anything), separated by one NUL byte; the 8 digits are its upper 32 bits.
+//! - A name is at most as long as the profile's budget (`max_name_length`, 46 characters unless
+//!   a profile says otherwise: what Claude Code leaves a server named `switchboard`, which names
+//!   tools `mcp__switchboard__NAME` within the model API's 64). A longer one keeps its first
+//!   characters, budget minus 9, and ends in `_` and 8 lowercase hex digits of a hash. The hash
+//!   is the 64-bit FNV-1a hash of the prefix and the name as the backend wrote them (before `_`
+//!   replaced anything), separated by one NUL byte; the 8 digits are its upper 32 bits. So a
+//!   name depends only on the server's prefix, the tool's name and the budget: the same on every
+//!   machine and after every restart.
 //! - When two different tools (a different backend or a different original name) would be
 //!   offered under the same name, like `a.b` and `a_b`, neither keeps that name: both take
-//!   the hashed form, their first characters cut so that the name stays within 64 characters.
+//!   the hashed form, their first characters cut so that the name stays within the budget.
 //! - If names are still the same after that (two backends given the same prefix offering the
 //!   same tool, or a backend listing one tool twice), the first in backend order keeps its
-//!   name and the next ones end in `_2`, `_3` and so on, again within 64 characters.
+//!   name and the next ones end in `_2`, `_3` and so on, again within the budget.
 //!
 //! Tool filters (`tools_allow`, `tools_deny` in the config) are glob patterns: `*` matches any
 //! run of characters, possibly empty, `?` matches exactly one character, and every other
 //! character matches itself, case-sensitively. A pattern must match the whole name.
 
 use std::collections::{HashMap, HashSet};
-
-/// Longest name an exposed tool or prompt may have; MCP clients reject longer ones.
-pub const MAX_EXPOSED_LEN: usize = 64;
 
 /// Between the prefix and the backend's own name.
 const SEPARATOR: &str = "__";
@@ -41,11 +42,15 @@ pub struct Offered<'a> {
     pub name: &'a str,
 }
 
-/// Exposed names for every offered name, in the same order; unique.
-pub fn expose(offered: &[Offered<'_>]) -> Vec<String> {
+/// Exposed names for every offered name, in the same order; unique, and each at most `budget`
+/// characters long (between [`MIN_NAME_BUDGET`] and [`MAX_NAME_BUDGET`]).
+///
+/// [`MIN_NAME_BUDGET`]: crate::config::MIN_NAME_BUDGET
+/// [`MAX_NAME_BUDGET`]: crate::config::MAX_NAME_BUDGET
+pub fn expose(offered: &[Offered<'_>], budget: usize) -> Vec<String> {
     let plain_names: Vec<String> = offered
         .iter()
-        .map(|item| exposed_name(item.prefix, item.name))
+        .map(|item| exposed_name(item.prefix, item.name, budget))
         .collect();
 
     // Which distinct tools want each plain name.
@@ -61,12 +66,12 @@ pub fn expose(offered: &[Offered<'_>]) -> Vec<String> {
     let mut exposed = Vec::with_capacity(offered.len());
     for (item, plain_name) in offered.iter().zip(&plain_names) {
         let candidate = if claimants[plain_name.as_str()].len() > 1 {
-            hashed_name(item.prefix, item.name)
+            hashed_name(item.prefix, item.name, budget)
         } else {
             plain_name.clone()
         };
         let unique = if taken.contains(&candidate) {
-            numbered_name(&candidate, &taken)
+            numbered_name(&candidate, &taken, budget)
         } else {
             candidate
         };
@@ -84,16 +89,16 @@ pub fn exposed_prefix(prefix: &str) -> String {
     exposed
 }
 
-/// The exposed name of one tool or prompt, without looking at any other name.
-pub fn exposed_name(prefix: &str, name: &str) -> String {
+/// The exposed name of one tool or prompt within `budget`, without looking at any other name.
+pub fn exposed_name(prefix: &str, name: &str, budget: usize) -> String {
     let mut exposed = String::with_capacity(prefix.len() + SEPARATOR.len() + name.len());
     push_sanitized(&mut exposed, prefix);
     exposed.push_str(SEPARATOR);
     push_sanitized(&mut exposed, name);
-    if exposed.len() <= MAX_EXPOSED_LEN {
+    if exposed.len() <= budget {
         return exposed;
     }
-    hashed_name(prefix, name)
+    hashed_name(prefix, name, budget)
 }
 
 /// Glob match with `*` (any run, possibly empty) and `?` (one char); whole-string match;
@@ -138,13 +143,13 @@ pub fn tool_allowed(name: &str, allow: &[String], deny: &[String]) -> bool {
 }
 
 /// `PREFIX__NAME` sanitized, cut to leave room for `_` and the hash, then `_` and the hash.
-fn hashed_name(prefix: &str, name: &str) -> String {
-    let mut exposed = String::with_capacity(MAX_EXPOSED_LEN);
+fn hashed_name(prefix: &str, name: &str, budget: usize) -> String {
+    let mut exposed = String::with_capacity(budget);
     push_sanitized(&mut exposed, prefix);
     exposed.push_str(SEPARATOR);
     push_sanitized(&mut exposed, name);
     // Sanitized text is ASCII, so any byte length is a character boundary.
-    exposed.truncate(MAX_EXPOSED_LEN - 1 - HASH_LEN);
+    exposed.truncate(budget - 1 - HASH_LEN);
     let hash = fnv1a_64(&[prefix.as_bytes(), b"\0", name.as_bytes()]);
     exposed.push('_');
     exposed.push_str(&format!("{:08x}", hash >> 32));
@@ -152,11 +157,11 @@ fn hashed_name(prefix: &str, name: &str) -> String {
 }
 
 /// `name` ending in `_N` for the smallest N from 2 up that gives a name not yet taken.
-fn numbered_name(name: &str, taken: &HashSet<String>) -> String {
+fn numbered_name(name: &str, taken: &HashSet<String>, budget: usize) -> String {
     (2usize..)
         .map(|number| {
             let suffix = format!("_{number}");
-            let kept = name.len().min(MAX_EXPOSED_LEN - suffix.len());
+            let kept = name.len().min(budget - suffix.len());
             // Exposed names are ASCII, so any byte length is a character boundary.
             format!("{}{suffix}", &name[..kept])
         })
@@ -190,6 +195,7 @@ fn fnv1a_64(parts: &[&[u8]]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::MAX_NAME_BUDGET as MAX_EXPOSED_LEN;
 
     fn offered<'a>(backend: &'a str, name: &'a str) -> Offered<'a> {
         Offered {
@@ -205,14 +211,20 @@ mod tests {
 
     #[test]
     fn plain_names_are_prefixed() {
-        assert_eq!(exposed_name("fs", "read_file"), "fs__read_file");
         assert_eq!(
-            exposed_name("my-server", "Get-Thing2"),
+            exposed_name("fs", "read_file", MAX_EXPOSED_LEN),
+            "fs__read_file"
+        );
+        assert_eq!(
+            exposed_name("my-server", "Get-Thing2", MAX_EXPOSED_LEN),
             "my-server__Get-Thing2"
         );
-        assert_eq!(exposed_name("fs", ""), "fs__");
+        assert_eq!(exposed_name("fs", "", MAX_EXPOSED_LEN), "fs__");
         assert_eq!(
-            expose(&[offered("fs", "read"), offered("git", "read")]),
+            expose(
+                &[offered("fs", "read"), offered("git", "read")],
+                MAX_EXPOSED_LEN
+            ),
             ["fs__read", "git__read"]
         );
     }
@@ -220,16 +232,19 @@ mod tests {
     #[test]
     fn characters_outside_the_alphabet_become_underscores() {
         assert_eq!(
-            exposed_name("my.server", "files/read"),
+            exposed_name("my.server", "files/read", MAX_EXPOSED_LEN),
             "my_server__files_read"
         );
-        assert_eq!(exposed_name("fs", "caf\u{e9} \u{1f600}!"), "fs__caf____");
+        assert_eq!(
+            exposed_name("fs", "caf\u{e9} \u{1f600}!", MAX_EXPOSED_LEN),
+            "fs__caf____"
+        );
     }
 
     #[test]
     fn a_name_of_exactly_64_characters_is_kept() {
         let name = "n".repeat(MAX_EXPOSED_LEN - "fs__".len());
-        let exposed = exposed_name("fs", &name);
+        let exposed = exposed_name("fs", &name, MAX_EXPOSED_LEN);
         assert_eq!(exposed.len(), 64);
         assert_eq!(exposed, format!("fs__{name}"));
     }
@@ -237,16 +252,16 @@ mod tests {
     #[test]
     fn a_longer_name_is_shortened_to_64_with_a_fixed_hash() {
         let name = "n".repeat(MAX_EXPOSED_LEN - "fs__".len() + 1);
-        let exposed = exposed_name("fs", &name);
+        let exposed = exposed_name("fs", &name, MAX_EXPOSED_LEN);
         assert_eq!(exposed.len(), 64);
         // A fixed expectation: names must not change between versions.
         assert_eq!(
             exposed,
             "fs__nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn_cf320adb"
         );
-        assert_eq!(exposed_name("fs", &name), exposed);
+        assert_eq!(exposed_name("fs", &name, MAX_EXPOSED_LEN), exposed);
 
-        let other = exposed_name("fs", &format!("{name}x"));
+        let other = exposed_name("fs", &format!("{name}x"), MAX_EXPOSED_LEN);
         assert_eq!(other.len(), 64);
         assert_ne!(other, exposed);
         assert_eq!(&other[..55], &exposed[..55]);
@@ -255,8 +270,8 @@ mod tests {
     #[test]
     fn the_hash_is_of_the_names_as_written() {
         let long = "x".repeat(70);
-        let dotted = exposed_name("a.b", &long);
-        let underscored = exposed_name("a_b", &long);
+        let dotted = exposed_name("a.b", &long, MAX_EXPOSED_LEN);
+        let underscored = exposed_name("a_b", &long, MAX_EXPOSED_LEN);
         assert_eq!(dotted.len(), 64);
         assert_eq!(dotted[..55], underscored[..55]);
         assert_ne!(dotted, underscored);
@@ -272,37 +287,46 @@ mod tests {
 
     #[test]
     fn colliding_names_both_take_the_hashed_form() {
-        let exposed = expose(&[
-            offered("fs", "a.b"),
-            offered("fs", "other"),
-            offered("fs", "a_b"),
-        ]);
+        let exposed = expose(
+            &[
+                offered("fs", "a.b"),
+                offered("fs", "other"),
+                offered("fs", "a_b"),
+            ],
+            MAX_EXPOSED_LEN,
+        );
         assert_eq!(exposed[1], "fs__other");
         assert_ne!(exposed[0], exposed[2]);
         for name in [&exposed[0], &exposed[2]] {
             assert!(name.starts_with("fs__a_b_"), "{name}");
             assert_eq!(name.len(), "fs__a_b_".len() + HASH_LEN);
         }
-        assert_eq!(exposed[0], hashed_name("fs", "a.b"));
-        assert_eq!(exposed[2], hashed_name("fs", "a_b"));
+        assert_eq!(exposed[0], hashed_name("fs", "a.b", MAX_EXPOSED_LEN));
+        assert_eq!(exposed[2], hashed_name("fs", "a_b", MAX_EXPOSED_LEN));
         // The same input gives the same names in another order.
-        let reversed = expose(&[offered("fs", "a_b"), offered("fs", "a.b")]);
+        let reversed = expose(
+            &[offered("fs", "a_b"), offered("fs", "a.b")],
+            MAX_EXPOSED_LEN,
+        );
         assert_eq!(reversed, [exposed[2].clone(), exposed[0].clone()]);
     }
 
     #[test]
     fn backends_colliding_through_their_prefixes_are_told_apart() {
-        let exposed = expose(&[
-            offered("a.b", "tool"),
-            offered("a_b", "tool"),
-            Offered {
-                backend: "third",
-                prefix: "a_b",
-                name: "tool",
-            },
-        ]);
-        assert_eq!(exposed[0], hashed_name("a.b", "tool"));
-        assert_eq!(exposed[1], hashed_name("a_b", "tool"));
+        let exposed = expose(
+            &[
+                offered("a.b", "tool"),
+                offered("a_b", "tool"),
+                Offered {
+                    backend: "third",
+                    prefix: "a_b",
+                    name: "tool",
+                },
+            ],
+            MAX_EXPOSED_LEN,
+        );
+        assert_eq!(exposed[0], hashed_name("a.b", "tool", MAX_EXPOSED_LEN));
+        assert_eq!(exposed[1], hashed_name("a_b", "tool", MAX_EXPOSED_LEN));
         // Same prefix and same name: the hash is the same, so a number tells them apart.
         assert_eq!(exposed[2], format!("{}_2", exposed[1]));
         assert_eq!(unique_count(&exposed), 3);
@@ -310,19 +334,25 @@ mod tests {
 
     #[test]
     fn a_repeated_tool_is_numbered() {
-        let exposed = expose(&[
-            offered("fs", "read"),
-            offered("fs", "read"),
-            offered("fs", "read"),
-        ]);
+        let exposed = expose(
+            &[
+                offered("fs", "read"),
+                offered("fs", "read"),
+                offered("fs", "read"),
+            ],
+            MAX_EXPOSED_LEN,
+        );
         assert_eq!(exposed, ["fs__read", "fs__read_2", "fs__read_3"]);
     }
 
     #[test]
     fn numbered_long_names_stay_within_64() {
         let long = "l".repeat(80);
-        let exposed = expose(&[offered("fs", &long), offered("fs", &long)]);
-        assert_eq!(exposed[0], exposed_name("fs", &long));
+        let exposed = expose(
+            &[offered("fs", &long), offered("fs", &long)],
+            MAX_EXPOSED_LEN,
+        );
+        assert_eq!(exposed[0], exposed_name("fs", &long, MAX_EXPOSED_LEN));
         assert_eq!(exposed[1].len(), 64);
         assert!(exposed[1].ends_with("_2"), "{}", exposed[1]);
         assert_eq!(unique_count(&exposed), 2);
@@ -330,11 +360,14 @@ mod tests {
 
     #[test]
     fn a_number_never_reuses_a_name_that_is_taken() {
-        let exposed = expose(&[
-            offered("fs", "read_2"),
-            offered("fs", "read"),
-            offered("fs", "read"),
-        ]);
+        let exposed = expose(
+            &[
+                offered("fs", "read_2"),
+                offered("fs", "read"),
+                offered("fs", "read"),
+            ],
+            MAX_EXPOSED_LEN,
+        );
         assert_eq!(exposed, ["fs__read_2", "fs__read", "fs__read_3"]);
     }
 

@@ -29,6 +29,8 @@ struct SessionShared {
     /// A 2026-07-28 request's own session, which lives as long as that request (or its listen
     /// stream): it is never asked anything outside its call.
     stateless: bool,
+    /// The profile whose catalog the session sees.
+    profile: Arc<str>,
     hub: Weak<HubInner>,
     events: mpsc::Sender<Vec<u8>>,
     state: Mutex<SessionState>,
@@ -66,6 +68,7 @@ impl Session {
         events: mpsc::Sender<Vec<u8>>,
         closed: CancellationToken,
         stateless: bool,
+        profile: Arc<str>,
     ) -> Session {
         let state = SessionState {
             last_active: Some(Instant::now()),
@@ -75,6 +78,7 @@ impl Session {
             shared: Arc::new(SessionShared {
                 id,
                 stateless,
+                profile,
                 hub,
                 events,
                 state: Mutex::new(state),
@@ -86,6 +90,11 @@ impl Session {
     /// The session's id: random and unguessable (the HTTP transport's `Mcp-Session-Id`).
     pub fn id(&self) -> &str {
         &self.shared.id
+    }
+
+    /// The profile whose catalog the session sees.
+    pub fn profile(&self) -> &str {
+        &self.shared.profile
     }
 
     /// The protocol version agreed in `initialize`, once it happened.
@@ -171,14 +180,17 @@ impl Session {
         let (reply, messages) = mpsc::unbounded_channel();
         let immediate = match method {
             "initialize" => match self.initialize(envelope.params) {
-                Ok(version) => when_settled(hub, id, &reply, Needs::Statuses, move |hub| {
-                    Ok(initialize_result(hub, &version))
-                }),
+                Ok(version) => {
+                    let profile = self.shared.profile.clone();
+                    when_settled(hub, id, &reply, Needs::Statuses, move |hub| {
+                        Ok(initialize_result(hub, &profile, &version))
+                    })
+                }
                 Err(error) => Some(Err(error)),
             },
             "ping" => Some(Ok("{}".to_owned())),
             "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
-                list(hub, id, method, envelope.params, &reply)
+                list(hub, self.profile(), id, method, envelope.params, &reply)
             }
             "tools/call"
             | "prompts/get"
@@ -367,7 +379,14 @@ impl Session {
                     .remove(&key);
             }
         };
-        stateless::receive(hub, message, None, cancel, Box::new(done))
+        stateless::receive(
+            hub,
+            message,
+            None,
+            self.shared.profile.clone(),
+            cancel,
+            Box::new(done),
+        )
     }
 
     /// A token for one call of this session, cancelled when the session closes.
@@ -477,6 +496,7 @@ fn list_tasks(
 /// Answers a list method from the merged catalog, once no backend it waits for is starting.
 fn list(
     hub: &Arc<HubInner>,
+    profile: &str,
     id: &RawValue,
     method: &str,
     params: Option<&RawValue>,
@@ -486,14 +506,15 @@ fn list(
         return Some(Err(error));
     }
     let method = method.to_owned();
+    let profile = profile.to_owned();
     when_settled(hub, id, reply, Needs::Catalog, move |hub| {
-        Ok(list_result(hub, &method))
+        Ok(list_result(hub, &profile, &method))
     })
 }
 
 /// The merged list a list method answers with.
-pub(super) fn list_result(hub: &HubInner, method: &str) -> String {
-    let catalog = hub.catalog();
+pub(super) fn list_result(hub: &HubInner, profile: &str, method: &str) -> String {
+    let catalog = hub.catalog(profile);
     match method {
         "tools/list" => catalog.tools_result.clone(),
         "prompts/list" => catalog.prompts_result.clone(),
@@ -537,7 +558,7 @@ pub(super) fn when_settled(
 }
 
 /// What the hub answers `initialize` with: its own capabilities and instructions.
-fn initialize_result(hub: &HubInner, version: &str) -> String {
+fn initialize_result(hub: &HubInner, profile: &str, version: &str) -> String {
     let mut capabilities = capabilities();
     capabilities["tasks"] =
         serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
@@ -545,7 +566,7 @@ fn initialize_result(hub: &HubInner, version: &str) -> String {
         "protocolVersion": version,
         "capabilities": capabilities,
         "serverInfo": server_info(),
-        "instructions": instructions(hub),
+        "instructions": instructions(hub, profile),
     })
     .to_string()
 }
@@ -566,13 +587,24 @@ pub(super) fn server_info() -> serde_json::Value {
     serde_json::json!({ "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") })
 }
 
-/// A word on names, then the instructions of every server that gave some, one section each.
-pub(super) fn instructions(hub: &HubInner) -> String {
+/// A word on names, then the instructions of every server of `profile` that gave some, one
+/// section each.
+pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
+    let profiles = hub.profiles();
+    let offered = |backend: &str| {
+        profiles
+            .iter()
+            .find(|served| served.name == profile)
+            .is_some_and(|served| served.offers_server(backend))
+    };
     let mut instructions = String::from(
         "Switchboard offers the tools, prompts and resources of several MCP servers; tool and \
          prompt names are prefixed with the server's name and two underscores.",
     );
     for backend in hub.engine.backends() {
+        if !offered(backend.name()) {
+            continue;
+        }
         let status = backend.status();
         let Some(text) = status
             .server

@@ -122,10 +122,12 @@ struct Envelope2026<'a> {
     capabilities: ClientCapabilities,
     log_level: Option<usize>,
     wants_progress: bool,
+    /// The profile the request was sent to.
+    profile: Arc<str>,
 }
 
 impl<'a> Envelope2026<'a> {
-    fn parse(envelope: &Envelope<'a>) -> Result<Envelope2026<'a>, ErrorObject> {
+    fn parse(envelope: &Envelope<'a>, profile: Arc<str>) -> Result<Envelope2026<'a>, ErrorObject> {
         let id = envelope.id.expect("a request has an id");
         let method = envelope.method.as_deref().unwrap_or_default().to_owned();
         let params = envelope
@@ -179,6 +181,7 @@ impl<'a> Envelope2026<'a> {
             capabilities,
             log_level,
             wants_progress,
+            profile,
         })
     }
 
@@ -232,6 +235,7 @@ pub(super) fn receive(
     hub: &Arc<HubInner>,
     message: &[u8],
     headers: Option<&RequestHeaders>,
+    profile: Arc<str>,
     cancel: CancellationToken,
     done: Done,
 ) -> Inbound {
@@ -247,7 +251,9 @@ pub(super) fn receive(
     };
     let id = valid_id(envelope.id);
     let outcome = match (envelope.jsonrpc.as_deref(), envelope.kind()) {
-        (Some("2.0"), Kind::Request) if id.is_some() => start(hub, &envelope, headers, cancel),
+        (Some("2.0"), Kind::Request) if id.is_some() => {
+            start(hub, &envelope, headers, profile, cancel)
+        }
         (Some("2.0"), Kind::Request) => Err(ErrorObject::new(
             jsonrpc::INVALID_REQUEST,
             "a request id must be a string or a number",
@@ -308,13 +314,14 @@ fn start(
     hub: &Arc<HubInner>,
     envelope: &Envelope<'_>,
     headers: Option<&RequestHeaders>,
+    profile: Arc<str>,
     cancel: CancellationToken,
 ) -> Result<Started, ErrorObject> {
-    let request = Envelope2026::parse(envelope)?;
+    let request = Envelope2026::parse(envelope, profile)?;
     if let Some(headers) = headers {
         let target = request.target();
         let mirrored = match (request.method.as_str(), &target) {
-            ("tools/call", Some(name)) => hub.catalog().mirrored.get(name).cloned(),
+            ("tools/call", Some(name)) => hub.catalog(&request.profile).mirrored.get(name).cloned(),
             _ => None,
         };
         let arguments = match &mirrored {
@@ -338,15 +345,16 @@ fn start(
     let id = request.id;
     match request.method.as_str() {
         "server/discover" => {
-            answer_when_settled(hub, id, &reply, Needs::Statuses, |hub| {
-                stamp(&discover_result(hub), true)
+            let profile = request.profile.clone();
+            answer_when_settled(hub, id, &reply, Needs::Statuses, move |hub| {
+                stamp(&discover_result(hub, &profile), true)
             });
         }
         "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
             single_page(envelope.params)?;
-            let method = request.method.clone();
+            let (method, profile) = (request.method.clone(), request.profile.clone());
             answer_when_settled(hub, id, &reply, Needs::Catalog, move |hub| {
-                stamp(&list_result(hub, &method), true)
+                stamp(&list_result(hub, &profile, &method), true)
             });
         }
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
@@ -406,7 +414,7 @@ fn answer_when_settled(
 
 /// What `server/discover` answers: the versions and capabilities of the endpoint (the Tasks
 /// extension while a backend offers it), and the merged instructions.
-fn discover_result(hub: &HubInner) -> String {
+fn discover_result(hub: &HubInner, profile: &str) -> String {
     let mut capabilities = capabilities();
     let with_tasks = hub
         .engine
@@ -419,7 +427,7 @@ fn discover_result(hub: &HubInner) -> String {
     serde_json::json!({
         "supportedVersions": supported_versions(),
         "capabilities": capabilities,
-        "instructions": instructions(hub),
+        "instructions": instructions(hub, profile),
     })
     .to_string()
 }
@@ -501,7 +509,7 @@ fn call(
     reply: mpsc::UnboundedSender<Vec<u8>>,
     cancel: CancellationToken,
 ) {
-    let (session, events) = hub.open_session(true);
+    let (session, events) = hub.open_session(true, request.profile.clone());
     {
         let mut state = session.lock_state();
         state.capabilities = request.capabilities;
@@ -997,7 +1005,7 @@ fn listen(
             format!("{MAX_LISTENS} listen streams are open already; close one first"),
         ));
     }
-    let catalog = hub.catalog();
+    let catalog = hub.catalog(&request.profile);
     let honoured: Vec<String> = filter
         .resources
         .iter()
@@ -1019,11 +1027,11 @@ fn listen(
         })
         .cloned()
         .collect();
-    let (session, events) = hub.open_session(true);
+    let (session, events) = hub.open_session(true, request.profile.clone());
     session.mark_initialized();
     session.lock_state().subscriptions = honoured.iter().cloned().collect();
     for uri in &honoured {
-        subscribe_at_owner(hub, uri, "resources/subscribe");
+        subscribe_at_owner(hub, &request.profile, uri, "resources/subscribe");
     }
     let subscription = request.id.to_owned();
     let acknowledged = serde_json::json!({
@@ -1211,7 +1219,7 @@ impl Listen {
                 .iter()
                 .any(|other| other.lock_state().subscriptions.contains(&uri));
             if !still_wanted {
-                subscribe_at_owner(&hub, &uri, "resources/unsubscribe");
+                subscribe_at_owner(&hub, session.profile(), &uri, "resources/unsubscribe");
             }
         }
     }
@@ -1279,8 +1287,8 @@ async fn watch_task(
 }
 
 /// Sends `resources/subscribe` or `resources/unsubscribe` for `uri` to the backend owning it.
-fn subscribe_at_owner(hub: &HubInner, uri: &str, method: &'static str) {
-    let Ok(owner) = hub.catalog().resource_owner(uri) else {
+fn subscribe_at_owner(hub: &HubInner, profile: &str, uri: &str, method: &'static str) {
+    let Ok(owner) = hub.catalog(profile).resource_owner(uri) else {
         return;
     };
     let Some(backend) = hub.engine.backend(&owner) else {

@@ -30,6 +30,7 @@ use super::HubInner;
 use super::capabilities::ClientCapabilities;
 use super::session::{Session, invalid_params};
 use super::tasks::{self, RELATED_TASK};
+use crate::config::DEFAULT_PROFILE;
 use crate::supervisor::BackendHandle;
 use crate::supervisor::rpc::ClientMeta;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
@@ -285,7 +286,7 @@ impl TaskInputs {
         exposed: &str,
         capabilities: ClientCapabilities,
     ) -> Arc<TaskInputs> {
-        let (session, mut events) = hub.open_session(false);
+        let (session, mut events) = hub.open_session(false, DEFAULT_PROFILE.into());
         session.mark_initialized();
         session.lock_state().capabilities = capabilities;
         let waiting = Arc::new(TaskInputs {

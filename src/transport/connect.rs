@@ -34,6 +34,8 @@ pub struct ConnectOptions {
     pub exe: PathBuf,
     /// A config file to pass to that headless instance.
     pub config: Option<PathBuf>,
+    /// The profile to serve the editor; the default one when `None`.
+    pub profile: Option<String>,
 }
 
 /// The log of a headless instance started by `connect`, in the runtime directory.
@@ -67,7 +69,7 @@ pub fn run(options: ConnectOptions) -> anyhow::Result<()> {
         })?
         .expect("attaching only gives up early when the editor is gone");
     let (stdio, relays) = Stdio::of_process()?;
-    let result = Shim::new(stdio).run(first, &mut dialer);
+    let result = Shim::new(stdio, options.profile).run(first, &mut dialer);
     relays.finish();
     result
 }
@@ -293,6 +295,8 @@ fn relay(mut from: impl Read, mut to: impl Write) {
 /// The shim: the stdio it hands over, and what it must remember across instances.
 struct Shim {
     stdio: Stdio,
+    /// The profile asked for, named in every handoff.
+    profile: Option<String>,
     /// What the editor wrote while no instance had its stdin, to send ahead of it.
     prefix: Vec<u8>,
     /// Skip the editor's bytes up to the next line break: the start of that line went down with
@@ -335,9 +339,10 @@ enum Takeover {
 }
 
 impl Shim {
-    fn new(stdio: Stdio) -> Shim {
+    fn new(stdio: Stdio, profile: Option<String>) -> Shim {
         Shim {
             stdio,
+            profile,
             prefix: Vec::new(),
             skip_to_line_end: false,
             initialize: None,
@@ -389,7 +394,7 @@ impl Shim {
             .initialize
             .as_ref()
             .map(|initialize| initialize.line.clone());
-        let mut message = Header::new(replay, self.prefix.len()).to_line();
+        let mut message = Header::new(replay, self.prefix.len(), self.profile.clone()).to_line();
         message.extend_from_slice(&self.prefix);
         let (ledger, ledger_fd) = Ledger::create()?;
         self.ledger = Some(ledger);
@@ -611,7 +616,7 @@ mod tests {
             input: File::from(OwnedFd::from(shim_end.try_clone().expect("clone"))),
             output: File::from(OwnedFd::from(shim_end)),
         };
-        let mut shim = Shim::new(stdio);
+        let mut shim = Shim::new(stdio, None);
         let (ledger, fd) = Ledger::create().expect("a ledger");
         let instance = Ledger::open(&fd).expect("the instance maps it");
         shim.ledger = Some(ledger);

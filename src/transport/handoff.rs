@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// The version of this protocol; both sides must speak the same.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// The id under which Switchboard replays the editor's `initialize` after a restart.
 pub const REPLAY_ID: &str = "\"switchboard-connect-replay\"";
@@ -50,6 +50,9 @@ pub struct Header {
     /// How many bytes follow the header: what the editor wrote while no instance had its stdin,
     /// to be read before stdin itself. At most [`PREFIX_LIMIT`].
     pub prefix: usize,
+    /// The profile the editor asked for (`connect --profile`); the default one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// The value of [`Header::switchboard`].
@@ -60,12 +63,13 @@ pub enum Tag {
 }
 
 impl Header {
-    pub fn new(replay: Option<Box<RawValue>>, prefix: usize) -> Header {
+    pub fn new(replay: Option<Box<RawValue>>, prefix: usize, profile: Option<String>) -> Header {
         Header {
             switchboard: Tag::Handoff,
             version: VERSION,
             replay,
             prefix,
+            profile,
         }
     }
 
@@ -494,7 +498,7 @@ mod tests {
     fn descriptors_travel_with_the_header() {
         let (shim, serve) = UnixStream::pair().expect("a socket pair");
         let (reader, writer) = std::io::pipe().expect("a pipe");
-        let header = Header::new(None, 3).to_line();
+        let header = Header::new(None, 3, None).to_line();
         let mut bytes = header.clone();
         bytes.extend_from_slice(b"abc");
         send_with_fds(&shim, &bytes, &[reader.as_raw_fd()]).expect("sent");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::support::*;
 use serde_json::{Value, json};
-use switchboard::config::BackendConfig;
+use switchboard::config::{BackendConfig, Pattern, Profile};
 use switchboard::hub::{Hub, HubOptions, Inbound, Session, SessionEvents};
 use switchboard::supervisor::Engine;
 use switchboard::supervisor::spawn::GroupRegistry;
@@ -123,7 +123,12 @@ async fn next_message(messages: &mut tokio::sync::mpsc::UnboundedReceiver<Vec<u8
 }
 
 async fn initialized(hub: &Hub, capabilities: Value) -> (Session, SessionEvents) {
-    let (session, events) = hub.open_session();
+    initialized_in(hub, "default", capabilities).await
+}
+
+/// A session of `profile`, initialized.
+async fn initialized_in(hub: &Hub, profile: &str, capabilities: Value) -> (Session, SessionEvents) {
+    let (session, events) = hub.open_session_in(profile).expect("a served profile");
     let answer = request(
         &session,
         json!(0),
@@ -425,6 +430,7 @@ async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_list
     manual.start_on_demand = false;
     let options = HubOptions {
         catalog_cache: Some(cache.path().to_owned()),
+        ..HubOptions::default()
     };
     let hub = Wired::start(vec![lazy, manual], options);
     ready(&hub, "lazy").await;
@@ -486,6 +492,7 @@ async fn a_call_to_a_stopped_backend_starts_it_on_demand_and_its_tools_stay_list
     lazy.handshake_timeout = Duration::from_secs(20);
     let options = HubOptions {
         catalog_cache: Some(cache.path().to_owned()),
+        ..HubOptions::default()
     };
     let hub = Wired::start(vec![lazy], options);
     let (session, _) = initialized(&hub, json!({})).await;
@@ -1155,12 +1162,14 @@ async fn listen_streams_are_bounded_and_a_closed_one_frees_its_place() {
     };
     let mut open = Vec::new();
     for id in 0..1000 {
-        match hub.receive_stateless(listen(id).as_bytes(), None) {
+        match hub.receive_stateless(listen(id).as_bytes(), None, "default") {
             Inbound::Request(reply) => open.push(reply),
             _ => panic!("listen {id} is refused"),
         }
     }
-    let Inbound::Rejected(refused) = hub.receive_stateless(listen(1000).as_bytes(), None) else {
+    let Inbound::Rejected(refused) =
+        hub.receive_stateless(listen(1000).as_bytes(), None, "default")
+    else {
         panic!("the listen over the bound is taken");
     };
     let refused: Value = serde_json::from_slice(&refused).expect("JSON");
@@ -1174,11 +1183,77 @@ async fn listen_streams_are_bounded_and_a_closed_one_frees_its_place() {
     // Dropping a stream's receiver closes it; its place is free once its task has seen that.
     drop(open.pop());
     eventually("a freed place", EVENT_LIMIT, || async {
-        match hub.receive_stateless(listen(1001).as_bytes(), None) {
+        match hub.receive_stateless(listen(1001).as_bytes(), None, "default") {
             Inbound::Request(reply) => Ok(reply),
             _ => Err("still refused"),
         }
     })
     .await;
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_profile_change_tells_only_the_sessions_it_affects() {
+    let hub = hub(vec![everything("everything"), demo("demo")]);
+    ready(&hub, "everything").await;
+    ready(&hub, "demo").await;
+    let profile = |name: &str, servers: &[&str]| {
+        let mut profile = Profile::everything(name);
+        profile.servers = Some(servers.iter().map(|server| (*server).to_owned()).collect());
+        profile
+    };
+    hub.set_profiles(vec![
+        profile("docs", &["demo"]),
+        profile("lab", &["everything"]),
+    ]);
+    let (docs, mut docs_events) = initialized_in(&hub, "docs", json!({})).await;
+    let (lab, mut lab_events) = initialized_in(&hub, "lab", json!({})).await;
+    eventually("both profiles are built", EVENT_LIMIT, || async {
+        let docs_tools = listed_tools(&request(&docs, json!(1), "tools/list", json!({})).await);
+        let lab_tools = listed_tools(&request(&lab, json!(1), "tools/list", json!({})).await);
+        let fits = |tools: &[String], prefix: &str| {
+            !tools.is_empty() && tools.iter().all(|tool| tool.starts_with(prefix))
+        };
+        if fits(&docs_tools, "demo__") && fits(&lab_tools, "everything__") {
+            Ok(())
+        } else {
+            Err(format!("{docs_tools:?} {lab_tools:?}"))
+        }
+    })
+    .await;
+    assert!(hub.open_session_in("nope").is_none(), "no such profile");
+
+    // Only lab changes: only lab's session is told.
+    let mut narrowed = profile("lab", &["everything"]);
+    narrowed.exclude_tools = vec![Pattern {
+        glob: "echo".to_owned(),
+        line: 1,
+        column: 1,
+    }];
+    hub.set_profiles(vec![profile("docs", &["demo"]), narrowed]);
+    let told = next_event(&mut lab_events).await;
+    assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
+    // The rebuild that told lab ran to its end on this single-threaded runtime before lab's
+    // session could read its event: anything docs was sent is already queued.
+    assert!(
+        docs_events.try_recv().is_err(),
+        "docs' lists did not change, so it was told nothing"
+    );
+    let lab_tools = listed_tools(&request(&lab, json!(2), "tools/list", json!({})).await);
+    assert!(
+        !lab_tools.contains(&"everything__echo".to_owned()),
+        "{lab_tools:?}"
+    );
+    assert!(
+        lab_tools.contains(&"everything__get-sum".to_owned()),
+        "{lab_tools:?}"
+    );
+
+    // A profile that is gone serves empty lists to the sessions it had.
+    hub.set_profiles(vec![profile("docs", &["demo"])]);
+    let told = next_event(&mut lab_events).await;
+    assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
+    let gone = request(&lab, json!(3), "tools/list", json!({})).await;
+    assert_eq!(gone["result"]["tools"], json!([]), "{gone}");
     hub.shutdown().await;
 }

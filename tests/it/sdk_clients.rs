@@ -41,14 +41,25 @@ const STEPS: &[&str] = &[
     "hello from the model",
 ];
 
-/// Runs the driver with `args` and its environment `env`; returns its transcript.
+/// Runs the driver in `mode` with the steps every run takes, `args` and its environment `env`;
+/// returns its transcript.
 fn run_client(mode: &str, args: &[&str], env: &[(&str, std::path::PathBuf)]) -> Value {
+    let args: Vec<&str> = STEPS.iter().chain(args).copied().collect();
+    run_python_client(mode, &args, env)
+}
+
+/// Runs the Python driver in `mode` with `args` and its environment `env`; returns its
+/// transcript.
+pub(crate) fn run_python_client(
+    mode: &str,
+    args: &[&str],
+    env: &[(&str, std::path::PathBuf)],
+) -> Value {
     let output = Command::new(python())
         .arg(
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/py_client.py"),
         )
         .args(["--mode", mode])
-        .args(STEPS)
         .args(args)
         .envs(env.iter().map(|(name, value)| (*name, value)))
         .output()
@@ -181,7 +192,11 @@ fn the_python_sdk_in_each_mode_over_connect() {
 }
 
 /// Runs the TypeScript driver in `mode` against `target`; returns its transcript.
-fn run_ts_client(mode: &str, target: &[&str], env: &[(&str, std::path::PathBuf)]) -> Value {
+pub(crate) fn run_ts_client(
+    mode: &str,
+    target: &[&str],
+    env: &[(&str, std::path::PathBuf)],
+) -> Value {
     let output = Command::new("node")
         .arg(
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,6 +1,7 @@
 //! Reading servers from TOML: defaults, every option, and each mistake reported where it is.
 
 mod files;
+mod profiles;
 
 use std::net::{Ipv6Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt as _;
@@ -490,7 +491,8 @@ fn a_wrong_top_level_structure_makes_the_file_invalid() {
     assert_eq!(positions(&diagnostics), [(Severity::Error, 1, 2, "server")]);
     assert_eq!(
         diagnostics[0].message,
-        "unknown top-level field `server`; the file holds only [servers.NAME] sections, an \
+        "unknown top-level field `server`; the file holds only [servers.NAME] and [profiles.NAME] \
+         sections, an \
          [endpoint] table and a [desktop] table"
     );
 

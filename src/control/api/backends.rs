@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::{ApiError, ApiState, bad_path, json_ok};
-use crate::config::BackendConfig;
+use crate::config::{BackendConfig, DEFAULT_PROFILE, Profile};
 use crate::guard::json_response;
 use crate::hub::catalog::{self, Source};
 use crate::hub::rewrite::ObjectEntries;
@@ -300,7 +300,7 @@ pub(super) fn exposed_tools(engine: &Engine, backend: &str) -> BTreeMap<String, 
             listed: catalog::is_listed(config, status),
         })
         .collect();
-    let merged = catalog::merge(&sources);
+    let merged = catalog::merge(&sources, &Profile::everything(DEFAULT_PROFILE));
     merged
         .tools
         .iter()

@@ -41,6 +41,7 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         backends: backends.clone(),
         endpoint: Default::default(),
         desktop: Default::default(),
+        profiles: Vec::new(),
         diagnostics: Vec::new(),
     };
     let (engine, hub) = crate::hub::start(
@@ -48,7 +49,13 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         crate::supervisor::spawn::GroupRegistry::in_memory(),
         HubOptions::default(),
     );
-    let reloader = Reloader::new(engine.clone(), &config, config.endpoint.clone(), false);
+    let reloader = Reloader::new(
+        engine.clone(),
+        hub.clone(),
+        &config,
+        config.endpoint.clone(),
+        false,
+    );
     let options = ApiOptions {
         address: SocketAddr::from(([127, 0, 0, 1], PORT)),
         token: ApiToken::new(TOKEN).expect("a valid token"),

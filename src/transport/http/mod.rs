@@ -86,12 +86,14 @@ use tokio_util::sync::CancellationToken;
 use self::body::DeadlineBody;
 use self::legacy_sse::{get_legacy_sse, post_legacy_message};
 use self::sessions::{SessionLimits, Sessions};
-use self::streamable::{delete_mcp, get_mcp, post_mcp};
+use self::streamable::{delete_mcp, delete_profile, get_mcp, get_profile, post_mcp, post_profile};
 use crate::guard::Guard;
 use crate::hub::Hub;
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
+/// Where the profile `NAME` is served: `/mcp/NAME`.
+const MCP_PROFILE_PATH: &str = "/mcp/{profile}";
 
 /// The path where a client of the HTTP+SSE transport (2024-11-05) opens its event stream.
 pub const LEGACY_SSE_PATH: &str = "/sse";
@@ -236,6 +238,10 @@ fn app_with_limits(hub: Hub, options: HttpOptions, limits: SessionLimits) -> Rou
     });
     let routes = Router::new()
         .route(MCP_PATH, get(get_mcp).post(post_mcp).delete(delete_mcp))
+        .route(
+            MCP_PROFILE_PATH,
+            get(get_profile).post(post_profile).delete(delete_profile),
+        )
         .route(LEGACY_SSE_PATH, get(get_legacy_sse))
         .route(LEGACY_MESSAGES_PATH, post(post_legacy_message))
         .with_state(state);

@@ -66,6 +66,12 @@ impl Sessions {
     }
 
     /// The session with this id, unless it is unknown or has expired (then it is closed).
+    /// The session `id` if it belongs to `profile`.
+    pub(super) fn find_in(&self, id: &str, profile: &str) -> Option<Arc<SessionRecord>> {
+        self.find(id)
+            .filter(|record| record.session.profile() == profile)
+    }
+
     pub(super) fn find(&self, id: &str) -> Option<Arc<SessionRecord>> {
         let now = Instant::now();
         let expired = {

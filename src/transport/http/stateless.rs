@@ -18,6 +18,7 @@ use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 /// Answers one 2026-07-28 `POST`.
 pub(super) async fn post_stateless(
     hub: &Hub,
+    profile: &str,
     headers: &HeaderMap,
     body: &[u8],
     shutdown: Option<Shutdown>,
@@ -36,7 +37,7 @@ pub(super) async fn post_stateless(
     let listen = envelope.method.as_deref() == Some("subscriptions/listen");
     let id = envelope.id.map(ToOwned::to_owned);
     let sent = request_headers(headers);
-    match hub.receive_stateless(body, Some(&sent)) {
+    match hub.receive_stateless(body, Some(&sent), profile) {
         Inbound::Accepted => StatusCode::ACCEPTED.into_response(),
         Inbound::Rejected(error) => json_response(rejection_status(&error), error),
         Inbound::Request(reply) => {

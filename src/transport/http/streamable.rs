@@ -1,5 +1,6 @@
-//! Streamable HTTP at `/mcp`: `POST` a message or a batch, `GET` the session's event stream,
-//! `DELETE` the session.
+//! Streamable HTTP at `/mcp` (the default profile) and `/mcp/NAME` (the profile NAME): `POST` a
+//! message or a batch, `GET` the session's event stream, `DELETE` the session. A session belongs
+//! to the profile it was opened at: its id means nothing at another one's path.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -7,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -24,6 +25,7 @@ use super::messages::{
 use super::sessions::{Activity, CloseUnlessKept, SessionRecord, lock};
 use super::stateless::post_stateless;
 use super::{HttpState, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Shutdown};
+use crate::config::DEFAULT_PROFILE;
 use crate::guard::{ContentType, content_type, json_response};
 use crate::hub::rewrite::ObjectEntries;
 use crate::hub::{
@@ -34,6 +36,69 @@ use crate::wire::jsonrpc::{self, Envelope, Kind};
 
 pub(super) async fn post_mcp(
     State(state): State<Arc<HttpState>>,
+    shutdown: Option<Extension<Shutdown>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    post(&state, DEFAULT_PROFILE, shutdown, headers, body).await
+}
+
+pub(super) async fn post_profile(
+    State(state): State<Arc<HttpState>>,
+    Path(profile): Path<String>,
+    shutdown: Option<Extension<Shutdown>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Some(response) = unknown_profile(&state, &profile) {
+        return response;
+    }
+    post(&state, &profile, shutdown, headers, body).await
+}
+
+pub(super) async fn get_profile(
+    state: State<Arc<HttpState>>,
+    Path(profile): Path<String>,
+    shutdown: Option<Extension<Shutdown>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(response) = unknown_profile(&state, &profile) {
+        return response;
+    }
+    get(&state, &profile, shutdown, headers)
+}
+
+pub(super) async fn delete_profile(
+    state: State<Arc<HttpState>>,
+    Path(profile): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(response) = unknown_profile(&state, &profile) {
+        return response;
+    }
+    delete(&state, &profile, &headers)
+}
+
+/// 404 for a path under `/mcp/` that names no profile.
+fn unknown_profile(state: &HttpState, profile: &str) -> Option<Response> {
+    if state.sessions.hub.serves(profile) {
+        return None;
+    }
+    Some(jsonrpc_error_response(
+        StatusCode::NOT_FOUND,
+        None,
+        jsonrpc::INVALID_REQUEST,
+        format!(
+            "no profile {} is configured; /mcp serves the default one",
+            crate::guard::echo(profile)
+        ),
+    ))
+}
+
+/// Answers a `POST` to `profile`'s path.
+async fn post(
+    state: &HttpState,
+    profile: &str,
     shutdown: Option<Extension<Shutdown>>,
     headers: HeaderMap,
     body: Body,
@@ -74,7 +139,8 @@ pub(super) async fn post_mcp(
         None => session_id.is_none() && is_stateless(&body),
     };
     if stateless {
-        return post_stateless(&state.sessions.hub, &headers, &body, shutdown.map(|s| s.0)).await;
+        let hub = &state.sessions.hub;
+        return post_stateless(hub, profile, &headers, &body, shutdown.map(|s| s.0)).await;
     }
     match body.iter().find(|byte| !byte.is_ascii_whitespace()) {
         Some(b'{') => {
@@ -83,9 +149,9 @@ pub(super) async fn post_mcp(
             } else {
                 Answer::Json
             };
-            post_message(&state, session_id, &body, answer).await
+            post_message(state, profile, session_id, &body, answer).await
         }
-        Some(b'[') => post_batch(&state, session_id, &body).await,
+        Some(b'[') => post_batch(state, profile, session_id, &body).await,
         _ => unparsable(&body),
     }
 }
@@ -128,6 +194,7 @@ pub(super) enum Answer {
 /// Answers one message.
 pub(super) async fn post_message(
     state: &HttpState,
+    profile: &str,
     session_id: Option<&str>,
     body: &[u8],
     answer: Answer,
@@ -138,11 +205,11 @@ pub(super) async fn post_message(
     let id = envelope.id;
     let Some(session_id) = session_id else {
         if envelope.kind() == Kind::Request && envelope.method.as_deref() == Some("initialize") {
-            return initialize(state, body, id).await;
+            return initialize(state, profile, body, id).await;
         }
         return missing_session(id);
     };
-    let Some(record) = state.sessions.find(session_id) else {
+    let Some(record) = state.sessions.find_in(session_id, profile) else {
         return unknown_session(id);
     };
     let answer = match answer {
@@ -190,9 +257,21 @@ pub(super) fn may_relate_messages(envelope: &Envelope<'_>, record: &SessionRecor
 }
 
 /// Opens a session for an `initialize` sent without a session id, and keeps it if it succeeds.
-pub(super) async fn initialize(state: &HttpState, body: &[u8], id: Option<&RawValue>) -> Response {
+pub(super) async fn initialize(
+    state: &HttpState,
+    profile: &str,
+    body: &[u8],
+    id: Option<&RawValue>,
+) -> Response {
     let hub = &state.sessions.hub;
-    let (session, events) = hub.open_session();
+    let Some((session, events)) = hub.open_session_in(profile) else {
+        return jsonrpc_error_response(
+            StatusCode::NOT_FOUND,
+            id,
+            jsonrpc::INVALID_REQUEST,
+            format!("the profile {profile} is no longer configured"),
+        );
+    };
     // Closes the new session if it is not kept, including when the client goes away.
     let mut unkept = CloseUnlessKept {
         hub,
@@ -239,6 +318,7 @@ pub(super) async fn initialize(state: &HttpState, body: &[u8], id: Option<&RawVa
 /// Answers a batch: every element is taken, then the answers are collected in order.
 pub(super) async fn post_batch(
     state: &HttpState,
+    profile: &str,
     session_id: Option<&str>,
     body: &[u8],
 ) -> Response {
@@ -256,7 +336,7 @@ pub(super) async fn post_batch(
     let Some(session_id) = session_id else {
         return missing_session(None);
     };
-    let Some(record) = state.sessions.find(session_id) else {
+    let Some(record) = state.sessions.find_in(session_id, profile) else {
         return unknown_session(None);
     };
     let activity = Activity::begin(record);
@@ -313,6 +393,16 @@ pub(super) async fn get_mcp(
     shutdown: Option<Extension<Shutdown>>,
     headers: HeaderMap,
 ) -> Response {
+    get(&state, DEFAULT_PROFILE, shutdown, headers)
+}
+
+/// Opens the event stream of a session of `profile`.
+fn get(
+    state: &HttpState,
+    profile: &str,
+    shutdown: Option<Extension<Shutdown>>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(response) = sessions_only(&headers) {
         return response;
     }
@@ -327,7 +417,7 @@ pub(super) async fn get_mcp(
     let Some(session_id) = session_id(&headers) else {
         return missing_session(None);
     };
-    let Some(record) = state.sessions.find(session_id) else {
+    let Some(record) = state.sessions.find_in(session_id, profile) else {
         return unknown_session(None);
     };
     let Some(stream) = EventStream::open(record, shutdown.map(|s| s.0)) else {
@@ -347,12 +437,20 @@ pub(super) async fn delete_mcp(
     State(state): State<Arc<HttpState>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(response) = sessions_only(&headers) {
+    delete(&state, DEFAULT_PROFILE, &headers)
+}
+
+/// Ends a session of `profile`.
+fn delete(state: &HttpState, profile: &str, headers: &HeaderMap) -> Response {
+    if let Some(response) = sessions_only(headers) {
         return response;
     }
-    let Some(session_id) = session_id(&headers) else {
+    let Some(session_id) = session_id(headers) else {
         return missing_session(None);
     };
+    if state.sessions.find_in(session_id, profile).is_none() {
+        return unknown_session(None);
+    }
     match state.sessions.remove(session_id) {
         Some(record) => {
             state.sessions.close(&record, "deleted by the client");

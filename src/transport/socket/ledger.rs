@@ -23,6 +23,8 @@ pub(super) struct Accepted {
     pub(super) input: HandoffInput,
     pub(super) output: pipe::Sender,
     pub(super) replay: Option<Box<RawValue>>,
+    /// The profile the editor asked for; the default one when `None`.
+    pub(super) profile: Option<String>,
     /// The socket's reading side; the shim never writes after the header, so this only ends.
     pub(super) lifeline: SocketReader,
     /// The shared ledger, and records for the socket.
@@ -72,6 +74,7 @@ pub(super) async fn accept_handoff(
         input: BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(prefix).chain(marking)),
         output: pipe::Sender::from_owned_fd_unchecked(output)?,
         replay: header.replay,
+        profile: header.profile,
         lifeline: socket,
         shared,
         records: records_rx,

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::ledger::{ShimSocket, accept_handoff};
 use self::session::LineSession;
+use crate::config::DEFAULT_PROFILE;
 use crate::hub::Hub;
 use crate::transport::handoff;
 
@@ -189,7 +190,8 @@ async fn serve_connection(
     let (read_half, write_half) = stream.into_split();
     let socket = BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(opening).chain(read_half));
     if fds.is_empty() {
-        let session = LineSession::new(hub, max_message_size, cancel);
+        let session = LineSession::new(hub, DEFAULT_PROFILE, max_message_size, cancel)
+            .expect("the default profile is always served");
         session.run(socket, write_half, None).await;
         return;
     }
@@ -200,9 +202,19 @@ async fn serve_connection(
                 Err(anyhow::anyhow!(
                     "the handoff did not arrive within {HANDOFF_LIMIT:?}"
                 ))
+            })
+            .and_then(|accepted| {
+                let profile = accepted.profile.as_deref().unwrap_or(DEFAULT_PROFILE);
+                match LineSession::new(hub, profile, max_message_size, cancel) {
+                    Some(session) => Ok((accepted, session)),
+                    None => Err(anyhow::anyhow!(
+                        "no profile {profile} is configured; add [profiles.{profile}] to the \
+                         config or drop --profile"
+                    )),
+                }
             });
     match accepted {
-        Ok(accepted) => {
+        Ok((accepted, session)) => {
             let mut write_half = write_half;
             let mut accepted_line = Vec::new();
             handoff::Record::Accepted.encode(&mut accepted_line);
@@ -211,7 +223,6 @@ async fn serve_connection(
                 tracing::debug!(%error, "switchboard connect left during the handoff");
                 return;
             }
-            let session = LineSession::new(hub, max_message_size, cancel);
             if let Some(replay) = &accepted.replay {
                 session.replay_initialize(replay);
             }
@@ -447,7 +458,7 @@ mod tests {
 
         let cases = [
             (
-                handoff::Header::new(None, handoff::PREFIX_LIMIT + 1).to_line(),
+                handoff::Header::new(None, handoff::PREFIX_LIMIT + 1, None).to_line(),
                 "over the limit",
             ),
             (

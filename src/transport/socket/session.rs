@@ -36,16 +36,22 @@ pub(super) struct LineSession {
 }
 
 impl LineSession {
-    pub(super) fn new(hub: Hub, max_message_size: usize, cancel: CancellationToken) -> LineSession {
-        let (session, events) = hub.open_session();
-        tracing::debug!(session = session.id(), "socket connection opened");
-        LineSession {
+    /// A session of `profile`; `None` when no such profile is served.
+    pub(super) fn new(
+        hub: Hub,
+        profile: &str,
+        max_message_size: usize,
+        cancel: CancellationToken,
+    ) -> Option<LineSession> {
+        let (session, events) = hub.open_session_in(profile)?;
+        tracing::debug!(session = session.id(), profile, "socket connection opened");
+        Some(LineSession {
             hub,
             session,
             events: Some(events),
             max_message_size,
             cancel,
-        }
+        })
     }
 
     /// Takes the editor's `initialize` again under an id of our own, and drops the answer.

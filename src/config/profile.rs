@@ -1,0 +1,279 @@
+//! Profiles: the `[profiles.NAME]` tables, each a view of the servers' tools for some editors,
+//! served at `/mcp/NAME` and by `switchboard connect --profile NAME`. The profile `default` is
+//! what `/mcp` serves; it offers everything unless the file has a `[profiles.default]`.
+
+use std::collections::HashSet;
+
+use super::report::Reporter;
+use super::server::Reader;
+use super::tree::{Entry, Node, NodeValue};
+use super::{BackendConfig, Format, is_valid_server_name};
+
+/// The profile `/mcp` and a plain `switchboard connect` serve.
+pub const DEFAULT_PROFILE: &str = "default";
+
+/// The name budget of a profile that sets none: 64 minus `mcp__switchboard__`, which Claude Code
+/// puts before each tool of the entry `switchboard install` writes.
+pub const DEFAULT_NAME_BUDGET: usize = 46;
+
+/// The smallest name budget a profile may set: a shortened name needs 9 characters for `_` and
+/// its hash, and a few more to stay readable.
+pub const MIN_NAME_BUDGET: usize = 16;
+
+/// The longest name budget: what MCP clients and model APIs accept.
+pub const MAX_NAME_BUDGET: usize = 64;
+
+const PROFILE_FIELDS: &[&str] = &[
+    "servers",
+    "tools",
+    "exclude_tools",
+    "tier",
+    "max_name_length",
+];
+
+/// One profile: which servers and tools it offers, and how long their names may be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    pub name: String,
+    /// The servers it offers (their tools, prompts and resources); `None` offers every one.
+    pub servers: Option<Vec<String>>,
+    /// Glob patterns of tools to offer, matched against the exposed name and the server's own
+    /// name; empty offers every tool.
+    pub tools: Vec<Pattern>,
+    /// Glob patterns of tools never to offer, even if `tools` names them.
+    pub exclude_tools: Vec<Pattern>,
+    pub tier: Tier,
+    /// Longest exposed name of a tool or prompt.
+    pub max_name_length: usize,
+}
+
+impl Profile {
+    /// The default profile when the file describes none: everything, named to fit.
+    pub fn everything(name: &str) -> Profile {
+        Profile {
+            name: name.to_owned(),
+            servers: None,
+            tools: Vec::new(),
+            exclude_tools: Vec::new(),
+            tier: Tier::All,
+            max_name_length: DEFAULT_NAME_BUDGET,
+        }
+    }
+
+    /// Whether the profile offers anything of `server`.
+    pub fn offers_server(&self, server: &str) -> bool {
+        self.servers
+            .as_ref()
+            .is_none_or(|servers| servers.iter().any(|name| name == server))
+    }
+}
+
+/// A glob pattern as written, with where it stands in the file so that `check` can point at one
+/// that matches nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    pub glob: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+}
+
+/// Which tools a profile offers by what they say of themselves (MCP tool annotations).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tier {
+    /// Every tool.
+    #[default]
+    All,
+    /// Tools that say they only read (`readOnlyHint: true`).
+    ReadOnly,
+    /// Tools that only read, or say they destroy nothing (`destructiveHint: false`); MCP takes a
+    /// tool that says neither as destructive.
+    NonDestructive,
+}
+
+impl Tier {
+    /// Whether a tool with these annotations belongs to the tier.
+    pub fn admits(self, read_only: Option<bool>, destructive: Option<bool>) -> bool {
+        match self {
+            Tier::All => true,
+            Tier::ReadOnly => read_only == Some(true),
+            Tier::NonDestructive => read_only == Some(true) || destructive == Some(false),
+        }
+    }
+}
+
+/// Reads the `[profiles]` table. A profile with any error is reported and left out; the
+/// default profile is added, offering everything, unless the file describes one.
+pub(super) fn read_profiles(
+    reporter: &mut Reporter<'_>,
+    profiles: Option<&Entry>,
+    backends: &[BackendConfig],
+) -> Vec<Profile> {
+    let mut read = Vec::new();
+    if let Some(entry) = profiles {
+        let mut reader = Reader {
+            reporter,
+            format: Format::Toml,
+            config_dir: std::path::Path::new(""),
+        };
+        if let Some(entries) = reader.table(&entry.value, "profiles") {
+            let servers: HashSet<&str> = backends
+                .iter()
+                .map(|backend| backend.name.as_str())
+                .collect();
+            for profile in reader.unique_entries(entries, "profiles") {
+                let errors_before = reader.reporter.n_errors();
+                let Some(profile) = reader.profile(profile, &servers) else {
+                    continue;
+                };
+                if reader.reporter.n_errors() == errors_before {
+                    read.push(profile);
+                }
+            }
+        }
+    }
+    if !read.iter().any(|profile| profile.name == DEFAULT_PROFILE) {
+        read.insert(0, Profile::everything(DEFAULT_PROFILE));
+    }
+    read
+}
+
+impl Reader<'_, '_> {
+    fn profile(&mut self, entry: &Entry, servers: &HashSet<&str>) -> Option<Profile> {
+        let prefix = format!("profiles.{}", entry.key);
+        if !is_valid_server_name(&entry.key) {
+            self.reporter.error(
+                entry.key_offset,
+                &prefix,
+                format!(
+                    "invalid profile name {:?}: use ASCII letters, digits, `_` or `-`, as in \
+                     server names (it is part of the URL /mcp/NAME)",
+                    entry.key
+                ),
+            );
+            return None;
+        }
+        let entries = self.table(&entry.value, &prefix)?;
+        let mut profile = Profile::everything(&entry.key);
+        for field_entry in self.unique_entries(entries, &prefix) {
+            let field = format!("{prefix}.{}", field_entry.key);
+            let value = &field_entry.value;
+            match field_entry.key.as_str() {
+                "servers" => profile.servers = self.server_names(value, &field, servers),
+                "tools" => profile.tools = self.patterns(value, &field).unwrap_or_default(),
+                "exclude_tools" => {
+                    profile.exclude_tools = self.patterns(value, &field).unwrap_or_default();
+                }
+                "tier" => profile.tier = self.tier(value, &field).unwrap_or_default(),
+                "max_name_length" => {
+                    if let Some(length) = self.name_budget(value, &field) {
+                        profile.max_name_length = length;
+                    }
+                }
+                _ => self.unknown_field(field_entry, &field, PROFILE_FIELDS),
+            }
+        }
+        Some(profile)
+    }
+
+    fn server_names(
+        &mut self,
+        node: &Node,
+        field: &str,
+        servers: &HashSet<&str>,
+    ) -> Option<Vec<String>> {
+        let names = self.strings(node, field)?;
+        let NodeValue::Array(items) = &node.value else {
+            return None;
+        };
+        for (name, item) in names.iter().zip(items) {
+            if !servers.contains(name.as_str()) {
+                self.reporter.error(
+                    item.offset,
+                    field,
+                    format!("unknown server `{name}`: no [servers.{name}] is configured"),
+                );
+            }
+        }
+        Some(names)
+    }
+
+    fn patterns(&mut self, node: &Node, field: &str) -> Option<Vec<Pattern>> {
+        let globs = self.strings(node, field)?;
+        let NodeValue::Array(items) = &node.value else {
+            return None;
+        };
+        let mut patterns = Vec::with_capacity(globs.len());
+        for (glob, item) in globs.into_iter().zip(items) {
+            if glob.is_empty() {
+                self.reporter
+                    .error(item.offset, field, "an empty pattern matches no tool");
+                continue;
+            }
+            let (line, column) = self.reporter.position(item.offset);
+            patterns.push(Pattern { glob, line, column });
+        }
+        Some(patterns)
+    }
+
+    fn tier(&mut self, node: &Node, field: &str) -> Option<Tier> {
+        let text = self.string(node, field)?;
+        match text.as_str() {
+            "all" => Some(Tier::All),
+            "read-only" => Some(Tier::ReadOnly),
+            "non-destructive" => Some(Tier::NonDestructive),
+            _ => {
+                self.reporter.error(
+                    node.offset,
+                    field,
+                    format!(
+                        "unknown tier {text:?}; expected \"all\", \"read-only\" or \
+                         \"non-destructive\""
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn name_budget(&mut self, node: &Node, field: &str) -> Option<usize> {
+        let NodeValue::Integer(length) = node.value else {
+            self.type_error(node, field, "an integer");
+            return None;
+        };
+        match usize::try_from(length) {
+            Ok(length) if (MIN_NAME_BUDGET..=MAX_NAME_BUDGET).contains(&length) => Some(length),
+            _ => {
+                self.reporter.error(
+                    node.offset,
+                    field,
+                    format!(
+                        "{length} cannot keep names unique and readable: a shortened name \
+                         needs 9 characters for its hash; use {MIN_NAME_BUDGET} to \
+                         {MAX_NAME_BUDGET}"
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_follow_the_annotations_and_mcps_defaults() {
+        assert!(Tier::All.admits(None, None));
+        assert!(Tier::ReadOnly.admits(Some(true), None));
+        assert!(!Tier::ReadOnly.admits(None, Some(false)));
+        assert!(Tier::NonDestructive.admits(Some(false), Some(false)));
+        assert!(Tier::NonDestructive.admits(Some(true), None));
+        assert!(
+            !Tier::NonDestructive.admits(Some(false), None),
+            "a tool that says nothing counts as destructive"
+        );
+    }
+}
