@@ -229,10 +229,60 @@ fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         names.len(),
         names.join(", ")
     );
+    print_budgets(&config, &path);
     if config.has_errors() {
         Ok(ExitCode::FAILURE)
     } else {
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// What each profile's tool list costs a client, from the servers' last known catalogs, and the
+/// profiles' tool patterns that match none of their tools.
+fn print_budgets(config: &config::Config, path: &std::path::Path) {
+    use switchboard::hub::budget;
+    use switchboard::hub::catalog::CatalogCache;
+    let cache = CatalogCache::new(Some(switchboard::dirs::data_dir().join("catalog")));
+    let unseen: Vec<&str> = config
+        .backends
+        .iter()
+        .filter(|backend| cache.load(&backend.name).is_none())
+        .map(|backend| backend.name.as_str())
+        .collect();
+    for budget in budget::cached(config, &cache) {
+        let endpoint = match budget.profile.as_str() {
+            config::DEFAULT_PROFILE => "/mcp".to_owned(),
+            name => format!("/mcp/{name}"),
+        };
+        eprintln!(
+            "profile {} ({endpoint}): {} tools, {} bytes, about {} tokens on every turn",
+            budget.profile, budget.tools, budget.bytes, budget.tokens
+        );
+        for server in &budget.servers {
+            eprintln!(
+                "  {}: {} tools, {} bytes, about {} tokens",
+                server.server, server.tools, server.bytes, server.tokens
+            );
+        }
+        for warning in &budget.warnings {
+            eprintln!("  warning: {warning}");
+        }
+        for pattern in &budget.unmatched {
+            eprintln!(
+                "{}:{}:{}: warning: profiles.{}: `{}` matches no tool the servers offer",
+                path.display(),
+                pattern.line,
+                pattern.column,
+                budget.profile,
+                pattern.glob
+            );
+        }
+    }
+    if !unseen.is_empty() {
+        eprintln!(
+            "not counted, never run yet (start Switchboard once to see their tools): {}",
+            unseen.join(", ")
+        );
     }
 }
 

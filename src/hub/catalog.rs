@@ -47,6 +47,9 @@ pub struct MergedCatalog {
     /// Exposed tool name → the arguments it mirrors into `Mcp-Param-*` headers, for the tools
     /// that mirror any.
     pub mirrored: HashMap<String, Vec<HeaderParam>>,
+    /// The profile's tool patterns (to offer, then to exclude) that match no tool of the servers
+    /// catalogued now.
+    pub unmatched: Vec<Pattern>,
     /// Exposed names of the tools that run only as a task (`execution.taskSupport` is
     /// `required`, MCP 2025-11-25).
     pub task_required: HashSet<String>,
@@ -204,9 +207,20 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         }
     }
     let budget = profile.max_name_length;
+    let patterns: Vec<&Pattern> = profile.tools.iter().chain(&profile.exclude_tools).collect();
+    let matched = std::cell::RefCell::new(vec![false; patterns.len()]);
     let (tools_json, tools, unlisted_tools) = expose(&tool_items, budget, |item, exposed| {
+        for (pattern, matched) in patterns.iter().zip(matched.borrow_mut().iter_mut()) {
+            *matched = *matched || matches(pattern, item, exposed);
+        }
         admitted(profile, item, exposed)
     });
+    merged.unmatched = patterns
+        .iter()
+        .zip(matched.into_inner())
+        .filter(|(_, matched)| !matched)
+        .map(|(pattern, _)| (*pattern).clone())
+        .collect();
     let (prompts_json, prompts, unlisted_prompts) = expose(&prompt_items, budget, |_, _| true);
     merged.mirrored = tool_items
         .iter()
@@ -253,16 +267,15 @@ fn requires_task(tool: &RawValue) -> bool {
 /// Whether `profile` offers the tool `item`, exposed as `exposed`: its patterns match either
 /// name, and its annotations fit the profile's tier.
 fn admitted(profile: &Profile, item: &Item<'_>, exposed: &str) -> bool {
-    let matches = |patterns: &[Pattern]| {
-        patterns.iter().any(|pattern| {
-            names::glob_match(&pattern.glob, exposed)
-                || names::glob_match(&pattern.glob, &item.name)
-        })
+    let any = |patterns: &[Pattern]| {
+        patterns
+            .iter()
+            .any(|pattern| matches(pattern, item, exposed))
     };
-    if !profile.tools.is_empty() && !matches(&profile.tools) {
+    if !profile.tools.is_empty() && !any(&profile.tools) {
         return false;
     }
-    if matches(&profile.exclude_tools) {
+    if any(&profile.exclude_tools) {
         return false;
     }
     if profile.tier == Tier::All {
@@ -273,6 +286,11 @@ fn admitted(profile: &Profile, item: &Item<'_>, exposed: &str) -> bool {
     profile
         .tier
         .admits(hint("readOnlyHint"), hint("destructiveHint"))
+}
+
+/// Whether `pattern` matches the tool `item`'s exposed name or its server's own name for it.
+fn matches(pattern: &Pattern, item: &Item<'_>, exposed: &str) -> bool {
+    names::glob_match(&pattern.glob, exposed) || names::glob_match(&pattern.glob, &item.name)
 }
 
 /// A tool or prompt as one backend offers it.

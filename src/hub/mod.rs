@@ -8,10 +8,11 @@
 //! Client request ids never reach a backend: the connection to each backend has its own id
 //! space.
 
-pub(crate) mod catalog;
+pub mod catalog;
 pub(crate) mod names;
 pub mod rewrite;
 
+pub mod budget;
 mod call;
 mod capabilities;
 mod cold_start;
@@ -186,6 +187,17 @@ impl Hub {
     /// Whether `profile` is served.
     pub fn serves(&self, profile: &str) -> bool {
         self.inner.serves(profile)
+    }
+
+    /// What each profile's tool list costs a client, in the order of the profiles.
+    pub fn budgets(&self) -> Vec<budget::Budget> {
+        let backends = self.inner.engine.backends();
+        let servers: Vec<&str> = backends.iter().map(|backend| backend.name()).collect();
+        self.inner
+            .profiles()
+            .iter()
+            .map(|profile| budget::measure(profile, &self.inner.catalog(&profile.name), &servers))
+            .collect()
     }
 
     /// Serves `profiles` from now on (the default one is added if missing): the catalogs are

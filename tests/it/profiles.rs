@@ -230,3 +230,77 @@ fn a_profile_edited_in_the_file_applies_live_and_a_bad_edit_changes_nothing() {
     serve.wait_for_log("unknown server `nowhere`");
     assert_eq!(list(), ["everything__echo"], "the last good profile stays");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_profiles_budget_is_measured_live_and_by_check() {
+    let tools = format!("{NARROW_TOOLS}, \"nothing_*\"");
+    let mut serve = ServeProcess::with_config(&config(&tools), &["everything", "demo"]);
+    // Ready servers are in the catalogs a moment later, when they are rebuilt.
+    let budgets = eventually("narrow's tools are catalogued", EVENT_LIMIT, || async {
+        let budgets = serve.api_get("/api/profiles").await;
+        let names: Vec<&str> = budgets
+            .as_array()
+            .expect("profiles")
+            .iter()
+            .map(|budget| budget["profile"].as_str().expect("a name"))
+            .collect();
+        assert_eq!(names, ["default", "full", "narrow"]);
+        if budgets[2]["tools"] == 3 {
+            Ok(budgets)
+        } else {
+            Err(budgets)
+        }
+    })
+    .await;
+    let narrow = &budgets[2];
+    let bytes = narrow["bytes"].as_u64().expect("bytes");
+    assert!(bytes > 200, "{narrow}");
+    assert_eq!(narrow["tokens"].as_u64(), Some(bytes.div_ceil(4)));
+    assert_eq!(narrow["servers"][0]["server"], "everything");
+    assert_eq!(narrow["servers"][0]["bytes"].as_u64(), Some(bytes));
+    let shortened = narrow["tool_costs"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|tool| tool["original"] == "get-annotated-message")
+        .unwrap_or_else(|| panic!("{narrow}"));
+    assert!(
+        shortened["name"]
+            .as_str()
+            .is_some_and(|name| name.len() <= 20),
+        "original and exposed names side by side: {shortened}"
+    );
+    assert_eq!(
+        narrow["unmatched"],
+        serde_json::json!([{"glob": "nothing_*", "line": 13, "column": 66}]),
+        "{narrow}"
+    );
+    let default = &budgets[0];
+    assert_eq!(default["profile"], "default");
+    assert!(
+        default["tools"].as_u64() > narrow["tools"].as_u64(),
+        "{default}"
+    );
+
+    // check measures the same from the catalogs serve cached, without starting anything.
+    serve.stop();
+    let output = std::process::Command::new(switchboard_exe())
+        .args(["check", "--config"])
+        .arg(serve.config_path())
+        .envs(serve.env())
+        .output()
+        .expect("check runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "profile narrow (/mcp/narrow): 3 tools, {bytes} bytes, about {} tokens",
+            bytes.div_ceil(4)
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(":13:66: warning: profiles.narrow: `nothing_*` matches no tool"),
+        "{stderr}"
+    );
+}

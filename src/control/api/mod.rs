@@ -224,6 +224,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/backends/{name}/{action}", post(control_backend))
         .route("/api/backends/{name}/tools/{tool}/call", post(call_tool))
         .route("/api/config", get(config_state))
+        .route("/api/profiles", get(profiles))
         .route("/api/config/reload", post(reload_config))
         .route("/api/clients", get(clients))
         .route("/api/clients/{editor}/install", post(install_client))
@@ -369,6 +370,11 @@ fn exchange_link(api: &ApiState, presented: &str) -> Response {
 async fn config_state(State(api): State<ApiState>) -> Response {
     let config = api.inner.config.borrow().clone();
     json_ok(&config)
+}
+
+/// Every profile with what its tool list costs a client (see [`crate::hub::budget`]).
+async fn profiles(State(api): State<ApiState>) -> Response {
+    json_ok(&api.inner.hub.budgets())
 }
 
 /// Reads the config file now and applies it if valid. An invalid or missing file is not an
