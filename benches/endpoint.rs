@@ -57,6 +57,8 @@ impl Serve {
                 "[servers.demo{i}]\ncommand = {SWITCHBOARD:?}\nargs = [\"demo-server\"]\nhealth_interval = \"off\"\n\n"
             ));
         }
+        // A profile with a tool filter and a name budget, for the cost of a profile per call.
+        text.push_str("[profiles.bench]\ntools = [\"demo0__*\"]\nmax_name_length = 40\n");
         std::fs::write(&config, text).expect("write config");
         let runtime_dir = dir.path().join("run");
         let child = Command::new(SWITCHBOARD)
@@ -309,6 +311,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     )
     .await;
     let http = HttpClient::start(&serve.url).await;
+    let profile = HttpClient::start(&format!("{}/bench", serve.url)).await;
     let stateless = http.stateless();
     let lean = LeanHttpClient::start(&serve.url, http.session.as_deref().expect("a session")).await;
 
@@ -364,6 +367,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         }
     };
     let http_call = http_calls(&http, &hub_params);
+    let profile_call = http_calls(&profile, &hub_params);
     let stateless_call = http_calls(&stateless, &stateless_params);
 
     for _ in 0..2 {
@@ -372,6 +376,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         measure_sequential(500, connect_call.clone()).await;
         measure_sequential(500, lean_call.clone()).await;
         measure_sequential(500, stateless_call.clone()).await;
+        measure_sequential(500, profile_call.clone()).await;
     }
     println!(
         "tools/call `echo` on `switchboard demo-server`; {sequential} sequential (in {ROUNDS} rounds taking turns), {concurrent} with {in_flight} in flight"
@@ -380,20 +385,29 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     // The paths take turns in short rounds, so that whatever else the machine does in the
     // meantime weighs on each of them alike.
     let per_round = sequential.div_ceil(ROUNDS);
-    let mut runs: [Vec<Figures>; 5] = Default::default();
+    let mut runs: [Vec<Figures>; 6] = Default::default();
     for _ in 0..ROUNDS {
         runs[0].push(measure_sequential(per_round, direct_call.clone()).await);
         runs[1].push(measure_sequential(per_round, http_call.clone()).await);
         runs[2].push(measure_sequential(per_round, connect_call.clone()).await);
         runs[3].push(measure_sequential(per_round, lean_call.clone()).await);
         runs[4].push(measure_sequential(per_round, stateless_call.clone()).await);
+        runs[5].push(measure_sequential(per_round, profile_call.clone()).await);
     }
-    let [direct_seq, http_seq, connect_seq, lean_seq, stateless_seq] = runs.map(Figures::combine);
+    let [
+        direct_seq,
+        http_seq,
+        connect_seq,
+        lean_seq,
+        stateless_seq,
+        profile_seq,
+    ] = runs.map(Figures::combine);
     direct_seq.print("direct stdio, sequential");
     http_seq.print("HTTP /mcp, sequential");
     connect_seq.print("switchboard connect, sequential");
     lean_seq.print("HTTP /mcp, lean client, sequential");
     stateless_seq.print("HTTP /mcp 2026-07-28, sequential");
+    profile_seq.print("HTTP /mcp/bench (a profile), sequential");
     let direct_par = measure_concurrent(concurrent, in_flight, direct_call).await;
     let http_par = measure_concurrent(concurrent, in_flight, http_call).await;
     let connect_par = measure_concurrent(concurrent, in_flight, connect_call).await;
@@ -419,6 +433,11 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         stateless_seq.p50() / http_seq.p50(),
         stateless_seq.p99() / http_seq.p99(),
         100.0 * stateless_par.rate / http_par.rate
+    );
+    println!(
+        "profile / default (HTTP): sequential p50 {:.3}x, p99 {:.3}x",
+        profile_seq.p50() / http_seq.p50(),
+        profile_seq.p99() / http_seq.p99()
     );
     println!("serve RSS after the load: {} KiB", serve.rss_kib());
 }

@@ -210,10 +210,21 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     let patterns: Vec<&Pattern> = profile.tools.iter().chain(&profile.exclude_tools).collect();
     let matched = std::cell::RefCell::new(vec![false; patterns.len()]);
     let (tools_json, tools, unlisted_tools) = expose(&tool_items, budget, |item, exposed| {
-        for (pattern, matched) in patterns.iter().zip(matched.borrow_mut().iter_mut()) {
-            *matched = *matched || matches(pattern, item, exposed);
+        let mut matched = matched.borrow_mut();
+        let (mut allowed, mut excluded) = (profile.tools.is_empty(), false);
+        for (index, pattern) in patterns.iter().enumerate() {
+            if names::glob_match(&pattern.glob, exposed)
+                || names::glob_match(&pattern.glob, &item.name)
+            {
+                matched[index] = true;
+                if index < profile.tools.len() {
+                    allowed = true;
+                } else {
+                    excluded = true;
+                }
+            }
         }
-        admitted(profile, item, exposed)
+        allowed && !excluded && in_tier(profile.tier, item.raw)
     });
     merged.unmatched = patterns
         .iter()
@@ -264,33 +275,28 @@ fn requires_task(tool: &RawValue) -> bool {
             .is_ok_and(|tool| tool["execution"]["taskSupport"] == "required")
 }
 
-/// Whether `profile` offers the tool `item`, exposed as `exposed`: its patterns match either
-/// name, and its annotations fit the profile's tier.
-fn admitted(profile: &Profile, item: &Item<'_>, exposed: &str) -> bool {
-    let any = |patterns: &[Pattern]| {
-        patterns
-            .iter()
-            .any(|pattern| matches(pattern, item, exposed))
-    };
-    if !profile.tools.is_empty() && !any(&profile.tools) {
-        return false;
+/// Whether a tool's annotations put it in `tier`; only the annotations are read.
+fn in_tier(tier: Tier, tool: &RawValue) -> bool {
+    #[derive(Deserialize, Default)]
+    struct Annotations {
+        #[serde(rename = "readOnlyHint")]
+        read_only: Option<bool>,
+        #[serde(rename = "destructiveHint")]
+        destructive: Option<bool>,
     }
-    if any(&profile.exclude_tools) {
-        return false;
+    #[derive(Deserialize)]
+    struct Annotated {
+        #[serde(default)]
+        annotations: Option<Annotations>,
     }
-    if profile.tier == Tier::All {
+    if tier == Tier::All {
         return true;
     }
-    let tool: serde_json::Value = serde_json::from_str(item.raw.get()).unwrap_or_default();
-    let hint = |key: &str| tool["annotations"][key].as_bool();
-    profile
-        .tier
-        .admits(hint("readOnlyHint"), hint("destructiveHint"))
-}
-
-/// Whether `pattern` matches the tool `item`'s exposed name or its server's own name for it.
-fn matches(pattern: &Pattern, item: &Item<'_>, exposed: &str) -> bool {
-    names::glob_match(&pattern.glob, exposed) || names::glob_match(&pattern.glob, &item.name)
+    let annotations = serde_json::from_str::<Annotated>(tool.get())
+        .ok()
+        .and_then(|tool| tool.annotations)
+        .unwrap_or_default();
+    tier.admits(annotations.read_only, annotations.destructive)
 }
 
 /// A tool or prompt as one backend offers it.

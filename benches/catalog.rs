@@ -1,0 +1,107 @@
+//! How long the hub takes to build what `tools/list` answers for a profile: the merged catalog
+//! of 1,000 tools over 20 servers, named within a budget and filtered by the profile, then the
+//! answer itself. Prints numbers; asserts none.
+//!
+//! `cargo bench --bench catalog`
+#![allow(clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use serde_json::value::RawValue;
+use switchboard::config::{BackendConfig, DEFAULT_PROFILE, Pattern, Profile, Tier};
+use switchboard::hub::catalog::{Source, merge};
+use switchboard::supervisor::status::Catalog;
+
+const SERVERS: usize = 20;
+const TOOLS_PER_SERVER: usize = 50;
+const RUNS: usize = 200;
+
+/// A tool the way real servers write one: a description of a few sentences, a schema of a few
+/// described parameters, annotations.
+fn tool(server: usize, index: usize) -> Box<RawValue> {
+    let verb = ["read", "write", "list", "search", "delete"][index % 5];
+    let tool = json!({
+        "name": format!("{verb}_item_{index}_with_a_longer_descriptive_name_{server}"),
+        "title": format!("{verb} item {index}"),
+        "description": format!(
+            "{verb}s one item of the collection kept by server {server}. Give the item's path \
+             relative to the collection root; the answer carries the item's content and its \
+             metadata, or an error saying why the item cannot be reached."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path of the item, relative to the root"},
+                "limit": {"type": "integer", "description": "Largest number of entries to return"},
+                "recursive": {"type": "boolean", "description": "Whether to descend into folders"},
+            },
+            "required": ["path"],
+        },
+        "annotations": {"readOnlyHint": verb == "read" || verb == "list" || verb == "search"},
+    });
+    serde_json::value::to_raw_value(&tool).expect("JSON")
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    sorted[((sorted.len() as f64 * fraction) as usize).min(sorted.len() - 1)]
+}
+
+fn main() {
+    let configs: Vec<BackendConfig> = (0..SERVERS)
+        .map(|server| BackendConfig::new(format!("server{server}"), "sh", Vec::new()))
+        .collect();
+    let catalogs: Vec<Arc<Catalog>> = (0..SERVERS)
+        .map(|server| {
+            Arc::new(Catalog {
+                tools: (0..TOOLS_PER_SERVER)
+                    .map(|index| tool(server, index))
+                    .collect(),
+                ..Catalog::default()
+            })
+        })
+        .collect();
+    let sources: Vec<Source<'_>> = configs
+        .iter()
+        .zip(&catalogs)
+        .map(|(config, catalog)| Source {
+            config,
+            catalog: Some(catalog.clone()),
+            listed: true,
+        })
+        .collect();
+    let pattern = |glob: &str| Pattern {
+        glob: glob.to_owned(),
+        line: 1,
+        column: 1,
+    };
+    let mut filtered = Profile::everything("filtered");
+    filtered.tools = vec![pattern("server1*"), pattern("read_*"), pattern("*search*")];
+    filtered.exclude_tools = vec![pattern("*_4_*")];
+    filtered.tier = Tier::ReadOnly;
+    filtered.max_name_length = 40;
+    println!(
+        "{} tools over {SERVERS} servers, {RUNS} runs each: merge, names and the tools/list answer",
+        SERVERS * TOOLS_PER_SERVER
+    );
+    for profile in [Profile::everything(DEFAULT_PROFILE), filtered] {
+        let mut times = Vec::with_capacity(RUNS);
+        let mut listed = 0;
+        for _ in 0..RUNS {
+            let started = Instant::now();
+            let merged = merge(&sources, &profile);
+            let answer = merged.tools_result.clone();
+            times.push(started.elapsed());
+            listed = merged.tools.len();
+            std::hint::black_box(answer);
+        }
+        times.sort();
+        println!(
+            "profile {:<9} {listed:>4} tools listed: p50 {:.2} ms, p99 {:.2} ms (target under 5 ms)",
+            profile.name,
+            percentile(&times, 0.5).as_secs_f64() * 1000.0,
+            percentile(&times, 0.99).as_secs_f64() * 1000.0,
+        );
+    }
+}
