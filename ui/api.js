@@ -146,3 +146,18 @@ export async function listClients() {
 export async function installClient(id) {
   return /** @type {InstallResult} */ (await request(`clients/${seg(id)}/install`, { method: "POST", body: "{}" }));
 }
+
+/** @returns {Promise<import('./types.js').ProfileBudget[]>} */
+export async function listProfiles() {
+  return /** @type {import('./types.js').ProfileBudget[]} */ (await request("profiles"));
+}
+
+/**
+ * Turns a server or a tool on or off for a profile: the API edits the config file and reloads it.
+ * @param {string} profile
+ * @param {{server: string, on: boolean} | {tool: string, on: boolean}} change
+ * @returns {Promise<ReloadOutcome>}
+ */
+export async function switchInProfile(profile, change) {
+  return /** @type {ReloadOutcome} */ (await request(`profiles/${seg(profile)}/switch`, { method: "POST", body: JSON.stringify(change) }));
+}

@@ -2,7 +2,7 @@
 // router, and the wiring from the event feed to the store.
 //
 // Routes: #/ (backends), #/backend/NAME[/overview|history|output|tools[/TOOL]], #/tools?q=,
-// #/connect.
+// #/profiles, #/connect.
 
 import { h, replace, setText, announce } from "./dom.js";
 import { Store } from "./store.js";
@@ -14,6 +14,7 @@ import { BackendsView } from "./views/backends.js";
 import { BackendView } from "./views/backend.js";
 import { SearchView } from "./views/tools.js";
 import { ConnectView } from "./views/connect.js";
+import { ProfilesView } from "./views/profiles.js";
 import { renderBanner } from "./views/banner.js";
 
 /** @typedef {import('./views/backend.js').Tab} Tab */
@@ -23,6 +24,7 @@ import { renderBanner } from "./views/banner.js";
  *   | {view: "backend", name: string, tab: Tab, tool: string | null}
  *   | {view: "tools", query: string}
  *   | {view: "connect"}
+ *   | {view: "profiles"}
  *   | {view: "missing", hash: string}} Route
  */
 
@@ -50,6 +52,7 @@ export function parseRoute(hash) {
   }
   if (parts[0] === "tools" && parts.length === 1) return { view: "tools", query: new URLSearchParams(query).get("q") ?? "" };
   if (parts[0] === "connect" && parts.length === 1) return { view: "connect" };
+  if (parts[0] === "profiles" && parts.length === 1) return { view: "profiles" };
   return { view: "missing", hash };
 }
 
@@ -195,6 +198,8 @@ class App {
         return new SearchView(this.store, this.viewRoot, route.query);
       case "connect":
         return new ConnectView(this.viewRoot);
+      case "profiles":
+        return new ProfilesView(this.viewRoot);
       case "missing":
         replace(this.viewRoot, h("header", { class: "page-head" }, h("div", {}, h("h1", { text: "Nothing here", attrs: { tabindex: "-1" } }),
           h("p", { class: "page-sub" }, "No page at ", h("code", { text: route.hash }), ". ", h("a", { attrs: { href: "#/" }, text: "Go to the backends" })))));
@@ -212,6 +217,7 @@ class App {
       case "backend": return route.name;
       case "tools": return "Tools";
       case "connect": return "Connect an editor";
+      case "profiles": return "Profiles";
       case "missing": return "Not found";
     }
   }

@@ -270,3 +270,28 @@
  */
 
 export {};
+
+/**
+ * `GET /api/profiles`: what one profile's tool list costs a client (`Budget` in
+ * src/hub/budget.rs).
+ * @typedef {object} ProfileBudget
+ * @property {string} profile
+ * @property {number} tools
+ * @property {number} bytes
+ * @property {number} tokens estimated, one per 4 bytes
+ * @property {{server: string, tools: number, bytes: number, tokens: number}[]} servers
+ * @property {{name: string, server: string, original: string, bytes: number, tokens: number}[]} tool_costs costliest first
+ * @property {string[]} warnings limits of known clients the profile passes
+ * @property {{glob: string, line: number, column: number}[]} unmatched patterns matching no tool
+ * @property {ProfileSwitch[]} server_switches every configured server
+ * @property {ProfileSwitch[]} filtered_out tools of its servers the profile leaves out
+ */
+
+/**
+ * A server or tool a profile offers or not.
+ * @typedef {object} ProfileSwitch
+ * @property {string} name a server's name, or a tool's exposed name
+ * @property {string} [server] for a tool
+ * @property {string} [original] for a tool: the server's own name for it
+ * @property {boolean} on
+ */

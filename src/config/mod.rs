@@ -11,12 +11,15 @@
 //! [`Config::diagnostics`]. A problem inside `[endpoint]` leaves that one setting at its
 //! default.
 
+pub mod edit;
+mod glob;
 mod profile;
 mod report;
 mod server;
 mod tree;
 mod values;
 
+pub use glob::glob_match;
 pub use profile::{
     DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern, Profile, Tier,
 };
@@ -529,13 +532,13 @@ fn write_default_config(path: &Path, exe: &Path) -> io::Result<()> {
 
 /// Which of the two accepted shapes a file has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
+pub enum Format {
     Toml,
     Json,
 }
 
 impl Format {
-    pub(crate) fn of(path: &Path) -> Format {
+    pub fn of(path: &Path) -> Format {
         let is_json = path
             .extension()
             .is_some_and(|extension| extension.eq_ignore_ascii_case("json"));

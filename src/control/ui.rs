@@ -54,6 +54,7 @@ const EMBEDDED: &[(&str, &[u8])] = embed![
     "views/connect.js",
     "views/history.js",
     "views/output.js",
+    "views/profiles.js",
     "views/schema.js",
     "views/tools.js",
     "views/tryit.js",

@@ -271,7 +271,7 @@ pub(super) fn cst_value(value: &Value) -> CstInputValue {
 /// watcher) ever sees half of it: a temporary file beside it, then a rename. The new file gets
 /// the permissions of the one it replaces (0600 if there was none, since it may hold a token); a
 /// symlink is followed, so the file it points to is the one replaced.
-pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let target = match fs::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_symlink() => fs::canonicalize(path)?,
         _ => path.to_path_buf(),

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use crate::config::{Config, ConfigError, EndpointConfig, Severity};
 
 pub use clients::{ClientSetup, client_setups};
+pub(crate) use files::write_atomically;
 pub use import::{ImportAction, ImportReport, ImportRequest, ServerImport, SkipReason, import};
 pub use install::{InstallOutcome, InstallReport, InstallRequest, install};
 

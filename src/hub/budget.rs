@@ -84,6 +84,23 @@ pub struct Budget {
     pub warnings: Vec<String>,
     /// The profile's tool patterns that match no tool of the servers known now.
     pub unmatched: Vec<Unmatched>,
+    /// Every configured server, and whether the profile offers it.
+    pub server_switches: Vec<Switch>,
+    /// Tools of the profile's servers that its filters leave out.
+    pub filtered_out: Vec<Switch>,
+}
+
+/// Something a profile offers or not, as the dashboard's switches show it.
+#[derive(Debug, Serialize)]
+pub struct Switch {
+    /// A server's name, or a tool's exposed name.
+    pub name: String,
+    /// For a tool: its server, and the server's own name for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original: Option<String>,
+    pub on: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -161,7 +178,7 @@ pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> 
         entry.0 += 1;
         entry.1 += tool.bytes;
     }
-    let servers: Vec<Cost> = servers
+    let costs: Vec<Cost> = servers
         .iter()
         .filter_map(|server| {
             let (tools, bytes) = by_server.get(server)?;
@@ -181,10 +198,29 @@ pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> 
         tools: tool_costs.len(),
         bytes,
         tokens: tokens(bytes),
-        servers,
+        servers: costs,
         tool_costs,
         warnings,
         unmatched: catalog.unmatched.iter().map(Unmatched::from).collect(),
+        server_switches: servers
+            .iter()
+            .map(|server| Switch {
+                name: (*server).to_owned(),
+                server: None,
+                original: None,
+                on: profile.offers_server(server),
+            })
+            .collect(),
+        filtered_out: catalog
+            .filtered_out
+            .iter()
+            .map(|(name, route)| Switch {
+                name: name.clone(),
+                server: Some(route.backend.to_string()),
+                original: Some(route.name.clone()),
+                on: false,
+            })
+            .collect(),
     }
 }
 

@@ -50,6 +50,8 @@ pub struct MergedCatalog {
     /// The profile's tool patterns (to offer, then to exclude) that match no tool of the servers
     /// catalogued now.
     pub unmatched: Vec<Pattern>,
+    /// Tools of the profile's servers that its filters leave out, by the name it would give them.
+    pub filtered_out: Vec<(String, Route)>,
     /// Exposed names of the tools that run only as a task (`execution.taskSupport` is
     /// `required`, MCP 2025-11-25).
     pub task_required: HashSet<String>,
@@ -209,6 +211,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     let budget = profile.max_name_length;
     let patterns: Vec<&Pattern> = profile.tools.iter().chain(&profile.exclude_tools).collect();
     let matched = std::cell::RefCell::new(vec![false; patterns.len()]);
+    let filtered_out = std::cell::RefCell::new(Vec::new());
     let (tools_json, tools, unlisted_tools) = expose(&tool_items, budget, |item, exposed| {
         let mut matched = matched.borrow_mut();
         let (mut allowed, mut excluded) = (profile.tools.is_empty(), false);
@@ -224,8 +227,17 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
                 }
             }
         }
-        allowed && !excluded && in_tier(profile.tier, item.raw)
+        let admitted = allowed && !excluded && in_tier(profile.tier, item.raw);
+        if !admitted && item.listed {
+            let route = Route {
+                backend: item.backend.clone(),
+                name: item.name.clone(),
+            };
+            filtered_out.borrow_mut().push((exposed.to_owned(), route));
+        }
+        admitted
     });
+    merged.filtered_out = filtered_out.into_inner();
     merged.unmatched = patterns
         .iter()
         .zip(matched.into_inner())

@@ -29,11 +29,42 @@ fn the_dashboard_works_in_a_real_browser() {
 
     let mut node = Command::new("node");
     node.arg("--test")
-        .arg("tests/ui/")
+        .arg("tests/ui/dashboard.test.mjs")
         .current_dir(&root)
         .env("SWITCHBOARD_URL", serve.dashboard_link())
         .env("SWITCHBOARD_SCREENSHOTS", &screenshots)
         .env("SWITCHBOARD_TEST_HOME", serve.dir().join("home"))
+        .env("CHROMIUM", CHROMIUM);
+    run_node_suite(node, NODE_LIMIT, &|| serve.log());
+}
+
+#[test]
+fn the_profiles_page_switches_tools_in_a_real_browser() {
+    node_module("playwright-core/package.json");
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
+    );
+    let config = format!(
+        "[servers.demo]\ncommand = {demo:?}\nargs = [\"demo-server\"]\n\n\
+         [servers.everything]\ncommand = {everything:?}\nargs = [\"stdio\"]\n\n\
+         # Reviewers see the read-only tools.\n[profiles.review]\nservers = [\"everything\"]\n",
+        demo = switchboard_exe().to_string_lossy(),
+        everything = everything_server().to_string_lossy(),
+    );
+    let serve = ServeOptions::new(&config)
+        .ready(&["demo", "everything"])
+        .env_remove("SWITCHBOARD_LOG")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .start();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut node = Command::new("node");
+    node.arg("--test")
+        .arg("tests/ui/profiles.test.mjs")
+        .current_dir(&root)
+        .env("SWITCHBOARD_URL", serve.dashboard_link())
+        .env("SWITCHBOARD_SCREENSHOTS", root.join("artifacts/ui"))
+        .env("SWITCHBOARD_CONFIG", serve.config_path())
         .env("CHROMIUM", CHROMIUM);
     run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }

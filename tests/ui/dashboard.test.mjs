@@ -10,101 +10,40 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 
-import { chromium } from "playwright-core";
-
-/** Generous bound for an event that should come within milliseconds. */
-const EVENT_LIMIT_MS = 20_000;
+import {
+  assertNoPageErrors as sharedAssertNoPageErrors,
+  eventually,
+  openDashboard,
+  requiredEnv,
+  screenshots as takeScreenshots,
+} from "./browser.mjs";
 
 const DASHBOARD_URL = requiredEnv("SWITCHBOARD_URL");
 const SCREENSHOTS = requiredEnv("SWITCHBOARD_SCREENSHOTS");
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const BASE = new URL(DASHBOARD_URL).origin;
-
-function requiredEnv(name) {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set; run this through tests/it/ui.rs`);
-  return value;
-}
 
 /** @type {import("playwright-core").BrowserContext} */
 let context;
 /** @type {import("playwright-core").Page} */
 let page;
-let profile;
+let closeBrowser;
 /** Errors the page reported; every test ends with none. */
 const pageErrors = [];
 
 before(async () => {
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  profile = fs.mkdtempSync(path.join(os.tmpdir(), "switchboard-ui-chromium-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-    viewport: { width: 1024, height: 768 },
-    colorScheme: "light",
-    timeout: EVENT_LIMIT_MS,
-  });
-  context.setDefaultTimeout(EVENT_LIMIT_MS);
+  ({ context, page, close: closeBrowser } = await openDashboard(DASHBOARD_URL, pageErrors));
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() === "error") pageErrors.push(`console: ${message.text()}`);
-  });
-  // The link sets the session cookie and sends the browser on to the page itself.
-  const response = await page.goto(DASHBOARD_URL);
-  if ((await page.locator("#view").count()) === 0) {
-    const body = (await page.locator("body").textContent())?.trim();
-    throw new Error(`${page.url()} is not the dashboard (HTTP ${response?.status()}): ${body}`);
-  }
-  assert.equal(new URL(page.url()).search, "", "the token leaves the address bar");
 });
 
 after(async () => {
-  await context?.close();
-  if (profile) fs.rmSync(profile, { recursive: true, force: true });
+  await closeBrowser?.();
 });
 
-/** Fails with the page's errors since the last check, if any. */
 function assertNoPageErrors() {
-  // The browser reports every HTTP error answer on the console; the API's error answers (a
-  // crashed backend's 502, say) are expected, and the page shows them itself.
-  const real = pageErrors.filter((text) => !/Failed to load resource: the server responded with a status of/.test(text));
-  pageErrors.length = 0;
-  assert.deepEqual(real, [], "the page reported errors");
-}
-
-/**
- * Polls `check` until it returns a truthy value; fails naming `what` after EVENT_LIMIT_MS.
- * @template T
- * @param {string} what
- * @param {() => Promise<T> | T} check
- * @returns {Promise<T>}
- */
-async function eventually(what, check) {
-  const deadline = Date.now() + EVENT_LIMIT_MS;
-  let last;
-  for (;;) {
-    try {
-      last = await check();
-      if (last) return last;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${EVENT_LIMIT_MS} ms (last: ${last})`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  sharedAssertNoPageErrors(pageErrors);
 }
 
 /** Whether a process exists and is not a zombie. */
@@ -142,19 +81,9 @@ async function pidOf(name) {
   return pid;
 }
 
-/**
- * Saves the page as `<theme>-<name>.png`, in the light theme and then the dark one, with `focus`
- * (a locator) scrolled into view if given.
- */
+/** Screenshots of the page in both themes (see `browser.mjs`). */
 async function screenshots(name, focus) {
-  if (focus) await focus.scrollIntoViewIfNeeded();
-  for (const scheme of ["light", "dark"]) {
-    await page.emulateMedia({ colorScheme: scheme });
-    // Let the theme apply and any spinner settle before the picture is taken.
-    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${scheme}-${name}.png`) });
-  }
-  await page.emulateMedia({ colorScheme: "light" });
+  await takeScreenshots(page, SCREENSHOTS, name, focus);
 }
 
 test("the list shows both backends ready, with PIDs, tools and ticking uptime", async () => {
@@ -491,7 +420,7 @@ test("every control is reachable from the keyboard and focus is visible", async 
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement?.id), "skip-link");
   const seen = [];
-  for (let i = 0; i < 12; i += 1) {
+  for (let i = 0; i < 14; i += 1) {
     await page.keyboard.press("Tab");
     seen.push(await page.evaluate(() => {
       const element = document.activeElement;

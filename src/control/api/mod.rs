@@ -46,6 +46,7 @@
 mod backends;
 mod clients;
 mod events;
+mod profiles;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -66,6 +67,7 @@ use tokio_util::sync::CancellationToken;
 use self::backends::{backend_detail, call_tool, control_backend, list_backends};
 use self::clients::{clients, install_client};
 use self::events::events;
+use self::profiles::{profiles, switch};
 use super::token::ApiToken;
 use crate::control::reload::{ConfigState, Reloader};
 use crate::editors::Destination;
@@ -225,6 +227,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/backends/{name}/tools/{tool}/call", post(call_tool))
         .route("/api/config", get(config_state))
         .route("/api/profiles", get(profiles))
+        .route("/api/profiles/{profile}/switch", post(switch))
         .route("/api/config/reload", post(reload_config))
         .route("/api/clients", get(clients))
         .route("/api/clients/{editor}/install", post(install_client))
@@ -370,11 +373,6 @@ fn exchange_link(api: &ApiState, presented: &str) -> Response {
 async fn config_state(State(api): State<ApiState>) -> Response {
     let config = api.inner.config.borrow().clone();
     json_ok(&config)
-}
-
-/// Every profile with what its tool list costs a client (see [`crate::hub::budget`]).
-async fn profiles(State(api): State<ApiState>) -> Response {
-    json_ok(&api.inner.hub.budgets())
 }
 
 /// Reads the config file now and applies it if valid. An invalid or missing file is not an
