@@ -1,6 +1,7 @@
 //! How long the hub takes to build what `tools/list` answers for a profile: the merged catalog
 //! of 1,000 tools over 20 servers, named within a budget and filtered by the profile, then the
-//! answer itself. Prints numbers; asserts none.
+//! answer itself; and, for a profile in search mode, how long a search takes. Prints numbers;
+//! asserts none.
 //!
 //! `cargo bench --bench catalog`
 #![allow(clippy::print_stdout)]
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use serde_json::value::RawValue;
-use switchboard::config::{BackendConfig, DEFAULT_PROFILE, Pattern, Profile, Tier};
+use switchboard::config::{BackendConfig, DEFAULT_PROFILE, Discovery, Pattern, Profile, Tier};
 use switchboard::hub::catalog::{Source, merge};
 use switchboard::supervisor::status::Catalog;
 
@@ -85,7 +86,13 @@ fn main() {
         "{} tools over {SERVERS} servers, {RUNS} runs each: merge, names and the tools/list answer",
         SERVERS * TOOLS_PER_SERVER
     );
-    for profile in [Profile::everything(DEFAULT_PROFILE), filtered] {
+    let mut search = Profile::everything("search");
+    search.discovery = Discovery::Search;
+    for profile in [
+        Profile::everything(DEFAULT_PROFILE),
+        filtered,
+        search.clone(),
+    ] {
         let mut times = Vec::with_capacity(RUNS);
         let mut listed = 0;
         for _ in 0..RUNS {
@@ -104,4 +111,36 @@ fn main() {
             percentile(&times, 0.99).as_secs_f64() * 1000.0,
         );
     }
+    let merged = merge(&sources, &search);
+    let started = Instant::now();
+    let index = merged.search.as_ref().expect("search mode").index();
+    println!(
+        "search index of {} tools, built at the first search: {:.2} ms",
+        index.len(),
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    let queries = [
+        "read an item of the collection",
+        "search items recursively",
+        "delete the item at a path",
+        "list the items of server 7",
+        "write item 12",
+    ];
+    let mut times = Vec::with_capacity(RUNS * queries.len());
+    for _ in 0..RUNS {
+        for query in queries {
+            let started = Instant::now();
+            let hits = index.search(query, 5);
+            times.push(started.elapsed());
+            std::hint::black_box(hits);
+        }
+    }
+    times.sort();
+    println!(
+        "search over {} tools, {} queries: p50 {:.3} ms, p99 {:.3} ms (target under 1 ms)",
+        index.len(),
+        times.len(),
+        percentile(&times, 0.5).as_secs_f64() * 1000.0,
+        percentile(&times, 0.99).as_secs_f64() * 1000.0,
+    );
 }

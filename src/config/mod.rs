@@ -21,7 +21,8 @@ mod values;
 
 pub use glob::glob_match;
 pub use profile::{
-    DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern, Profile, Tier,
+    DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, Discovery, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern,
+    Profile, Tier,
 };
 
 #[cfg(test)]

@@ -29,6 +29,8 @@ const PROFILE_FIELDS: &[&str] = &[
     "exclude_tools",
     "tier",
     "max_name_length",
+    "discovery",
+    "always_listed",
 ];
 
 /// One profile: which servers and tools it offers, and how long their names may be.
@@ -45,6 +47,22 @@ pub struct Profile {
     pub tier: Tier,
     /// Longest exposed name of a tool or prompt.
     pub max_name_length: usize,
+    /// How editors find the profile's tools.
+    pub discovery: Discovery,
+    /// Glob patterns of tools listed in search mode too, and pinned for clients that load
+    /// tools lazily (`_meta["anthropic/alwaysLoad"]`).
+    pub always_listed: Vec<Pattern>,
+}
+
+/// How editors find a profile's tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Discovery {
+    /// `tools/list` lists every tool.
+    #[default]
+    List,
+    /// `tools/list` lists a tool that searches the profile's tools and one that calls them by
+    /// name, and the always-listed ones.
+    Search,
 }
 
 impl Profile {
@@ -57,6 +75,8 @@ impl Profile {
             exclude_tools: Vec::new(),
             tier: Tier::All,
             max_name_length: DEFAULT_NAME_BUDGET,
+            discovery: Discovery::List,
+            always_listed: Vec::new(),
         }
     }
 
@@ -166,6 +186,12 @@ impl Reader<'_, '_> {
                     profile.exclude_tools = self.patterns(value, &field).unwrap_or_default();
                 }
                 "tier" => profile.tier = self.tier(value, &field).unwrap_or_default(),
+                "discovery" => {
+                    profile.discovery = self.discovery(value, &field).unwrap_or_default();
+                }
+                "always_listed" => {
+                    profile.always_listed = self.patterns(value, &field).unwrap_or_default();
+                }
                 "max_name_length" => {
                     if let Some(length) = self.name_budget(value, &field) {
                         profile.max_name_length = length;
@@ -231,6 +257,22 @@ impl Reader<'_, '_> {
                         "unknown tier {text:?}; expected \"all\", \"read-only\" or \
                          \"non-destructive\""
                     ),
+                );
+                None
+            }
+        }
+    }
+
+    fn discovery(&mut self, node: &Node, field: &str) -> Option<Discovery> {
+        let text = self.string(node, field)?;
+        match text.as_str() {
+            "list" => Some(Discovery::List),
+            "search" => Some(Discovery::Search),
+            _ => {
+                self.reporter.error(
+                    node.offset,
+                    field,
+                    format!("unknown discovery {text:?}; expected \"list\" or \"search\""),
                 );
                 None
             }

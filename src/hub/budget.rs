@@ -162,10 +162,14 @@ pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> 
         .iter()
         .filter_map(|tool| {
             let name = serde_json::from_str::<Named<'_>>(tool.get()).ok()?.name;
-            let route = catalog.tools.get(&*name)?;
+            // Search mode's own two tools have no route: Switchboard answers them.
+            let (server, original) = match catalog.tools.get(&*name) {
+                Some(route) => (route.backend.to_string(), route.name.clone()),
+                None => ("switchboard".to_owned(), name.to_string()),
+            };
             Some(ToolCost {
-                server: route.backend.to_string(),
-                original: route.name.clone(),
+                server,
+                original,
                 name: name.into_owned(),
                 bytes: tool.get().len(),
                 tokens: tokens(tool.get().len()),

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::capabilities::ClientCapabilities;
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
+use super::discovery::{self, Intercepted};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
 use super::{HubInner, notification, response};
@@ -116,6 +117,17 @@ impl Session {
         params: Option<&RawValue>,
         reply: &mpsc::UnboundedSender<Vec<u8>>,
     ) -> Option<Result<String, ErrorObject>> {
+        let mut instead = None;
+        if method == "tools/call"
+            && let Some(params) = params
+        {
+            match discovery::intercept(&hub.catalog(self.profile()), params) {
+                Some(Intercepted::Answer(answer)) => return Some(answer),
+                Some(Intercepted::Call(params)) => instead = Some(params),
+                None => {}
+            }
+        }
+        let params = instead.as_deref().or(params);
         match self.route(hub, method, params) {
             Ok(routed) => {
                 self.start_call(hub, id, Call::new(method, params, routed), reply.clone());

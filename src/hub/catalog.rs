@@ -3,15 +3,17 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::discovery;
 use super::headers::{self, HeaderParam};
 use super::names::{self, Offered};
 use super::rewrite::{ObjectEntries, json_string};
-use crate::config::{BackendConfig, Pattern, Profile, Tier};
+use super::search::ToolIndex;
+use crate::config::{BackendConfig, Discovery, Pattern, Profile, Tier};
 use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
 
 /// Where an exposed tool or prompt goes.
@@ -52,9 +54,31 @@ pub struct MergedCatalog {
     pub unmatched: Vec<Pattern>,
     /// Tools of the profile's servers that its filters leave out, by the name it would give them.
     pub filtered_out: Vec<(String, Route)>,
+    /// In search mode: the index of the profile's tools and their definitions.
+    pub search: Option<Arc<Search>>,
     /// Exposed names of the tools that run only as a task (`execution.taskSupport` is
     /// `required`, MCP 2025-11-25).
     pub task_required: HashSet<String>,
+}
+
+/// What search mode answers from: every tool of the profile, ranked by [`ToolIndex`]. The index
+/// is built on the first search after each rebuild, so that a rebuild (and the lists it answers)
+/// stays as quick as in list mode.
+pub struct Search {
+    index: OnceLock<ToolIndex>,
+    /// Exposed name → the tool's definition as `tools/list` would send it.
+    pub definitions: HashMap<String, String>,
+}
+
+impl Search {
+    /// The index of the profile's tools, built now if no search has needed it yet.
+    pub fn index(&self) -> &ToolIndex {
+        self.index.get_or_init(|| {
+            ToolIndex::build(self.definitions.iter().filter_map(|(name, json)| {
+                Some((name.as_str(), serde_json::from_str::<&RawValue>(json).ok()?))
+            }))
+        })
+    }
 }
 
 /// Which lists differ between two catalogs.
@@ -269,8 +293,50 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     merged.prompts = prompts;
     merged.unlisted_tools = unlisted_tools;
     merged.unlisted_prompts = unlisted_prompts;
-    merged.tools_result = list_result("tools", tools_json.iter().map(String::as_str));
-    merged.prompts_result = list_result("prompts", prompts_json.iter().map(String::as_str));
+    // (exposed name, JSON, whether it is always listed)
+    let tools_json: Vec<(String, String, bool)> = tools_json
+        .into_iter()
+        .map(|(name, json)| {
+            let route = &merged.tools[&name];
+            let pinned = profile.always_listed.iter().any(|pattern| {
+                names::glob_match(&pattern.glob, &name)
+                    || names::glob_match(&pattern.glob, &route.name)
+            });
+            let json = if pinned {
+                discovery::pinned(&json)
+            } else {
+                json
+            };
+            (name, json, pinned)
+        })
+        .collect();
+    merged.tools_result = match profile.discovery {
+        Discovery::List => {
+            list_result("tools", tools_json.iter().map(|(_, json, _)| json.as_str()))
+        }
+        Discovery::Search => {
+            let meta = discovery::meta_tools(tools_json.len());
+            let listed = meta.iter().map(String::as_str).chain(
+                tools_json
+                    .iter()
+                    .filter(|(_, _, pinned)| *pinned)
+                    .map(|(_, json, _)| json.as_str()),
+            );
+            let result = list_result("tools", listed);
+            merged.search = Some(Arc::new(Search {
+                index: OnceLock::new(),
+                definitions: tools_json
+                    .into_iter()
+                    .map(|(name, json, _)| (name, json))
+                    .collect(),
+            }));
+            result
+        }
+    };
+    merged.prompts_result = list_result(
+        "prompts",
+        prompts_json.iter().map(|(_, json)| json.as_str()),
+    );
     merged.resources_result =
         list_result("resources", resource_items.iter().map(|item| item.get()));
     merged.templates_result = list_result(
@@ -320,14 +386,17 @@ struct Item<'a> {
     listed: bool,
 }
 
+/// What [`expose`] gives: the exposed name and JSON of each listed item, their routes, and the
+/// routes of the items not listed now.
+type Exposed = (
+    Vec<(String, String)>,
+    HashMap<String, Route>,
+    HashMap<String, Route>,
+);
+
 /// Renames items to their exposed names within `budget` (all together, so names do not depend on
-/// which backends are up), and keeps those `keep` admits; returns the JSON of the listed ones,
-/// their routes, and the routes of the others.
-fn expose(
-    items: &[Item<'_>],
-    budget: usize,
-    keep: impl Fn(&Item<'_>, &str) -> bool,
-) -> (Vec<String>, HashMap<String, Route>, HashMap<String, Route>) {
+/// which backends are up), and keeps those `keep` admits.
+fn expose(items: &[Item<'_>], budget: usize, keep: impl Fn(&Item<'_>, &str) -> bool) -> Exposed {
     let offered: Vec<Offered<'_>> = items
         .iter()
         .map(|item| Offered {
@@ -356,7 +425,7 @@ fn expose(
             continue;
         };
         entries.set("name", json_string(&exposed));
-        json.push(entries.to_json());
+        json.push((exposed.clone(), entries.to_json()));
         routes.insert(exposed, route);
     }
     (json, routes, unlisted)

@@ -16,6 +16,7 @@ mod interop_rmcp;
 mod profiles;
 mod reload;
 mod sdk_clients;
+mod search;
 mod security;
 mod serve;
 mod soak;

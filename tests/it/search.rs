@@ -1,0 +1,227 @@
+//! Search mode over a catalog of real servers from npm and PyPI (server-everything,
+//! server-filesystem, server-memory, mcp-server-time, mcp-server-git): a profile with
+//! `discovery = "search"` lists two tools of Switchboard's own; `search_tools` finds the right
+//! tool for what an editor would ask, and `call_tool` calls it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use switchboard::config::{BackendConfig, Discovery, Pattern, Profile};
+use switchboard::hub::{HubOptions, Inbound, Session};
+use switchboard::supervisor::spawn::GroupRegistry;
+use switchboard::supervisor::status::BackendState;
+
+use crate::support::*;
+
+fn python_server(name: &str, script: &str, args: Vec<String>) -> BackendConfig {
+    let exe = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/py/bin")
+        .join(script);
+    assert!(
+        exe.exists(),
+        "{} is missing: scripts/test installs it",
+        exe.display()
+    );
+    BackendConfig::new(name, exe.to_string_lossy(), args)
+}
+
+fn npm_server(name: &str, bin: &str, args: Vec<String>) -> BackendConfig {
+    BackendConfig::new(
+        name,
+        node_module(&format!(".bin/{bin}")).to_string_lossy(),
+        args,
+    )
+}
+
+async fn request(session: &Session, id: u64, method: &str, params: Value) -> Value {
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let Inbound::Request(mut reply) = session.receive(message.to_string().as_bytes()) else {
+        panic!("{method} is a request");
+    };
+    let mut last = Value::Null;
+    while let Some(message) = tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
+        .await
+        .expect("an answer in time")
+    {
+        last = serde_json::from_slice(&message).expect("JSON");
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_mode_finds_the_right_tool_among_real_servers_and_calls_it() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let repository = dir.path().join("repo");
+    std::fs::create_dir(&repository).expect("a folder");
+    let git = Command::new("git")
+        .args(["init", "--quiet"])
+        .current_dir(&repository)
+        .status()
+        .expect("git runs");
+    assert!(git.success());
+    let mut memory = npm_server("memory", "mcp-server-memory", Vec::new());
+    memory.env.insert(
+        "MEMORY_FILE_PATH".to_owned(),
+        dir.path()
+            .join("memory.jsonl")
+            .to_string_lossy()
+            .into_owned(),
+    );
+    let configs = vec![
+        everything("everything"),
+        npm_server(
+            "files",
+            "mcp-server-filesystem",
+            vec![dir.path().to_string_lossy().into_owned()],
+        ),
+        memory,
+        python_server("time", "mcp-server-time", Vec::new()),
+        python_server(
+            "git",
+            "mcp-server-git",
+            vec![
+                "--repository".to_owned(),
+                repository.to_string_lossy().into_owned(),
+            ],
+        ),
+    ];
+    let names: Vec<String> = configs.iter().map(|config| config.name.clone()).collect();
+    let mut search = Profile::everything("search");
+    search.discovery = Discovery::Search;
+    search.always_listed = vec![Pattern {
+        glob: "get_current_time".to_owned(),
+        line: 1,
+        column: 1,
+    }];
+    let (engine, hub) = switchboard::hub::start(
+        configs,
+        GroupRegistry::in_memory(),
+        HubOptions {
+            profiles: vec![search],
+            ..HubOptions::default()
+        },
+    );
+    for name in &names {
+        wait_state(
+            &engine.backend(name).expect("configured"),
+            BackendState::Ready,
+        )
+        .await;
+    }
+    let (session, _events) = hub.open_session_in("search").expect("a served profile");
+    // The catalogs are rebuilt just after servers become ready: wait until every server's tools
+    // are in (the default profile is built in the same rebuild as the search one).
+    eventually(
+        "every server's tools are catalogued",
+        EVENT_LIMIT,
+        || async {
+            let budgets = hub.budgets();
+            let catalogued: Vec<&str> = budgets[0]
+                .servers
+                .iter()
+                .map(|cost| cost.server.as_str())
+                .collect();
+            if catalogued.len() == names.len() {
+                Ok(())
+            } else {
+                Err(format!("{catalogued:?}"))
+            }
+        },
+    )
+    .await;
+    let listed = request(&session, 1, "tools/list", json!({})).await;
+    let tools: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(
+        tools,
+        ["search_tools", "call_tool", "time__get_current_time"],
+        "the two tools, and the one the profile always lists"
+    );
+    assert_eq!(
+        listed["result"]["tools"][2]["_meta"]["anthropic/alwaysLoad"],
+        true
+    );
+
+    // What an editor would ask, and the tool it should find first.
+    let cases = [
+        ("the current time in Tokyo", "time__get_current_time"),
+        ("convert a time between timezones", "time__convert_time"),
+        ("read the contents of a text file", "files__read_text_file"),
+        ("list the files in a directory", "files__list_directory"),
+        (
+            "commit the staged changes with a message",
+            "git__git_commit",
+        ),
+        ("show the working tree status", "git__git_status"),
+        (
+            "create new entities in the knowledge graph",
+            "memory__create_entities",
+        ),
+        ("echo a message back", "everything__echo"),
+        ("the sum of two numbers", "everything__get-sum"),
+        ("move or rename a file", "files__move_file"),
+    ];
+    let mut wrong = Vec::new();
+    for (id, (query, expected)) in (2..).zip(cases) {
+        let found = request(
+            &session,
+            id,
+            "tools/call",
+            json!({"name": "search_tools", "arguments": {"query": query, "limit": 3}}),
+        )
+        .await;
+        let hits = found["result"]["structuredContent"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{query}: {found}"));
+        let names: Vec<&str> = hits
+            .iter()
+            .filter_map(|tool| tool["name"].as_str())
+            .collect();
+        if names.first() != Some(&expected) {
+            wrong.push(format!("{query:?} found {names:?}, not {expected} first"));
+        }
+        assert!(
+            hits.iter().all(|tool| tool["inputSchema"].is_object()),
+            "definitions come whole"
+        );
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    let called = request(
+        &session,
+        100,
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}}),
+    )
+    .await;
+    assert!(
+        first_text(&called["result"]).contains("Asia/Tokyo"),
+        "call_tool reached the time server: {called}"
+    );
+    let direct = request(
+        &session,
+        101,
+        "tools/call",
+        json!({"name": "everything__echo", "arguments": {"message": "still callable by name"}}),
+    )
+    .await;
+    assert_eq!(
+        first_text(&direct["result"]),
+        "Echo: still callable by name"
+    );
+    let unknown = request(
+        &session,
+        102,
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "nobody__nothing"}}),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    hub.shutdown();
+    engine.shutdown().await;
+}
