@@ -15,6 +15,7 @@ pub mod rewrite;
 pub mod budget;
 mod call;
 mod capabilities;
+mod client_tasks;
 mod cold_start;
 mod discovery;
 mod headers;
@@ -121,6 +122,8 @@ struct HubInner {
     /// Session-era tasks whose questions wait for a 2026-07-28 editor, by exposed task id (see
     /// [`task_bridge`]).
     task_inputs: Mutex<HashMap<String, Arc<task_bridge::TaskInputs>>>,
+    /// Tasks Switchboard holds for session-era backends (see [`client_tasks`]).
+    client_tasks: Arc<client_tasks::ClientTasks>,
     next_id: AtomicU64,
     stop: CancellationToken,
     /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
@@ -147,6 +150,7 @@ impl Hub {
             parked: Mutex::new(HashMap::new()),
             listens: AtomicUsize::new(0),
             task_inputs: Mutex::new(HashMap::new()),
+            client_tasks: Arc::default(),
             next_id: AtomicU64::new(1),
             stop: CancellationToken::new(),
             unseen_changes: Mutex::new(engine.changes()),

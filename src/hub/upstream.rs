@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{MutexGuard, Weak};
+use std::sync::{Arc, MutexGuard, Weak};
 use std::time::Instant;
 
 use serde_json::value::RawValue;
@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::capabilities::ClientCapabilities;
+use super::client_tasks::{self, Answer, ClientTasks};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::Session;
 use super::{HubInner, notification};
@@ -31,6 +32,12 @@ pub(super) enum Asker {
     /// The hub, putting a 2026-07-28 backend's `input_required` question to an editor of the
     /// session era.
     Hub(oneshot::Sender<Result<Box<RawValue>, ErrorObject>>),
+    /// A task Switchboard holds for a backend of the session era (see [`client_tasks`]).
+    Task {
+        tasks: Arc<ClientTasks>,
+        backend: Arc<str>,
+        id: String,
+    },
 }
 
 impl Asker {
@@ -46,6 +53,7 @@ impl Asker {
             Asker::Hub(waiting) => {
                 let _ = waiting.send(outcome);
             }
+            Asker::Task { tasks, backend, id } => tasks.complete(&backend, &id, outcome),
         }
     }
 }
@@ -69,8 +77,9 @@ impl HubInner {
         }
     }
 
-    /// Sends `method` to `session` under an id of ours, on `related` (the stream of the call it
-    /// is for) when it is still open, else as a session event; `asker` gets the answer.
+    /// Sends `method` to `session` under an id of ours, which it returns, on `related` (the
+    /// stream of the call it is for) when it is still open, else as a session event; `asker`
+    /// gets the answer.
     fn forward(
         &self,
         session: &Session,
@@ -78,7 +87,7 @@ impl HubInner {
         method: &str,
         params: Option<&RawValue>,
         asker: Asker,
-    ) {
+    ) -> u64 {
         let our_id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut message = jsonrpc::request_line(&our_id.to_string(), method, params);
         message.pop();
@@ -92,6 +101,20 @@ impl HubInner {
         match related {
             Some(reply) if reply.send(message.clone()).is_ok() => {}
             _ => session.send_event(message),
+        }
+        our_id
+    }
+
+    /// Takes back the request `our_id` sent to an editor, whose asker no longer wants the
+    /// answer, and tells the editor (`notifications/cancelled`).
+    fn withdraw(&self, our_id: u64, reason: &str) {
+        let Some(pending) = self.lock_forwarded_requests().remove(&our_id) else {
+            return;
+        };
+        if let Some(session) = self.lock_sessions().get(&pending.session) {
+            let params = serde_json::json!({ "requestId": our_id, "reason": reason });
+            let params = serde_json::value::to_raw_value(&params).expect("JSON");
+            session.send_event(notification("notifications/cancelled", Some(&params)));
         }
     }
 
@@ -195,7 +218,7 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 Asker::Backend(request) => {
                     request.backend == note.backend && request.id.get() == request_id.get()
                 }
-                Asker::Hub(_) => false,
+                Asker::Hub(_) | Asker::Task { .. } => false,
             });
             let Some((our_id, pending)) = found else {
                 return;
@@ -351,16 +374,36 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
 }
 
 fn route_server_request(hub: &HubInner, request: ServerRequest) {
+    if client_tasks::TASK_METHODS.contains(&request.method.as_str()) {
+        answer_task_request(hub, request);
+        return;
+    }
     let (session, related) = match choose_session(hub, &request) {
         Ok(chosen) => chosen,
         Err(error) => {
-            tokio::spawn(async move {
-                let _ = request.connection.respond(&request.id, Err(&error)).await;
-            });
+            respond(request, Err(error));
             return;
         }
     };
     let (method, params) = (request.method.clone(), request.params.clone());
+    if let Some((task, params)) = task_of(&method, params.as_deref()) {
+        let (id, handle) = match hub.client_tasks.create(&request.backend, task) {
+            Ok(created) => created,
+            Err(error) => {
+                respond(request, Err(error));
+                return;
+            }
+        };
+        let asker = Asker::Task {
+            tasks: hub.client_tasks.clone(),
+            backend: request.backend.clone(),
+            id: id.clone(),
+        };
+        let our_id = hub.forward(&session, related.as_ref(), &method, Some(&params), asker);
+        hub.client_tasks.forwarded(&request.backend, &id, our_id);
+        respond(request, Ok(handle));
+        return;
+    }
     hub.forward(
         &session,
         related.as_ref(),
@@ -368,4 +411,55 @@ fn route_server_request(hub: &HubInner, request: ServerRequest) {
         params.as_deref(),
         Asker::Backend(request),
     );
+}
+
+/// Answers a backend's request on its connection.
+fn respond(request: ServerRequest, outcome: Result<Box<RawValue>, ErrorObject>) {
+    tokio::spawn(async move {
+        let outcome = outcome.as_deref();
+        let _ = request.connection.respond(&request.id, outcome).await;
+    });
+}
+
+/// For a request a backend asks Switchboard to run as a task: the ttl it asked for, and the
+/// params without the `task`. `None` for any other request.
+fn task_of(method: &str, params: Option<&RawValue>) -> Option<(Option<u64>, Box<RawValue>)> {
+    if !client_tasks::TASK_REQUESTS.contains(&method) {
+        return None;
+    }
+    let mut params = ObjectEntries::parse(params?.get()).ok()?;
+    let task = params.get("task")?.to_owned();
+    params.remove("task");
+    let ttl = ObjectEntries::parse(task.get())
+        .ok()
+        .and_then(|task| task.get("ttl").and_then(|ttl| ttl.get().parse().ok()));
+    Some((ttl, params.into_raw()))
+}
+
+/// Answers a backend's `tasks/*` about the tasks Switchboard holds for it.
+fn answer_task_request(hub: &HubInner, request: ServerRequest) {
+    let cancelled = |our_id| hub.withdraw(our_id, "the server cancelled its task");
+    match hub.client_tasks.answer(
+        &request.backend,
+        &request.method,
+        request.params.as_deref(),
+        cancelled,
+    ) {
+        Answer::Now(answer) => respond(
+            request,
+            answer.map(|answer| RawValue::from_string(answer).expect("JSON")),
+        ),
+        Answer::Wait(wait) => {
+            tokio::spawn(async move {
+                let answer = wait
+                    .result()
+                    .await
+                    .map(|answer| RawValue::from_string(answer).expect("JSON"));
+                let _ = request
+                    .connection
+                    .respond(&request.id, answer.as_deref())
+                    .await;
+            });
+        }
+    }
 }

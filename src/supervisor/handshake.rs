@@ -391,11 +391,20 @@ fn client_capabilities(era: Era) -> serde_json::Value {
         // Roots have no change notification in the stateless era.
         Era::Modern => serde_json::json!({}),
     };
-    serde_json::json!({
+    let mut capabilities = serde_json::json!({
         "sampling": { "context": {}, "tools": {} },
         "elicitation": { "form": {}, "url": {} },
         "roots": roots,
-    })
+    });
+    // Switchboard holds the tasks a session-era server asks it to run (`hub/client_tasks.rs`).
+    if era == Era::Legacy {
+        capabilities["tasks"] = serde_json::json!({
+            "list": {},
+            "cancel": {},
+            "requests": { "sampling": { "createMessage": {} }, "elicitation": { "create": {} } },
+        });
+    }
+    capabilities
 }
 
 fn client_info() -> serde_json::Value {

@@ -1257,3 +1257,83 @@ async fn a_profile_change_tells_only_the_sessions_it_affects() {
     assert_eq!(gone["result"]["tools"], json!([]), "{gone}");
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn switchboard_holds_the_tasks_a_server_asks_it_to_run_and_the_editor_answers_them() {
+    let hub = hub(vec![everything("everything")]);
+    ready(&hub, "everything").await;
+    let (editor, _) = initialized(&hub, json!({"sampling": {}, "elicitation": {}})).await;
+    let tools = listed_tools(&request(&editor, json!(1), "tools/list", json!({})).await);
+    assert!(
+        tools.contains(&"everything__trigger-sampling-request-async".to_owned()),
+        "the server offers its task tools, as Switchboard declares tasks: {tools:?}"
+    );
+
+    // The server sends sampling with a task; Switchboard answers the handle, asks the editor,
+    // and the server polls until the editor's answer is the task's result.
+    let (asked, mut rest) = start_call(
+        &editor,
+        2,
+        "everything__trigger-sampling-request-async",
+        json!({"prompt": "hi", "maxTokens": 5}),
+    )
+    .await;
+    assert_eq!(asked["method"], "sampling/createMessage", "{asked}");
+    assert!(
+        asked["params"]["task"].is_null(),
+        "the editor is not asked to hold a task: {asked}"
+    );
+    let sampled = json!({
+        "jsonrpc": "2.0", "id": asked["id"],
+        "result": {"role": "assistant", "content": {"type": "text", "text": "a sampled answer"}, "model": "m"},
+    });
+    assert!(matches!(
+        editor.receive(sampled.to_string().as_bytes()),
+        Inbound::Accepted
+    ));
+    let result = next_message(&mut rest).await;
+    let text = first_text(&result["result"]);
+    assert!(
+        text.starts_with("[COMPLETED] Async sampling completed!"),
+        "{text}"
+    );
+    assert!(
+        text.contains("a sampled answer"),
+        "the editor's answer is the result: {text}"
+    );
+    assert!(text.contains("Task created"), "{text}");
+
+    // The same with elicitation, and an editor that declines.
+    let (asked, mut rest) = start_call(
+        &editor,
+        3,
+        "everything__trigger-elicitation-request-async",
+        json!({}),
+    )
+    .await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let declined = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}});
+    drop(editor.receive(declined.to_string().as_bytes()));
+    let result = next_message(&mut rest).await;
+    let text = result["result"]["content"].to_string();
+    assert!(text.contains("[DECLINED]"), "{text}");
+    assert!(
+        !text.contains("[SYNC]"),
+        "a task, not an answer at once: {text}"
+    );
+
+    // An editor that cannot sample: the server learns at once, and no task is made.
+    let (mute, _) = initialized(&hub, json!({})).await;
+    let answer = request(
+        &mute,
+        json!(4),
+        "tools/call",
+        json!({"name": "everything__trigger-sampling-request-async", "arguments": {"prompt": "x"}}),
+    )
+    .await;
+    assert!(
+        answer.to_string().contains("does not support sampling"),
+        "the server reports the refusal: {answer}"
+    );
+    hub.shutdown().await;
+}

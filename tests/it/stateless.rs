@@ -1228,3 +1228,39 @@ async fn a_session_era_servers_task_reaches_a_2026_client_in_the_extensions_shap
         state.last()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_a_session_era_server_asks_switchboard_to_run_is_answered_by_a_2026_client() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let tool = "everything__trigger-sampling-request-async";
+    let sampling = json!({"sampling": {}});
+    let arguments = json!({"prompt": "hi", "maxTokens": 5});
+
+    // The server's task-augmented sampling reaches the client as input_required, like any
+    // question; its retry completes the task Switchboard holds, and the server's polling ends.
+    let first = post(
+        &serve,
+        &call(1, tool, arguments.clone(), sampling.clone()),
+        &[],
+    )
+    .await;
+    let result = &first.last()["result"];
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let (key, asked) = only_question(result);
+    assert_eq!(asked["method"], "sampling/createMessage");
+    assert!(asked["params"]["task"].is_null(), "{asked}");
+    let mut retry = call(2, tool, arguments, sampling);
+    retry["params"]["requestState"] = result["requestState"].clone();
+    retry["params"]["inputResponses"] = json!({
+        key: {"role": "assistant", "content": {"type": "text", "text": "sampled for 2026"}, "model": "m"},
+    });
+    let resumed = post(&serve, &retry, &[]).await;
+    let result = &resumed.last()["result"];
+    assert_eq!(result["resultType"], "complete", "{}", resumed.last());
+    let text = first_text(result);
+    assert!(
+        text.starts_with("[COMPLETED] Async sampling completed!"),
+        "{text}"
+    );
+    assert!(text.contains("sampled for 2026"), "{text}");
+}
