@@ -67,6 +67,9 @@ enum Command {
         /// Switchboard's config file, whose [endpoint] the editor is given.
         #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
+        /// Give the editor this profile ([profiles.NAME]): `/mcp/NAME`, or `connect --profile`.
+        #[arg(long)]
+        profile: Option<String>,
     },
     /// Attach an editor's stdio to the running Switchboard (starting one if none runs).
     Connect {
@@ -106,7 +109,8 @@ fn main() -> ExitCode {
             to,
             dry_run,
             config,
-        } => install(editor, to, dry_run, config),
+            profile,
+        } => install(editor, to, dry_run, config, profile),
         Command::Connect { config, profile } => connect(config, profile),
         Command::Reload => single_thread_runtime().block_on(reload()),
         Command::DemoServer => runtime()
@@ -317,10 +321,14 @@ fn install(
     to: Option<PathBuf>,
     dry_run: bool,
     config_path: Option<PathBuf>,
+    profile: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
-    let destination = editors::Destination::for_config_file(&config_path, exe)?;
+    let mut destination = editors::Destination::for_config_file(&config_path, exe)?;
+    if let Some(profile) = &profile {
+        destination = destination.for_profile(profile)?;
+    }
     let report = editors::install(editors::InstallRequest {
         editor,
         to: to.as_deref(),

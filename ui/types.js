@@ -243,6 +243,7 @@
  * @property {"stdio" | "http"} transport
  * @property {string} config_path_hint
  * @property {string} snippet
+ * @property {boolean} detected whether the editor's config file or folder exists on this machine
  */
 
 /**

@@ -756,6 +756,11 @@ fn warn_shared_prefixes(
     }
 }
 
+/// Whether `name` can name a profile (`[profiles.NAME]`, `/mcp/NAME`): as a server's name.
+pub fn is_valid_profile_name(name: &str) -> bool {
+    is_valid_server_name(name)
+}
+
 pub(super) fn is_valid_server_name(name: &str) -> bool {
     is_valid_identifier(name, MAX_SERVER_NAME_LEN)
 }

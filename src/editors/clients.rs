@@ -18,11 +18,12 @@ pub struct ClientSetup {
     pub config_path_hint: String,
     /// JSON to merge into that file.
     pub snippet: String,
+    /// Whether the editor seems installed here (its config file or folder exists).
+    pub detected: bool,
 }
 
-/// The setups of Claude Desktop (stdio through `switchboard connect`), Cursor, VS Code (what
-/// `switchboard install` writes for them) and Zed (a snippet only: Switchboard does not edit
-/// Zed's settings), all reaching `destination`.
+/// The setups of every editor Switchboard knows (what `switchboard install` writes for each),
+/// all reaching `destination`, and whether each seems installed here.
 pub fn client_setups(destination: &Destination) -> Vec<ClientSetup> {
     let dirs = directories::BaseDirs::new();
     let place = |path: &dyn Fn(&Path, &Path) -> std::path::PathBuf, how: &str| {
@@ -34,7 +35,7 @@ pub fn client_setups(destination: &Destination) -> Vec<ClientSetup> {
         };
         format!("{shown} ({how})")
     };
-    let mut setups: Vec<ClientSetup> = Editor::ALL
+    Editor::ALL
         .into_iter()
         .map(|editor| ClientSetup {
             id: editor.client_id(),
@@ -47,27 +48,9 @@ pub fn client_setups(destination: &Destination) -> Vec<ClientSetup> {
             snippet: pretty(json!({
                 editor.servers_key(): { ENTRY_NAME: editor.switchboard_entry(destination) }
             })),
+            detected: editor.detected(),
         })
-        .collect();
-    setups.push(ClientSetup {
-        id: "zed",
-        title: "Zed",
-        transport: "http",
-        config_path_hint: place(&zed_settings_path, "zed: open settings file"),
-        snippet: pretty(json!({
-            "context_servers": { ENTRY_NAME: destination.http_entry(None) }
-        })),
-    });
-    setups
-}
-
-/// Zed's settings file: `~/.config/zed` on Linux and macOS, `%APPDATA%\Zed` on Windows.
-fn zed_settings_path(home: &Path, config_dir: &Path) -> std::path::PathBuf {
-    if cfg!(windows) {
-        config_dir.join("Zed").join("settings.json")
-    } else {
-        home.join(".config").join("zed").join("settings.json")
-    }
+        .collect()
 }
 
 /// `path` with the home folder written `~` where that is how people write it.
@@ -94,10 +77,22 @@ mod tests {
             exe: PathBuf::from("/opt/switchboard/bin/switchboard"),
             url: "http://127.0.0.1:8765/mcp".to_owned(),
             token: None,
+            profile: None,
         };
         let setups = client_setups(&destination);
         let ids: Vec<&str> = setups.iter().map(|setup| setup.id).collect();
-        assert_eq!(ids, ["claude-desktop", "cursor", "vscode", "zed"]);
+        assert_eq!(
+            ids,
+            [
+                "claude-desktop",
+                "claude-code",
+                "cursor",
+                "vscode",
+                "zed",
+                "windsurf",
+                "gemini-cli"
+            ]
+        );
         let hint = |id: &str| {
             let setup = setups.iter().find(|setup| setup.id == id).expect("listed");
             setup.config_path_hint.clone()
@@ -106,11 +101,16 @@ mod tests {
         assert!(hint("cursor").contains(".cursor/mcp.json"));
         assert!(hint("vscode").contains("mcp.json"));
         assert!(hint("zed").contains("zed/settings.json"));
-        let zed: Value = serde_json::from_str(&setups[3].snippet).expect("JSON");
-        assert_eq!(
-            zed["context_servers"][ENTRY_NAME]["url"],
-            "http://127.0.0.1:8765/mcp"
-        );
+        assert!(hint("claude-code").contains(".claude.json"));
+        assert!(hint("windsurf").contains(".codeium/windsurf/mcp_config.json"));
+        assert!(hint("gemini-cli").contains(".gemini/settings.json"));
+        let snippet =
+            |index: usize| -> Value { serde_json::from_str(&setups[index].snippet).expect("JSON") };
+        let url = "http://127.0.0.1:8765/mcp";
+        assert_eq!(snippet(4)["context_servers"][ENTRY_NAME]["url"], url);
+        assert_eq!(snippet(1)["mcpServers"][ENTRY_NAME]["type"], "http");
+        assert_eq!(snippet(5)["mcpServers"][ENTRY_NAME]["serverUrl"], url);
+        assert_eq!(snippet(6)["mcpServers"][ENTRY_NAME]["httpUrl"], url);
     }
 
     #[test]

@@ -163,6 +163,7 @@ mod tests {
             exe: PathBuf::from("/opt/sb/switchboard"),
             url: "http://127.0.0.1:8765/mcp".to_owned(),
             token: token.map(str::to_owned),
+            profile: None,
         }
     }
 

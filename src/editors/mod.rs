@@ -1,5 +1,5 @@
-//! The MCP configs of the editors Switchboard knows: where Claude Desktop, Cursor and VS Code
-//! keep them, [`import`] of their servers into our config, and [`install`] of the entry that
+//! The MCP configs of the editors Switchboard knows: where Claude Desktop, Claude Code, Cursor,
+//! VS Code, Zed, Windsurf and Gemini CLI keep them, [`import`] of their servers into our config, and [`install`] of the entry that
 //! points an editor at Switchboard.
 //!
 //! Editors' files are JSON with comments and trailing commas (JSONC), sometimes with a byte order
@@ -42,10 +42,29 @@ pub enum Editor {
     /// VS Code: the user `mcp.json`.
     #[value(name = "vscode")]
     VsCode,
+    /// Claude Code: `~/.claude.json` (user scope), or a project's `.mcp.json` with --from/--to;
+    /// `mcpServers` entries with a `type`.
+    #[value(name = "claude-code")]
+    ClaudeCode,
+    /// Zed: `settings.json`, `context_servers` (`command`/`args`/`env`, or `url`/`headers`).
+    Zed,
+    /// Windsurf: `~/.codeium/windsurf/mcp_config.json`; a remote server's URL is `serverUrl`.
+    Windsurf,
+    /// Gemini CLI: `~/.gemini/settings.json`; a Streamable HTTP server's URL is `httpUrl`.
+    #[value(name = "gemini")]
+    Gemini,
 }
 
 impl Editor {
-    pub const ALL: [Editor; 3] = [Editor::Claude, Editor::Cursor, Editor::VsCode];
+    pub const ALL: [Editor; 7] = [
+        Editor::Claude,
+        Editor::ClaudeCode,
+        Editor::Cursor,
+        Editor::VsCode,
+        Editor::Zed,
+        Editor::Windsurf,
+        Editor::Gemini,
+    ];
 
     /// The editor's name as people know it.
     pub fn title(self) -> &'static str {
@@ -53,6 +72,10 @@ impl Editor {
             Editor::Claude => "Claude Desktop",
             Editor::Cursor => "Cursor",
             Editor::VsCode => "VS Code",
+            Editor::ClaudeCode => "Claude Code",
+            Editor::Zed => "Zed",
+            Editor::Windsurf => "Windsurf",
+            Editor::Gemini => "Gemini CLI",
         }
     }
 
@@ -62,6 +85,10 @@ impl Editor {
             Editor::Claude => "claude-desktop",
             Editor::Cursor => "cursor",
             Editor::VsCode => "vscode",
+            Editor::ClaudeCode => "claude-code",
+            Editor::Zed => "zed",
+            Editor::Windsurf => "windsurf",
+            Editor::Gemini => "gemini-cli",
         }
     }
 
@@ -74,8 +101,13 @@ impl Editor {
     /// The key of the file's top-level object that maps server names to servers.
     pub fn servers_key(self) -> &'static str {
         match self {
-            Editor::Claude | Editor::Cursor => "mcpServers",
+            Editor::Claude
+            | Editor::Cursor
+            | Editor::ClaudeCode
+            | Editor::Windsurf
+            | Editor::Gemini => "mcpServers",
             Editor::VsCode => "servers",
+            Editor::Zed => "context_servers",
         }
     }
 
@@ -100,7 +132,28 @@ impl Editor {
             Editor::Claude => config_dir.join("Claude").join("claude_desktop_config.json"),
             Editor::Cursor => home.join(".cursor").join("mcp.json"),
             Editor::VsCode => config_dir.join("Code").join("User").join("mcp.json"),
+            Editor::ClaudeCode => home.join(".claude.json"),
+            // Zed keeps its settings under ~/.config on macOS too, and in %APPDATA%\Zed on
+            // Windows.
+            Editor::Zed if cfg!(windows) => config_dir.join("Zed").join("settings.json"),
+            Editor::Zed => home.join(".config").join("zed").join("settings.json"),
+            Editor::Windsurf => home
+                .join(".codeium")
+                .join("windsurf")
+                .join("mcp_config.json"),
+            Editor::Gemini => home.join(".gemini").join("settings.json"),
         }
+    }
+
+    /// Whether the editor seems installed here: its config file, or the folder it keeps it in,
+    /// exists.
+    pub fn detected(self) -> bool {
+        self.config_path().is_ok_and(|path| {
+            path.exists()
+                || path
+                    .parent()
+                    .is_some_and(|dir| dir != Path::new("") && dir.is_dir() && !is_home(dir))
+        })
     }
 
     /// How an editor reaches Switchboard: Claude Desktop launches `switchboard connect` (stdio),
@@ -108,7 +161,7 @@ impl Editor {
     pub fn transport(self) -> &'static str {
         match self {
             Editor::Claude => "stdio",
-            Editor::Cursor | Editor::VsCode => "http",
+            _ => "http",
         }
     }
 
@@ -118,6 +171,10 @@ impl Editor {
             Editor::Claude => "Settings → Developer → Edit Config",
             Editor::Cursor => "or .cursor/mcp.json in a project",
             Editor::VsCode => "MCP: Open User Configuration; or .vscode/mcp.json in a workspace",
+            Editor::ClaudeCode => "or .mcp.json in a project; `claude mcp list` shows them",
+            Editor::Zed => "zed: open settings file",
+            Editor::Windsurf => "Windsurf Settings → Cascade → MCP servers",
+            Editor::Gemini => "or .gemini/settings.json in a project",
         }
     }
 
@@ -125,8 +182,12 @@ impl Editor {
     /// Claude Desktop passes values on as written.
     fn expands_references(self) -> bool {
         match self {
-            Editor::Claude => false,
-            Editor::Cursor | Editor::VsCode => true,
+            Editor::Claude | Editor::Zed => false,
+            Editor::Cursor
+            | Editor::VsCode
+            | Editor::ClaudeCode
+            | Editor::Windsurf
+            | Editor::Gemini => true,
         }
     }
 
@@ -135,8 +196,10 @@ impl Editor {
     pub fn switchboard_entry(self, endpoint: &Destination) -> Value {
         match self {
             Editor::Claude => endpoint.stdio_entry(),
-            Editor::Cursor => endpoint.http_entry(None),
-            Editor::VsCode => endpoint.http_entry(Some("http")),
+            Editor::Cursor | Editor::Zed => endpoint.http_entry(None, "url"),
+            Editor::VsCode | Editor::ClaudeCode => endpoint.http_entry(Some("http"), "url"),
+            Editor::Windsurf => endpoint.http_entry(None, "serverUrl"),
+            Editor::Gemini => endpoint.http_entry(None, "httpUrl"),
         }
     }
 }
@@ -150,6 +213,9 @@ pub struct Destination {
     pub url: String,
     /// `/mcp`'s bearer token, when the config sets one.
     pub token: Option<String>,
+    /// The profile the editor is given (see `[profiles.NAME]`): `url` is then `/mcp/NAME`, and
+    /// stdio editors launch `switchboard connect --profile NAME`.
+    pub profile: Option<String>,
 }
 
 impl Destination {
@@ -186,21 +252,38 @@ impl Destination {
                 crate::transport::http::MCP_PATH
             ),
             token: endpoint.token.clone(),
+            profile: None,
         }
     }
 
-    /// `{"command": <exe>, "args": ["connect"]}`.
-    pub fn stdio_entry(&self) -> Value {
-        json!({ "command": self.exe.to_string_lossy(), "args": ["connect"] })
+    /// The same endpoint for the profile `profile`, whose name must be one a profile can have.
+    pub fn for_profile(mut self, profile: &str) -> Result<Destination, EditorError> {
+        if !crate::config::is_valid_profile_name(profile) {
+            return Err(EditorError::BadProfile {
+                profile: profile.to_owned(),
+            });
+        }
+        self.url = format!("{}/{profile}", self.url);
+        self.profile = Some(profile.to_owned());
+        Ok(self)
     }
 
-    /// `{"type": kind, "url": …}`, with an `Authorization` header when there is a token.
-    pub fn http_entry(&self, kind: Option<&str>) -> Value {
+    /// `{"command": <exe>, "args": ["connect"]}` (with `--profile NAME` for a profile).
+    pub fn stdio_entry(&self) -> Value {
+        let mut args = vec!["connect".to_owned()];
+        if let Some(profile) = &self.profile {
+            args.extend(["--profile".to_owned(), profile.clone()]);
+        }
+        json!({ "command": self.exe.to_string_lossy(), "args": args })
+    }
+
+    /// `{"type": kind, url_key: …}`, with an `Authorization` header when there is a token.
+    pub fn http_entry(&self, kind: Option<&str>, url_key: &str) -> Value {
         let mut entry = json!({});
         if let Some(kind) = kind {
             entry["type"] = json!(kind);
         }
-        entry["url"] = json!(self.url);
+        entry[url_key] = json!(self.url);
         if let Some(token) = &self.token {
             entry["headers"] = json!({ "Authorization": format!("Bearer {token}") });
         }
@@ -242,6 +325,16 @@ pub enum EditorError {
         path.display()
     )]
     EndpointInvalid { path: PathBuf },
+    #[error(
+        "{profile:?} cannot be a profile's name: use ASCII letters, digits, `_` or `-`, as in \
+         [profiles.NAME]"
+    )]
+    BadProfile { profile: String },
+}
+
+/// Whether `dir` is the home folder itself, which every editor's folder test would find.
+fn is_home(dir: &Path) -> bool {
+    directories::BaseDirs::new().is_some_and(|dirs| dirs.home_dir() == dir)
 }
 
 fn at_position(position: Option<(usize, usize)>) -> String {
@@ -267,8 +360,12 @@ mod tests {
             paths,
             [
                 PathBuf::from("/home/ada/.config/Claude/claude_desktop_config.json"),
+                PathBuf::from("/home/ada/.claude.json"),
                 PathBuf::from("/home/ada/.cursor/mcp.json"),
                 PathBuf::from("/home/ada/.config/Code/User/mcp.json"),
+                PathBuf::from("/home/ada/.config/zed/settings.json"),
+                PathBuf::from("/home/ada/.codeium/windsurf/mcp_config.json"),
+                PathBuf::from("/home/ada/.gemini/settings.json"),
             ]
         );
         let mac = Path::new("/Users/ada/Library/Application Support");
@@ -283,7 +380,7 @@ mod tests {
         for editor in Editor::ALL {
             assert_eq!(Editor::from_client_id(editor.client_id()), Some(editor));
         }
-        assert_eq!(Editor::from_client_id("zed"), None);
+        assert_eq!(Editor::from_client_id("emacs"), None);
         assert_eq!(Editor::from_client_id("claude"), None);
     }
 
@@ -293,6 +390,7 @@ mod tests {
             exe: PathBuf::from("/opt/switchboard"),
             url: "http://127.0.0.1:9000/mcp".to_owned(),
             token: Some("s3cret".to_owned()),
+            profile: None,
         };
         let text = |entry: Value| serde_json::to_string(&entry).expect("JSON");
         assert_eq!(
@@ -300,7 +398,7 @@ mod tests {
             r#"{"command":"/opt/switchboard","args":["connect"]}"#
         );
         assert_eq!(
-            text(endpoint.http_entry(Some("http"))),
+            text(endpoint.http_entry(Some("http"), "url")),
             r#"{"type":"http","url":"http://127.0.0.1:9000/mcp","headers":{"Authorization":"Bearer s3cret"}}"#
         );
     }

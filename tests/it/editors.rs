@@ -1,5 +1,5 @@
-//! `switchboard import` and `switchboard install` against sample configs of Claude Desktop, Cursor
-//! and VS Code (`tests/fixtures/editors/`: comments, trailing commas, unknown keys, a UTF-8 byte
+//! `switchboard import` and `switchboard install` against sample configs of Claude Desktop, Claude
+//! Code, Cursor, VS Code, Zed, Windsurf and Gemini CLI (`tests/fixtures/editors/`: comments, trailing commas, unknown keys, a UTF-8 byte
 //! order mark, UTF-16, CRLF, remote servers, entries pointing at Switchboard, duplicates). The real
 //! binary runs with its home folder (`HOME`, `XDG_CONFIG_HOME`, `APPDATA`) in a temporary folder,
 //! so editors' files are found where the editors keep them, and nothing outside is touched.
@@ -568,4 +568,113 @@ fn install_gives_cursor_and_vscode_our_url_and_token() {
         "{error}"
     );
     assert_eq!(read(&cursor_file), before);
+}
+
+#[test]
+fn claude_code_zed_windsurf_and_gemini_are_imported_from_and_installed_into_in_place() {
+    let home = Home::new();
+    let config_path = home.path("config.toml");
+    std::fs::write(&config_path, "[endpoint]\nlisten = \"127.0.0.1:18766\"\n").expect("write");
+    let url = "http://127.0.0.1:18766/mcp";
+    // (editor, sample, where the editor keeps it, its stdio server, its remote one, the key
+    // and URL of the entry install writes)
+    let editors = [
+        (
+            "claude-code",
+            "claude.json",
+            ".claude.json",
+            "git",
+            "docs",
+            "url",
+            format!("{url}/review"),
+        ),
+        (
+            "zed",
+            "zed-settings.json",
+            ".config/zed/settings.json",
+            "fetch",
+            "linear",
+            "url",
+            url.to_owned(),
+        ),
+        (
+            "windsurf",
+            "windsurf-mcp_config.json",
+            ".codeium/windsurf/mcp_config.json",
+            "memory",
+            "remote",
+            "serverUrl",
+            url.to_owned(),
+        ),
+        (
+            "gemini",
+            "gemini-settings.json",
+            ".gemini/settings.json",
+            "time",
+            "search",
+            "httpUrl",
+            url.to_owned(),
+        ),
+    ];
+    for (editor, sample, place, stdio, remote, key, entry_url) in editors {
+        let (file, original) = home.place(sample, place);
+        let original = String::from_utf8(original).expect("UTF-8");
+        let report = home.succeed(&["import", editor, "--config", arg(&config_path)], &[]);
+        assert!(
+            report.contains(&format!("{stdio}: added")),
+            "{editor}: {report}"
+        );
+        assert!(
+            report.contains(&format!("{remote}: skipped")),
+            "{editor}: {report}"
+        );
+        assert!(
+            read(&config_path).contains(&format!("[servers.{stdio}]")),
+            "{editor}"
+        );
+
+        let mut args = vec!["install", editor, "--config", arg(&config_path)];
+        if editor == "claude-code" {
+            args.extend(["--profile", "review"]);
+        }
+        home.succeed(&args, &[]);
+        let written = read(&file);
+        let entry_start = written
+            .find("\"switchboard\"")
+            .unwrap_or_else(|| panic!("{editor}: {written}"));
+        let entry = &written[entry_start..];
+        assert!(
+            entry.contains(&format!("\"{key}\": \"{entry_url}\"")),
+            "{editor} gets its own shape: {written}"
+        );
+        // Every line of the editor's file is still there, comments included.
+        for line in original.lines().filter(|line| !line.trim().is_empty()) {
+            let line = line.trim().trim_end_matches(',');
+            assert!(written.contains(line), "{editor} lost {line:?}: {written}");
+        }
+        let backups: Vec<String> = names_in(file.parent().expect("a folder"))
+            .into_iter()
+            .filter(|name| name.contains("switchboard-backup"))
+            .collect();
+        assert_eq!(backups.len(), 1, "{editor}: {backups:?}");
+        // A second install changes nothing, and makes no second backup.
+        let again = home.succeed(&args, &[]);
+        assert!(again.contains("already"), "{editor}: {again}");
+        assert_eq!(read(&file), written, "{editor}");
+        // What Switchboard imported it does not import again, nor the entry pointing at it.
+        let second = home.succeed(&["import", editor, "--config", arg(&config_path)], &[]);
+        assert!(!second.contains(": added"), "{editor}: {second}");
+    }
+    let refused = home.fail(
+        &[
+            "install",
+            "zed",
+            "--profile",
+            "no/such",
+            "--config",
+            arg(&config_path),
+        ],
+        &[],
+    );
+    assert!(refused.contains("cannot be a profile's name"), "{refused}");
 }

@@ -491,8 +491,19 @@ test("Install writes an editor's config in serve's home, once, and says why when
   await page.locator('.toast[role="alert"]', { hasText: "Could not install into Claude Desktop" }).waitFor();
   assert.equal(fs.readFileSync(claudeFile, "utf8"), '{ "mcpServers": { ');
   assert.deepEqual(fs.readdirSync(path.dirname(claudeFile)), ["claude_desktop_config.json"]);
-  // Zed's settings are not Switchboard's to edit: it gets the snippet only.
-  assert.equal(await page.locator('.client-card[data-client="zed"] .client-install').count(), 0);
   await page.locator('.toast[role="alert"]').getByRole("button", { name: "Dismiss" }).click();
+
+  // Zed keeps its servers in its settings, under context_servers; nothing else there changes.
+  const zedFile = path.join(home, ".config", "zed", "settings.json");
+  fs.mkdirSync(path.dirname(zedFile), { recursive: true });
+  fs.writeFileSync(zedFile, '{\n  // my theme\n  "theme": "One Dark"\n}\n');
+  await page.reload();
+  const zed = page.locator('.client-card[data-client="zed"]');
+  await zed.locator('[data-testid="detected"]').waitFor();
+  await zed.getByRole("button", { name: "Install into Zed" }).click();
+  await eventually("Zed's settings to name Switchboard", () => fs.readFileSync(zedFile, "utf8").includes("context_servers"));
+  const zedText = fs.readFileSync(zedFile, "utf8");
+  assert.match(zedText, /\/\/ my theme\n  "theme": "One Dark"/, "the rest of the file stays");
+  assert.match(zedText, /"switchboard": \{\s*"url": "http:\/\/127\.0\.0\.1:\d+\/mcp"/);
   assertNoPageErrors();
 });

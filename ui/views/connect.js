@@ -8,9 +8,6 @@ import { loading, empty, failure, toast } from "./common.js";
 
 /** @typedef {import('../types.js').ClientSnippet} ClientSnippet */
 
-/** The clients whose config `POST /api/clients/{id}/install` can write (src/editors/). */
-const INSTALLABLE = new Set(["claude-desktop", "cursor", "vscode"]);
-
 export class ConnectView {
   /** @param {HTMLElement} root */
   constructor(root) {
@@ -53,14 +50,15 @@ function clientCard(client) {
   return h("section", { class: "card client-card", data: { client: client.id }, attrs: { "aria-labelledby": titleId } },
     h("div", { class: "card-head" },
       h("h2", { class: "card-title", attrs: { id: titleId }, text: client.title }),
-      h("span", { class: `chip chip-${client.transport}`, text: client.transport === "stdio" ? "stdio" : "HTTP" })),
+      h("span", { class: `chip chip-${client.transport}`, text: client.transport === "stdio" ? "stdio" : "HTTP" }),
+      client.detected ? h("span", { class: "chip chip-detected", data: { testid: "detected" }, text: "on this machine" }) : null),
     h("p", { class: "client-hint" },
       h("span", { class: "muted", text: "Add to " }),
       h("code", { text: client.config_path_hint })),
     h("div", { class: "snippet" },
       h("pre", { class: "code", attrs: { tabindex: "0", "aria-label": `Snippet for ${client.title}` }, text: client.snippet }),
       h("div", { class: "snippet-copy" }, copyButton(() => client.snippet, `Copy the snippet for ${client.title}`))),
-    INSTALLABLE.has(client.id) ? installControl(client) : null);
+    installControl(client));
 }
 
 /**

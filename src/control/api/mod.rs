@@ -152,6 +152,7 @@ impl ApiState {
                     exe: options.exe,
                     url: format!("{}{MCP_PATH}", local_base_url(options.address)),
                     token: options.mcp_token,
+                    profile: None,
                 },
                 base_url: local_base_url(options.address),
                 shutdown,

@@ -516,7 +516,18 @@ async fn config_and_client_snippets() {
         .iter()
         .map(|c| c["id"].as_str().expect("id"))
         .collect();
-    assert_eq!(ids, ["claude-desktop", "cursor", "vscode", "zed"]);
+    assert_eq!(
+        ids,
+        [
+            "claude-desktop",
+            "claude-code",
+            "cursor",
+            "vscode",
+            "zed",
+            "windsurf",
+            "gemini-cli"
+        ]
+    );
     let snippet = |index: usize| -> Value {
         serde_json::from_str(clients[index]["snippet"].as_str().expect("a string"))
             .expect("the snippet is JSON")
@@ -530,17 +541,18 @@ async fn config_and_client_snippets() {
     );
     let headers = json!({ "Authorization": "Bearer mcp-secret" });
     assert_eq!(
-        snippet(1),
+        snippet(2),
         json!({ "mcpServers": { "switchboard": { "url": url, "headers": headers } } })
     );
     assert_eq!(
-        snippet(2),
+        snippet(3),
         json!({ "servers": { "switchboard": { "type": "http", "url": url, "headers": headers } } })
     );
     assert_eq!(
-        snippet(3),
+        snippet(4),
         json!({ "context_servers": { "switchboard": { "url": url, "headers": headers } } })
     );
+    assert!(clients.iter().all(|client| client["detected"].is_boolean()));
     for client in clients {
         assert!(
             !client["config_path_hint"]
@@ -555,8 +567,9 @@ async fn config_and_client_snippets() {
         exe: "/sb".into(),
         url: url.to_owned(),
         token: None,
+        profile: None,
     });
-    assert!(!without_token[1].snippet.contains("headers"));
+    assert!(!without_token[2].snippet.contains("headers"));
 }
 
 /// Reads Server-Sent Events from a response body.

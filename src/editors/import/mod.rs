@@ -403,7 +403,12 @@ impl EntryReader<'_> {
             Some(Value::String(kind)) => Some(kind.as_str()),
             Some(_) => return unsupported("its `type` is not a string".to_owned()),
         };
-        if let Some(url) = fields.get("url") {
+        // Windsurf names a remote server's URL `serverUrl`, Gemini CLI a Streamable HTTP one's
+        // `httpUrl`.
+        let url = ["url", "serverUrl", "httpUrl"]
+            .iter()
+            .find_map(|key| fields.get(*key));
+        if let Some(url) = url {
             if url.as_str().is_some_and(|url| self.is_own_url(url)) {
                 return Err(SkipReason::PointsAtSwitchboard);
             }
