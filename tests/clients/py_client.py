@@ -13,13 +13,16 @@ Usage:
       list                        tools/list: the tool names
       call:NAME                   tools/call NAME with the arguments of --tool-args NAME
       resources                   resources/list: the resource URIs
+      templates                   resources/templates/list: the URI templates
       read:URI                    resources/read URI
       prompts                     prompts/list: the prompt names
       prompt:NAME                 prompts/get NAME with the arguments of --prompt-args NAME
       complete:PROMPT:ARG:VALUE   completion/complete of argument ARG of prompt PROMPT
   --tool-args NAME=JSON           arguments of call:NAME (repeatable; default {})
   --prompt-args NAME=JSON         arguments of prompt:NAME (repeatable; default {})
-  --elicit JSON                   declare elicitation (form) and accept every request with JSON
+  --elicit JSON                   declare elicitation (form and URL) and accept every request,
+                                  a form one with JSON
+  --roots URI,URI,...             declare roots and answer roots/list with these
   --sample TEXT                   declare sampling and answer every request with TEXT
   --log-level LEVEL               log level asked for (default debug): `_meta` logLevel on
                                   2026-07-28, logging/setLevel on legacy connections
@@ -58,6 +61,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--prompt-args", action="append", default=[])
     parser.add_argument("--elicit")
     parser.add_argument("--sample")
+    parser.add_argument("--roots")
     parser.add_argument("--log-level", default="debug")
     parser.add_argument("--timeout", type=float, default=30.0)
     return parser.parse_args(argv)
@@ -124,6 +128,8 @@ def client_for(options: argparse.Namespace, recorder: Recorder) -> Client:
 
         async def elicit_callback(_context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
             recorder.elicitations.append(dump(params))
+            if isinstance(params, types.ElicitRequestURLParams):
+                return types.ElicitResult(action="accept")
             return types.ElicitResult(action="accept", content=content)
 
     sample_callback = None
@@ -139,11 +145,19 @@ def client_for(options: argparse.Namespace, recorder: Recorder) -> Client:
                 stop_reason="endTurn",
             )
 
+    roots_callback = None
+    if options.roots is not None:
+        roots = [types.Root(uri=uri, name=uri.rsplit("/", 1)[-1]) for uri in options.roots.split(",")]
+
+        async def roots_callback(_context: Any) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=roots)
+
     return Client(
         server,
         mode=options.mode,
         elicitation_callback=elicit_callback,
         sampling_callback=sample_callback,
+        list_roots_callback=roots_callback,
         logging_callback=recorder.on_log,
         log_level=options.log_level,
         client_info=types.Implementation(name="switchboard-test-py-client", version="1.0.0"),
@@ -168,6 +182,9 @@ async def run_step(
     if kind == "resources":
         resources = await client.list_resources()
         return {"resources": [str(resource.uri) for resource in resources.resources]}
+    if kind == "templates":
+        templates = await client.list_resource_templates()
+        return {"templates": [template.uri_template for template in templates.resource_templates]}
     if kind == "read":
         result = await client.read_resource(rest)
         return {"contents": [dump(content) for content in result.contents]}

@@ -13,6 +13,7 @@ mod engine;
 mod hub;
 mod interop_js;
 mod interop_rmcp;
+mod parity;
 mod profiles;
 mod reload;
 mod sdk_clients;

@@ -168,19 +168,27 @@ fn the_python_sdk_in_each_mode_over_http() {
     }
 }
 
-#[test]
-fn the_python_sdk_in_each_mode_over_connect() {
-    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+/// The Python driver's arguments that make it launch `switchboard connect` for `serve`.
+pub(crate) fn python_connect_target(serve: &ServeProcess) -> Vec<String> {
     let exe = switchboard_exe();
     let config = serve.config_path();
-    let args = [
+    [
         "--command",
         exe.to_str().expect("a UTF-8 path"),
         "--args",
         "connect",
         "--config",
         config.to_str().expect("a UTF-8 path"),
-    ];
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+#[test]
+fn the_python_sdk_in_each_mode_over_connect() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let target = python_connect_target(&serve);
+    let args: Vec<&str> = target.iter().map(String::as_str).collect();
     for (mode, era) in [
         ("legacy", "legacy"),
         ("auto", "modern"),
