@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
+use super::editor_file::EditorFile;
 use super::{Destination, ENTRY_NAME, Editor};
 
 /// One editor's way to reach Switchboard.
@@ -16,7 +16,7 @@ pub struct ClientSetup {
     pub transport: &'static str,
     /// Where that editor keeps its config on this machine, and how to open it.
     pub config_path_hint: String,
-    /// JSON to merge into that file.
+    /// What to merge into that file (JSON, or TOML for Codex CLI).
     pub snippet: String,
     /// Whether the editor seems installed here (its config file or folder exists).
     pub detected: bool,
@@ -45,9 +45,12 @@ pub fn client_setups(destination: &Destination) -> Vec<ClientSetup> {
                 &|home, config| editor.config_path_in(home, config),
                 editor.how_to_open(),
             ),
-            snippet: pretty(json!({
-                editor.servers_key(): { ENTRY_NAME: editor.switchboard_entry(destination) }
-            })),
+            snippet: EditorFile::snippet(
+                editor.format(),
+                editor.servers_key(),
+                ENTRY_NAME,
+                &editor.switchboard_entry(destination),
+            ),
             detected: editor.detected(),
         })
         .collect()
@@ -61,13 +64,11 @@ fn shown_path(path: &Path, home: &Path) -> String {
     }
 }
 
-fn pretty(value: Value) -> String {
-    serde_json::to_string_pretty(&value).expect("JSON values always serialize")
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
+
+    use serde_json::Value;
 
     use super::*;
 
@@ -90,7 +91,8 @@ mod tests {
                 "vscode",
                 "zed",
                 "windsurf",
-                "gemini-cli"
+                "gemini-cli",
+                "codex"
             ]
         );
         let hint = |id: &str| {
@@ -104,6 +106,7 @@ mod tests {
         assert!(hint("claude-code").contains(".claude.json"));
         assert!(hint("windsurf").contains(".codeium/windsurf/mcp_config.json"));
         assert!(hint("gemini-cli").contains(".gemini/settings.json"));
+        assert!(hint("codex").contains(".codex/config.toml"));
         let snippet =
             |index: usize| -> Value { serde_json::from_str(&setups[index].snippet).expect("JSON") };
         let url = "http://127.0.0.1:8765/mcp";
@@ -111,6 +114,10 @@ mod tests {
         assert_eq!(snippet(1)["mcpServers"][ENTRY_NAME]["type"], "http");
         assert_eq!(snippet(5)["mcpServers"][ENTRY_NAME]["serverUrl"], url);
         assert_eq!(snippet(6)["mcpServers"][ENTRY_NAME]["httpUrl"], url);
+        assert_eq!(
+            setups[7].snippet,
+            "[mcp_servers.switchboard]\nurl = \"http://127.0.0.1:8765/mcp\"\n"
+        );
     }
 
     #[test]

@@ -75,8 +75,20 @@ fn utf8(bytes: &[u8], encoding: Encoding) -> Result<(String, Encoding), (usize, 
     }
 }
 
+/// The bytes of the file at `path`; `None` if there is none.
+pub(super) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, EditorError> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(EditorError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 /// 1-based line and column (in characters) of byte `offset` of `text`.
-fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset];
     let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
     (
@@ -133,15 +145,8 @@ pub(super) struct JsonFile {
 impl JsonFile {
     /// Reads the file at `path`; `None` if there is none.
     pub(super) fn read(path: &Path) -> Result<Option<JsonFile>, EditorError> {
-        let bytes = match fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(EditorError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
+        let Some(bytes) = read_if_exists(path)? else {
+            return Ok(None);
         };
         let (text, encoding) = decode(path, &bytes)?;
         JsonFile::parse(path, text, encoding, Some(bytes)).map(Some)

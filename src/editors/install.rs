@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::files::{self, JsonFile};
+use super::editor_file::EditorFile;
+use super::files;
 use super::{Destination, ENTRY_NAME, Editor, EditorError};
 
 /// Which editor to point at which endpoint.
@@ -100,12 +101,9 @@ impl fmt::Display for InstallReport {
 pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError> {
     let editor = request.editor;
     let path = editor.file(request.to)?;
-    let file = JsonFile::read_or_new(&path)?;
+    let mut file = EditorFile::read_or_new(&path, editor.format())?;
     let entry = editor.switchboard_entry(request.destination);
-    let existing = match file.servers(editor.servers_key())? {
-        Some(servers) => files::properties(&servers),
-        None => Vec::new(),
-    };
+    let existing = file.entries(editor.servers_key())?;
     let same = existing
         .iter()
         .find(|(name, value)| *name == ENTRY_NAME && *value == entry)
@@ -114,7 +112,7 @@ pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError
         editor,
         path,
         outcome: InstallOutcome::Added,
-        created: file.original.is_none(),
+        created: file.original().is_none(),
         backup: None,
         dry_run: request.dry_run,
         diff: String::new(),
@@ -124,18 +122,11 @@ pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError
         return Ok(report);
     }
 
-    let servers = file.servers_or_create(editor.servers_key())?;
-    match servers.get(ENTRY_NAME) {
-        Some(property) => {
-            property.set_value(files::cst_value(&entry));
-            report.outcome = InstallOutcome::Updated;
-        }
-        None => {
-            servers.append(ENTRY_NAME, files::cst_value(&entry));
-        }
+    if file.set_entry(editor.servers_key(), ENTRY_NAME, &entry)? {
+        report.outcome = InstallOutcome::Updated;
     }
     let text = file.current_text();
-    report.diff = files::diff(&report.path.display().to_string(), &file.text, &text);
+    report.diff = files::diff(&report.path.display().to_string(), file.text(), &text);
     if request.dry_run {
         return Ok(report);
     }
@@ -143,11 +134,10 @@ pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError
         path: report.path.clone(),
         source,
     };
-    if let Some(original) = &file.original {
+    if let Some(original) = file.original() {
         report.backup = Some(files::back_up(&report.path, original).map_err(write_error)?);
     }
-    files::write_atomically(&report.path, &files::encode(&text, file.encoding))
-        .map_err(write_error)?;
+    files::write_atomically(&report.path, &file.encode(&text)).map_err(write_error)?;
     Ok(report)
 }
 
@@ -219,8 +209,10 @@ mod tests {
         );
         let updated = run(Editor::VsCode, &path, &endpoint(Some("t0ken")), false);
         assert_eq!(updated.outcome, InstallOutcome::Updated);
-        let file = JsonFile::read(&path).expect("JSONC").expect("a file");
-        let servers = files::properties(&file.servers("servers").expect("valid").expect("some"));
+        let file = EditorFile::read(&path, Editor::VsCode.format())
+            .expect("JSONC")
+            .expect("a file");
+        let servers = file.entries("servers").expect("valid");
         assert_eq!(servers[1].1["headers"]["Authorization"], "Bearer t0ken");
     }
 

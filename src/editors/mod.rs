@@ -1,17 +1,18 @@
 //! The MCP configs of the editors Switchboard knows: where Claude Desktop, Claude Code, Cursor,
-//! VS Code, Zed, Windsurf and Gemini CLI keep them, [`import`] of their servers into our config, and [`install`] of the entry that
-//! points an editor at Switchboard.
+//! VS Code, Zed, Windsurf, Gemini CLI and Codex CLI keep them, [`import`] of their servers into
+//! our config, and [`install`] of the entry that points an editor at Switchboard.
 //!
 //! Editors' files are JSON with comments and trailing commas (JSONC), sometimes with a byte order
-//! mark, in UTF-16, or with CRLF line ends. They are read and edited as a concrete syntax tree
-//! (`jsonc-parser`), so every byte outside the entry that changes stays as it was, and written
-//! back in the encoding they came in. Our own TOML config only ever grows at its end (see
-//! [`import`]), so its comments and formatting stay byte for byte.
+//! mark, in UTF-16, or with CRLF line ends; Codex CLI's is TOML. They are read and edited as a
+//! syntax tree (`jsonc-parser`, `toml_edit`), so every byte outside the entry that changes stays
+//! as it was, and written back in the encoding they came in. Our own TOML config only ever grows
+//! at its end (see [`import`]), so its comments and formatting stay byte for byte.
 //!
 //! Every write replaces the file atomically (a temporary file beside it, then a rename) with the
 //! permissions it had; [`install`] first copies the editor's file to a backup beside it.
 
 mod clients;
+mod editor_file;
 mod files;
 mod import;
 mod install;
@@ -24,6 +25,7 @@ use serde_json::{Value, json};
 use crate::config::{Config, ConfigError, EndpointConfig, Severity};
 
 pub use clients::{ClientSetup, client_setups};
+pub use editor_file::FileFormat;
 pub(crate) use files::write_atomically;
 pub use import::{ImportAction, ImportReport, ImportRequest, ServerImport, SkipReason, import};
 pub use install::{InstallOutcome, InstallReport, InstallRequest, install};
@@ -53,10 +55,12 @@ pub enum Editor {
     /// Gemini CLI: `~/.gemini/settings.json`; a Streamable HTTP server's URL is `httpUrl`.
     #[value(name = "gemini")]
     Gemini,
+    /// Codex CLI: `~/.codex/config.toml` (or under `$CODEX_HOME`), `[mcp_servers.NAME]` tables.
+    Codex,
 }
 
 impl Editor {
-    pub const ALL: [Editor; 7] = [
+    pub const ALL: [Editor; 8] = [
         Editor::Claude,
         Editor::ClaudeCode,
         Editor::Cursor,
@@ -64,6 +68,7 @@ impl Editor {
         Editor::Zed,
         Editor::Windsurf,
         Editor::Gemini,
+        Editor::Codex,
     ];
 
     /// The editor's name as people know it.
@@ -76,6 +81,7 @@ impl Editor {
             Editor::Zed => "Zed",
             Editor::Windsurf => "Windsurf",
             Editor::Gemini => "Gemini CLI",
+            Editor::Codex => "Codex CLI",
         }
     }
 
@@ -89,6 +95,7 @@ impl Editor {
             Editor::Zed => "zed",
             Editor::Windsurf => "windsurf",
             Editor::Gemini => "gemini-cli",
+            Editor::Codex => "codex",
         }
     }
 
@@ -108,11 +115,25 @@ impl Editor {
             | Editor::Gemini => "mcpServers",
             Editor::VsCode => "servers",
             Editor::Zed => "context_servers",
+            Editor::Codex => "mcp_servers",
+        }
+    }
+
+    /// How the editor's config file is written.
+    pub fn format(self) -> FileFormat {
+        match self {
+            Editor::Codex => FileFormat::Toml,
+            _ => FileFormat::Json,
         }
     }
 
     /// Where the editor keeps its user-wide MCP config on this machine.
     pub fn config_path(self) -> Result<PathBuf, EditorError> {
+        if self == Editor::Codex
+            && let Some(codex_home) = std::env::var_os("CODEX_HOME").filter(|home| !home.is_empty())
+        {
+            return Ok(PathBuf::from(codex_home).join("config.toml"));
+        }
         let dirs = directories::BaseDirs::new().ok_or(EditorError::NoHome { editor: self })?;
         Ok(self.config_path_in(dirs.home_dir(), dirs.config_dir()))
     }
@@ -142,6 +163,8 @@ impl Editor {
                 .join("windsurf")
                 .join("mcp_config.json"),
             Editor::Gemini => home.join(".gemini").join("settings.json"),
+            // `$CODEX_HOME/config.toml` when that is set (see `config_path`).
+            Editor::Codex => home.join(".codex").join("config.toml"),
         }
     }
 
@@ -175,6 +198,9 @@ impl Editor {
             Editor::Zed => "zed: open settings file",
             Editor::Windsurf => "Windsurf Settings → Cascade → MCP servers",
             Editor::Gemini => "or .gemini/settings.json in a project",
+            Editor::Codex => {
+                "or .codex/config.toml in a trusted project; `codex mcp list` shows them"
+            }
         }
     }
 
@@ -182,7 +208,7 @@ impl Editor {
     /// Claude Desktop passes values on as written.
     fn expands_references(self) -> bool {
         match self {
-            Editor::Claude | Editor::Zed => false,
+            Editor::Claude | Editor::Zed | Editor::Codex => false,
             Editor::Cursor
             | Editor::VsCode
             | Editor::ClaudeCode
@@ -200,6 +226,8 @@ impl Editor {
             Editor::VsCode | Editor::ClaudeCode => endpoint.http_entry(Some("http"), "url"),
             Editor::Windsurf => endpoint.http_entry(None, "serverUrl"),
             Editor::Gemini => endpoint.http_entry(None, "httpUrl"),
+            // Codex takes static headers as `http_headers` (it refuses an inline bearer token).
+            Editor::Codex => endpoint.http_entry_with(None, "url", "http_headers"),
         }
     }
 }
@@ -279,13 +307,18 @@ impl Destination {
 
     /// `{"type": kind, url_key: …}`, with an `Authorization` header when there is a token.
     pub fn http_entry(&self, kind: Option<&str>, url_key: &str) -> Value {
+        self.http_entry_with(kind, url_key, "headers")
+    }
+
+    /// As [`Destination::http_entry`], the headers under `headers_key`.
+    fn http_entry_with(&self, kind: Option<&str>, url_key: &str, headers_key: &str) -> Value {
         let mut entry = json!({});
         if let Some(kind) = kind {
             entry["type"] = json!(kind);
         }
         entry[url_key] = json!(self.url);
         if let Some(token) = &self.token {
-            entry["headers"] = json!({ "Authorization": format!("Bearer {token}") });
+            entry[headers_key] = json!({ "Authorization": format!("Bearer {token}") });
         }
         entry
     }
@@ -366,6 +399,7 @@ mod tests {
                 PathBuf::from("/home/ada/.config/zed/settings.json"),
                 PathBuf::from("/home/ada/.codeium/windsurf/mcp_config.json"),
                 PathBuf::from("/home/ada/.gemini/settings.json"),
+                PathBuf::from("/home/ada/.codex/config.toml"),
             ]
         );
         let mac = Path::new("/Users/ada/Library/Application Support");

@@ -1,6 +1,7 @@
 //! `switchboard import` and `switchboard install` against sample configs of Claude Desktop, Claude
-//! Code, Cursor, VS Code, Zed, Windsurf and Gemini CLI (`tests/fixtures/editors/`: comments, trailing commas, unknown keys, a UTF-8 byte
-//! order mark, UTF-16, CRLF, remote servers, entries pointing at Switchboard, duplicates). The real
+//! Code, Cursor, VS Code, Zed, Windsurf, Gemini CLI and Codex CLI (`tests/fixtures/editors/`:
+//! comments, trailing commas, unknown keys, a UTF-8 byte order mark, UTF-16, CRLF, TOML, remote
+//! servers, entries pointing at Switchboard, duplicates). The real
 //! binary runs with its home folder (`HOME`, `XDG_CONFIG_HOME`, `APPDATA`) in a temporary folder,
 //! so editors' files are found where the editors keep them, and nothing outside is touched.
 
@@ -40,6 +41,7 @@ impl Home {
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .env("APPDATA", home.join("AppData/Roaming"))
             .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("CODEX_HOME")
             .envs(extra_env.iter().copied())
             .output()
             .expect("switchboard runs")
@@ -571,7 +573,7 @@ fn install_gives_cursor_and_vscode_our_url_and_token() {
 }
 
 #[test]
-fn claude_code_zed_windsurf_and_gemini_are_imported_from_and_installed_into_in_place() {
+fn claude_code_zed_windsurf_gemini_and_codex_are_imported_from_and_installed_into_in_place() {
     let home = Home::new();
     let config_path = home.path("config.toml");
     std::fs::write(&config_path, "[endpoint]\nlisten = \"127.0.0.1:18766\"\n").expect("write");
@@ -615,6 +617,15 @@ fn claude_code_zed_windsurf_and_gemini_are_imported_from_and_installed_into_in_p
             "httpUrl",
             url.to_owned(),
         ),
+        (
+            "codex",
+            "codex-config.toml",
+            ".codex/config.toml",
+            "context7",
+            "figma",
+            "url",
+            url.to_owned(),
+        ),
     ];
     for (editor, sample, place, stdio, remote, key, entry_url) in editors {
         let (file, original) = home.place(sample, place);
@@ -639,14 +650,30 @@ fn claude_code_zed_windsurf_and_gemini_are_imported_from_and_installed_into_in_p
         }
         home.succeed(&args, &[]);
         let written = read(&file);
-        let entry_start = written
-            .find("\"switchboard\"")
-            .unwrap_or_else(|| panic!("{editor}: {written}"));
-        let entry = &written[entry_start..];
-        assert!(
-            entry.contains(&format!("\"{key}\": \"{entry_url}\"")),
-            "{editor} gets its own shape: {written}"
-        );
+        if editor == "codex" {
+            // TOML: the new table joins the other servers' tables; every other byte stays.
+            let servers_end = original
+                .find("[profiles.fast]")
+                .expect("the sample's profile");
+            assert_eq!(
+                written,
+                format!(
+                    "{}[mcp_servers.switchboard]\n{key} = \"{entry_url}\"\n\n{}",
+                    &original[..servers_end],
+                    &original[servers_end..]
+                ),
+                "{editor}"
+            );
+        } else {
+            let entry_start = written
+                .find("\"switchboard\"")
+                .unwrap_or_else(|| panic!("{editor}: {written}"));
+            let entry = &written[entry_start..];
+            assert!(
+                entry.contains(&format!("\"{key}\": \"{entry_url}\"")),
+                "{editor} gets its own shape: {written}"
+            );
+        }
         // Every line of the editor's file is still there, comments included.
         for line in original.lines().filter(|line| !line.trim().is_empty()) {
             let line = line.trim().trim_end_matches(',');

@@ -525,7 +525,8 @@ async fn config_and_client_snippets() {
             "vscode",
             "zed",
             "windsurf",
-            "gemini-cli"
+            "gemini-cli",
+            "codex"
         ]
     );
     let snippet = |index: usize| -> Value {

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table};
 
+use super::editor_file::EditorFile;
 use super::files::{self, JsonFile};
 use super::{Editor, EditorError};
 use crate::config::{self, Diagnostic, Format, MAX_SERVER_NAME_LEN};
@@ -193,14 +194,12 @@ impl fmt::Display for ImportReport {
 pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
     let editor = request.editor;
     let source = editor.file(request.from)?;
-    let file = JsonFile::read(&source)?.ok_or_else(|| EditorError::NotFound {
-        editor,
-        path: source.clone(),
-    })?;
-    let entries = match file.servers(editor.servers_key())? {
-        Some(servers) => files::properties(&servers),
-        None => Vec::new(),
-    };
+    let file =
+        EditorFile::read(&source, editor.format())?.ok_or_else(|| EditorError::NotFound {
+            editor,
+            path: source.clone(),
+        })?;
+    let entries = file.entries(editor.servers_key())?;
 
     let target = Target::read(request.config_path, request.exe)?;
     let reader = EntryReader {
