@@ -1,11 +1,15 @@
 //! Edits of the config file the dashboard makes: turning a server or a tool on or off for a
-//! profile. The file stays the one truth: the edit is made to its text as a TOML document
-//! (`toml_edit`), so comments, order and formatting survive, and the watcher applies it like any
-//! other save.
+//! profile. The file stays the one truth: the edit is made to its text as a document, a TOML one
+//! (`toml_edit`) or, for the JSON form, a JSON syntax tree (`jsonc-parser`), so comments, order
+//! and formatting survive, and the watcher applies it like any other save.
 
 use std::fmt;
 
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
+
+use super::Format;
 
 /// What to turn on or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +23,7 @@ pub enum Target<'a> {
 /// Why an edit cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EditError {
-    /// The file is not valid TOML, or a table the edit needs has another shape.
+    /// The file is not valid TOML or JSON, or a table the edit needs has another shape.
     Shape(String),
     /// A pattern the dashboard cannot change (a glob) keeps the tool off.
     Pattern(String),
@@ -33,28 +37,128 @@ impl fmt::Display for EditError {
     }
 }
 
-/// The file `text` with `target` turned `on` for the profile `profile`, whose servers are
-/// `all_servers` when the profile names none. The profile's table is added if missing.
+/// The file `text`, in `format`, with `target` turned `on` for the profile `profile`, whose
+/// servers are `all_servers` when the profile names none. The profile's table is added if
+/// missing (after the last table in TOML, as the last key of `"profiles"` in JSON).
 pub fn switch(
     text: &str,
+    format: Format,
     profile: &str,
     all_servers: &[&str],
     target: Target<'_>,
     on: bool,
 ) -> Result<String, EditError> {
-    let mut document: DocumentMut = text
-        .parse()
-        .map_err(|error| EditError::Shape(format!("the config file is not valid TOML: {error}")))?;
-    let table = profile_table(&mut document, profile)?;
-    match target {
-        Target::Server(server) => switch_server(table, all_servers, server, on)?,
-        Target::Tool { exposed, original } => switch_tool(table, exposed, original, on)?,
+    match format {
+        Format::Toml => {
+            let mut document: DocumentMut = text.parse().map_err(|error| {
+                EditError::Shape(format!("the config file is not valid TOML: {error}"))
+            })?;
+            let mut lists = TomlLists(toml_profile(&mut document, profile)?);
+            apply(&mut lists, all_servers, target, on)?;
+            Ok(document.to_string())
+        }
+        Format::Json => {
+            let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|error| {
+                EditError::Shape(format!("the config file is not valid JSON: {error}"))
+            })?;
+            let mut lists = JsonLists(json_profile(&root, profile)?);
+            apply(&mut lists, all_servers, target, on)?;
+            Ok(root.to_string())
+        }
     }
-    Ok(document.to_string())
+}
+
+/// The string lists of one profile (`servers`, `tools`, `exclude_tools`), in either format.
+trait Lists {
+    /// The strings of the list `key`; `None` if the profile has no such list.
+    fn get(&self, key: &str) -> Result<Option<Vec<String>>, EditError>;
+    /// Appends `texts` to the list `key`, which is made if missing.
+    fn push(&mut self, key: &str, texts: &[&str]) -> Result<(), EditError>;
+    /// Removes every item of the list `key` that is one of `texts`, if the list exists.
+    fn remove(&mut self, key: &str, texts: &[&str]) -> Result<(), EditError>;
+}
+
+fn list_shape(key: &str) -> EditError {
+    EditError::Shape(format!("`{key}` must be an array of strings"))
+}
+
+fn apply(
+    lists: &mut dyn Lists,
+    all_servers: &[&str],
+    target: Target<'_>,
+    on: bool,
+) -> Result<(), EditError> {
+    match target {
+        Target::Server(server) => switch_server(lists, all_servers, server, on),
+        Target::Tool { exposed, original } => switch_tool(lists, exposed, original, on),
+    }
+}
+
+fn switch_server(
+    lists: &mut dyn Lists,
+    all_servers: &[&str],
+    server: &str,
+    on: bool,
+) -> Result<(), EditError> {
+    let Some(servers) = lists.get("servers")? else {
+        // The profile offered every server: it now lists them, this one in or out.
+        let mut listed: Vec<&str> = all_servers
+            .iter()
+            .copied()
+            .filter(|name| *name != server)
+            .collect();
+        if on {
+            listed.push(server);
+        }
+        return lists.push("servers", &listed);
+    };
+    if !on {
+        return lists.remove("servers", &[server]);
+    }
+    if !servers.iter().any(|name| name == server) {
+        lists.push("servers", &[server])?;
+    }
+    Ok(())
+}
+
+fn switch_tool(
+    lists: &mut dyn Lists,
+    exposed: &str,
+    original: &str,
+    on: bool,
+) -> Result<(), EditError> {
+    let names = [exposed, original];
+    let matching = |list: &[String]| {
+        list.iter()
+            .find(|glob| names.iter().any(|name| super::glob_match(glob, name)))
+            .cloned()
+    };
+    if !on {
+        lists.remove("tools", &names)?;
+        let excluded = lists.get("exclude_tools")?.unwrap_or_default();
+        if !excluded.iter().any(|name| name == exposed) {
+            lists.push("exclude_tools", &[exposed])?;
+        }
+        return Ok(());
+    }
+    lists.remove("exclude_tools", &names)?;
+    if let Some(glob) = lists.get("exclude_tools")?.as_deref().and_then(matching) {
+        return Err(EditError::Pattern(format!(
+            "the pattern `{glob}` in exclude_tools still leaves {exposed} out; change it in \
+             the config file"
+        )));
+    }
+    if let Some(tools) = lists.get("tools")?
+        && !tools.is_empty()
+        && matching(&tools).is_none()
+    {
+        lists.push("tools", &[exposed])?;
+    }
+    Ok(())
 }
 
 /// `[profiles.NAME]`, made (after the last table) if the file has none.
-fn profile_table<'d>(
+fn toml_profile<'d>(
     document: &'d mut DocumentMut,
     profile: &str,
 ) -> Result<&'d mut Table, EditError> {
@@ -75,84 +179,116 @@ fn profile_table<'d>(
         .ok_or_else(|| shape(&format!("`profiles.{profile}`")))
 }
 
-/// The string array `key` of `table`, made empty if missing.
-fn strings<'t>(table: &'t mut Table, key: &str) -> Result<&'t mut Array, EditError> {
-    table
-        .entry(key)
-        .or_insert_with(|| Item::Value(Value::Array(Array::new())))
-        .as_array_mut()
-        .ok_or_else(|| EditError::Shape(format!("`{key}` must be an array of strings")))
-}
+struct TomlLists<'t>(&'t mut Table);
 
-fn contains(array: &Array, text: &str) -> bool {
-    array.iter().any(|value| value.as_str() == Some(text))
-}
-
-fn remove_all(array: &mut Array, texts: &[&str]) {
-    array.retain(|value| !value.as_str().is_some_and(|value| texts.contains(&value)));
-}
-
-fn switch_server(
-    table: &mut Table,
-    all_servers: &[&str],
-    server: &str,
-    on: bool,
-) -> Result<(), EditError> {
-    let had_list = table.contains_key("servers");
-    let servers = strings(table, "servers")?;
-    if !had_list {
-        servers.extend(all_servers.iter().copied());
-    }
-    if on {
-        if !contains(servers, server) {
-            servers.push(server);
+impl TomlLists<'_> {
+    fn array(&mut self, key: &str) -> Result<Option<&mut Array>, EditError> {
+        match self.0.get_mut(key) {
+            None => Ok(None),
+            Some(item) => item.as_array_mut().map(Some).ok_or_else(|| list_shape(key)),
         }
-    } else {
-        remove_all(servers, &[server]);
     }
-    Ok(())
 }
 
-fn switch_tool(
-    table: &mut Table,
-    exposed: &str,
-    original: &str,
-    on: bool,
-) -> Result<(), EditError> {
-    let names = [exposed, original];
-    let matching = |array: &Array| {
-        array
+impl Lists for TomlLists<'_> {
+    fn get(&self, key: &str) -> Result<Option<Vec<String>>, EditError> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(item) => {
+                let array = item.as_array().ok_or_else(|| list_shape(key))?;
+                Ok(Some(
+                    array
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect(),
+                ))
+            }
+        }
+    }
+
+    fn push(&mut self, key: &str, texts: &[&str]) -> Result<(), EditError> {
+        let array = self
+            .0
+            .entry(key)
+            .or_insert_with(|| Item::Value(Value::Array(Array::new())))
+            .as_array_mut()
+            .ok_or_else(|| list_shape(key))?;
+        array.extend(texts.iter().copied());
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &str, texts: &[&str]) -> Result<(), EditError> {
+        if let Some(array) = self.array(key)? {
+            array.retain(|value| !value.as_str().is_some_and(|value| texts.contains(&value)));
+        }
+        Ok(())
+    }
+}
+
+/// `"profiles": {"NAME": {…}}`, each made (as the last key) if missing.
+fn json_profile(root: &CstRootNode, profile: &str) -> Result<CstObject, EditError> {
+    let shape = |what: &str| EditError::Shape(format!("{what} must be an object"));
+    let top = root
+        .object_value_or_create()
+        .ok_or_else(|| shape("the config file"))?;
+    top.object_value_or_create("profiles")
+        .ok_or_else(|| shape("\"profiles\""))?
+        .object_value_or_create(profile)
+        .ok_or_else(|| shape(&format!("\"profiles\".{profile:?}")))
+}
+
+struct JsonLists(CstObject);
+
+impl Lists for JsonLists {
+    fn get(&self, key: &str) -> Result<Option<Vec<String>>, EditError> {
+        let Some(property) = self.0.get(key) else {
+            return Ok(None);
+        };
+        let array = property.array_value().ok_or_else(|| list_shape(key))?;
+        Ok(Some(
+            array
+                .elements()
+                .iter()
+                .filter_map(|element| match element.to_serde_value() {
+                    Some(serde_json::Value::String(text)) => Some(text),
+                    _ => None,
+                })
+                .collect(),
+        ))
+    }
+
+    fn push(&mut self, key: &str, texts: &[&str]) -> Result<(), EditError> {
+        let array = self
+            .0
+            .array_value_or_create(key)
+            .ok_or_else(|| list_shape(key))?;
+        for text in texts {
+            array.append(CstInputValue::String((*text).to_owned()));
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &str, texts: &[&str]) -> Result<(), EditError> {
+        let Some(property) = self.0.get(key) else {
+            return Ok(());
+        };
+        let array = property.array_value().ok_or_else(|| list_shape(key))?;
+        // Rebuilt rather than cut: removing an element leaves its spacing behind. The JSON form
+        // is plain JSON, so there are no comments inside to lose.
+        let kept: Vec<CstInputValue> = array
+            .elements()
             .iter()
-            .filter_map(Value::as_str)
-            .find(|glob| names.iter().any(|name| super::glob_match(glob, name)))
-            .map(str::to_owned)
-    };
-    if !on {
-        if let Some(tools) = table.get_mut("tools").and_then(Item::as_array_mut) {
-            remove_all(tools, &names);
-        }
-        let excluded = strings(table, "exclude_tools")?;
-        if !contains(excluded, exposed) {
-            excluded.push(exposed);
-        }
-        return Ok(());
+            .filter_map(|element| match element.to_serde_value() {
+                Some(serde_json::Value::String(text)) => Some(text),
+                _ => None,
+            })
+            .filter(|text| !texts.contains(&text.as_str()))
+            .map(CstInputValue::String)
+            .collect();
+        property.set_value(CstInputValue::Array(kept));
+        Ok(())
     }
-    if let Some(excluded) = table.get_mut("exclude_tools").and_then(Item::as_array_mut) {
-        remove_all(excluded, &names);
-        if let Some(glob) = matching(excluded) {
-            return Err(EditError::Pattern(format!(
-                "the pattern `{glob}` in exclude_tools still leaves {exposed} out; change it in \
-                 the config file"
-            )));
-        }
-    }
-    if let Some(tools) = table.get_mut("tools").and_then(Item::as_array_mut)
-        && !tools.is_empty()
-        && matching(tools).is_none()
-    {
-        tools.push(exposed);
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -166,6 +302,7 @@ mod tests {
     fn turning_a_tool_off_and_on_keeps_every_comment_and_line() {
         let off = switch(
             FILE,
+            Format::Toml,
             "default",
             &["fs", "git"],
             Target::Tool {
@@ -181,6 +318,7 @@ mod tests {
         );
         let on = switch(
             &off,
+            Format::Toml,
             "default",
             &["fs", "git"],
             Target::Tool {
@@ -198,12 +336,28 @@ mod tests {
 
     #[test]
     fn servers_are_listed_when_first_turned_off() {
-        let off = switch(FILE, "work", &["fs", "git"], Target::Server("fs"), false).unwrap();
+        let off = switch(
+            FILE,
+            Format::Toml,
+            "work",
+            &["fs", "git"],
+            Target::Server("fs"),
+            false,
+        )
+        .unwrap();
         assert!(
             off.ends_with("[profiles.work]\nservers = [\"git\"]\n"),
             "{off}"
         );
-        let on = switch(&off, "work", &["fs", "git"], Target::Server("fs"), true).unwrap();
+        let on = switch(
+            &off,
+            Format::Toml,
+            "work",
+            &["fs", "git"],
+            Target::Server("fs"),
+            true,
+        )
+        .unwrap();
         assert!(
             on.ends_with("[profiles.work]\nservers = [\"git\", \"fs\"]\n"),
             "{on}"
@@ -216,6 +370,7 @@ mod tests {
             format!("{FILE}\n[profiles.p]\ntools = [\"git__*\"]\nexclude_tools = [\"*delete*\"]\n");
         let refused = switch(
             &text,
+            Format::Toml,
             "p",
             &[],
             Target::Tool {
@@ -230,6 +385,7 @@ mod tests {
         );
         let grown = switch(
             &text,
+            Format::Toml,
             "p",
             &[],
             Target::Tool {
@@ -243,7 +399,48 @@ mod tests {
             grown.contains("tools = [\"git__*\", \"fs__read\"]"),
             "{grown}"
         );
-        let broken = switch("servers = 1\n[", "p", &[], Target::Server("fs"), true);
+        let broken = switch(
+            "servers = 1\n[",
+            Format::Toml,
+            "p",
+            &[],
+            Target::Server("fs"),
+            true,
+        );
+        assert!(matches!(broken, Err(EditError::Shape(_))), "{broken:?}");
+    }
+
+    #[test]
+    fn the_json_form_is_edited_in_place_keeping_other_keys_and_formatting() {
+        let file = "{\n    \"mcpServers\": {\n        \"fs\": { \"command\": \"fs\" },\n        \
+                    \"git\": { \"command\": \"git-mcp\" }\n    },\n    \"globalShortcut\": \"Ctrl+Space\"\n}\n";
+        let tool = Target::Tool {
+            exposed: "fs__delete",
+            original: "delete",
+        };
+        let servers = ["fs", "git"];
+        let off = switch(file, Format::Json, "default", &servers, tool, false).unwrap();
+        let work = Target::Server("fs");
+        let off = switch(&off, Format::Json, "work", &servers, work, false).unwrap();
+        let profiles = "    \"profiles\": {\n        \"default\": {\n            \
+                        \"exclude_tools\": [\"fs__delete\"]\n        },\n        \"work\": {\n            \
+                        \"servers\": [\"git\"]\n        }\n    }\n}\n";
+        let before = file.strip_suffix("\n}\n").expect("the sample's end");
+        assert_eq!(off, format!("{before},\n{profiles}"));
+        let on = switch(&off, Format::Json, "default", &servers, tool, true).unwrap();
+        assert_eq!(on, off.replace("[\"fs__delete\"]", "[]"));
+        let back = switch(&on, Format::Json, "work", &servers, work, true).unwrap();
+        assert_eq!(back, on.replace("[\"git\"]", "[\"git\", \"fs\"]"));
+        let broken = switch(
+            "{\"profiles\": 1}",
+            Format::Json,
+            "p",
+            &[],
+            Target::Server("fs"),
+            true,
+        );
+        assert!(matches!(broken, Err(EditError::Shape(_))), "{broken:?}");
+        let broken = switch("{", Format::Json, "p", &[], Target::Server("fs"), true);
         assert!(matches!(broken, Err(EditError::Shape(_))), "{broken:?}");
     }
 }

@@ -370,10 +370,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
     } = match format {
         Format::Toml => toml_sections(text, &mut reporter),
         // The rest of a JSON file belongs to other programs; the other tables keep defaults.
-        Format::Json => Sections {
-            servers: json_servers(text, &mut reporter),
-            ..Sections::default()
-        },
+        Format::Json => json_sections(text, &mut reporter),
     };
     if reporter.n_errors() > 0 {
         return Err(ConfigError::Invalid {
@@ -392,7 +389,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         Some(entry) => server::read_desktop(&mut reporter, &entry),
         None => DesktopConfig::default(),
     };
-    let profiles = profile::read_profiles(&mut reporter, profiles.as_ref(), &backends);
+    let profiles = profile::read_profiles(&mut reporter, format, profiles.as_ref(), &backends);
     Ok(Config {
         path: path.to_path_buf(),
         backends,
@@ -615,14 +612,15 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
     sections
 }
 
-/// The `mcpServers` entries of a JSON document; other top-level keys are someone else's.
-fn json_servers(text: &str, reporter: &mut Reporter<'_>) -> Vec<Entry> {
+/// The `mcpServers` entries and the `profiles` entry of a JSON document; other top-level keys
+/// are someone else's.
+fn json_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
     let document: &RawValue = match serde_json::from_str(text) {
         Ok(document) => document,
         Err(error) => {
             let offset = reporter.offset_of_json_position(error.line(), error.column());
             reporter.error(offset, "", tree::json_error_message(&error));
-            return Vec::new();
+            return Sections::default();
         }
     };
     let top_level = match tree::json_entries(text, document) {
@@ -633,31 +631,44 @@ fn json_servers(text: &str, reporter: &mut Reporter<'_>) -> Vec<Entry> {
                 "",
                 "expected a JSON object with an \"mcpServers\" object in it",
             );
-            return Vec::new();
+            return Sections::default();
         }
         Err(error) => {
             reporter.error(error.offset, "", error.message);
-            return Vec::new();
+            return Sections::default();
         }
     };
-    let mut servers = Vec::new();
+    let mut sections = Sections::default();
     let mut servers_seen = false;
-    for entry in top_level.iter().filter(|entry| entry.key == "mcpServers") {
-        if servers_seen {
-            reporter.error(
-                entry.key_offset,
-                "mcpServers",
-                "\"mcpServers\" is given twice",
-            );
+    for entry in &top_level {
+        let key = entry.key.as_str();
+        if key != "mcpServers" && key != "profiles" {
             continue;
         }
-        servers_seen = true;
-        match tree::json_node(text, entry.value) {
-            Ok(Node {
-                value: NodeValue::Table(entries),
-                ..
-            }) => servers = entries,
-            Ok(node) => reporter.error(
+        let seen = match key {
+            "mcpServers" => std::mem::replace(&mut servers_seen, true),
+            _ => sections.profiles.is_some(),
+        };
+        if seen {
+            reporter.error(entry.key_offset, key, format!("\"{key}\" is given twice"));
+            continue;
+        }
+        let node = match tree::json_node(text, entry.value) {
+            Ok(node) => node,
+            Err(error) => {
+                reporter.error(error.offset, key, error.message);
+                continue;
+            }
+        };
+        match (key, node) {
+            (
+                "mcpServers",
+                Node {
+                    value: NodeValue::Table(entries),
+                    ..
+                },
+            ) => sections.servers = entries,
+            ("mcpServers", node) => reporter.error(
                 node.offset,
                 "mcpServers",
                 format!(
@@ -665,13 +676,19 @@ fn json_servers(text: &str, reporter: &mut Reporter<'_>) -> Vec<Entry> {
                     node.describe(Format::Json)
                 ),
             ),
-            Err(error) => reporter.error(error.offset, "mcpServers", error.message),
+            (_, node) => {
+                sections.profiles = Some(Entry {
+                    key: key.to_owned(),
+                    key_offset: entry.key_offset,
+                    value: node,
+                });
+            }
         }
     }
     if !servers_seen {
         reporter.warning(0, "", "no \"mcpServers\" object; no servers are configured");
     }
-    servers
+    sections
 }
 
 /// Checks names (validity, clashes) and reads each server; returns the valid ones in order.

@@ -1,6 +1,7 @@
-//! Profiles: the `[profiles.NAME]` tables, each a view of the servers' tools for some editors,
-//! served at `/mcp/NAME` and by `switchboard connect --profile NAME`. The profile `default` is
-//! what `/mcp` serves; it offers everything unless the file has a `[profiles.default]`.
+//! Profiles: the `[profiles.NAME]` tables (in the JSON form, the objects of `"profiles"`), each
+//! a view of the servers' tools for some editors, served at `/mcp/NAME` and by
+//! `switchboard connect --profile NAME`. The profile `default` is what `/mcp` serves; it offers
+//! everything unless the file describes it.
 
 use std::collections::HashSet;
 
@@ -127,6 +128,7 @@ impl Tier {
 /// default profile is added, offering everything, unless the file describes one.
 pub(super) fn read_profiles(
     reporter: &mut Reporter<'_>,
+    format: Format,
     profiles: Option<&Entry>,
     backends: &[BackendConfig],
 ) -> Vec<Profile> {
@@ -134,7 +136,7 @@ pub(super) fn read_profiles(
     if let Some(entry) = profiles {
         let mut reader = Reader {
             reporter,
-            format: Format::Toml,
+            format,
             config_dir: std::path::Path::new(""),
         };
         if let Some(entries) = reader.table(&entry.value, "profiles") {
@@ -218,7 +220,14 @@ impl Reader<'_, '_> {
                 self.reporter.error(
                     item.offset,
                     field,
-                    format!("unknown server `{name}`: no [servers.{name}] is configured"),
+                    match self.format {
+                        Format::Toml => {
+                            format!("unknown server `{name}`: no [servers.{name}] is configured")
+                        }
+                        Format::Json => {
+                            format!("unknown server `{name}`: \"mcpServers\" has no {name:?}")
+                        }
+                    },
                 );
             }
         }

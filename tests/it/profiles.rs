@@ -304,3 +304,61 @@ async fn each_profiles_budget_is_measured_live_and_by_check() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_edits_a_json_config_in_place_and_the_tool_leaves_the_profile() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("config.json");
+    let original = format!(
+        "{{\n  \"mcpServers\": {{\n    \"demo\": {{ \"command\": {demo:?}, \"args\": [\"demo-server\"] }}\n  }},\n  \
+         \"globalShortcut\": \"Ctrl+Alt+Space\"\n}}\n",
+        demo = switchboard_exe().to_string_lossy(),
+    );
+    std::fs::write(&config, &original).expect("write");
+    let serve = ServeOptions::in_dir(dir.path(), &config)
+        .ready(&["demo"])
+        .start();
+    let tools = |budgets: &Value| -> Vec<String> {
+        budgets[0]["tool_costs"]
+            .as_array()
+            .expect("tool costs")
+            .iter()
+            .map(|tool| tool["name"].as_str().expect("a name").to_owned())
+            .collect()
+    };
+    eventually("demo's tools are catalogued", EVENT_LIMIT, || async {
+        let budgets = serve.api_get("/api/profiles").await;
+        match tools(&budgets).contains(&"demo__echo".to_owned()) {
+            true => Ok(()),
+            false => Err(budgets),
+        }
+    })
+    .await;
+
+    let (status, answer) = serve
+        .api_post_body(
+            "/api/profiles/default/switch",
+            r#"{"tool": "demo__echo", "on": false}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let before = original.strip_suffix("\n}\n").expect("the end of the file");
+    assert_eq!(
+        std::fs::read_to_string(&config).expect("read"),
+        format!(
+            "{before},\n  \"profiles\": {{\n    \"default\": {{\n      \
+             \"exclude_tools\": [\"demo__echo\"]\n    }}\n  }}\n}}\n"
+        ),
+        "the file gains the profile; every other byte stays"
+    );
+    eventually("the tool leaves the profile", EVENT_LIMIT, || async {
+        let budgets = serve.api_get("/api/profiles").await;
+        let listed = tools(&budgets);
+        match !listed.contains(&"demo__echo".to_owned()) && listed.contains(&"demo__add".to_owned())
+        {
+            true => Ok(()),
+            false => Err(listed),
+        }
+    })
+    .await;
+}

@@ -1,4 +1,5 @@
-//! Reading `[profiles.NAME]`: every field, the default profile, and each mistake where it is.
+//! Reading `[profiles.NAME]` (and `"profiles"` in the JSON form): every field, the default
+//! profile, and each mistake where it is.
 
 use super::*;
 
@@ -83,4 +84,27 @@ fn each_profile_mistake_is_reported_where_it_is_and_leaves_the_profile_out() {
         "{}",
         diagnostics[2]
     );
+}
+
+#[test]
+fn the_json_form_holds_profiles_under_profiles() {
+    let text = "{\n  \"mcpServers\": {\n    \"fs\": {\"command\": \"sh\"},\n    \"git\": {\"command\": \"sh\"}\n  },\n  \
+                \"profiles\": {\n    \"review\": {\"servers\": [\"git\"], \"tools\": [\"git__*\"]},\n    \
+                \"bad\": {\"servers\": [\"nope\"]}\n  },\n  \"globalShortcut\": \"\"\n}\n";
+    let config = parse_json(text);
+    let names: Vec<&str> = config.profiles.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["default", "review"]);
+    assert_eq!(config.profiles[1].servers, Some(strings(&["git"])));
+    assert_eq!(config.profiles[1].tools[0].glob, "git__*");
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 8, 25, "profiles.bad.servers")]
+    );
+    assert_eq!(
+        config.diagnostics[0].message,
+        "unknown server `nope`: \"mcpServers\" has no \"nope\""
+    );
+    let twice = "{\"mcpServers\": {}, \"profiles\": {}, \"profiles\": {}}";
+    let diagnostics = invalid_diagnostics(parse(Path::new("c.json"), twice));
+    assert_eq!(diagnostics[0].message, "\"profiles\" is given twice");
 }

@@ -82,24 +82,20 @@ pub(super) async fn switch(
     };
     let reloader = &api.inner.reloader;
     let config = reloader.path().to_owned();
-    if Format::of(&config) == Format::Json {
-        return Err(ApiError::Conflict(format!(
-            "{} is in Claude Desktop's JSON form, which holds no profiles; switches need a TOML \
-             config",
-            config.display()
-        )));
-    }
     let text = std::fs::read_to_string(&config).map_err(|error| {
         ApiError::Conflict(format!("cannot read {}: {error}", config.display()))
     })?;
-    let edited =
-        edit::switch(&text, &profile, &servers, target, request.on).map_err(
-            |error| match error {
-                EditError::Shape(_) | EditError::Pattern(_) => {
-                    ApiError::Conflict(error.to_string())
-                }
-            },
-        )?;
+    let edited = edit::switch(
+        &text,
+        Format::of(&config),
+        &profile,
+        &servers,
+        target,
+        request.on,
+    )
+    .map_err(|error| match error {
+        EditError::Shape(_) | EditError::Pattern(_) => ApiError::Conflict(error.to_string()),
+    })?;
     crate::editors::write_atomically(&config, edited.as_bytes()).map_err(|error| {
         ApiError::Conflict(format!("cannot write {}: {error}", config.display()))
     })?;
