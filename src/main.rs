@@ -268,8 +268,20 @@ fn print_budgets(config: &config::Config, path: &std::path::Path) {
                 server.server, server.tools, server.bytes, server.tokens
             );
         }
+        let written_at = config
+            .profiles
+            .iter()
+            .find(|profile| profile.name == budget.profile)
+            .and_then(|profile| profile.written_at);
         for warning in &budget.warnings {
-            eprintln!("  warning: {warning}");
+            match written_at {
+                Some((line, column)) => eprintln!(
+                    "{}:{line}:{column}: warning: profiles.{}: {warning}",
+                    path.display(),
+                    budget.profile
+                ),
+                None => eprintln!("  warning: {warning}"),
+            }
         }
         for pattern in &budget.unmatched {
             eprintln!(

@@ -53,6 +53,9 @@ pub struct Profile {
     /// Glob patterns of tools listed in search mode too, and pinned for clients that load
     /// tools lazily (`_meta["anthropic/alwaysLoad"]`).
     pub always_listed: Vec<Pattern>,
+    /// Where the file describes the profile (1-based line and column of its name), so that
+    /// `check` can point at it; `None` for a default profile the file does not describe.
+    pub written_at: Option<(usize, usize)>,
 }
 
 /// How editors find a profile's tools.
@@ -78,6 +81,7 @@ impl Profile {
             max_name_length: DEFAULT_NAME_BUDGET,
             discovery: Discovery::List,
             always_listed: Vec::new(),
+            written_at: None,
         }
     }
 
@@ -178,6 +182,7 @@ impl Reader<'_, '_> {
         }
         let entries = self.table(&entry.value, &prefix)?;
         let mut profile = Profile::everything(&entry.key);
+        profile.written_at = Some(self.reporter.position(entry.key_offset));
         for field_entry in self.unique_entries(entries, &prefix) {
             let field = format!("{prefix}.{}", field_entry.key);
             let value = &field_entry.value;

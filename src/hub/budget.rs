@@ -283,6 +283,22 @@ fn warnings(profile: &Profile, tools: &[ToolCost]) -> Vec<String> {
             ));
         }
     }
+    let mut stems: BTreeMap<&str, usize> = BTreeMap::new();
+    for tool in tools {
+        if let Some(stem) = super::names::cut_stem(&tool.name, &tool.original) {
+            *stems.entry(stem).or_default() += 1;
+        }
+    }
+    let alike: Vec<(&str, usize)> = stems.into_iter().filter(|(_, n)| *n > 1).collect();
+    if let Some((stem, _)) = alike.first() {
+        let n: usize = alike.iter().map(|(_, n)| n).sum();
+        warnings.push(format!(
+            "{n} tool names are cut to the same first characters and differ only in their \
+             hash (like `{stem}_…`), so a model cannot tell them apart; raise max_name_length \
+             (now {})",
+            profile.max_name_length
+        ));
+    }
     warnings
 }
 
@@ -345,5 +361,51 @@ mod tests {
             "{warned:?}"
         );
         assert_eq!(tokens(101), 26);
+    }
+
+    #[test]
+    fn names_cut_to_the_same_first_characters_are_warned_about() {
+        let originals = [
+            "list_pull_request_comments",
+            "list_pull_request_reviews",
+            "create_issue",
+        ];
+        let tools_within = |budget: usize| -> Vec<ToolCost> {
+            let offered: Vec<crate::hub::names::Offered<'_>> = originals
+                .iter()
+                .map(|name| crate::hub::names::Offered {
+                    backend: "github",
+                    prefix: "github",
+                    name,
+                })
+                .collect();
+            crate::hub::names::expose(&offered, budget)
+                .into_iter()
+                .zip(originals)
+                .map(|(name, original)| ToolCost {
+                    name,
+                    server: "github".to_owned(),
+                    original: original.to_owned(),
+                    bytes: 100,
+                    tokens: 25,
+                })
+                .collect()
+        };
+        let mut narrow = Profile::everything("narrow");
+        narrow.max_name_length = 24;
+        let warned = warnings(&narrow, &tools_within(24));
+        assert_eq!(
+            warned,
+            [
+                "2 tool names are cut to the same first characters and differ only in their hash \
+              (like `github__list_pu_…`), so a model cannot tell them apart; raise \
+              max_name_length (now 24)"
+            ]
+        );
+        let wide = Profile::everything("wide");
+        assert_eq!(
+            warnings(&wide, &tools_within(DEFAULT_NAME_BUDGET)),
+            Vec::<String>::new()
+        );
     }
 }

@@ -103,6 +103,21 @@ pub fn exposed_name(prefix: &str, name: &str, budget: usize) -> String {
     hashed_name(prefix, name, budget)
 }
 
+/// For a name that [`expose`] cut short and ended with `_` and a hash, the part before them;
+/// `None` for a name that ends with the backend's own `original` name, whole.
+pub fn cut_stem<'a>(exposed: &'a str, original: &str) -> Option<&'a str> {
+    let mut whole = String::with_capacity(original.len());
+    push_sanitized(&mut whole, original);
+    if exposed.ends_with(&whole) {
+        return None;
+    }
+    let (stem, end) = exposed.split_at(exposed.len().checked_sub(HASH_LEN + 1)?);
+    let hashed = end
+        .strip_prefix('_')
+        .is_some_and(|hash| hash.bytes().all(|byte| byte.is_ascii_hexdigit()));
+    hashed.then_some(stem)
+}
+
 /// A tool passes when it matches any allow pattern (or allow is empty) and no deny pattern.
 pub fn tool_allowed(name: &str, allow: &[String], deny: &[String]) -> bool {
     let allowed = allow.is_empty() || allow.iter().any(|pattern| glob_match(pattern, name));

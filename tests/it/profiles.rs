@@ -234,7 +234,15 @@ fn a_profile_edited_in_the_file_applies_live_and_a_bad_edit_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_profiles_budget_is_measured_live_and_by_check() {
     let tools = format!("{NARROW_TOOLS}, \"nothing_*\"");
-    let mut serve = ServeProcess::with_config(&config(&tools), &["everything", "demo"]);
+    // A budget so small that every name of the server is cut to the same 7 characters.
+    let text =
+        config(&tools) + "\n[profiles.tiny]\nservers = [\"everything\"]\nmax_name_length = 16\n";
+    let tiny_line = text
+        .lines()
+        .position(|line| line == "[profiles.tiny]")
+        .expect("tiny")
+        + 1;
+    let mut serve = ServeProcess::with_config(&text, &["everything", "demo"]);
     // Ready servers are in the catalogs a moment later, when they are rebuilt.
     let budgets = eventually("narrow's tools are catalogued", EVENT_LIMIT, || async {
         let budgets = serve.api_get("/api/profiles").await;
@@ -244,7 +252,7 @@ async fn each_profiles_budget_is_measured_live_and_by_check() {
             .iter()
             .map(|budget| budget["profile"].as_str().expect("a name"))
             .collect();
-        assert_eq!(names, ["default", "full", "narrow"]);
+        assert_eq!(names, ["default", "full", "narrow", "tiny"]);
         if budgets[2]["tools"] == 3 {
             Ok(budgets)
         } else {
@@ -301,6 +309,15 @@ async fn each_profiles_budget_is_measured_live_and_by_check() {
     );
     assert!(
         stderr.contains(":13:66: warning: profiles.narrow: `nothing_*` matches no tool"),
+        "{stderr}"
+    );
+    let place = format!(":{tiny_line}:11: warning: profiles.tiny: ");
+    assert!(
+        stderr.lines().any(|line| line.contains(&place)
+            && line.contains(
+                "tool names are cut to the same first characters and differ only in their hash \
+                 (like `everyth_…`)"
+            )),
         "{stderr}"
     );
 }
