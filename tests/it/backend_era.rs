@@ -9,30 +9,8 @@ use switchboard::supervisor::status::{BackendState, Era};
 
 use crate::support::*;
 
-/// The `result` of the answer to request `id` (`method` with `params`) in `session`.
-async fn result(mcp: &McpHttp, session: &str, id: u64, method: &str, params: Value) -> Value {
-    let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-    let reply = mcp
-        .post(Some(session), request.to_string())
-        .await
-        .expect("an answer");
-    assert_eq!(reply.status, 200, "{method}: {}", reply.body);
-    let messages = reply.messages().expect("JSON-RPC messages");
-    let answer = messages
-        .iter()
-        .find(|message| message["id"] == id)
-        .unwrap_or_else(|| panic!("no answer to {method} in {messages:?}"));
-    answer["result"].clone()
-}
-
-/// The result of calling `tool` with `arguments` in `session`.
-async fn call(mcp: &McpHttp, session: &str, id: u64, tool: &str, arguments: Value) -> Value {
-    let params = json!({ "name": tool, "arguments": arguments });
-    result(mcp, session, id, "tools/call", params).await
-}
-
 async fn tool_names(mcp: &McpHttp, session: &str, id: u64) -> Vec<String> {
-    let listed = result(mcp, session, id, "tools/list", json!({})).await;
+    let listed = mcp.result(session, id, "tools/list", json!({})).await;
     let mut names: Vec<String> = listed["tools"]
         .as_array()
         .expect("a list of tools")
@@ -117,14 +95,14 @@ async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legac
         tool_names(&mcp, &session, 1).await,
         ["modern__add_tool", "modern__confirm", "modern__echo"]
     );
-    let echoed = call(
-        &mcp,
-        &session,
-        2,
-        "modern__echo",
-        json!({ "text": "across eras" }),
-    )
-    .await;
+    let echoed = mcp
+        .call_tool(
+            &session,
+            2,
+            "modern__echo",
+            json!({ "text": "across eras" }),
+        )
+        .await;
     assert_eq!(
         echoed["content"],
         json!([{ "type": "text", "text": "across eras" }])
@@ -172,7 +150,9 @@ async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stre
         ["modern__add_tool", "modern__confirm", "modern__echo"]
     );
 
-    let added = call(&mcp, &session, 2, "modern__add_tool", json!({})).await;
+    let added = mcp
+        .call_tool(&session, 2, "modern__add_tool", json!({}))
+        .await;
     assert_eq!(added["content"][0]["text"], "added extra");
 
     // The session may also have been told of the catalog built as it opened; the list that

@@ -150,6 +150,29 @@ impl McpHttp {
         })
     }
 
+    /// The `result` of the answer to request `id` (`method` with `params`) in `session`;
+    /// panics on anything else.
+    pub async fn result(&self, session: &str, id: u64, method: &str, params: Value) -> Value {
+        let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let reply = self
+            .post(Some(session), request.to_string())
+            .await
+            .expect("an answer");
+        assert_eq!(reply.status, 200, "{method}: {}", reply.body);
+        let messages = reply.messages().expect("JSON-RPC messages");
+        let answer = messages
+            .iter()
+            .find(|message| message["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {method} in {messages:?}"));
+        answer["result"].clone()
+    }
+
+    /// The result of calling `tool` with `arguments` in `session`.
+    pub async fn call_tool(&self, session: &str, id: u64, tool: &str, arguments: Value) -> Value {
+        let params = json!({ "name": tool, "arguments": arguments });
+        self.result(session, id, "tools/call", params).await
+    }
+
     /// Opens a session as `client` (initialize, then initialized) and returns its id.
     pub async fn open_session(&self, client: &str) -> Result<String, String> {
         let reply = self.post(None, initialize(0, client).to_string()).await?;
