@@ -13,6 +13,8 @@ pub mod dirs;
 pub mod editors;
 pub(crate) mod guard;
 pub mod hub;
+pub mod secrets;
 pub mod supervisor;
+pub mod terminal;
 pub mod transport;
 pub mod wire;

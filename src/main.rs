@@ -82,10 +82,26 @@ enum Command {
     },
     /// Make the running Switchboard read its config file again now (it also does on every save).
     Reload,
+    /// Keep, remove or list the secrets the config names as `${secret:NAME}`, in the OS keychain.
+    Secret {
+        #[command(subcommand)]
+        action: SecretAction,
+    },
     /// Run the built-in demo MCP server on stdio.
     DemoServer,
     #[command(name = "__guardian", hide = true)]
     Guardian,
+}
+
+#[derive(Subcommand)]
+enum SecretAction {
+    /// Keep a secret in the keychain: its value is read from standard input (typed without
+    /// echo at a terminal), never from the command line.
+    Set { name: String },
+    /// Remove a secret from the keychain.
+    Delete { name: String },
+    /// List the names of the secrets kept (never their values).
+    List,
 }
 
 fn main() -> ExitCode {
@@ -113,6 +129,7 @@ fn main() -> ExitCode {
         } => install(editor, to, dry_run, config, profile),
         Command::Connect { config, profile } => connect(config, profile),
         Command::Reload => single_thread_runtime().block_on(reload()),
+        Command::Secret { action } => secret(action),
         Command::DemoServer => runtime()
             .block_on(switchboard::demo::run())
             .map(|()| ExitCode::SUCCESS),
@@ -204,6 +221,55 @@ async fn reload() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+fn secret(action: SecretAction) -> anyhow::Result<ExitCode> {
+    use switchboard::secrets::Keychain;
+    let keychain = Keychain::secrets();
+    match action {
+        SecretAction::Set { name } => {
+            if !switchboard::secrets::is_valid_name(&name) {
+                return Err(switchboard::secrets::SecretError::BadName(name).into());
+            }
+            let value = switchboard::terminal::read_secret(&format!("Value of {name}: "))
+                .context("cannot read the value from standard input")?;
+            if value.is_empty() {
+                anyhow::bail!("the value is empty; nothing was stored");
+            }
+            keychain.set(&name, &value)?;
+            eprintln!("{name} is in the keychain.");
+        }
+        SecretAction::Delete { name } => match keychain.delete(&name)? {
+            true => eprintln!("{name} is no longer in the keychain."),
+            false => {
+                eprintln!("the keychain holds no secret {name}");
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+        SecretAction::List => {
+            for name in keychain.names()? {
+                eprintln!("{name}");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    // A running Switchboard reads secrets when it reads its config: make it read it now, so
+    // that the servers using this secret restart with its new value.
+    let runtime_dir = switchboard::dirs::runtime_dir();
+    if switchboard::control::instance::Instance::path(&runtime_dir).exists() {
+        let reloaded = single_thread_runtime().block_on(switchboard::control::client::reload(
+            &runtime_dir,
+            &switchboard::dirs::data_dir(),
+        ));
+        match reloaded {
+            Ok(switchboard::control::reload::ReloadOutcome::Applied { report, .. }) => {
+                eprintln!("Switchboard reloaded its config: {report}");
+            }
+            Ok(_) => eprintln!("Switchboard's config has errors; run `switchboard check`"),
+            Err(error) => eprintln!("Switchboard was not told: {error:#}"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {

@@ -134,7 +134,7 @@ impl Reader<'_, '_> {
                         }
                     }
                 }
-                "args" => set(&mut backend.args, self.strings(value, &field)),
+                "args" => set(&mut backend.args, self.args(value, &field)),
                 "env" => set(&mut backend.env, self.env(value, &field)),
                 "cwd" => backend.cwd = self.cwd(value, &field),
                 "enabled" => set(&mut backend.enabled, self.boolean(value, &field)),
@@ -301,7 +301,11 @@ impl Reader<'_, '_> {
     /// The token with `${env:NAME}` expanded. Messages never show it: it is a secret.
     fn token(&mut self, node: &Node, field: &str) -> Option<String> {
         let written = self.string(node, field)?;
-        let token = match values::expand_env_references(&written, |name| std::env::var_os(name)) {
+        let env_only = values::Lookups {
+            env: &|name| std::env::var_os(name),
+            secret: None,
+        };
+        let token = match values::expand_references(&written, &env_only, values::Other::Refused) {
             Ok(token) => token,
             Err(error) => {
                 self.value_error(node, field, &error);
@@ -415,7 +419,7 @@ impl Reader<'_, '_> {
             let Some(raw_value) = self.string(&entry.value, &field) else {
                 continue;
             };
-            match values::expand_env_references(&raw_value, |name| std::env::var_os(name)) {
+            match values::expand_references(&raw_value, &LOOKUPS, values::Other::Refused) {
                 Ok(value) => {
                     env.insert(entry.key.clone(), value);
                 }
@@ -423,6 +427,26 @@ impl Reader<'_, '_> {
             }
         }
         Some(env)
+    }
+
+    /// The arguments with their `${env:NAME}` and `${secret:NAME}` expanded; any other `${…}`
+    /// is the program's to read, and stays.
+    fn args(&mut self, node: &Node, field: &str) -> Option<Vec<String>> {
+        let written = self.strings(node, field)?;
+        let NodeValue::Array(items) = &node.value else {
+            return None;
+        };
+        let mut args = Vec::with_capacity(written.len());
+        for (arg, item) in written.iter().zip(items) {
+            match values::expand_references(arg, &LOOKUPS, values::Other::Kept) {
+                Ok(arg) => args.push(arg),
+                Err(error) => {
+                    self.value_error(item, field, &error);
+                    return None;
+                }
+            }
+        }
+        Some(args)
     }
 
     fn cwd(&mut self, node: &Node, field: &str) -> Option<PathBuf> {
@@ -670,6 +694,13 @@ impl Reader<'_, '_> {
         self.reporter.error(node.offset, field, error.to_string());
     }
 }
+
+/// Where `${env:NAME}` and `${secret:NAME}` in servers' values get their text: Switchboard's
+/// environment and the OS keychain.
+const LOOKUPS: values::Lookups<'static> = values::Lookups {
+    env: &|name| std::env::var_os(name),
+    secret: Some(&|name| crate::secrets::Keychain::secrets().get(name)),
+};
 
 /// Overwrites a default with a value that was read; a value that was not read has been
 /// reported, and the default stays so that the other fields can still be checked.

@@ -1,8 +1,11 @@
-//! The small value languages inside the config: durations, sizes, `${env:NAME}` and `~`.
+//! The small value languages inside the config: durations, sizes, `${env:NAME}`,
+//! `${secret:NAME}` and `~`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use crate::secrets::SecretError;
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub(super) enum ValueError {
@@ -21,9 +24,19 @@ pub(super) enum ValueError {
     #[error("unterminated `${{`; write `$${{` for a literal `${{`")]
     Unterminated,
     #[error(
-        "unsupported reference `${{{0}}}`; write `${{env:NAME}}`, or `$${{` for a literal `${{`"
+        "unsupported reference `${{{0}}}`; write `${{env:NAME}}` or `${{secret:NAME}}`, or `$${{` \
+         for a literal `${{`"
     )]
     UnsupportedReference(String),
+    #[error("`${{secret:…}}` cannot be used here; write the value, or `${{env:NAME}}`")]
+    SecretNotAllowed,
+    #[error(
+        "secret `{0}` is not in the keychain; set it with `switchboard secret set {0}` or on the \
+         dashboard's Secrets page"
+    )]
+    SecretMissing(String),
+    #[error("cannot read secret `{0}`: {1}")]
+    SecretUnreadable(String, SecretError),
     #[error("cannot expand `~`: the home directory is unknown")]
     NoHome,
 }
@@ -101,11 +114,31 @@ pub(super) fn format_size(bytes: usize) -> String {
     format!("{bytes}B")
 }
 
-/// Replaces each `${env:NAME}` with the value `lookup` gives for NAME; `$${` is a literal `${`
-/// and any other `$` stays as it is.
-pub(super) fn expand_env_references(
+/// Reads one secret by name: `None` if there is no such secret.
+pub(super) type SecretLookup = dyn Fn(&str) -> Result<Option<String>, SecretError>;
+
+/// Where the references of a value get their text: `${env:NAME}` from `env`, and
+/// `${secret:NAME}` from `secret` (the keychain) where a secret may stand.
+pub(super) struct Lookups<'a> {
+    pub(super) env: &'a dyn Fn(&str) -> Option<OsString>,
+    pub(super) secret: Option<&'a SecretLookup>,
+}
+
+/// What becomes of a `${…}` that is neither `${env:NAME}` nor `${secret:NAME}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Other {
+    /// It is an error (environment values, headers, tokens: no program would read it).
+    Refused,
+    /// It stays as written (arguments: the program may read it itself).
+    Kept,
+}
+
+/// Replaces each `${env:NAME}` and `${secret:NAME}` with what `lookups` give for NAME; `$${` is a
+/// literal `${`, and any other `$` stays as it is.
+pub(super) fn expand_references(
     value: &str,
-    lookup: impl Fn(&str) -> Option<OsString>,
+    lookups: &Lookups<'_>,
+    other: Other,
 ) -> Result<String, ValueError> {
     let mut expanded = String::with_capacity(value.len());
     let mut rest = value;
@@ -115,24 +148,40 @@ pub(super) fn expand_env_references(
         if let Some(after) = from_dollar.strip_prefix("$${") {
             expanded.push_str("${");
             rest = after;
-        } else if let Some(after) = from_dollar.strip_prefix("${") {
-            let end = after.find('}').ok_or(ValueError::Unterminated)?;
-            let reference = &after[..end];
-            let name = reference
-                .strip_prefix("env:")
-                .filter(|name| !name.is_empty())
-                .ok_or_else(|| ValueError::UnsupportedReference(reference.to_owned()))?;
+            continue;
+        }
+        let Some(after) = from_dollar.strip_prefix("${") else {
+            expanded.push('$');
+            rest = &from_dollar[1..];
+            continue;
+        };
+        let end = after.find('}').ok_or(ValueError::Unterminated)?;
+        let reference = &after[..end];
+        if let Some(name) = reference
+            .strip_prefix("env:")
+            .filter(|name| !name.is_empty())
+        {
             let variable =
-                lookup(name).ok_or_else(|| ValueError::UnknownVariable(name.to_owned()))?;
+                (lookups.env)(name).ok_or_else(|| ValueError::UnknownVariable(name.to_owned()))?;
             let variable = variable
                 .into_string()
                 .map_err(|_| ValueError::NotUnicode(name.to_owned()))?;
             expanded.push_str(&variable);
-            rest = &after[end + 1..];
+        } else if let Some(name) = reference
+            .strip_prefix("secret:")
+            .filter(|name| !name.is_empty())
+        {
+            let secret = lookups.secret.ok_or(ValueError::SecretNotAllowed)?;
+            let value = secret(name)
+                .map_err(|error| ValueError::SecretUnreadable(name.to_owned(), error))?
+                .ok_or_else(|| ValueError::SecretMissing(name.to_owned()))?;
+            expanded.push_str(&value);
+        } else if other == Other::Kept {
+            expanded.push_str(&from_dollar[..end + 3]);
         } else {
-            expanded.push('$');
-            rest = &from_dollar[1..];
+            return Err(ValueError::UnsupportedReference(reference.to_owned()));
         }
+        rest = &after[end + 1..];
     }
     expanded.push_str(rest);
     Ok(expanded)
@@ -238,14 +287,35 @@ mod tests {
         }
     }
 
+    fn keychain(name: &str) -> Result<Option<String>, SecretError> {
+        match name {
+            "token" => Ok(Some("t0k3n".to_owned())),
+            "locked" => Err(SecretError::Unavailable(
+                "the collection is locked".to_owned(),
+            )),
+            _ => Ok(None),
+        }
+    }
+
+    fn expand(value: &str) -> Result<String, ValueError> {
+        let lookups = Lookups {
+            env: &lookup,
+            secret: Some(&keychain),
+        };
+        expand_references(value, &lookups, Other::Refused)
+    }
+
     #[test]
-    fn env_references_are_expanded() {
-        let expand = |value| expand_env_references(value, lookup);
+    fn env_and_secret_references_are_expanded() {
         assert_eq!(expand("plain"), Ok("plain".to_owned()));
         assert_eq!(expand("${env:KEY}"), Ok("secret".to_owned()));
         assert_eq!(
             expand("a-${env:KEY}-${env:EMPTY}-b"),
             Ok("a-secret--b".to_owned())
+        );
+        assert_eq!(
+            expand("Bearer ${secret:token}"),
+            Ok("Bearer t0k3n".to_owned())
         );
         assert_eq!(expand("$${env:KEY}"), Ok("${env:KEY}".to_owned()));
         assert_eq!(
@@ -255,8 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn bad_env_references_are_errors() {
-        let expand = |value| expand_env_references(value, lookup);
+    fn bad_references_are_errors() {
         assert_eq!(
             expand("${env:NOPE}"),
             Err(ValueError::UnknownVariable("NOPE".to_owned()))
@@ -271,8 +340,49 @@ mod tests {
             Err(ValueError::UnsupportedReference("env:".to_owned()))
         );
         assert_eq!(
+            expand("${secret:}"),
+            Err(ValueError::UnsupportedReference("secret:".to_owned()))
+        );
+        assert_eq!(
+            expand("${secret:gone}").map_err(|error| error.to_string()),
+            Err(
+                "secret `gone` is not in the keychain; set it with `switchboard secret set \
+                 gone` or on the dashboard's Secrets page"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            expand("${secret:locked}").map_err(|error| error.to_string()),
+            Err(
+                "cannot read secret `locked`: no keychain is available (the collection is \
+                 locked); Switchboard keeps secrets only in the OS keychain, never in a file"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
             ValueError::UnsupportedReference("HOME".to_owned()).to_string(),
-            "unsupported reference `${HOME}`; write `${env:NAME}`, or `$${` for a literal `${`"
+            "unsupported reference `${HOME}`; write `${env:NAME}` or `${secret:NAME}`, or `$${` \
+             for a literal `${`"
+        );
+    }
+
+    #[test]
+    fn arguments_keep_other_references_and_tokens_take_no_secret() {
+        let lookups = Lookups {
+            env: &lookup,
+            secret: Some(&keychain),
+        };
+        assert_eq!(
+            expand_references("--key=${secret:token} ${HOME}/x", &lookups, Other::Kept),
+            Ok("--key=t0k3n ${HOME}/x".to_owned())
+        );
+        let env_only = Lookups {
+            env: &lookup,
+            secret: None,
+        };
+        assert_eq!(
+            expand_references("${secret:token}", &env_only, Other::Refused),
+            Err(ValueError::SecretNotAllowed)
         );
     }
 

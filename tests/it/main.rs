@@ -18,6 +18,7 @@ mod profiles;
 mod reload;
 mod sdk_clients;
 mod search;
+mod secrets;
 mod security;
 mod serve;
 mod soak;

@@ -474,7 +474,8 @@ impl EntryReader<'_> {
                 .chain(args.iter().map(|arg| ("args", arg)))
                 .chain(cwd.iter().map(|cwd| ("cwd", cwd)));
             for (place, text) in places {
-                if let Some(reference) = reference(text, false) {
+                // Our config expands `${env:…}` in arguments as the editor does, not elsewhere.
+                if let Some(reference) = reference(text, place == "args") {
                     return Err(self.unexpressible(place, reference));
                 }
             }
@@ -490,6 +491,12 @@ impl EntryReader<'_> {
             Vec::new()
         } else {
             vec![format!("left out {}", left_out.join(", "))]
+        };
+        // Our config reads `${env:…}` and `${secret:…}` in arguments; this editor passes them on
+        // as written, so they are written as literal text.
+        let args = match self.editor.expands_references() {
+            true => args,
+            false => args.iter().map(|arg| arg.replace("${", "$${")).collect(),
         };
         Ok(Server {
             command,

@@ -123,14 +123,13 @@ fn references_are_kept_where_our_config_can_say_them() {
         )
         .starts_with("`${workspaceFolder}` in its args is filled in by Cursor")
     );
-    // Switchboard expands env only, so a reference in args cannot be kept.
-    assert!(
-        skip_reason(
-            Editor::Cursor,
-            json!({ "command": "x", "args": ["--key=${env:KEY}"] })
-        )
-        .starts_with("`${env:KEY}` in its args")
-    );
+    // Switchboard expands env references in args as Cursor does, so they are kept.
+    let server = read(
+        Editor::Cursor,
+        json!({ "command": "x", "args": ["--key=${env:KEY}"] }),
+    )
+    .expect("imported");
+    assert_eq!(server.args, ["--key=${env:KEY}"]);
     assert!(
         skip_reason(
             Editor::VsCode,
@@ -145,7 +144,7 @@ fn references_are_kept_where_our_config_can_say_them() {
         json!({ "command": "x", "args": ["${HOME}"], "env": { "A": "${HOME}" } }),
     )
     .expect("imported");
-    assert_eq!(server.args, ["${HOME}"]);
+    assert_eq!(server.args, ["$${HOME}"]);
     assert_eq!(server.env["A"], "$${HOME}");
 }
 

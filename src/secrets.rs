@@ -1,0 +1,192 @@
+//! The OS keychain: secrets the config names as `${secret:NAME}`, and what sign-in keeps (tokens,
+//! client registrations). Secret Service on Linux, Keychain on macOS, Credential Manager on
+//! Windows, each through its `keyring-core` store; only [`platform_store`] differs by platform.
+//!
+//! Nothing here ever falls back to a file: with no keychain to reach (no Secret Service running,
+//! say), every call fails with [`SecretError::Unavailable`] saying so. Values never appear in an
+//! error, a log line or a `Debug` output.
+//!
+//! Calls block (the Secret Service is a D-Bus round trip): async code runs them with
+//! `tokio::task::spawn_blocking`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use keyring_core::{CredentialStore, Entry};
+
+/// The keychain service Switchboard's own secrets are kept under; sign-in's records use it with
+/// a suffix. `SWITCHBOARD_KEYCHAIN_SERVICE` names another one (tests keep theirs apart with it).
+pub const DEFAULT_SERVICE: &str = "switchboard";
+
+const SERVICE_ENV: &str = "SWITCHBOARD_KEYCHAIN_SERVICE";
+
+/// Why the keychain could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    /// There is no keychain to use, or it refused access (locked, no Secret Service running).
+    #[error(
+        "no keychain is available ({0}); Switchboard keeps secrets only in the OS keychain, \
+         never in a file"
+    )]
+    Unavailable(String),
+    /// The name cannot name a secret.
+    #[error("{0:?} cannot name a secret: use 1 to 64 ASCII letters, digits, `_`, `-` or `.`")]
+    BadName(String),
+    /// The keychain holds something under that name that is not text.
+    #[error("the keychain's entry for {0} is not text")]
+    NotText(String),
+}
+
+/// One part of the keychain: the entries of one service.
+pub struct Keychain {
+    service: String,
+    /// Made at first use; a failure is not kept, so a keychain that starts later is found.
+    store: Mutex<Option<Arc<CredentialStore>>>,
+}
+
+impl std::fmt::Debug for Keychain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keychain")
+            .field("service", &self.service)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Keychain {
+    /// The keychain of secrets the config names (`${secret:NAME}`).
+    pub fn secrets() -> &'static Keychain {
+        static SECRETS: OnceLock<Keychain> = OnceLock::new();
+        SECRETS.get_or_init(|| Keychain::new(&base_service()))
+    }
+
+    /// The keychain of what sign-in keeps, under `kind` (`tokens`, `clients`).
+    pub fn of_sign_in(kind: &str) -> Keychain {
+        Keychain::new(&format!("{}-{kind}", base_service()))
+    }
+
+    fn new(service: &str) -> Keychain {
+        Keychain {
+            service: service.to_owned(),
+            store: Mutex::new(None),
+        }
+    }
+
+    /// The secret `name`; `None` if the keychain has no such entry.
+    pub fn get(&self, name: &str) -> Result<Option<String>, SecretError> {
+        let entry = self.entry(name)?;
+        match entry.get_password() {
+            Ok(value) => Ok(Some(value)),
+            Err(keyring_core::Error::NoEntry) => Ok(None),
+            Err(keyring_core::Error::BadEncoding(_)) => Err(SecretError::NotText(name.to_owned())),
+            Err(error) => Err(unavailable(&error)),
+        }
+    }
+
+    /// Keeps `value` as the secret `name`, replacing any earlier one.
+    pub fn set(&self, name: &str, value: &str) -> Result<(), SecretError> {
+        self.entry(name)?
+            .set_password(value)
+            .map_err(|error| unavailable(&error))
+    }
+
+    /// Removes the secret `name`; whether there was one.
+    pub fn delete(&self, name: &str) -> Result<bool, SecretError> {
+        match self.entry(name)?.delete_credential() {
+            Ok(()) => Ok(true),
+            Err(keyring_core::Error::NoEntry) => Ok(false),
+            Err(error) => Err(unavailable(&error)),
+        }
+    }
+
+    /// The names of every secret kept under this keychain's service, sorted.
+    pub fn names(&self) -> Result<BTreeSet<String>, SecretError> {
+        let store = self.store()?;
+        let spec = HashMap::from([("service", self.service.as_str())]);
+        let entries = Entry::search_in_store(&store, &spec).map_err(|error| unavailable(&error))?;
+        Ok(entries
+            .iter()
+            .filter_map(|entry| entry.get_attributes().ok()?.remove("username"))
+            .collect())
+    }
+
+    fn entry(&self, name: &str) -> Result<Entry, SecretError> {
+        if !is_valid_name(name) {
+            return Err(SecretError::BadName(name.to_owned()));
+        }
+        Entry::new_in_store(&self.store()?, &self.service, name)
+            .map_err(|error| unavailable(&error))
+    }
+
+    fn store(&self) -> Result<Arc<CredentialStore>, SecretError> {
+        let mut store = self
+            .store
+            .lock()
+            .expect("the keychain's lock is never poisoned");
+        if let Some(store) = &*store {
+            return Ok(store.clone());
+        }
+        let made = platform_store().map_err(|error| unavailable(&error))?;
+        *store = Some(made.clone());
+        Ok(made)
+    }
+}
+
+/// Whether `name` can name a secret: what `${secret:NAME}` accepts.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.'))
+}
+
+fn base_service() -> String {
+    std::env::var(SERVICE_ENV)
+        .ok()
+        .filter(|service| !service.is_empty())
+        .unwrap_or_else(|| DEFAULT_SERVICE.to_owned())
+}
+
+/// A failure of the keychain, in words that never carry a secret (keyring-core's errors name
+/// the platform's failure, not values).
+fn unavailable(error: &keyring_core::Error) -> SecretError {
+    SecretError::Unavailable(error.to_string())
+}
+
+#[cfg(target_os = "linux")]
+fn platform_store() -> keyring_core::Result<Arc<CredentialStore>> {
+    Ok(zbus_secret_service_keyring_store::Store::new()?)
+}
+
+#[cfg(target_os = "macos")]
+fn platform_store() -> keyring_core::Result<Arc<CredentialStore>> {
+    Ok(apple_native_keyring_store::keychain::Store::new()?)
+}
+
+#[cfg(windows)]
+fn platform_store() -> keyring_core::Result<Arc<CredentialStore>> {
+    Ok(windows_native_keyring_store::Store::new()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_short_plain_words() {
+        for name in ["github_token", "a", "linear-api.key", &"x".repeat(64)] {
+            assert!(is_valid_name(name), "{name}");
+        }
+        for name in ["", "with space", "slash/name", "ünïcode", &"x".repeat(65)] {
+            assert!(!is_valid_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_bad_name_is_refused_before_the_keychain_is_asked() {
+        let keychain = Keychain::new("switchboard-unit-test");
+        assert_eq!(
+            keychain.get("no such/name"),
+            Err(SecretError::BadName("no such/name".to_owned()))
+        );
+    }
+}
