@@ -40,6 +40,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         EngineOptions {
             groups,
             server_requests: None,
+            auth: None,
         },
     );
     let backend = engine.backend("demo").expect("configured");

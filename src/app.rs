@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Auth;
 use crate::config::{self, Config, EndpointConfig};
 use crate::control::instance::Instance;
 use crate::control::reload::{ConfigState, ReloadOutcome, Reloader};
@@ -39,6 +40,7 @@ pub struct AppOptions {
 /// A running Switchboard. Dropping it does not stop anything: call [`App::shutdown`].
 pub struct App {
     engine: Arc<Engine>,
+    auth: Arc<Auth>,
     hub: Hub,
     reloader: Reloader,
     stop: CancellationToken,
@@ -71,12 +73,15 @@ impl App {
         let data_dir = crate::dirs::data_dir();
         let api_token =
             token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
+        let auth = Auth::new();
+        auth.set_callback_base(&crate::transport::http::local_base_url(listeners.address));
         let (engine, hub) = crate::hub::start(
             config.backends.clone(),
             groups,
             HubOptions {
                 catalog_cache: Some(data_dir.join("catalog")),
                 profiles: config.profiles.clone(),
+                auth: Some(auth.clone()),
             },
         );
         let reloader = Reloader::new(
@@ -101,6 +106,7 @@ impl App {
             mcp_token: endpoint.token.clone(),
             extra_origins: Vec::new(),
             exe: options.exe,
+            auth: auth.clone(),
         };
         let api_state = api::ApiState::new(
             hub.clone(),
@@ -119,6 +125,7 @@ impl App {
         tasks.push(publisher);
         Ok(App {
             engine,
+            auth,
             hub,
             reloader,
             stop,
@@ -134,6 +141,11 @@ impl App {
     /// Every backend: their handles, statuses and commands.
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// Sign-in to remote servers (the desktop app's "Sign in to NAME").
+    pub fn auth(&self) -> &Arc<Auth> {
+        &self.auth
     }
 
     /// The dashboard's address with the one-time token that logs a browser in.

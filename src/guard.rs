@@ -84,6 +84,12 @@ impl Guard {
     /// Refuses requests whose `Host` is not this endpoint's loopback address, and browser
     /// requests from foreign pages (DNS rebinding, cross-site requests).
     pub fn check_host_origin(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+        self.check_host(headers)?;
+        self.check_origin(headers)
+    }
+
+    /// Refuses a `Host` other than this endpoint's loopback address (DNS rebinding).
+    pub fn check_host(&self, headers: &HeaderMap) -> Result<(), Rejection> {
         let expected = || {
             format!(
                 "only 127.0.0.1:{port}, localhost:{port} and [::1]:{port} are served",
@@ -112,6 +118,10 @@ impl Guard {
                 expected()
             )));
         }
+        Ok(())
+    }
+
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), Rejection> {
         match single_value(headers, &header::ORIGIN) {
             Single::Absent => check_fetch_site(headers),
             Single::Several => Err(Rejection::ForbiddenOrigin(

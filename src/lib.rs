@@ -6,6 +6,7 @@
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
 pub mod app;
+pub mod auth;
 pub mod config;
 pub mod control;
 pub mod demo;

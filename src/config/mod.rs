@@ -13,6 +13,7 @@
 
 pub mod edit;
 mod glob;
+mod launch;
 mod profile;
 mod report;
 mod server;
@@ -20,6 +21,9 @@ mod tree;
 mod values;
 
 pub use glob::glob_match;
+pub use launch::{
+    DEFAULT_REMOTE_TIMEOUT, Launch, OAuthClient, ProcessLaunch, RemoteServer, RemoteTransport,
+};
 pub use profile::{
     DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, Discovery, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern,
     Profile, Tier,
@@ -92,14 +96,8 @@ impl Config {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendConfig {
     pub name: String,
-    /// As written: a path, or a name looked up in `PATH` when the backend starts.
-    pub command: String,
-    pub args: Vec<String>,
-    /// Added to the environment Switchboard passes on; `${env:NAME}` references are expanded.
-    pub env: BTreeMap<String, String>,
-    /// Absolute when the config gave one: `~` is expanded and a relative path is taken from the
-    /// config file's directory.
-    pub cwd: Option<PathBuf>,
+    /// A program to start, or a remote server to reach.
+    pub launch: Launch,
     pub enabled: bool,
     pub request_timeout: Duration,
     pub handshake_timeout: Duration,
@@ -136,16 +134,26 @@ pub enum Protocol {
 }
 
 impl BackendConfig {
-    /// A backend with every optional setting at its default.
+    /// A backend started as `command args`, with every optional setting at its default.
     pub fn new(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        BackendConfig::with_launch(
+            name,
+            Launch::Process(ProcessLaunch {
+                command: command.into(),
+                args,
+                env: BTreeMap::new(),
+                cwd: None,
+            }),
+        )
+    }
+
+    /// A backend reached as `launch`, with every optional setting at its default.
+    pub fn with_launch(name: impl Into<String>, launch: Launch) -> Self {
         let name = name.into();
         BackendConfig {
             prefix: name.clone(),
             name,
-            command: command.into(),
-            args,
-            env: BTreeMap::new(),
-            cwd: None,
+            launch,
             enabled: true,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
@@ -161,17 +169,27 @@ impl BackendConfig {
         }
     }
 
+    /// The program, if this backend is a local one.
+    pub fn process(&self) -> Option<&ProcessLaunch> {
+        self.launch.process()
+    }
+
+    /// The program, for code that knows this backend is a local one (tests, mostly).
+    pub fn process_mut(&mut self) -> Option<&mut ProcessLaunch> {
+        match &mut self.launch {
+            Launch::Process(process) => Some(process),
+            Launch::Remote(_) => None,
+        }
+    }
+
     /// Whether a process started with `self` must be replaced to run with `new`: the process's
-    /// command line, environment, working directory or framing differ. Everything else applies
-    /// to a running process.
+    /// command line, environment, working directory or framing differ (for a remote server, its
+    /// URL, headers, transport or sign-in settings). Everything else applies to a running one.
     pub fn needs_restart_for(&self, new: &BackendConfig) -> bool {
         // Destructured so that a new field must be sorted into one group or the other.
         let BackendConfig {
             name: _,
-            command,
-            args,
-            env,
-            cwd,
+            launch,
             enabled: _,
             request_timeout: _,
             handshake_timeout: _,
@@ -186,10 +204,7 @@ impl BackendConfig {
             start_on_demand: _,
             protocol,
         } = self;
-        *command != new.command
-            || *args != new.args
-            || *env != new.env
-            || *cwd != new.cwd
+        *launch != new.launch
             || *max_message_size != new.max_message_size
             || *protocol != new.protocol
     }

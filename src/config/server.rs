@@ -7,12 +7,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::launch::REMOTE_FIELDS;
 use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::values::{self, ValueError};
 use super::{
-    BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, MAX_PREFIX_LEN, Protocol,
-    RestartPolicy,
+    BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, Launch, MAX_PREFIX_LEN,
+    ProcessLaunch, Protocol, RemoteServer, RemoteTransport, RestartPolicy,
 };
 
 const SERVER_FIELDS: &[&str] = &[
@@ -20,6 +21,11 @@ const SERVER_FIELDS: &[&str] = &[
     "args",
     "env",
     "cwd",
+    "url",
+    "headers",
+    "timeout",
+    "transport",
+    "oauth",
     "enabled",
     "request_timeout",
     "handshake_timeout",
@@ -46,8 +52,8 @@ const RESTART_FIELDS: &[&str] = &[
 const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "max_body_size"];
 const DESKTOP_FIELDS: &[&str] = &["notify_crash_loop"];
 
-/// JSON `type` values of servers reached over the network rather than started as a process.
-const REMOTE_TYPES: &[&str] = &["http", "sse", "streamable-http", "streamableHttp"];
+/// The fields of a local server's entry.
+const PROCESS_FIELDS: &[&str] = &["command", "args", "env", "cwd"];
 
 /// The backend `server` describes, or `None` if it has any error (each one reported) or is a
 /// kind of server that is skipped with a warning.
@@ -107,21 +113,28 @@ impl Reader<'_, '_> {
     fn read(&mut self, server: &Entry) -> Option<BackendConfig> {
         let prefix = format!("{}.{}", self.format.servers_key(), server.key);
         let entries = self.table(&server.value, &prefix)?;
-        if self.format == Format::Json && is_remote(entries) {
-            self.reporter.warning(
-                server.key_offset,
-                &prefix,
-                "remote servers are not supported yet; this server is skipped",
-            );
-            return None;
-        }
 
         let mut backend = BackendConfig::new(server.key.as_str(), "", Vec::new());
+        let mut process = ProcessLaunch {
+            command: String::new(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+        };
+        let mut remote = RemoteServer::new("");
         // Offset of the command's value, kept to point at it if the command cannot be found.
         let mut command_offset = None;
+        // The first field of each kind of server, to report a mix of the two.
+        let mut local_field = None;
+        let mut remote_field = None;
         for entry in self.unique_entries(entries, &prefix) {
             let field = format!("{prefix}.{}", entry.key);
             let value = &entry.value;
+            if PROCESS_FIELDS.contains(&entry.key.as_str()) {
+                local_field.get_or_insert(entry);
+            } else if REMOTE_FIELDS.contains(&entry.key.as_str()) {
+                remote_field.get_or_insert(entry);
+            }
             match entry.key.as_str() {
                 "command" => {
                     if let Some(command) = self.string(value, &field) {
@@ -129,14 +142,22 @@ impl Reader<'_, '_> {
                             self.reporter
                                 .error(value.offset, &field, "the command is empty");
                         } else {
-                            backend.command = command;
+                            process.command = command;
                             command_offset = Some(value.offset);
                         }
                     }
                 }
-                "args" => set(&mut backend.args, self.args(value, &field)),
-                "env" => set(&mut backend.env, self.env(value, &field)),
-                "cwd" => backend.cwd = self.cwd(value, &field),
+                "args" => set(&mut process.args, self.args(value, &field)),
+                "env" => set(&mut process.env, self.env(value, &field)),
+                "cwd" => process.cwd = self.cwd(value, &field),
+                "url" => set(&mut remote.url, self.remote_url(value, &field)),
+                "headers" => set(&mut remote.headers, self.headers(value, &field)),
+                "timeout" => set(
+                    &mut remote.timeout,
+                    self.duration(value, &field, Zero::Rejected),
+                ),
+                "transport" => set(&mut remote.transport, self.remote_transport(value, &field)),
+                "oauth" => set(&mut remote.oauth, self.oauth(value, &field)),
                 "enabled" => set(&mut backend.enabled, self.boolean(value, &field)),
                 "request_timeout" => {
                     set(
@@ -177,40 +198,83 @@ impl Reader<'_, '_> {
                     set(&mut backend.start_on_demand, self.boolean(value, &field));
                 }
                 "protocol" => set(&mut backend.protocol, self.protocol(value, &field)),
-                // Editors' configs mark local servers this way; remote ones were skipped above.
+                // Editors' configs say what kind of server an entry is this way.
                 "type" if self.format == Format::Json => {
-                    if let Some(kind) = self.string(value, &field)
-                        && kind != "stdio"
-                    {
-                        self.reporter.error(
-                            value.offset,
-                            &field,
-                            format!("unknown server type {kind:?}; expected \"stdio\""),
-                        );
+                    if let Some(kind) = self.string(value, &field) {
+                        match json_type(&kind) {
+                            Some(None) => {}
+                            Some(Some(transport)) => {
+                                remote.transport = transport;
+                                remote_field.get_or_insert(entry);
+                            }
+                            None => self.reporter.error(
+                                value.offset,
+                                &field,
+                                format!(
+                                    "unknown server type {kind:?}; expected \"stdio\", \"http\" \
+                                     or \"sse\""
+                                ),
+                            ),
+                        }
                     }
                 }
                 _ => self.unknown_field(entry, &field, SERVER_FIELDS),
             }
         }
 
-        match command_offset {
-            Some(offset) => self.check_command(&backend, offset, &prefix),
-            // Unless the command was there but wrong, which has been reported already.
-            None if !entries.iter().any(|entry| entry.key == "command") => {
+        match (local_field, remote_field) {
+            (Some(local), Some(remote)) => {
+                let (earlier, later) = match local.key_offset < remote.key_offset {
+                    true => (local, remote),
+                    false => (remote, local),
+                };
                 self.reporter.error(
-                    server.key_offset,
-                    &prefix,
-                    "missing field `command`: the program to start",
+                    later.key_offset,
+                    &format!("{prefix}.{}", later.key),
+                    format!(
+                        "`{}` is for a {} server and `{}` for a {} one; a server has a \
+                         `command` or a `url`, not both",
+                        later.key,
+                        kind_of_field(&later.key),
+                        earlier.key,
+                        kind_of_field(&earlier.key)
+                    ),
                 );
             }
-            None => {}
+            (None, Some(_)) if remote.url.is_empty() => {
+                // Unless the URL was there but wrong, which has been reported already.
+                if !entries.iter().any(|entry| entry.key == "url") {
+                    self.reporter.error(
+                        server.key_offset,
+                        &prefix,
+                        "missing field `url`: the address of the remote server",
+                    );
+                }
+            }
+            (None, Some(_)) => backend.launch = Launch::Remote(remote),
+            (_, None) => {
+                match command_offset {
+                    Some(offset) => self.check_command(&process, offset, &prefix),
+                    // Unless the command was there but wrong, which has been reported already.
+                    None if !entries.iter().any(|entry| entry.key == "command") => {
+                        self.reporter.error(
+                            server.key_offset,
+                            &prefix,
+                            "missing field `command` (the program to start) or `url` (a remote \
+                             server's address)",
+                        );
+                    }
+                    None => {}
+                }
+                backend.launch = Launch::Process(process);
+            }
         }
         Some(backend)
     }
 
     /// Reports a command that cannot be started, looking it up the way spawning will: in the
     /// backend's own `PATH` if its `env` sets one.
-    fn check_command(&mut self, backend: &BackendConfig, offset: usize, prefix: &str) {
+    fn check_command(&mut self, backend: &ProcessLaunch, offset: usize, prefix: &str) {
         let search_path = match backend.env.get("PATH") {
             Some(path) => OsStr::new(path),
             None => crate::supervisor::spawn::search_path(),
@@ -690,14 +754,14 @@ impl Reader<'_, '_> {
         );
     }
 
-    fn value_error(&mut self, node: &Node, field: &str, error: &ValueError) {
+    pub(super) fn value_error(&mut self, node: &Node, field: &str, error: &ValueError) {
         self.reporter.error(node.offset, field, error.to_string());
     }
 }
 
 /// Where `${env:NAME}` and `${secret:NAME}` in servers' values get their text: Switchboard's
 /// environment and the OS keychain.
-const LOOKUPS: values::Lookups<'static> = values::Lookups {
+pub(super) const LOOKUPS: values::Lookups<'static> = values::Lookups {
     env: &|name| std::env::var_os(name),
     secret: Some(&|name| crate::secrets::Keychain::secrets().get(name)),
 };
@@ -710,13 +774,22 @@ fn set<T>(target: &mut T, value: Option<T>) {
     }
 }
 
-/// Whether a JSON server entry describes a remote server: a `url`, or a network `type`.
-fn is_remote(entries: &[Entry]) -> bool {
-    entries
-        .iter()
-        .any(|entry| match (entry.key.as_str(), &entry.value.value) {
-            ("url", _) => true,
-            ("type", NodeValue::String(kind)) => REMOTE_TYPES.contains(&kind.as_str()),
-            _ => false,
-        })
+/// What a JSON entry's `type` says: `None` if unknown, `Some(None)` for a local server, and
+/// `Some(Some(transport))` for a remote one.
+fn json_type(kind: &str) -> Option<Option<RemoteTransport>> {
+    match kind {
+        "stdio" => Some(None),
+        "http" | "streamable-http" | "streamableHttp" => {
+            Some(Some(RemoteTransport::StreamableHttp))
+        }
+        "sse" => Some(Some(RemoteTransport::Sse)),
+        _ => None,
+    }
+}
+
+fn kind_of_field(key: &str) -> &'static str {
+    match PROCESS_FIELDS.contains(&key) {
+        true => "local",
+        false => "remote",
+    }
 }

@@ -468,6 +468,33 @@ impl Call {
         session: &Session,
         reply: &mpsc::UnboundedSender<Vec<u8>>,
     ) -> Result<String, ErrorObject> {
+        let outcome = self.run_ready(hub, session, reply).await;
+        // A remote server that wants a sign-in fails a tool call as a tool error the model can
+        // read and pass on, never as its upstream 401.
+        match outcome {
+            Err(_)
+                if self.method == "tools/call"
+                    && self.backend.status().state == BackendState::NeedsSignIn =>
+            {
+                let message = crate::supervisor::unavailable_message(
+                    self.backend.name(),
+                    BackendState::NeedsSignIn,
+                );
+                Ok(
+                    json!({ "content": [{ "type": "text", "text": message }], "isError": true })
+                        .to_string(),
+                )
+            }
+            outcome => outcome,
+        }
+    }
+
+    async fn run_ready(
+        &self,
+        hub: &HubInner,
+        session: &Session,
+        reply: &mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Result<String, ErrorObject> {
         let deadline = self.backend.config().request_timeout;
         let started = Instant::now();
         ready_backend(&self.backend, deadline).await?;

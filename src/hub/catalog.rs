@@ -152,10 +152,14 @@ pub struct Source<'a> {
 }
 
 /// Whether a backend's tools are offered in its current state: when ready, while it is on its
-/// way there, and when stopped but a call would start it.
+/// way there, when stopped but a call would start it, and while it waits for a sign-in (a call
+/// then says what to do).
 pub fn is_listed(config: &BackendConfig, status: &BackendStatus) -> bool {
     match status.state {
-        BackendState::Ready | BackendState::Starting | BackendState::Backoff => true,
+        BackendState::Ready
+        | BackendState::Starting
+        | BackendState::Backoff
+        | BackendState::NeedsSignIn => true,
         BackendState::Stopped => config.enabled && config.start_on_demand,
         BackendState::CrashLoop | BackendState::Stopping => false,
     }

@@ -95,6 +95,8 @@ pub struct HubOptions {
     /// The profiles served (see [`Hub::set_profiles`]); none serves the default one, offering
     /// everything.
     pub profiles: Vec<Profile>,
+    /// Sign-in to remote servers, for the engine's links to them.
+    pub auth: Option<Arc<crate::auth::Auth>>,
 }
 
 /// The hub shared by every transport. Cheap to clone.
@@ -328,6 +330,7 @@ pub fn start(
         EngineOptions {
             groups,
             server_requests: Some(server_requests),
+            auth: options.auth.clone(),
         },
     ));
     (engine.clone(), Hub::new(engine, from_backends, options))

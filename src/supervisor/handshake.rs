@@ -507,7 +507,7 @@ impl EraVerdicts {
 /// What decides which program runs, and so which era it speaks.
 fn command_fingerprint(config: &BackendConfig) -> u64 {
     let mut hasher = DefaultHasher::new();
-    (&config.command, &config.args, &config.env, &config.cwd).hash(&mut hasher);
+    config.launch.hash(&mut hasher);
     hasher.finish()
 }
 
@@ -532,10 +532,18 @@ mod tests {
         verdicts.record(&config, Some(Era::Modern));
         assert_eq!(verdicts.plan(&config), plan(Era::Modern, true));
         let mut other_command = config.clone();
-        other_command.args.push("--legacy".to_owned());
+        other_command
+            .process_mut()
+            .expect("local")
+            .args
+            .push("--legacy".to_owned());
         assert_eq!(verdicts.plan(&other_command), plan(Era::Legacy, true));
         let mut other_env = config.clone();
-        other_env.env.insert("MODE".to_owned(), "x".to_owned());
+        other_env
+            .process_mut()
+            .expect("local")
+            .env
+            .insert("MODE".to_owned(), "x".to_owned());
         assert_eq!(verdicts.plan(&other_env), plan(Era::Legacy, true));
         let mut other_backend = config.clone();
         other_backend.name = "other".to_owned();

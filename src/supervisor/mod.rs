@@ -8,6 +8,7 @@
 
 pub mod output;
 pub(crate) mod policy;
+mod remote;
 pub mod rpc;
 pub mod spawn;
 pub mod status;
@@ -50,7 +51,7 @@ pub enum ControlError {
 /// Why a request could not be sent to a backend.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CallError {
-    #[error("backend {backend} is {state}, not ready")]
+    #[error("{}", unavailable_message(backend, *state))]
     Unavailable {
         backend: String,
         state: BackendState,
@@ -68,6 +69,18 @@ impl CallError {
             }
             CallError::Rpc(error) => error.to_error_object(),
         }
+    }
+}
+
+/// What an editor is told of a backend that is not ready: for one waiting for a sign-in, what to
+/// do about it.
+pub fn unavailable_message(backend: &str, state: BackendState) -> String {
+    match state {
+        BackendState::NeedsSignIn => format!(
+            "{backend} needs a sign-in: open Switchboard's dashboard (or its tray menu) and \
+             choose \"Sign in to {backend}\""
+        ),
+        state => format!("backend {backend} is {state}, not ready"),
     }
 }
 
@@ -95,6 +108,8 @@ pub struct EngineOptions {
     pub groups: Arc<GroupRegistry>,
     /// Where requests from backends go; without it they are answered with an error.
     pub server_requests: Option<mpsc::UnboundedSender<ServerRequest>>,
+    /// Sign-in to remote servers; without it a server that asks for one needs sign-in.
+    pub auth: Option<Arc<crate::auth::Auth>>,
 }
 
 /// All supervised backends. The set changes only through [`Engine::apply`].

@@ -42,7 +42,7 @@ pub enum CloseReason {
 /// Why a request failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RpcError {
-    #[error("backend {backend} answered {method} with error {}: {}", error.code, error.message)]
+    #[error("{}", remote_error_message(backend, method, error))]
     Remote {
         backend: Arc<str>,
         method: String,
@@ -69,6 +69,20 @@ pub enum RpcError {
         len: usize,
         limit: usize,
     },
+}
+
+/// How a backend's error answer reads: Switchboard's own "unavailable" answer (from the link to a
+/// remote server) says what went wrong, without pretending the server said it.
+fn remote_error_message(backend: &str, method: &str, error: &ErrorObject) -> String {
+    match error.code {
+        jsonrpc::BACKEND_UNAVAILABLE => {
+            format!("{backend} could not be asked {method}: {}", error.message)
+        }
+        code => format!(
+            "backend {backend} answered {method} with error {code}: {}",
+            error.message
+        ),
+    }
 }
 
 impl RpcError {

@@ -243,6 +243,7 @@ impl BackendProcess {
                 ExitDescription {
                     code: None,
                     signal: None,
+                    disconnected: None,
                 }
             }
         };

@@ -18,6 +18,8 @@ pub enum BackendState {
     /// The restart budget is spent; waits for a manual start or a config change.
     CrashLoop,
     Stopping,
+    /// A remote server wants a sign-in that Switchboard holds no token for; waits for one.
+    NeedsSignIn,
 }
 
 impl std::fmt::Display for BackendState {
@@ -29,6 +31,7 @@ impl std::fmt::Display for BackendState {
             BackendState::Backoff => "backoff",
             BackendState::CrashLoop => "crash_loop",
             BackendState::Stopping => "stopping",
+            BackendState::NeedsSignIn => "needs_sign_in",
         };
         f.write_str(text)
     }
@@ -39,6 +42,9 @@ impl std::fmt::Display for BackendState {
 pub struct ExitDescription {
     pub code: Option<i32>,
     pub signal: Option<i32>,
+    /// For a remote server, why its link ended (there is no process to exit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disconnected: Option<String>,
 }
 
 impl ExitDescription {
@@ -47,12 +53,16 @@ impl ExitDescription {
         ExitDescription {
             code: status.code(),
             signal: status.signal(),
+            disconnected: None,
         }
     }
 }
 
 impl std::fmt::Display for ExitDescription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(reason) = &self.disconnected {
+            return write!(f, "disconnected: {reason}");
+        }
         match (self.code, self.signal) {
             (Some(code), _) => write!(f, "exit code {code}"),
             (None, Some(signal)) => match nix::sys::signal::Signal::try_from(signal) {
@@ -75,6 +85,8 @@ pub enum StopReason {
     RestartedByUser,
     ConfigChanged,
     Shutdown,
+    /// A remote server refused every token Switchboard holds.
+    NeedsSignIn,
 }
 
 impl std::fmt::Display for StopReason {
@@ -87,6 +99,7 @@ impl std::fmt::Display for StopReason {
             StopReason::RestartedByUser => "restarted by user",
             StopReason::ConfigChanged => "config changed",
             StopReason::Shutdown => "shutdown",
+            StopReason::NeedsSignIn => "needs sign-in",
         };
         f.write_str(text)
     }
@@ -115,6 +128,8 @@ pub enum OutputStream {
     Stderr,
     /// Something on stdout that was not JSON-RPC (a banner, a log line, garbage).
     StdoutNoise,
+    /// What the link to a remote server saw go wrong: refused requests, lost streams.
+    Http,
 }
 
 /// One line a backend printed: on stderr, or on stdout but not JSON-RPC.

@@ -17,14 +17,14 @@ use crate::supervisor::handshake::{EraVerdicts, ListKind, fetch_list, health_met
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::policy::RestartBudget;
 use crate::supervisor::rpc::{Connection, Incoming, RpcError};
-use crate::supervisor::spawn::{BackendProcess, GroupRegistry};
+use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{
     BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, ServerDescription,
     StopReason, unix_millis,
 };
 use crate::supervisor::{Applied, BackendNotification, ControlError, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
-use process::{ProcessEnd, wait_for_end};
+use process::{Link, ProcessEnd, wait_for_end};
 
 const HISTORY_LIMIT: usize = 50;
 const HISTORY_OUTPUT_LINES: usize = 20;
@@ -36,9 +36,13 @@ enum State {
     Stopped,
     Starting,
     Ready(Box<Running>),
-    Backoff { until: tokio::time::Instant },
+    Backoff {
+        until: tokio::time::Instant,
+    },
     CrashLoop,
     Stopping,
+    /// A remote server wants a sign-in; nothing restarts it until someone signs in.
+    NeedsSignIn,
 }
 
 impl State {
@@ -50,13 +54,14 @@ impl State {
             State::Backoff { .. } => BackendState::Backoff,
             State::CrashLoop => BackendState::CrashLoop,
             State::Stopping => BackendState::Stopping,
+            State::NeedsSignIn => BackendState::NeedsSignIn,
         }
     }
 }
 
-/// A process that completed its handshake.
+/// A process (or a link to a remote server) that completed its handshake.
 struct Running {
-    process: BackendProcess,
+    link: Link,
     connection: Connection,
     incoming: mpsc::Receiver<Incoming>,
     stdout_closed: CancellationToken,
@@ -112,6 +117,7 @@ pub(super) struct BackendTask {
     notifications: broadcast::Sender<BackendNotification>,
     output: Arc<OutputLog>,
     groups: Arc<GroupRegistry>,
+    auth: Option<Arc<crate::auth::Auth>>,
     server_requests: Option<mpsc::UnboundedSender<ServerRequest>>,
     verdicts: Arc<EraVerdicts>,
     budget: RestartBudget,
@@ -174,6 +180,7 @@ impl BackendTask {
             notifications: notifications.clone(),
             output,
             groups: options.groups.clone(),
+            auth: options.auth.clone(),
             server_requests: options.server_requests.clone(),
             verdicts: verdicts.clone(),
             generation: 0,
@@ -210,7 +217,7 @@ impl BackendTask {
                     }
                 };
                 tokio::select! {
-                    end = wait_for_end(&mut running.process, &running.stdout_closed) => Event::Exited(end),
+                    end = wait_for_end(&mut running.link, &running.stdout_closed) => Event::Exited(end),
                     Some(message) = running.incoming.recv() => Event::Incoming(message),
                     Some(report) = self.reports.recv() => Event::Report(report),
                     _ = health => Event::HealthTick,
@@ -224,9 +231,11 @@ impl BackendTask {
                     command = self.commands.recv() => Event::Command(command),
                 }
             }
-            State::Stopped | State::CrashLoop | State::Starting | State::Stopping => {
-                Event::Command(self.commands.recv().await)
-            }
+            State::Stopped
+            | State::CrashLoop
+            | State::Starting
+            | State::Stopping
+            | State::NeedsSignIn => Event::Command(self.commands.recv().await),
         }
     }
 
@@ -286,7 +295,8 @@ impl BackendTask {
             Command::Reconfigure(config, ack) => {
                 let activity = match self.state {
                     State::Stopped => Activity::Stopped,
-                    State::CrashLoop => Activity::CrashLoop,
+                    // Both wait for a person; a changed config is a reason to try again.
+                    State::CrashLoop | State::NeedsSignIn => Activity::CrashLoop,
                     _ => Activity::Active,
                 };
                 self.reconfigure(*config, ack, activity).await
@@ -517,10 +527,7 @@ impl BackendTask {
 
     fn publish(&self) {
         let (pid, ready_since_ms) = match &self.state {
-            State::Ready(running) => (
-                Some(running.process.pid()),
-                Some(unix_millis(running.ready_since)),
-            ),
+            State::Ready(running) => (running.link.pid(), Some(unix_millis(running.ready_since))),
             State::Starting | State::Stopping => (self.status.borrow().pid, None),
             _ => (None, None),
         };
@@ -595,7 +602,11 @@ mod tests {
 
     /// The same backend with a different command line: its process must be started again.
     fn new_args(mut config: BackendConfig) -> BackendConfig {
-        config.args.push("--verbose".to_owned());
+        config
+            .process_mut()
+            .expect("a local server")
+            .args
+            .push("--verbose".to_owned());
         config
     }
 

@@ -21,17 +21,6 @@ async fn tool_names(mcp: &McpHttp, session: &str, id: u64) -> Vec<String> {
     names
 }
 
-/// `/api/backends`'s entry for `name`.
-async fn summary(serve: &ServeProcess, name: &str) -> Value {
-    let list = serve.api_get("/api/backends").await;
-    list.as_array()
-        .expect("an array")
-        .iter()
-        .find(|backend| backend["name"] == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("{name} is not listed: {list}"))
-}
-
 /// The methods of the requests the backend's processes reported receiving, up to the last list
 /// of its `n`-th handshake (`prompts/list`), without the listen requests, which come whenever
 /// a modern backend is ready.
@@ -70,7 +59,7 @@ const LISTS: [&str; 4] = [
 async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legacy_editor() {
     let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
 
-    let modern = summary(&serve, "modern").await;
+    let modern = serve.backend_summary("modern").await;
     assert_eq!(modern["state"], "ready");
     assert_eq!(modern["era"], "modern");
     assert_eq!(modern["protocol_version"], "2026-07-28");

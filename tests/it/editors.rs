@@ -174,7 +174,10 @@ fn claude_desktop_servers_are_appended_after_every_byte_of_our_config() {
     assert_eq!(problems(&after), problems(&before));
     assert_eq!(backend_names(&after), ["demo", "filesystem", "My_Notes"]);
     // Claude Desktop passes `${HOME}` on as written, and so does Switchboard now.
-    assert_eq!(after.backends[2].env["NOTES_DIR"], "${HOME}/notes");
+    assert_eq!(
+        after.backends[2].process().expect("local").env["NOTES_DIR"],
+        "${HOME}/notes"
+    );
 
     // Importing again adds nothing.
     let merged = read(&config_path);

@@ -10,18 +10,6 @@ use serde_json::Value;
 
 use crate::support::*;
 
-/// The Python of `target/py`, where `scripts/test` installs the SDK.
-fn python() -> std::path::PathBuf {
-    let python = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/py/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: scripts/test makes it (python3 -m venv target/py; target/py/bin/pip \
-         install -r tests/requirements.txt)",
-        python.display()
-    );
-    python
-}
-
 /// The steps every run takes, and what answers the server's questions.
 const STEPS: &[&str] = &[
     "--steps",

@@ -61,7 +61,7 @@ async fn search_mode_finds_the_right_tool_among_real_servers_and_calls_it() {
         .expect("git runs");
     assert!(git.success());
     let mut memory = npm_server("memory", "mcp-server-memory", Vec::new());
-    memory.env.insert(
+    memory.process_mut().expect("local").env.insert(
         "MEMORY_FILE_PATH".to_owned(),
         dir.path()
             .join("memory.jsonl")

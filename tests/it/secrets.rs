@@ -6,22 +6,10 @@
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 
 use crate::support::*;
-
-/// A keychain service of this test's own, so that tests running at once never meet, and no
-/// test touches the secrets of the person running them.
-fn keychain_service() -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "switchboard-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 /// Runs `switchboard secret ARGS` with `stdin` and `env`; its status and what it printed.
 fn secret_command(args: &[&str], stdin: &str, env: &[(&str, String)]) -> (bool, String) {

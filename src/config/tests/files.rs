@@ -213,7 +213,7 @@ fn a_claude_desktop_file_is_accepted_unchanged() {
       "env": {"GREETING": "hello"}
     },
     "remote": {"url": "https://example.com/mcp"},
-    "events": {"type": "sse", "endpoint": "/sse"},
+    "events": {"type": "sse", "url": "https://example.com/sse"},
     "cline": {"command": "sh", "disabled": false, "autoApprove": []},
     "typed": {"type": "stdio", "command": "sh", "health_interval": "off"}
   },
@@ -221,27 +221,35 @@ fn a_claude_desktop_file_is_accepted_unchanged() {
 }"#;
     let config = parse_json(text);
 
-    assert_eq!(names(&config), ["files", "cline", "typed"]);
+    assert_eq!(
+        names(&config),
+        ["files", "remote", "events", "cline", "typed"]
+    );
     let mut files = BackendConfig::new("files", SHELL, strings(&["-c", "exec cat"]));
-    files.env.insert("GREETING".to_owned(), "hello".to_owned());
+    files
+        .process_mut()
+        .expect("a local server")
+        .env
+        .insert("GREETING".to_owned(), "hello".to_owned());
     assert_eq!(config.backends[0], files);
-    assert_eq!(config.backends[2].health_interval, None);
+    assert_eq!(
+        config.backends[1].launch,
+        Launch::Remote(RemoteServer::new("https://example.com/mcp"))
+    );
+    let mut events = RemoteServer::new("https://example.com/sse");
+    events.transport = RemoteTransport::Sse;
+    assert_eq!(config.backends[2].launch, Launch::Remote(events));
+    assert_eq!(config.backends[4].health_interval, None);
     assert!(!config.has_errors());
     assert_eq!(
         positions(&config.diagnostics),
         [
-            (Severity::Warning, 9, 5, "mcpServers.remote"),
-            (Severity::Warning, 10, 5, "mcpServers.events"),
             (Severity::Warning, 11, 32, "mcpServers.cline.disabled"),
             (Severity::Warning, 11, 51, "mcpServers.cline.autoApprove"),
         ]
     );
     assert_eq!(
         config.diagnostics[0].message,
-        "remote servers are not supported yet; this server is skipped"
-    );
-    assert_eq!(
-        config.diagnostics[2].message,
         "unknown field `disabled` is ignored"
     );
 }
@@ -427,7 +435,7 @@ fn load_or_create_default_writes_the_file_once() {
     assert_eq!(names(&config), ["demo"]);
     assert_eq!(config.diagnostics, vec![]);
     assert_eq!(
-        config.backends[0].command,
+        config.backends[0].process().expect("local").command,
         exe.to_str().expect("UTF-8 path")
     );
 

@@ -2,6 +2,7 @@
 
 mod files;
 mod profiles;
+mod remote;
 
 use std::net::{Ipv6Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt as _;
@@ -58,8 +59,9 @@ fn a_minimal_backend_gets_every_default() {
     );
     let backend = &config.backends[0];
     assert!(backend.enabled);
-    assert_eq!(backend.env, BTreeMap::new());
-    assert_eq!(backend.cwd, None);
+    let process = backend.process().expect("a local server");
+    assert_eq!(process.env, BTreeMap::new());
+    assert_eq!(process.cwd, None);
     assert_eq!(backend.request_timeout, Duration::from_secs(60));
     assert_eq!(backend.handshake_timeout, Duration::from_secs(30));
     assert_eq!(backend.health_interval, Some(Duration::from_secs(30)));
@@ -128,14 +130,16 @@ stable_after = "0s"
     let path_variable = std::env::var("PATH").expect("tests run with a PATH");
     let expected = BackendConfig {
         name: "full".to_owned(),
-        command: "sh".to_owned(),
-        args: strings(&["-c", "exec cat"]),
-        env: BTreeMap::from([
-            ("GREETING".to_owned(), "hello".to_owned()),
-            ("SEARCH".to_owned(), path_variable),
-            ("LITERAL".to_owned(), "${env:PATH}".to_owned()),
-        ]),
-        cwd: Some(dir.path().join("work")),
+        launch: Launch::Process(ProcessLaunch {
+            command: "sh".to_owned(),
+            args: strings(&["-c", "exec cat"]),
+            env: BTreeMap::from([
+                ("GREETING".to_owned(), "hello".to_owned()),
+                ("SEARCH".to_owned(), path_variable),
+                ("LITERAL".to_owned(), "${env:PATH}".to_owned()),
+            ]),
+            cwd: Some(dir.path().join("work")),
+        }),
         enabled: false,
         request_timeout: Duration::from_secs(90),
         handshake_timeout: Duration::from_millis(250),
@@ -217,7 +221,7 @@ fn a_missing_command_points_at_the_server_header() {
     );
     assert_eq!(
         config.diagnostics[0].message,
-        "missing field `command`: the program to start"
+        "missing field `command` (the program to start) or `url` (a remote server's address)"
     );
 }
 
@@ -351,7 +355,7 @@ fn cwd_expands_home_and_must_exist() {
     let config = parse_toml(text);
 
     assert_eq!(names(&config), ["home"]);
-    assert_eq!(config.backends[0].cwd, Some(home));
+    assert_eq!(config.backends[0].process().expect("local").cwd, Some(home));
     assert_eq!(
         positions(&config.diagnostics),
         [(Severity::Error, 7, 7, "servers.nowhere.cwd")]

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::{ApiError, ApiState, bad_path, json_ok};
-use crate::config::{BackendConfig, DEFAULT_PROFILE, Profile};
+use crate::config::{BackendConfig, DEFAULT_PROFILE, Launch, Profile, RemoteTransport};
 use crate::guard::json_response;
 use crate::hub::catalog::{self, Source};
 use crate::hub::rewrite::ObjectEntries;
@@ -256,13 +256,18 @@ pub(super) struct BackendDetail<'a> {
     pub(super) config: ConfigView<'a>,
 }
 
-/// A backend's config as the dashboard may see it: environment values masked.
-#[derive(Serialize)]
+/// A backend's config as the dashboard may see it: values of the environment and of headers
+/// masked. A local server has a `command`, a remote one a `url`.
+#[derive(Serialize, Default)]
 pub(super) struct ConfigView<'a> {
-    pub(super) command: &'a str,
+    pub(super) command: Option<&'a str>,
     pub(super) args: &'a [String],
     pub(super) cwd: Option<&'a FilePath>,
     pub(super) env: BTreeMap<&'a str, &'static str>,
+    pub(super) url: Option<&'a str>,
+    pub(super) headers: BTreeMap<&'a str, &'static str>,
+    /// `auto`, `streamable-http` or `sse`, for a remote server.
+    pub(super) transport: Option<&'static str>,
     pub(super) enabled: bool,
     pub(super) prefix: &'a str,
     pub(super) start_on_demand: bool,
@@ -270,18 +275,33 @@ pub(super) struct ConfigView<'a> {
 
 impl<'a> ConfigView<'a> {
     pub(super) fn new(config: &'a BackendConfig) -> ConfigView<'a> {
-        ConfigView {
-            command: &config.command,
-            args: &config.args,
-            cwd: config.cwd.as_deref(),
-            env: config
-                .env
-                .keys()
-                .map(|name| (name.as_str(), MASKED))
-                .collect(),
+        let masked = |values: &'a BTreeMap<String, String>| {
+            values.keys().map(|name| (name.as_str(), MASKED)).collect()
+        };
+        let view = ConfigView {
             enabled: config.enabled,
             prefix: &config.prefix,
             start_on_demand: config.start_on_demand,
+            ..ConfigView::default()
+        };
+        match &config.launch {
+            Launch::Process(process) => ConfigView {
+                command: Some(&process.command),
+                args: &process.args,
+                cwd: process.cwd.as_deref(),
+                env: masked(&process.env),
+                ..view
+            },
+            Launch::Remote(remote) => ConfigView {
+                url: Some(&remote.url),
+                headers: masked(&remote.headers),
+                transport: Some(match remote.transport {
+                    RemoteTransport::Auto => "auto",
+                    RemoteTransport::StreamableHttp => "streamable-http",
+                    RemoteTransport::Sse => "sse",
+                }),
+                ..view
+            },
         }
     }
 }

@@ -47,6 +47,8 @@ mod backends;
 mod clients;
 mod events;
 mod profiles;
+mod secrets;
+mod sign_in;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -59,7 +61,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{any, get, post, put};
 use serde::Serialize;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -69,6 +71,7 @@ use self::clients::{clients, install_client};
 use self::events::events;
 use self::profiles::{profiles, switch};
 use super::token::ApiToken;
+use crate::auth::{Auth, CALLBACK_PATH};
 use crate::control::reload::{ConfigState, Reloader};
 use crate::editors::Destination;
 use crate::guard::{ContentType, ErrorResponse, Guard, bearer_tokens, content_type, json_response};
@@ -106,6 +109,8 @@ pub struct ApiOptions {
     pub extra_origins: Vec<String>,
     /// The `switchboard` binary, which stdio editors launch as `switchboard connect`.
     pub exe: PathBuf,
+    /// Sign-in to remote servers.
+    pub auth: Arc<Auth>,
 }
 
 /// The API's shared state. Cheap to clone.
@@ -126,6 +131,7 @@ struct ApiInner {
     /// What editors are given to reach `/mcp`: the snippets and installs use it.
     destination: Destination,
     base_url: String,
+    auth: Arc<Auth>,
     shutdown: CancellationToken,
 }
 
@@ -155,6 +161,7 @@ impl ApiState {
                     profile: None,
                 },
                 base_url: local_base_url(options.address),
+                auth: options.auth,
                 shutdown,
             }),
             ui: None,
@@ -183,6 +190,10 @@ impl ApiState {
 
     fn hub(&self) -> &Hub {
         &self.inner.hub
+    }
+
+    fn auth(&self) -> &Auth {
+        &self.inner.auth
     }
 
     fn engine(&self) -> &Engine {
@@ -224,6 +235,8 @@ pub fn router(state: ApiState) -> Router {
     let routes = Router::new()
         .route("/api/backends", get(list_backends))
         .route("/api/backends/{name}", get(backend_detail))
+        .route("/api/backends/{name}/sign-in", post(sign_in::begin))
+        .route("/api/backends/{name}/sign-out", post(sign_in::sign_out))
         .route("/api/backends/{name}/{action}", post(control_backend))
         .route("/api/backends/{name}/tools/{tool}/call", post(call_tool))
         .route("/api/config", get(config_state))
@@ -233,6 +246,12 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/clients", get(clients))
         .route("/api/clients/{editor}/install", post(install_client))
         .route("/api/events", get(events))
+        .route("/api/secrets", get(secrets::list))
+        .route(
+            "/api/secrets/{name}",
+            put(secrets::set).delete(secrets::delete),
+        )
+        .route(CALLBACK_PATH, get(sign_in::callback))
         .route("/api", any(unknown_api_path))
         .route("/api/{*rest}", any(unknown_api_path))
         .with_state(state.clone());
@@ -311,6 +330,14 @@ impl IntoResponse for ApiError {
 /// then, for requests that change something, the content type.
 async fn gate(State(api): State<ApiState>, request: Request, next: Next) -> Response {
     let headers = request.headers();
+    // The browser comes back from an authorization server's page: a cross-site navigation
+    // without the dashboard's cookie. Only the `state` of a sign-in in progress lets it in.
+    if request.uri().path() == CALLBACK_PATH && request.method() == Method::GET {
+        return match api.inner.guard.check_host(headers) {
+            Ok(()) => next.run(request).await,
+            Err(rejection) => rejection.into_response(),
+        };
+    }
     if let Err(rejection) = api.inner.guard.check_host_origin(headers) {
         tracing::debug!(
             code = rejection.code(),

@@ -62,6 +62,7 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         mcp_token: mcp_token.map(str::to_owned),
         extra_origins: Vec::new(),
         exe: PathBuf::from("/opt/switchboard/bin/switchboard"),
+        auth: crate::auth::Auth::new(),
     };
     let ui = Router::new().fallback(|| async { "the dashboard's files" });
     let state = ApiState::new(
@@ -484,7 +485,11 @@ async fn tools_are_called_by_their_own_names() {
 #[tokio::test]
 async fn environment_values_never_leave() {
     let mut backend = misbehave("mis");
-    backend.env.insert("API_KEY".to_owned(), SECRET.to_owned());
+    backend
+        .process_mut()
+        .expect("a local server")
+        .env
+        .insert("API_KEY".to_owned(), SECRET.to_owned());
     let fixture = fixture(vec![backend], None);
     ready(&fixture, "mis").await;
     let detail = body_text(send(&fixture, api(Method::GET, "/api/backends/mis", "")).await).await;

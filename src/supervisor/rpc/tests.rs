@@ -273,6 +273,7 @@ async fn close_wakes_every_waiter_with_its_reason_and_closes_stdin() {
     let reason = CloseReason::Exited(ExitDescription {
         code: Some(3),
         signal: None,
+        disconnected: None,
     });
     started.connection.close(reason.clone());
     for call in calls {

@@ -1,5 +1,6 @@
-//! Starting, stopping and losing a backend's process: the steps of a start (spawn, handshake,
-//! ready), and what follows a stop, a crash or a failed health check.
+//! Starting, stopping and losing a backend's process (or its link to a remote server): the steps
+//! of a start (spawn or connect, handshake, ready), and what follows a stop, a crash, a lost
+//! link, a failed health check or a server that wants a sign-in.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -9,11 +10,13 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use super::{BackendTask, Flow, Running, State};
+use crate::config::{Launch, ProcessLaunch};
 use crate::supervisor::ControlError;
 use crate::supervisor::handle::Command;
 use crate::supervisor::handshake::{Handshake, handshake, keep_listening};
 use crate::supervisor::output::{OutputLog, OutputStream};
 use crate::supervisor::policy::Decision;
+use crate::supervisor::remote::{LinkEnd, LinkOptions, RemoteLink};
 use crate::supervisor::rpc::{
     CloseReason, Connection, ConnectionOptions, Incoming, RpcError, Started,
 };
@@ -25,9 +28,55 @@ const STDERR_MAX_LINE: usize = 64 * 1024;
 /// How long to wait for the exit status once a backend closed its stdout.
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
 
+/// What a backend's connection runs over: the pipes of a process Switchboard started, or HTTP to
+/// a remote server. Everything above it (the connection, the handshake, the states) is the same.
+pub(super) enum Link {
+    Process(Box<BackendProcess>),
+    Remote(RemoteLink),
+}
+
+impl Link {
+    /// The process's id; a remote server has none.
+    pub(super) fn pid(&self) -> Option<u32> {
+        match self {
+            Link::Process(process) => Some(process.pid()),
+            Link::Remote(_) => None,
+        }
+    }
+
+    /// Why a remote server needs a sign-in, if that is how its link ended.
+    fn needs_sign_in(&self) -> Option<String> {
+        match self {
+            Link::Remote(link) => match link.end() {
+                Some(LinkEnd::NeedsSignIn(reason)) => Some(reason),
+                _ => None,
+            },
+            Link::Process(_) => None,
+        }
+    }
+
+    /// Stops the process (close stdin, then signals, within `grace`) or closes the link.
+    async fn shut_down(self, grace: Duration) -> ExitDescription {
+        match self {
+            Link::Process(process) => process.shut_down(grace).await,
+            Link::Remote(link) => disconnected(&link.close().await),
+        }
+    }
+}
+
+fn disconnected(end: &LinkEnd) -> ExitDescription {
+    ExitDescription {
+        code: None,
+        signal: None,
+        disconnected: Some(end.reason().to_owned()),
+    }
+}
+
 /// How a running process was found to have ended.
 pub(super) struct ProcessEnd {
     exit: Option<ExitDescription>,
+    /// A remote server's link ended because it wants a sign-in.
+    needs_sign_in: Option<String>,
 }
 
 impl ProcessEnd {
@@ -40,9 +89,9 @@ impl ProcessEnd {
     }
 }
 
-/// A process that was spawned and has not completed its handshake yet.
+/// A process that was spawned (or a link opened) and has not completed its handshake yet.
 struct Spawned {
-    process: BackendProcess,
+    link: Link,
     connection: Connection,
     incoming: mpsc::Receiver<Incoming>,
     stdout_closed: CancellationToken,
@@ -80,15 +129,76 @@ impl BackendTask {
         }
     }
 
-    /// Spawns the process with a reader of its stderr and a connection over its stdio. When it
-    /// cannot be spawned, records why and returns `None`.
+    /// Spawns the process with a reader of its stderr and a connection over its stdio, or opens
+    /// the link to a remote server. When it cannot, records why and returns `None`.
     fn spawn_process(&mut self) -> Option<Spawned> {
+        let options = ConnectionOptions {
+            max_message_size: self.config.max_message_size,
+            log: self.output.clone(),
+        };
+        let launch = self.config.launch.clone();
+        let opened = match &launch {
+            Launch::Process(process) => self.spawn(process).map(|(process, stdin, stdout)| {
+                let started = Connection::start(&self.config.name, stdin, stdout, options);
+                (Link::Process(Box::new(process)), started)
+            }),
+            Launch::Remote(server) => {
+                let link_options = LinkOptions {
+                    max_message_size: self.config.max_message_size,
+                    output: self.output.clone(),
+                    auth: self.auth.clone(),
+                };
+                match RemoteLink::open(&self.config.name, server, link_options) {
+                    Ok((link, pipe)) => {
+                        tracing::info!(url = %server.url, "connecting");
+                        let (reader, writer) = tokio::io::split(pipe);
+                        let started = Connection::start(&self.config.name, writer, reader, options);
+                        Some((Link::Remote(link), started))
+                    }
+                    Err(message) => {
+                        self.after_failed_start(
+                            StopReason::HandshakeFailed,
+                            None,
+                            Duration::ZERO,
+                            message,
+                        );
+                        None
+                    }
+                }
+            }
+        };
+        let (
+            link,
+            Started {
+                connection,
+                incoming,
+                stdout_closed,
+            },
+        ) = opened?;
+        Some(Spawned {
+            link,
+            connection,
+            incoming,
+            stdout_closed,
+            started_at: Instant::now(),
+        })
+    }
+
+    /// Spawns `process` and the reader of its stderr; `None` (recorded) if it cannot start.
+    fn spawn(
+        &mut self,
+        process: &ProcessLaunch,
+    ) -> Option<(
+        BackendProcess,
+        tokio::process::ChildStdin,
+        tokio::process::ChildStdout,
+    )> {
         let spec = SpawnSpec {
             backend: &self.config.name,
-            command: &self.config.command,
-            args: &self.config.args,
-            env: &self.config.env,
-            cwd: self.config.cwd.as_deref(),
+            command: &process.command,
+            args: &process.args,
+            env: &process.env,
+            cwd: process.cwd.as_deref(),
         };
         let (process, pipes) = match spawn::spawn_backend(&spec, &self.groups) {
             Ok(spawned) => spawned,
@@ -111,25 +221,13 @@ impl BackendTask {
         tracing::info!(pid, "started");
         self.status.send_modify(|status| status.pid = Some(pid));
         self.changes.send_replace(());
-        tokio::spawn(
-            read_stderr(pipes.stderr, self.output.clone()).instrument(tracing::Span::current()),
-        );
-        let options = ConnectionOptions {
-            max_message_size: self.config.max_message_size,
-            log: self.output.clone(),
-        };
-        let Started {
-            connection,
-            incoming,
-            stdout_closed,
-        } = Connection::start(&self.config.name, pipes.stdin, pipes.stdout, options);
-        Some(Spawned {
-            process,
-            connection,
-            incoming,
-            stdout_closed,
-            started_at: Instant::now(),
-        })
+        let spawn::Pipes {
+            stdin,
+            stdout,
+            stderr,
+        } = pipes;
+        tokio::spawn(read_stderr(stderr, self.output.clone()).instrument(tracing::Span::current()));
+        Some((process, stdin, stdout))
     }
 
     /// Runs the handshake until it completes, the process ends, or a command other than `start`
@@ -149,10 +247,13 @@ impl BackendTask {
                         Err(message) => HandshakeOutcome::Failed(message),
                     };
                 }
-                end = wait_for_end(&mut spawned.process, &spawned.stdout_closed) => {
+                end = wait_for_end(&mut spawned.link, &spawned.stdout_closed) => {
                     let reason = end.close_reason();
                     spawned.connection.close(reason.clone());
-                    break HandshakeOutcome::Failed(format!("the process {reason} during the handshake"));
+                    break HandshakeOutcome::Failed(match &spawned.link {
+                        Link::Process(_) => format!("the process {reason} during the handshake"),
+                        Link::Remote(_) => format!("the link {reason} during the handshake"),
+                    });
                 }
                 Some(message) = spawned.incoming.recv() => early_messages.push(message),
                 command = self.commands.recv() => match command {
@@ -169,13 +270,13 @@ impl BackendTask {
         handshake: Handshake,
         early_messages: Vec<Incoming>,
     ) {
-        let pid = spawned.process.pid();
+        let pid = spawned.link.pid();
         let era = handshake.server.era;
         self.server = Some(Arc::new(handshake.server));
         self.catalog = Arc::new(handshake.catalog);
         self.last_error = None;
         let running = Running {
-            process: spawned.process,
+            link: spawned.link,
             connection: spawned.connection.clone(),
             incoming: spawned.incoming,
             stdout_closed: spawned.stdout_closed,
@@ -188,7 +289,7 @@ impl BackendTask {
         };
         self.connection.send_replace(Some(spawned.connection));
         self.transition(State::Ready(Box::new(running)));
-        tracing::info!(pid, ?era, tools = self.catalog.tools.len(), "ready");
+        tracing::info!(?pid, ?era, tools = self.catalog.tools.len(), "ready");
         self.answer_start_waiters(Ok(()));
         for message in early_messages {
             self.on_incoming(message).await;
@@ -198,16 +299,33 @@ impl BackendTask {
     async fn fail_start(&mut self, spawned: Spawned, message: String) {
         spawned.connection.close(CloseReason::Stopping);
         let uptime = spawned.started_at.elapsed();
-        let exit = spawned.process.shut_down(self.config.stop_grace).await;
+        let needs_sign_in = spawned.link.needs_sign_in();
+        let exit = spawned.link.shut_down(self.config.stop_grace).await;
+        if let Some(reason) = needs_sign_in {
+            self.await_sign_in(Some(exit), uptime, reason);
+            return;
+        }
         tracing::warn!(%exit, "handshake failed: {message}");
         self.after_failed_start(StopReason::HandshakeFailed, Some(exit), uptime, message);
+    }
+
+    /// Records that a remote server wants a sign-in; it stays so until a start (after one).
+    fn await_sign_in(&mut self, exit: Option<ExitDescription>, uptime: Duration, reason: String) {
+        tracing::warn!("needs sign-in: {reason}");
+        self.record(StopReason::NeedsSignIn, exit, uptime, Some(reason.clone()));
+        self.last_error = Some(reason.clone());
+        self.answer_start_waiters(Err(ControlError::StartFailed {
+            backend: self.name.to_string(),
+            message: reason,
+        }));
+        self.transition(State::NeedsSignIn);
     }
 
     /// Stops the process that was starting, fails the start, then carries out the command.
     async fn interrupt_start(&mut self, spawned: Spawned, command: Option<Command>) -> Flow {
         spawned.connection.close(CloseReason::Stopping);
         self.transition(State::Stopping);
-        spawned.process.shut_down(self.config.stop_grace).await;
+        spawned.link.shut_down(self.config.stop_grace).await;
         self.transition(State::Stopped);
         self.answer_start_waiters(Err(ControlError::Interrupted {
             backend: self.name.to_string(),
@@ -278,7 +396,7 @@ impl BackendTask {
         self.transition(State::Stopping);
         let uptime = running.started_at.elapsed();
         running.connection.close(CloseReason::Stopping);
-        let exit = running.process.shut_down(self.config.stop_grace).await;
+        let exit = running.link.shut_down(self.config.stop_grace).await;
         tracing::info!(%exit, %reason, "stopped");
         self.record(reason, Some(exit), uptime, None);
     }
@@ -291,7 +409,11 @@ impl BackendTask {
         // Waiters learn at once; cleaning up the rest of the group may take the grace period.
         running.connection.close(end.close_reason());
         self.transition(State::Stopping);
-        let exit = running.process.shut_down(self.config.stop_grace).await;
+        let exit = running.link.shut_down(self.config.stop_grace).await;
+        if let Some(reason) = end.needs_sign_in {
+            self.await_sign_in(Some(exit), uptime, reason);
+            return;
+        }
         tracing::warn!(%exit, uptime_ms = uptime.as_millis() as u64, "crashed");
         self.record(StopReason::Crash, Some(exit), uptime, None);
         self.schedule_restart(uptime);
@@ -304,7 +426,7 @@ impl BackendTask {
         let uptime = running.started_at.elapsed();
         running.connection.close(CloseReason::Stopping);
         self.transition(State::Stopping);
-        let exit = running.process.shut_down(Duration::ZERO).await;
+        let exit = running.link.shut_down(Duration::ZERO).await;
         tracing::warn!(%error, "unresponsive; restarting");
         self.record(
             StopReason::Unresponsive,
@@ -332,16 +454,27 @@ fn listen(connection: Connection) -> DropGuard {
 }
 
 /// Completes when the process has ended: its leader exited, or it closed stdout (then the exit
-/// status is awaited briefly, since the leader normally exits right after).
-pub(super) async fn wait_for_end(
-    process: &mut BackendProcess,
-    stdout_closed: &CancellationToken,
-) -> ProcessEnd {
+/// status is awaited briefly, since the leader normally exits right after); or when the link to
+/// a remote server ended.
+pub(super) async fn wait_for_end(link: &mut Link, stdout_closed: &CancellationToken) -> ProcessEnd {
+    let process = match link {
+        Link::Process(process) => process,
+        Link::Remote(link) => {
+            let end = link.ended().await;
+            return ProcessEnd {
+                exit: Some(disconnected(&end)),
+                needs_sign_in: match end {
+                    LinkEnd::NeedsSignIn(reason) => Some(reason),
+                    LinkEnd::Lost(_) => None,
+                },
+            };
+        }
+    };
     tokio::select! {
-        exit = process.wait() => ProcessEnd { exit: Some(exit) },
+        exit = process.wait() => ProcessEnd { exit: Some(exit), needs_sign_in: None },
         _ = stdout_closed.cancelled() => {
             let exit = tokio::time::timeout(EXIT_AFTER_EOF, process.wait()).await.ok();
-            ProcessEnd { exit }
+            ProcessEnd { exit, needs_sign_in: None }
         }
     }
 }

@@ -1,11 +1,13 @@
 //! Shared helpers of the integration tests: real processes, real pipes, no mocks.
 
 mod eventually;
+mod fixture;
 mod mcp;
 mod raw_http;
 mod serve;
 
 pub use eventually::{eventually, eventually_blocking, poll, poll_blocking};
+pub use fixture::{Fixture, keychain_service, oidc_server, python, remote_server};
 pub use mcp::{INITIALIZED, McpHttp, initialize};
 pub use raw_http::{Reply, exchange, read_reply};
 pub use serve::{SERVE_TOKEN, ServeOptions, ServeProcess, ServedBackend};
@@ -117,6 +119,7 @@ pub fn engine(configs: Vec<BackendConfig>) -> Engine {
         EngineOptions {
             groups,
             server_requests: None,
+            auth: None,
         },
     )
 }

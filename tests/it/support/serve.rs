@@ -385,6 +385,17 @@ impl ServeProcess {
         serde_json::from_str(&body).expect("a JSON answer")
     }
 
+    /// `/api/backends`'s entry for `name`; panics if it is not listed.
+    pub async fn backend_summary(&self, name: &str) -> serde_json::Value {
+        let list = self.api_get("/api/backends").await;
+        list.as_array()
+            .expect("an array")
+            .iter()
+            .find(|backend| backend["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} is not listed: {list}"))
+    }
+
     /// POST `body` (JSON) to `path` of the control API; the status and the JSON answer.
     pub async fn api_post_body(&self, path: &str, body: &str) -> (u16, serde_json::Value) {
         let response = self

@@ -1,0 +1,946 @@
+//! A backend reached over HTTP. Its connection ([`crate::supervisor::rpc::Connection`]) speaks
+//! newline-delimited JSON-RPC over an in-memory pipe, exactly as it does over a process's stdio;
+//! the link on the other end of that pipe carries each message over HTTP and puts what comes
+//! back on the pipe. So requests, deadlines, cancellation, the handshake and health checks are
+//! the same code for local and remote servers.
+//!
+//! Transports: Streamable HTTP (one POST per message; the answer is JSON or an SSE stream; a GET
+//! stream for what the server sends on its own; `Mcp-Session-Id`), with the `Mcp-*` headers of
+//! 2026-07-28 for messages that carry its envelope; and the HTTP+SSE transport of 2024-11-05 (a
+//! GET stream that names an endpoint for POSTs), used when configured, or when a server answers
+//! the first POST the way only such servers do (404 or 405).
+//!
+//! One `reqwest` client per backend holds its connection pool: every editor's calls to that
+//! server share it. An upstream 401 never reaches an editor: the link asks sign-in for a fresh
+//! token and tries once more, and otherwise ends as [`LinkEnd::NeedsSignIn`].
+
+mod sse;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncWriteExt as _, DuplexStream};
+use tokio::sync::{OnceCell, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use crate::auth::{Auth, Unauthorized};
+use crate::config::{RemoteServer, RemoteTransport};
+use crate::supervisor::output::OutputLog;
+use crate::supervisor::status::OutputStream;
+use crate::wire::era::meta;
+use crate::wire::framing::{Frame, LineReader};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use sse::SseParser;
+
+/// Size of the in-memory pipe between the connection and the link, each way.
+const PIPE_BUFFER: usize = 256 * 1024;
+/// How many messages from the server may wait for the connection to read them.
+const INCOMING_CAPACITY: usize = 1024;
+/// How long a closing link waits for the server to end its session (DELETE).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Between two attempts to reopen the GET stream.
+const STREAM_RETRY: Duration = Duration::from_secs(1);
+const STREAM_RETRY_CAP: Duration = Duration::from_secs(30);
+/// The most of a non-JSON-RPC answer quoted in an error.
+const QUOTED_BYTES: usize = 200;
+
+/// Why a link ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LinkEnd {
+    /// The server cannot be reached, or ended the session; a restart may help.
+    Lost(String),
+    /// The server wants a sign-in that no token Switchboard holds satisfies; only a person
+    /// can help.
+    NeedsSignIn(String),
+}
+
+impl LinkEnd {
+    pub(crate) fn reason(&self) -> &str {
+        match self {
+            LinkEnd::Lost(reason) | LinkEnd::NeedsSignIn(reason) => reason,
+        }
+    }
+}
+
+/// What a link needs besides the server's settings.
+pub(crate) struct LinkOptions {
+    /// Longest message taken from the server (and sent to it), in bytes.
+    pub(crate) max_message_size: usize,
+    /// Where the link notes what went wrong, beside a local server's stderr.
+    pub(crate) output: Arc<OutputLog>,
+    /// Tokens for servers that ask for sign-in.
+    pub(crate) auth: Option<Arc<Auth>>,
+}
+
+/// An open link to a remote server. Dropping it stops its tasks; [`RemoteLink::close`] also
+/// ends the server's session.
+pub(crate) struct RemoteLink {
+    shared: Arc<Shared>,
+    end: watch::Receiver<Option<LinkEnd>>,
+}
+
+struct Shared {
+    backend: Arc<str>,
+    server: RemoteServer,
+    url: reqwest::Url,
+    client: reqwest::Client,
+    auth: Option<Arc<Auth>>,
+    max_message_size: usize,
+    output: Arc<OutputLog>,
+    /// Messages for the connection, one per line.
+    incoming: mpsc::Sender<Vec<u8>>,
+    end: watch::Sender<Option<LinkEnd>>,
+    stop: CancellationToken,
+    /// `Mcp-Session-Id` of a Streamable HTTP session, once the server gave one.
+    session: Mutex<Option<String>>,
+    /// The protocol version `initialize` settled on, sent as `MCP-Protocol-Version`.
+    negotiated_version: Mutex<Option<String>>,
+    /// Whether the server speaks the older HTTP+SSE transport, and then where to POST.
+    legacy_endpoint: OnceCell<reqwest::Url>,
+    /// Streamable HTTP was tried and refused (404 or 405 to the first POST).
+    use_legacy: Mutex<bool>,
+}
+
+impl RemoteLink {
+    /// Opens a link to `server` for `backend`; returns it and the connection's end of the pipe.
+    pub(crate) fn open(
+        backend: &str,
+        server: &RemoteServer,
+        options: LinkOptions,
+    ) -> Result<(RemoteLink, DuplexStream), String> {
+        let url = reqwest::Url::parse(&server.url)
+            .map_err(|error| format!("{} is not a URL: {error}", server.url))?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(server.timeout)
+            // A redirect would carry the token to wherever it points: none is followed.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|error| format!("cannot make an HTTP client: {error}"))?;
+        let (connection_side, link_side) = tokio::io::duplex(PIPE_BUFFER);
+        let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
+        let (end_tx, end_rx) = watch::channel(None);
+        let shared = Arc::new(Shared {
+            backend: Arc::from(backend),
+            server: server.clone(),
+            url,
+            client,
+            auth: options.auth,
+            max_message_size: options.max_message_size,
+            output: options.output,
+            incoming: incoming_tx,
+            end: end_tx,
+            stop: CancellationToken::new(),
+            session: Mutex::new(None),
+            negotiated_version: Mutex::new(None),
+            legacy_endpoint: OnceCell::new(),
+            use_legacy: Mutex::new(server.transport == RemoteTransport::Sse),
+        });
+        let (reader, writer) = tokio::io::split(link_side);
+        let span = tracing::Span::current();
+        tokio::spawn(
+            shared
+                .clone()
+                .write_incoming(writer, incoming_rx)
+                .instrument(span.clone()),
+        );
+        tokio::spawn(shared.clone().read_outgoing(reader).instrument(span));
+        Ok((
+            RemoteLink {
+                shared,
+                end: end_rx,
+            },
+            connection_side,
+        ))
+    }
+
+    /// Completes when the link has ended, and says why.
+    pub(crate) async fn ended(&mut self) -> LinkEnd {
+        loop {
+            if let Some(end) = self.end.borrow_and_update().clone() {
+                return end;
+            }
+            if self.end.changed().await.is_err() {
+                return LinkEnd::Lost("the link stopped".to_owned());
+            }
+        }
+    }
+
+    /// Why the link ended, if it has.
+    pub(crate) fn end(&self) -> Option<LinkEnd> {
+        self.end.borrow().clone()
+    }
+
+    /// Stops the link, first ending the server's session if it has one (bounded in time).
+    pub(crate) async fn close(self) -> LinkEnd {
+        let shared = &self.shared;
+        let session = shared.session.lock().expect("session lock").clone();
+        if let Some(session) = session {
+            let request = shared
+                .request(Method::DELETE, shared.url.clone(), None)
+                .header(SESSION_HEADER, session);
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, request.send()).await;
+        }
+        shared.finish(LinkEnd::Lost("stopped".to_owned()));
+        self.end()
+            .unwrap_or_else(|| LinkEnd::Lost("stopped".to_owned()))
+    }
+}
+
+impl Drop for RemoteLink {
+    fn drop(&mut self) {
+        self.shared.stop.cancel();
+    }
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const PROTOCOL_HEADER: &str = "mcp-protocol-version";
+
+/// What the link reads of one outgoing message.
+struct Outgoing {
+    /// The id of a request (its JSON text), which gets an answer whatever happens.
+    id: Option<Box<RawValue>>,
+    method: Option<String>,
+    /// For a message carrying the 2026-07-28 envelope: its version and the `Mcp-Name` value.
+    modern: Option<(String, Option<String>)>,
+}
+
+impl Outgoing {
+    fn of(line: &[u8]) -> Outgoing {
+        #[derive(Deserialize)]
+        struct Params {
+            name: Option<String>,
+            uri: Option<String>,
+            #[serde(rename = "taskId")]
+            task_id: Option<String>,
+            #[serde(rename = "_meta")]
+            meta: Option<serde_json::Map<String, serde_json::Value>>,
+        }
+        let Ok(envelope) = Envelope::parse(line) else {
+            return Outgoing {
+                id: None,
+                method: None,
+                modern: None,
+            };
+        };
+        let is_request = envelope.method.is_some();
+        let id = match is_request {
+            true => envelope.id.map(|id| id.to_owned()),
+            false => None,
+        };
+        let params: Option<Params> = envelope
+            .params
+            .and_then(|params| serde_json::from_str(params.get()).ok());
+        let modern = params.and_then(|params| {
+            let version = params
+                .meta?
+                .get(meta::PROTOCOL_VERSION)?
+                .as_str()?
+                .to_owned();
+            Some((version, params.name.or(params.uri).or(params.task_id)))
+        });
+        Outgoing {
+            id,
+            method: envelope.method.map(|method| method.into_owned()),
+            modern,
+        }
+    }
+}
+
+/// Why a message could not be delivered; a request then gets this as its error.
+enum Failure {
+    /// Reported to the caller as it is.
+    Error(String),
+    /// The server wants a sign-in Switchboard cannot give.
+    NeedsSignIn(String),
+}
+
+impl Shared {
+    /// Puts what the server sends on the pipe, one message per line.
+    async fn write_incoming(
+        self: Arc<Self>,
+        mut writer: tokio::io::WriteHalf<DuplexStream>,
+        mut incoming: mpsc::Receiver<Vec<u8>>,
+    ) {
+        loop {
+            let line = tokio::select! {
+                _ = self.stop.cancelled() => return,
+                line = incoming.recv() => match line {
+                    Some(line) => line,
+                    None => return,
+                },
+            };
+            if writer.write_all(&line).await.is_err() || writer.write_all(b"\n").await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Reads what the connection sends and carries each message to the server, each on its
+    /// own, so that a slow answer holds up nothing else. The pipe closing ends the link.
+    async fn read_outgoing(self: Arc<Self>, reader: tokio::io::ReadHalf<DuplexStream>) {
+        let mut lines = LineReader::new(tokio::io::BufReader::new(reader), self.max_message_size);
+        loop {
+            let frame = tokio::select! {
+                _ = self.stop.cancelled() => return,
+                frame = lines.next_frame() => frame,
+            };
+            match frame {
+                Ok(Some(Frame::Line(line))) => {
+                    let span = tracing::Span::current();
+                    tokio::spawn(self.clone().forward(line).instrument(span));
+                }
+                Ok(Some(Frame::Oversized { len, .. })) => self.note(&format!(
+                    "a message of {len} bytes was not sent: over the limit of {} bytes",
+                    self.max_message_size
+                )),
+                Ok(None) | Err(_) => {
+                    self.finish(LinkEnd::Lost("the connection closed".to_owned()));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Carries one message to the server and what it answers back; a request that cannot be
+    /// carried gets an error answer naming the server and why.
+    async fn forward(self: Arc<Self>, line: Vec<u8>) {
+        let outgoing = Outgoing::of(&line);
+        let outcome = tokio::select! {
+            _ = self.stop.cancelled() => return,
+            outcome = self.send(&line, &outgoing) => outcome,
+        };
+        let (message, sign_in) = match outcome {
+            Ok(()) => return,
+            Err(Failure::Error(message)) => (message, false),
+            Err(Failure::NeedsSignIn(message)) => (message, true),
+        };
+        self.note(&message);
+        if let Some(id) = &outgoing.id {
+            let error = ErrorObject::new(jsonrpc::BACKEND_UNAVAILABLE, message.clone());
+            self.deliver(jsonrpc::error_line(Some(id), &error)).await;
+        }
+        if sign_in {
+            self.finish(LinkEnd::NeedsSignIn(message));
+        }
+    }
+
+    async fn send(self: &Arc<Self>, line: &[u8], outgoing: &Outgoing) -> Result<(), Failure> {
+        if *self.use_legacy.lock().expect("transport lock") {
+            return self.send_legacy(line).await;
+        }
+        let response = self
+            .authorized(|token| self.post_streamable(line, outgoing, token))
+            .await?;
+        let status = response.status();
+        let first = outgoing.method.as_deref() == Some("initialize");
+        if first
+            && self.server.transport == RemoteTransport::Auto
+            && matches!(
+                status,
+                StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED
+            )
+        {
+            // Only servers of the older HTTP+SSE transport refuse a POST of `initialize` so.
+            *self.use_legacy.lock().expect("transport lock") = true;
+            self.note(&format!(
+                "{} answered HTTP {} to a POST: trying the HTTP+SSE transport of 2024-11-05",
+                self.server.url,
+                status.as_u16()
+            ));
+            return self.send_legacy(line).await;
+        }
+        let had_session = self.session.lock().expect("session lock").is_some();
+        if status == StatusCode::NOT_FOUND && had_session {
+            let reason = format!("{} ended the session (HTTP 404)", self.server.url);
+            self.finish(LinkEnd::Lost(reason.clone()));
+            return Err(Failure::Error(reason));
+        }
+        if first && let Some(session) = header_text(response.headers(), SESSION_HEADER) {
+            *self.session.lock().expect("session lock") = Some(session);
+        }
+        let answered = self.read_answer(response, outgoing).await?;
+        if outgoing.id.is_some() && !answered {
+            return Err(Failure::Error(format!(
+                "{} ended its answer to {} without answering",
+                self.server.url,
+                outgoing.method.as_deref().unwrap_or("the request")
+            )));
+        }
+        if outgoing.method.as_deref() == Some("notifications/initialized") {
+            let span = tracing::Span::current();
+            tokio::spawn(self.clone().keep_stream_open().instrument(span));
+        }
+        Ok(())
+    }
+
+    /// Runs `request` with the server's access token, if sign-in holds one; on a 401, once
+    /// more with a fresh token. Without a token that works, the server needs a sign-in.
+    async fn authorized<F, Fut>(&self, request: F) -> Result<reqwest::Response, Failure>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<reqwest::Response, Failure>>,
+    {
+        let token = match &self.auth {
+            Some(auth) => auth
+                .token(&self.backend, &self.server)
+                .await
+                .map_err(|Unauthorized(message)| Failure::NeedsSignIn(message))?,
+            None => None,
+        };
+        let response = request(token.clone()).await?;
+        if response.status() != StatusCode::UNAUTHORIZED {
+            return Ok(response);
+        }
+        let challenge = header_text(response.headers(), "www-authenticate");
+        let Some(auth) = &self.auth else {
+            return Err(Failure::NeedsSignIn(format!(
+                "{} asks for a sign-in (HTTP 401), which this Switchboard cannot do",
+                self.server.url
+            )));
+        };
+        let fresh = auth
+            .after_refusal(
+                &self.backend,
+                &self.server,
+                token.as_deref(),
+                challenge.as_deref(),
+            )
+            .await
+            .map_err(|Unauthorized(message)| Failure::NeedsSignIn(message))?;
+        let response = request(Some(fresh)).await?;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            let challenge = header_text(response.headers(), "www-authenticate");
+            auth.forget_token(&self.backend, challenge.as_deref()).await;
+            return Err(Failure::NeedsSignIn(format!(
+                "{} refused a fresh token (HTTP 401); sign in to {} again",
+                self.server.url, self.backend
+            )));
+        }
+        Ok(response)
+    }
+
+    async fn post_streamable(
+        &self,
+        line: &[u8],
+        outgoing: &Outgoing,
+        token: Option<String>,
+    ) -> Result<reqwest::Response, Failure> {
+        let mut request = self
+            .request(Method::POST, self.url.clone(), token)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .body(line.to_vec());
+        if let Some(session) = self.session.lock().expect("session lock").clone() {
+            request = request.header(SESSION_HEADER, session);
+        }
+        match &outgoing.modern {
+            Some((version, name)) => {
+                request = request.header(PROTOCOL_HEADER, version.as_str());
+                if let Some(method) = &outgoing.method {
+                    request = request.header("mcp-method", method.as_str());
+                }
+                if let Some(name) = name {
+                    request = request.header("mcp-name", header_safe(name));
+                }
+            }
+            None => {
+                let version = self
+                    .negotiated_version
+                    .lock()
+                    .expect("version lock")
+                    .clone();
+                if let Some(version) = version {
+                    request = request.header(PROTOCOL_HEADER, version);
+                }
+            }
+        }
+        self.send_request(request).await
+    }
+
+    /// Sends `request`, bounded by the server's `timeout` until the answer's headers.
+    async fn send_request(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, Failure> {
+        match tokio::time::timeout(self.server.timeout, request.send()).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(error)) => Err(Failure::Error(format!(
+                "cannot reach {}: {}",
+                self.server.url,
+                error_chain(&error)
+            ))),
+            Err(_) => Err(Failure::Error(format!(
+                "{} did not answer within {} ms",
+                self.server.url,
+                self.server.timeout.as_millis()
+            ))),
+        }
+    }
+
+    /// A request to `url` with the server's configured headers and the access token.
+    fn request(
+        &self,
+        method: Method,
+        url: reqwest::Url,
+        token: Option<String>,
+    ) -> reqwest::RequestBuilder {
+        let mut request = self.client.request(method, url);
+        for (name, value) in &self.server.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request
+    }
+
+    /// Puts on the pipe what a Streamable HTTP answer carries (JSON, or an SSE stream);
+    /// whether it held the answer to `outgoing`'s request.
+    async fn read_answer(
+        &self,
+        mut response: reqwest::Response,
+        outgoing: &Outgoing,
+    ) -> Result<bool, Failure> {
+        let status = response.status();
+        let content_type = header_text(response.headers(), CONTENT_TYPE.as_str())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if content_type.starts_with("text/event-stream") {
+            let mut parser = SseParser::new(self.max_message_size);
+            let mut answered = false;
+            while let Some(chunk) = self.next_chunk(&mut response).await? {
+                let events = parser.feed(&chunk).map_err(|too_large| {
+                    Failure::Error(format!(
+                        "{} sent a message over the limit of {} bytes",
+                        self.server.url, too_large.limit
+                    ))
+                })?;
+                for event in events {
+                    answered |= self.deliver_message(event.data.as_bytes(), outgoing).await;
+                }
+            }
+            return Ok(answered);
+        }
+        let body = self.read_body(response).await?;
+        if content_type.starts_with("application/json")
+            && !body.is_empty()
+            && let Some(answered) = self.deliver_json(&body, outgoing).await
+        {
+            return Ok(answered);
+        }
+        if status.is_success() && body.is_empty() {
+            return Ok(false);
+        }
+        Err(Failure::Error(format!(
+            "{} answered HTTP {} ({}) instead of JSON-RPC: {}",
+            self.server.url,
+            status.as_u16(),
+            if content_type.is_empty() {
+                "no content type"
+            } else {
+                content_type.as_str()
+            },
+            quoted(&body)
+        )))
+    }
+
+    /// Delivers a JSON body: one message or a batch; `None` if it is not JSON-RPC.
+    async fn deliver_json(&self, body: &[u8], outgoing: &Outgoing) -> Option<bool> {
+        if body.trim_ascii_start().starts_with(b"[") {
+            let batch: Vec<&RawValue> = serde_json::from_slice(body).ok()?;
+            let mut answered = false;
+            for message in batch {
+                answered |= self
+                    .deliver_message(message.get().as_bytes(), outgoing)
+                    .await;
+            }
+            return Some(answered);
+        }
+        Envelope::parse(body).ok()?;
+        Some(self.deliver_message(body, outgoing).await)
+    }
+
+    /// Delivers one message from the server; whether it answers `outgoing`'s request. The
+    /// answer to `initialize` also gives the protocol version later requests must name.
+    async fn deliver_message(&self, message: &[u8], outgoing: &Outgoing) -> bool {
+        let answers = match (Envelope::parse(message), &outgoing.id) {
+            (Ok(envelope), Some(id)) => {
+                envelope.method.is_none() && envelope.id.is_some_and(|sent| sent.get() == id.get())
+            }
+            _ => false,
+        };
+        if answers && outgoing.method.as_deref() == Some("initialize") {
+            #[derive(Deserialize)]
+            struct Answer {
+                result: Option<Initialized>,
+            }
+            #[derive(Deserialize)]
+            struct Initialized {
+                #[serde(rename = "protocolVersion")]
+                protocol_version: String,
+            }
+            if let Ok(Answer {
+                result: Some(result),
+            }) = serde_json::from_slice(message)
+            {
+                *self.negotiated_version.lock().expect("version lock") =
+                    Some(result.protocol_version);
+            }
+        }
+        self.deliver(one_line(message)).await;
+        answers
+    }
+
+    async fn deliver(&self, line: Vec<u8>) {
+        let _ = self.incoming.send(line).await;
+    }
+
+    /// Keeps the Streamable HTTP GET stream open, for what the server sends on its own; a
+    /// server that offers none (405) is left alone.
+    async fn keep_stream_open(self: Arc<Self>) {
+        let mut delay = STREAM_RETRY;
+        let mut last_event: Option<String> = None;
+        let nothing = Outgoing {
+            id: None,
+            method: None,
+            modern: None,
+        };
+        loop {
+            let session = self.session.lock().expect("session lock").clone();
+            let version = self
+                .negotiated_version
+                .lock()
+                .expect("version lock")
+                .clone();
+            let last = last_event.clone();
+            let opened = self
+                .authorized(|token| {
+                    let mut request = self
+                        .request(Method::GET, self.url.clone(), token)
+                        .header(ACCEPT, "text/event-stream");
+                    if let Some(session) = &session {
+                        request = request.header(SESSION_HEADER, session.as_str());
+                    }
+                    if let Some(version) = &version {
+                        request = request.header(PROTOCOL_HEADER, version.as_str());
+                    }
+                    if let Some(last) = &last {
+                        request = request.header("last-event-id", last.as_str());
+                    }
+                    self.send_request(request)
+                })
+                .await;
+            let mut response = match opened {
+                Ok(response) => response,
+                Err(Failure::NeedsSignIn(message)) => {
+                    self.finish(LinkEnd::NeedsSignIn(message));
+                    return;
+                }
+                Err(Failure::Error(message)) => {
+                    self.note(&message);
+                    if self.wait(delay).await {
+                        return;
+                    }
+                    delay = (delay * 2).min(STREAM_RETRY_CAP);
+                    continue;
+                }
+            };
+            match response.status() {
+                StatusCode::OK => {}
+                StatusCode::METHOD_NOT_ALLOWED => return,
+                StatusCode::NOT_FOUND if session.is_some() => {
+                    self.finish(LinkEnd::Lost(format!(
+                        "{} ended the session (HTTP 404)",
+                        self.server.url
+                    )));
+                    return;
+                }
+                status => {
+                    self.note(&format!(
+                        "{} answered HTTP {} to the GET stream",
+                        self.server.url,
+                        status.as_u16()
+                    ));
+                    if self.wait(delay).await {
+                        return;
+                    }
+                    delay = (delay * 2).min(STREAM_RETRY_CAP);
+                    continue;
+                }
+            }
+            delay = STREAM_RETRY;
+            let mut parser = SseParser::new(self.max_message_size);
+            loop {
+                let chunk = match self.next_chunk(&mut response).await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) | Err(_) => break,
+                };
+                let Ok(events) = parser.feed(&chunk) else {
+                    self.note("the GET stream sent a message over the size limit; reopened");
+                    break;
+                };
+                for event in events {
+                    if event.id.is_some() {
+                        last_event.clone_from(&event.id);
+                    }
+                    self.deliver_message(event.data.as_bytes(), &nothing).await;
+                }
+            }
+            if self.wait(delay).await {
+                return;
+            }
+        }
+    }
+
+    /// Sends a message over the HTTP+SSE transport (its answer comes on the stream).
+    async fn send_legacy(self: &Arc<Self>, line: &[u8]) -> Result<(), Failure> {
+        let endpoint = self
+            .legacy_endpoint
+            .get_or_try_init(|| self.clone().open_legacy_stream())
+            .await?
+            .clone();
+        let response = self
+            .authorized(|token| {
+                let request = self
+                    .request(Method::POST, endpoint.clone(), token)
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(line.to_vec());
+                self.send_request(request)
+            })
+            .await?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let body = self.read_body(response).await.unwrap_or_default();
+        Err(Failure::Error(format!(
+            "{} answered HTTP {}: {}",
+            endpoint,
+            status.as_u16(),
+            quoted(&body)
+        )))
+    }
+
+    /// Opens the event stream of the HTTP+SSE transport and waits for the endpoint it names;
+    /// then reads the stream, delivering each message, until it ends (and with it the link).
+    async fn open_legacy_stream(self: Arc<Self>) -> Result<reqwest::Url, Failure> {
+        let mut response = self
+            .authorized(|token| {
+                let request = self
+                    .request(Method::GET, self.url.clone(), token)
+                    .header(ACCEPT, "text/event-stream");
+                self.send_request(request)
+            })
+            .await?;
+        let content_type =
+            header_text(response.headers(), CONTENT_TYPE.as_str()).unwrap_or_default();
+        if !response.status().is_success() || !content_type.starts_with("text/event-stream") {
+            return Err(Failure::Error(format!(
+                "{} speaks neither Streamable HTTP nor HTTP+SSE: its event stream answered HTTP \
+                 {} ({content_type})",
+                self.server.url,
+                response.status().as_u16()
+            )));
+        }
+        let mut parser = SseParser::new(self.max_message_size);
+        let endpoint = loop {
+            let chunk = self.next_chunk(&mut response).await?.ok_or_else(|| {
+                Failure::Error(format!(
+                    "{} closed its event stream before naming an endpoint",
+                    self.server.url
+                ))
+            })?;
+            let events = parser.feed(&chunk).map_err(|_| {
+                Failure::Error(format!(
+                    "{} sent an event over the size limit",
+                    self.server.url
+                ))
+            })?;
+            if let Some(event) = events
+                .into_iter()
+                .find(|event| event.event.as_deref() == Some("endpoint"))
+            {
+                break self.url.join(event.data.trim()).map_err(|error| {
+                    Failure::Error(format!(
+                        "{} named an endpoint that is not a URL ({error})",
+                        self.server.url
+                    ))
+                })?;
+            }
+        };
+        if endpoint.origin() != self.url.origin() {
+            return Err(Failure::Error(format!(
+                "{} named an endpoint on another origin ({endpoint}); refused",
+                self.server.url
+            )));
+        }
+        let span = tracing::Span::current();
+        tokio::spawn(
+            self.clone()
+                .read_legacy_stream(response, parser)
+                .instrument(span),
+        );
+        Ok(endpoint)
+    }
+
+    async fn read_legacy_stream(
+        self: Arc<Self>,
+        mut response: reqwest::Response,
+        mut parser: SseParser,
+    ) {
+        let nothing = Outgoing {
+            id: None,
+            method: None,
+            modern: None,
+        };
+        loop {
+            let chunk = match self.next_chunk(&mut response).await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) | Err(_) => break,
+            };
+            let Ok(events) = parser.feed(&chunk) else {
+                break;
+            };
+            for event in events {
+                if matches!(event.event.as_deref(), None | Some("message")) {
+                    self.deliver_message(event.data.as_bytes(), &nothing).await;
+                }
+            }
+        }
+        self.finish(LinkEnd::Lost(format!(
+            "{} closed its event stream",
+            self.server.url
+        )));
+    }
+
+    /// The next chunk of an answer's body; `None` at its end.
+    async fn next_chunk(
+        &self,
+        response: &mut reqwest::Response,
+    ) -> Result<Option<hyper::body::Bytes>, Failure> {
+        response.chunk().await.map_err(|error| {
+            Failure::Error(format!(
+                "the answer of {} broke off: {}",
+                self.server.url,
+                error_chain(&error)
+            ))
+        })
+    }
+
+    /// A whole answer body, at most the message size limit.
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.next_chunk(&mut response).await? {
+            if body.len() + chunk.len() > self.max_message_size {
+                return Err(Failure::Error(format!(
+                    "{} sent an answer over the limit of {} bytes",
+                    self.server.url, self.max_message_size
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// Waits `delay`; whether the link stopped meanwhile.
+    async fn wait(&self, delay: Duration) -> bool {
+        tokio::select! {
+            _ = self.stop.cancelled() => true,
+            _ = tokio::time::sleep(delay) => false,
+        }
+    }
+
+    /// Records the end of the link (the first reason wins) and stops its tasks.
+    fn finish(&self, end: LinkEnd) {
+        self.end.send_if_modified(|current| {
+            if current.is_some() {
+                return false;
+            }
+            *current = Some(end);
+            true
+        });
+        self.stop.cancel();
+    }
+
+    /// Notes what went wrong where the dashboard shows a server's output.
+    fn note(&self, text: &str) {
+        tracing::debug!(target: "switchboard::remote", "{text}");
+        self.output.push(OutputStream::Http, text);
+    }
+}
+
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// A header value that is plain visible ASCII as it is, or `=?base64?…?=` (2026-07-28).
+fn header_safe(text: &str) -> HeaderValue {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_graphic() || byte == b' ')
+        && !text.starts_with(' ')
+        && !text.ends_with(' ');
+    let text = match plain {
+        true => text.to_owned(),
+        false => format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        ),
+    };
+    HeaderValue::from_str(&text).expect("visible ASCII is a valid header value")
+}
+
+/// A message on one line: a raw line end inside JSON can only be whitespace between tokens.
+fn one_line(message: &[u8]) -> Vec<u8> {
+    message
+        .iter()
+        .map(|&byte| match byte {
+            b'\n' | b'\r' => b' ',
+            byte => byte,
+        })
+        .collect()
+}
+
+/// The start of a body that was not JSON-RPC, as text on one line.
+fn quoted(body: &[u8]) -> String {
+    let head = &body[..body.len().min(QUOTED_BYTES)];
+    let text: String = String::from_utf8_lossy(head)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match body.len() > QUOTED_BYTES {
+        true => format!("{:?}…", text.trim()),
+        false => format!("{:?}", text.trim()),
+    }
+}
+
+/// What an HTTP error's causes say actually failed (refused, DNS, TLS…), without the wrappers
+/// that only repeat that a request failed.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        let wrapper =
+            text.starts_with("error sending request") || text.starts_with("client error (");
+        if !wrapper && !parts.iter().any(|part| part.contains(&text)) {
+            parts.push(text);
+        }
+        next = cause.source();
+    }
+    match parts.is_empty() {
+        true => error.to_string(),
+        false => parts.join(": "),
+    }
+}

@@ -1,0 +1,201 @@
+//! Remote servers: real MCP servers on the official Python SDK reached over HTTP
+//! (`tests/backends/remote_server.py`), as backends like any other: Streamable HTTP with
+//! sessions, the older HTTP+SSE transport found on its own, a server of 2026-07-28, editors of
+//! both eras over `/mcp` and `connect`, 64 calls in flight over one connection pool, and servers
+//! that cannot be reached or answer garbage, each with a clear state and message in bounded time.
+
+use serde_json::{Value, json};
+
+use crate::sdk_clients::{python_connect_target, run_python_client};
+use crate::support::*;
+
+/// The config entry of a remote server `name` at `url`, with `extra` lines.
+pub(crate) fn remote_entry(name: &str, url: &str, extra: &str) -> String {
+    format!("[servers.{name}]\nurl = {url:?}\n{extra}\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
+    let remote = remote_server(&[]);
+    let url = remote.field("url");
+    let serve = ServeProcess::with_config(&remote_entry("remote", &url, ""), &["remote"]);
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("remote-test").await.expect("a session");
+    let listed = mcp.result(&session, 1, "tools/list", json!({})).await;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "remote__echo",
+            "remote__whoami",
+            "remote__slow",
+            "remote__count"
+        ]
+    );
+    let echoed = mcp
+        .call_tool(&session, 2, "remote__echo", json!({"text": "over http"}))
+        .await;
+    assert_eq!(first_text(&echoed), "over http");
+    let who = mcp
+        .call_tool(&session, 3, "remote__whoami", json!({}))
+        .await;
+    assert_eq!(first_text(&who), "anonymous");
+
+    // The dashboard shows where it is, and no process.
+    let entry = serve.backend_summary("remote").await;
+    assert_eq!(entry["state"], "ready", "{entry}");
+    assert_eq!(entry["pid"], Value::Null, "{entry}");
+    let detail = serve.api_get("/api/backends/remote").await;
+    assert_eq!(detail["config"]["url"], url.as_str(), "{detail}");
+    assert_eq!(detail["config"]["command"], Value::Null, "{detail}");
+
+    // The official Python SDK in each of its modes, over /mcp and over connect.
+    let connect = python_connect_target(&serve);
+    let serve_url = serve.url();
+    let targets: [Vec<&str>; 2] = [
+        vec!["--url", serve_url.as_str()],
+        connect.iter().map(String::as_str).collect(),
+    ];
+    for target in &targets {
+        for mode in ["legacy", "auto", "2026-07-28"] {
+            let mut args = vec![
+                "--steps",
+                "call:remote__echo",
+                "--tool-args",
+                r#"remote__echo={"text":"from the sdk"}"#,
+            ];
+            args.extend(target);
+            let transcript = run_python_client(mode, &args, &serve.env());
+            assert_eq!(transcript["error"], Value::Null, "{mode}: {transcript}");
+            assert_eq!(
+                transcript["steps"][0]["content"][0]["text"], "from the sdk",
+                "{mode}: {transcript}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_older_http_sse_transport_is_found_on_its_own_or_named() {
+    let sse = remote_server(&["--transport", "sse"]);
+    let url = sse.field("url");
+    let config =
+        remote_entry("found", &url, "") + &remote_entry("named", &url, "transport = \"sse\"");
+    let serve = ServeProcess::with_config(&config, &["found", "named"]);
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("sse-test").await.expect("a session");
+    for (id, tool) in [(1, "found__echo"), (2, "named__echo")] {
+        let echoed = mcp
+            .call_tool(&session, id, tool, json!({"text": "over sse"}))
+            .await;
+        assert_eq!(first_text(&echoed), "over sse", "{tool}");
+    }
+    let output = serve.api_get("/api/backends/found").await["output"].to_string();
+    assert!(
+        output.contains("trying the HTTP+SSE transport of 2024-11-05"),
+        "{output}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_of_2026_07_28_is_spoken_to_in_its_era() {
+    let remote = remote_server(&[]);
+    let config = remote_entry("modern", &remote.field("url"), "protocol = \"modern\"");
+    let serve = ServeProcess::with_config(&config, &["modern"]);
+    let entry = serve.backend_summary("modern").await;
+    assert_eq!(entry["era"], "modern", "{entry}");
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("modern-test").await.expect("a session");
+    let echoed = mcp
+        .call_tool(&session, 1, "modern__echo", json!({"text": "stateless"}))
+        .await;
+    assert_eq!(first_text(&echoed), "stateless");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_calls_in_flight_share_one_connection_pool() {
+    let remote = remote_server(&[]);
+    let serve =
+        ServeProcess::with_config(&remote_entry("pool", &remote.field("url"), ""), &["pool"]);
+    let mcp = std::sync::Arc::new(McpHttp::new(&serve.url()).with_token(SERVE_TOKEN));
+    let session = mcp.open_session("pool-test").await.expect("a session");
+    let calls: Vec<_> = (0..64)
+        .map(|n| {
+            let mcp = mcp.clone();
+            let session = session.clone();
+            tokio::spawn(async move {
+                mcp.call_tool(&session, 100 + n, "pool__slow", json!({"ms": 300}))
+                    .await
+            })
+        })
+        .collect();
+    for call in calls {
+        let result = call.await.expect("the call's task");
+        assert_eq!(first_text(&result), "slept 300", "{result}");
+    }
+    let counted = mcp.call_tool(&session, 1, "pool__count", json!({})).await;
+    assert_eq!(first_text(&counted), "65");
+}
+
+/// Waits until `name` has left `starting` and says why it is not ready; returns its summary.
+async fn failed(serve: &ServeProcess, name: &str) -> Value {
+    eventually("the server fails with a reason", EVENT_LIMIT, || async {
+        let entry = serve.backend_summary(name).await;
+        match entry["last_error"].as_str() {
+            Some(_) if entry["state"] != "ready" => Ok(entry),
+            _ => Err(entry),
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_tls_html_and_silent_servers_each_get_a_clear_state_in_bounded_time() {
+    let html = remote_server(&["--garbage", "html"]);
+    let hang = remote_server(&["--garbage", "hang"]);
+    let plain = remote_server(&[]);
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        listener.local_addr().expect("an address").port()
+    };
+    let tls_to_plain = plain.field("url").replace("http://", "https://");
+    let config = [
+        remote_entry("refused", &format!("http://127.0.0.1:{closed}/mcp"), ""),
+        remote_entry("tls", &tls_to_plain, ""),
+        remote_entry("html", &html.field("url"), ""),
+        remote_entry("silent", &hang.field("url"), "timeout = \"1s\""),
+        format!(
+            "[servers.demo]\ncommand = {:?}\nargs = [\"demo-server\"]\n",
+            switchboard_exe().to_string_lossy()
+        ),
+    ]
+    .concat();
+    let serve = ServeProcess::with_config(&config, &["demo"]);
+    for (name, expected) in [
+        (
+            "refused",
+            format!("cannot reach http://127.0.0.1:{closed}/mcp"),
+        ),
+        ("tls", format!("cannot reach {tls_to_plain}")),
+        ("html", "answered HTTP 200 (text/html".to_owned()),
+        ("silent", "did not answer within 1000 ms".to_owned()),
+    ] {
+        let entry = failed(&serve, name).await;
+        let error = entry["last_error"].as_str().expect("a reason");
+        assert!(error.contains(&expected), "{name}: {error}");
+        assert!(
+            matches!(
+                entry["state"].as_str(),
+                Some("backoff" | "crash_loop" | "starting")
+            ),
+            "{name}: {entry}"
+        );
+    }
+    // The local server next to them runs all along.
+    assert_eq!(serve.backend_summary("demo").await["state"], "ready");
+}

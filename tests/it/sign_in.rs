@@ -1,0 +1,260 @@
+//! Signing in to a remote server with a real authorization server (`oidc-provider`,
+//! `tests/auth/oidc_server.mjs`) in front of a real MCP server that checks every token
+//! (`tests/backends/remote_server.py --auth`), and the real Secret Service keeping the tokens:
+//! discovery, registration, PKCE and the resource indicator, the callback, a token refreshed past
+//! its lifetime, tokens that survive a restart, and a sign-in that stops working, which editors
+//! learn of as a tool error naming what to do. The browser's part is played by
+//! `tests/auth/sign_in.mjs` here, and by Chromium in the dashboard's tests.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::remote::remote_entry;
+use crate::support::*;
+
+/// The authorization server and the MCP server it protects; the OAuth server on a port of its
+/// own that a restart keeps.
+struct Protected {
+    oidc: Fixture,
+    oidc_port: u16,
+    remote: Fixture,
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("an address").port()
+}
+
+fn start_oidc(port: u16, access_ttl: &str) -> Fixture {
+    oidc_server(&["--port", &port.to_string(), "--access-ttl", access_ttl])
+}
+
+fn protected(access_ttl: &str) -> Protected {
+    let oidc_port = free_port();
+    let oidc = start_oidc(oidc_port, access_ttl);
+    // `=`: a secret may start with `-`.
+    let client = oidc.ready["introspection"]["client_id"]
+        .as_str()
+        .expect("a client id");
+    let secret = oidc.ready["introspection"]["client_secret"]
+        .as_str()
+        .expect("a client secret");
+    let remote = remote_server(&[
+        "--auth",
+        &oidc.field("issuer"),
+        &format!("--introspection-client={client}"),
+        &format!("--introspection-secret={secret}"),
+    ]);
+    Protected {
+        oidc,
+        oidc_port,
+        remote,
+    }
+}
+
+/// Completes the sign-in at `url` as the person `login` would in a browser.
+fn sign_in_as(url: &str, login: &str) -> Value {
+    let output = Command::new("node")
+        .arg(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/auth/sign_in.mjs"))
+        .args([url, "--login", login])
+        .output()
+        .expect("node runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("a JSON line")
+}
+
+async fn until_state(serve: &ServeProcess, name: &str, state: &str) -> Value {
+    eventually(&format!("{name} is {state}"), EVENT_LIMIT, || async {
+        let entry = serve.backend_summary(name).await;
+        match entry["state"] == state {
+            true => Ok(entry),
+            false => Err(entry),
+        }
+    })
+    .await
+}
+
+async fn whoami(serve: &ServeProcess) -> Value {
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("sign-in-test").await.expect("a session");
+    mcp.call_tool(&session, 1, "remote__whoami", json!({}))
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_is_kept_refreshed_survives_a_restart_and_its_loss_is_told_to_editors() {
+    let service = keychain_service();
+    let Protected {
+        oidc,
+        oidc_port,
+        remote,
+    } = protected("4");
+    let url = remote.field("url");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, remote_entry("remote", &url, "")).expect("write");
+    let start = || {
+        ServeOptions::in_dir(dir.path(), &config)
+            .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+            .start()
+    };
+    let mut serve = start();
+
+    // Not signed in: the server refuses, and the backend waits for a person.
+    let waiting = until_state(&serve, "remote", "needs_sign_in").await;
+    assert!(
+        waiting["last_error"]
+            .as_str()
+            .is_some_and(|error| error.contains("choose \"Sign in to remote\"")),
+        "{waiting}"
+    );
+
+    let begun = serve.api_post("/api/backends/remote/sign-in").await;
+    let authorize = reqwest::Url::parse(begun["url"].as_str().expect("a URL")).expect("a URL");
+    let query: std::collections::HashMap<String, String> =
+        authorize.query_pairs().into_owned().collect();
+    assert!(
+        authorize.as_str().starts_with(&oidc.field("issuer")),
+        "{authorize}"
+    );
+    assert_eq!(query["code_challenge_method"], "S256");
+    assert_eq!(
+        query["resource"], url,
+        "the resource indicator names the server"
+    );
+    assert_eq!(
+        query["redirect_uri"],
+        serve.http_url("/oauth/callback"),
+        "one callback, on Switchboard's own endpoint"
+    );
+    assert!(query["scope"].contains("mcp:tools"), "{query:?}");
+
+    // A forged callback is refused and changes nothing.
+    let forged = reqwest::get(serve.http_url("/oauth/callback?code=x&state=forged"))
+        .await
+        .expect("an answer");
+    assert_eq!(forged.status(), 400);
+    assert!(
+        forged
+            .text()
+            .await
+            .expect("a page")
+            .contains("unknown or has expired")
+    );
+
+    let back = sign_in_as(authorize.as_str(), "ada");
+    assert_eq!(back["status"], 200, "{back}");
+    assert!(
+        back["body"]
+            .as_str()
+            .is_some_and(|body| body.contains("Signed in to <b>remote</b>")),
+        "{back}"
+    );
+    until_state(&serve, "remote", "ready").await;
+    assert_eq!(first_text(&whoami(&serve).await), "ada");
+
+    // The access token lives 4 s; well past that, calls still go through, on a refreshed one.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(first_text(&whoami(&serve).await), "ada");
+    assert!(serve.log().contains("refreshed its access token"));
+    assert!(
+        !serve.log().to_lowercase().contains("bearer "),
+        "no token in the log"
+    );
+
+    // The tokens are in the keychain: a new Switchboard is signed in from the start.
+    serve.stop();
+    let serve = start();
+    until_state(&serve, "remote", "ready").await;
+    assert_eq!(first_text(&whoami(&serve).await), "ada");
+
+    // The authorization server forgets every grant (a restart of it): once the access token
+    // has expired, no refresh works, and an editor's call says what to do instead of a 401.
+    drop(oidc);
+    let _oidc = start_oidc(oidc_port, "4");
+    let told = eventually("a call says to sign in again", EVENT_LIMIT, || async {
+        let result = whoami(&serve).await;
+        match result["isError"] == true {
+            true => Ok(result),
+            false => Err(result),
+        }
+    })
+    .await;
+    assert!(
+        first_text(&told).contains("remote needs a sign-in: open Switchboard's dashboard"),
+        "{told}"
+    );
+    until_state(&serve, "remote", "needs_sign_in").await;
+    drop(remote);
+}
+
+/// `tests/auth/malicious_server.py MODE`: a protected resource whose authorization server lies.
+fn malicious_server(mode: &str, claimed_issuer: &str) -> Fixture {
+    let mut command = Command::new(python());
+    command
+        .arg(
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/auth/malicious_server.py"),
+        )
+        .args([mode, claimed_issuer]);
+    Fixture::start(command)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_servers_that_lie_are_refused_and_the_honest_one_still_signs_in() {
+    let service = keychain_service();
+    let Protected { oidc, remote, .. } = protected("3600");
+    let issuer = oidc.field("issuer");
+    let liars = [
+        (
+            "wrong_issuer",
+            malicious_server("wrong-issuer", &issuer),
+            "names the issuer",
+        ),
+        (
+            "plain",
+            malicious_server("plain-endpoint", &issuer),
+            "is not an https:// URL",
+        ),
+        (
+            "redirect",
+            malicious_server("redirect", &issuer),
+            "redirects elsewhere",
+        ),
+    ];
+    let mut config = remote_entry("remote", &remote.field("url"), "");
+    for (name, liar, _) in &liars {
+        config += &remote_entry(
+            name,
+            &liar.field("url"),
+            "oauth = { client_id = \"switchboard\" }",
+        );
+    }
+    let serve = ServeOptions::new(&config)
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+        .start();
+    for (name, _, why) in &liars {
+        until_state(&serve, name, "needs_sign_in").await;
+        let (status, answer) = serve
+            .api_post_body(&format!("/api/backends/{name}/sign-in"), "{}")
+            .await;
+        assert_eq!(status, 502, "{name}: {answer}");
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(why) && message.contains("refused"),
+            "{name}: {answer}"
+        );
+    }
+    // The honest one still signs in, beside them.
+    let begun = serve.api_post("/api/backends/remote/sign-in").await;
+    let back = sign_in_as(begun["url"].as_str().expect("a URL"), "bob");
+    assert_eq!(back["status"], 200, "{back}");
+    until_state(&serve, "remote", "ready").await;
+    assert_eq!(first_text(&whoami(&serve).await), "bob");
+}
