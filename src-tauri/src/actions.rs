@@ -6,6 +6,7 @@ use switchboard::app::App;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_clipboard_manager::ClipboardExt as _;
+use tauri_plugin_opener::OpenerExt as _;
 use tokio::sync::{RwLock, watch};
 
 use crate::menu::{Action, MenuId};
@@ -59,10 +60,11 @@ async fn perform(app: &AppHandle, id: &MenuId) -> anyhow::Result<()> {
             }
             .with_context(|| format!("there is no backend {name}"))?;
             match action {
-                Action::Start => backend.start().await,
-                Action::Stop => backend.stop().await,
-                Action::Restart => backend.restart().await,
-            }?;
+                Action::Start => backend.start().await?,
+                Action::Stop => backend.stop().await?,
+                Action::Restart => backend.restart().await?,
+                Action::SignIn => sign_in(app, name).await?,
+            }
         }
         MenuId::OpenDashboard => show_window(app)?,
         MenuId::CopyEndpoint => app.clipboard().write_text(shell.mcp_url.clone())?,
@@ -84,6 +86,34 @@ async fn perform(app: &AppHandle, id: &MenuId) -> anyhow::Result<()> {
         MenuId::Quit => quit(app).await,
     }
     Ok(())
+}
+
+/// Starts signing in to the remote server `name` and opens the page in the system browser.
+async fn sign_in(app: &AppHandle, name: &str) -> anyhow::Result<()> {
+    let shell = app.state::<Shell>();
+    let url = {
+        let core = shell.core.read().await;
+        let Some(core) = core.as_ref() else {
+            return Ok(());
+        };
+        let backend = core
+            .engine()
+            .backend(name)
+            .with_context(|| format!("there is no backend {name}"))?;
+        let config = backend.config();
+        let switchboard::config::Launch::Remote(server) = &config.launch else {
+            anyhow::bail!("{name} is a local server; there is nothing to sign in to");
+        };
+        core.auth().begin_sign_in(name, server).await?
+    };
+    open_in_browser(app, &url)
+}
+
+/// Opens `url` in the system browser (never in the app's own window).
+pub fn open_in_browser(app: &AppHandle, url: &str) -> anyhow::Result<()> {
+    app.opener()
+        .open_url(url, None::<&str>)
+        .with_context(|| format!("cannot open {url} in the browser"))
 }
 
 /// Shows the dashboard window and gives it the focus.

@@ -59,6 +59,7 @@ fn main() -> ExitCode {
                 .build(),
         )
         .plugin(tauri_plugin_clipboard_manager::init())
+        .plugin(tauri_plugin_opener::init())
         .on_window_event(|window, event| {
             // Closing the window hides it; the tray's Quit ends the app.
             if let WindowEvent::CloseRequested { api, .. } = event {
@@ -97,8 +98,17 @@ fn setup(app: &tauri::AppHandle, options: Options) -> anyhow::Result<()> {
         }
     };
     let url = core.dashboard_url().parse().context("the dashboard URL")?;
+    let handle = app.clone();
     WebviewWindowBuilder::new(app, actions::WINDOW, WebviewUrl::External(url))
         .title("Switchboard")
+        // The dashboard's "Sign in" opens an authorization server's page: in the system
+        // browser, where the person's accounts and password manager are, not in this window.
+        .on_new_window(move |url, _features| {
+            if let Err(error) = actions::open_in_browser(&handle, url.as_str()) {
+                tracing::warn!("{error:#}");
+            }
+            tauri::webview::NewWindowResponse::Deny
+        })
         .inner_size(1100.0, 760.0)
         .visible(!hidden)
         .build()?;

@@ -24,6 +24,8 @@ pub enum Action {
     Start,
     Stop,
     Restart,
+    /// Opens the browser to sign in to a remote server.
+    SignIn,
 }
 
 /// Every item of the menu that does something. Tauri needs string ids; [`MenuId::to_string`]
@@ -90,6 +92,20 @@ pub fn menu_model(
         Some("Config has errors; the last valid config runs")
     };
     entries.extend(config_problem.map(|text| Entry::Text(text.to_owned())));
+    // What waits for the person comes first, where it is seen.
+    entries.extend(
+        statuses
+            .iter()
+            .filter(|status| status.state == BackendState::NeedsSignIn)
+            .map(|status| Entry::Item {
+                id: MenuId::Backend {
+                    name: status.name.clone(),
+                    action: Action::SignIn,
+                },
+                label: format!("Sign in to {}…", status.name),
+                enabled: true,
+            }),
+    );
     entries.push(Entry::Separator);
     entries.extend(statuses.iter().map(backend_submenu));
     if !statuses.is_empty() {
@@ -119,7 +135,11 @@ pub fn menu_model(
 pub fn health(statuses: &[BackendStatus]) -> Health {
     let any_in =
         |states: &[BackendState]| statuses.iter().any(|status| states.contains(&status.state));
-    if any_in(&[BackendState::Backoff, BackendState::CrashLoop]) {
+    if any_in(&[
+        BackendState::Backoff,
+        BackendState::CrashLoop,
+        BackendState::NeedsSignIn,
+    ]) {
         Health::Failing
     } else if any_in(&[BackendState::Starting, BackendState::Stopping]) {
         Health::Starting
@@ -128,18 +148,19 @@ pub fn health(statuses: &[BackendStatus]) -> Health {
     }
 }
 
-/// The backends that are in a crash loop now and were not in the previous statuses.
-pub fn entered_crash_loop<'a>(
+/// The backends that are in `state` now and were not in the previous statuses.
+pub fn entered<'a>(
+    state: BackendState,
     previous: &[BackendStatus],
     current: &'a [BackendStatus],
 ) -> Vec<&'a BackendStatus> {
     current
         .iter()
-        .filter(|status| status.state == BackendState::CrashLoop)
+        .filter(|status| status.state == state)
         .filter(|status| {
             !previous
                 .iter()
-                .any(|before| before.name == status.name && before.state == BackendState::CrashLoop)
+                .any(|before| before.name == status.name && before.state == state)
         })
         .collect()
 }
@@ -167,6 +188,22 @@ pub fn crash_loop_notice(status: &BackendStatus) -> Notice {
     }
 }
 
+/// The notification for a remote server that has just asked for a sign-in.
+pub fn sign_in_notice(status: &BackendStatus) -> Notice {
+    let mut body = format!("{} wants you to sign in again", status.name);
+    if let Some(error) = &status.last_error {
+        body.push_str(&format!(" ({})", shorten(error)));
+    }
+    body.push_str(&format!(
+        ". Choose \"Sign in to {}\" in this menu or the dashboard; the other servers carry on.",
+        status.name
+    ));
+    Notice {
+        summary: format!("Switchboard: sign in to {}", status.name),
+        body,
+    }
+}
+
 /// A menu label as tauri's menus want it: `&` marks a keyboard accelerator there, so a literal
 /// one (in a backend's name, say) is doubled.
 pub fn menu_label(text: &str) -> String {
@@ -182,6 +219,7 @@ fn state_text(state: BackendState) -> &'static str {
         BackendState::Backoff => "restarting",
         BackendState::CrashLoop => "crash loop",
         BackendState::Stopping => "stopping",
+        BackendState::NeedsSignIn => "needs sign-in",
     }
 }
 
@@ -195,6 +233,7 @@ fn summary(statuses: &[BackendStatus]) -> String {
         BackendState::Starting,
         BackendState::Backoff,
         BackendState::CrashLoop,
+        BackendState::NeedsSignIn,
         BackendState::Stopping,
         BackendState::Stopped,
     ];
@@ -240,6 +279,9 @@ fn backend_submenu(status: &BackendStatus) -> Entry {
         label: label.to_owned(),
         enabled,
     };
+    if state == BackendState::NeedsSignIn {
+        entries.push(backend_item(Action::SignIn, "Sign in…", true));
+    }
     entries.extend([
         backend_item(
             Action::Start,
@@ -279,6 +321,7 @@ impl Action {
             Action::Start => "start",
             Action::Stop => "stop",
             Action::Restart => "restart",
+            Action::SignIn => "sign-in",
         }
     }
 }
@@ -312,7 +355,7 @@ impl FromStr for MenuId {
     fn from_str(id: &str) -> Result<MenuId, UnknownMenuId> {
         if let Some(rest) = id.strip_prefix(BACKEND_PREFIX) {
             let (action, name) = rest.split_once(':').ok_or(UnknownMenuId)?;
-            let action = [Action::Start, Action::Stop, Action::Restart]
+            let action = [Action::Start, Action::Stop, Action::Restart, Action::SignIn]
                 .into_iter()
                 .find(|known| known.as_str() == action)
                 .ok_or(UnknownMenuId)?;
@@ -678,11 +721,54 @@ mod tests {
         let names = |found: Vec<&BackendStatus>| -> Vec<String> {
             found.iter().map(|status| status.name.clone()).collect()
         };
-        assert_eq!(names(entered_crash_loop(&before, &after)), ["a", "new"]);
-        assert!(entered_crash_loop(&after, &after).is_empty());
+        let crash_loop = BackendState::CrashLoop;
+        assert_eq!(names(entered(crash_loop, &before, &after)), ["a", "new"]);
+        assert!(entered(crash_loop, &after, &after).is_empty());
         let restarted = [status("a", BackendState::Starting)];
-        assert!(entered_crash_loop(&after, &restarted).is_empty());
-        assert_eq!(names(entered_crash_loop(&restarted, &after[..1])), ["a"]);
+        assert!(entered(crash_loop, &after, &restarted).is_empty());
+        assert_eq!(names(entered(crash_loop, &restarted, &after[..1])), ["a"]);
+    }
+
+    #[test]
+    fn a_server_that_needs_a_sign_in_is_offered_first_and_notified_once() {
+        let mut waiting = status("linear", BackendState::NeedsSignIn);
+        waiting.last_error = Some("the sign-in to linear has expired (invalid_grant)".to_owned());
+        let statuses = [status("files", BackendState::Ready), waiting.clone()];
+        let model = menu_model(&statuses, &config(), false);
+        assert_eq!(model.health, Health::Failing);
+        assert_eq!(
+            model.entries[..2],
+            [
+                Entry::Text("1 ready, 1 needs sign-in".to_owned()),
+                Entry::Item {
+                    id: MenuId::Backend {
+                        name: "linear".to_owned(),
+                        action: Action::SignIn,
+                    },
+                    label: "Sign in to linear…".to_owned(),
+                    enabled: true,
+                },
+            ]
+        );
+        let id = MenuId::Backend {
+            name: "linear".to_owned(),
+            action: Action::SignIn,
+        };
+        assert_eq!(id.to_string().parse::<MenuId>(), Ok(id));
+        let before = [status("linear", BackendState::Ready)];
+        let needs = BackendState::NeedsSignIn;
+        assert_eq!(entered(needs, &before, &statuses).len(), 1);
+        assert!(entered(needs, &statuses, &statuses).is_empty());
+        assert_eq!(
+            sign_in_notice(&waiting),
+            Notice {
+                summary: "Switchboard: sign in to linear".to_owned(),
+                body: "linear wants you to sign in again (the sign-in to linear has expired \
+                       (invalid_grant)). Choose \"Sign in to linear\" in this menu or the \
+                       dashboard; the other servers carry on."
+                    .to_owned(),
+            }
+        );
     }
 
     #[test]

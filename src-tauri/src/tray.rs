@@ -2,7 +2,7 @@
 //! notifications. What the menu says is decided in `menu.rs`; this file only draws it.
 
 use switchboard::control::reload::ConfigState;
-use switchboard::supervisor::status::BackendStatus;
+use switchboard::supervisor::status::{BackendState, BackendStatus};
 use tauri::image::Image;
 use tauri::menu::{
     CheckMenuItem, IsMenuItem, Menu, MenuItem, MenuItemKind, PredefinedMenuItem, Submenu,
@@ -66,9 +66,13 @@ async fn follow(
     loop {
         let current = feeds.statuses.borrow().clone();
         if feeds.config.borrow().desktop.notify_crash_loop {
-            for status in menu::entered_crash_loop(&previous, &current) {
+            for status in menu::entered(BackendState::CrashLoop, &previous, &current) {
                 notify(menu::crash_loop_notice(status));
             }
+        }
+        // A sign-in can only come from the person: always said.
+        for status in menu::entered(BackendState::NeedsSignIn, &previous, &current) {
+            notify(menu::sign_in_notice(status));
         }
         previous = current;
         if !feeds.changed().await {
