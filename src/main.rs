@@ -50,6 +50,10 @@ enum Command {
         /// Show what would be added, and write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Keep secrets written out in the editor's config (tokens in `env`) in the OS keychain,
+        /// and name them in Switchboard's config as `${secret:NAME}`.
+        #[arg(long)]
+        move_secrets: bool,
         /// Switchboard's config file, which gets the servers.
         #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
@@ -118,8 +122,9 @@ fn main() -> ExitCode {
             editor,
             from,
             dry_run,
+            move_secrets,
             config,
-        } => import(editor, from, dry_run, config),
+        } => import(editor, from, dry_run, move_secrets, config),
         Command::Install {
             editor,
             to,
@@ -379,6 +384,7 @@ fn import(
     editor: Editor,
     from: Option<PathBuf>,
     dry_run: bool,
+    move_secrets: bool,
     config_path: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
@@ -389,6 +395,7 @@ fn import(
         config_path: &config_path,
         exe: &exe,
         dry_run,
+        move_secrets,
     })?;
     eprint!("{report}");
     Ok(ExitCode::SUCCESS)

@@ -363,6 +363,9 @@ pub enum EditorError {
          [profiles.NAME]"
     )]
     BadProfile { profile: String },
+    /// Secrets could not be kept in the keychain; nothing was written.
+    #[error("{0}; nothing was written")]
+    Keychain(#[from] crate::secrets::SecretError),
 }
 
 /// Whether `dir` is the home folder itself, which every editor's folder test would find.

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::switchboard_exe;
+use crate::support::{keychain_service, switchboard_exe};
 use switchboard::config::{self, Config};
 
 /// A temporary home folder for the binary.
@@ -707,4 +707,109 @@ fn claude_code_zed_windsurf_gemini_and_codex_are_imported_from_and_installed_int
         &[],
     );
     assert!(refused.contains("cannot be a profile's name"), "{refused}");
+}
+
+#[test]
+fn secrets_written_out_in_an_editor_are_moved_to_the_keychain_on_request() {
+    let home = Home::new();
+    home.place(
+        "claude_desktop_tokens.json",
+        ".config/Claude/claude_desktop_config.json",
+    );
+    let config_path = home.path("config.toml");
+    let service = keychain_service();
+    let keychain = [("SWITCHBOARD_KEYCHAIN_SERVICE", service.as_str())];
+    let token = "ghp_sample0123456789abcdef";
+
+    let suggested = home.succeed(
+        &[
+            "import",
+            "claude",
+            "--dry-run",
+            "--config",
+            arg(&config_path),
+        ],
+        &keychain,
+    );
+    assert!(
+        suggested.contains(
+            "`GITHUB_PERSONAL_ACCESS_TOKEN` looks like a secret written out: `--move-secrets` \
+             keeps it in the keychain instead of the config"
+        ),
+        "{suggested}"
+    );
+    let dry = home.succeed(
+        &[
+            "import",
+            "claude",
+            "--move-secrets",
+            "--dry-run",
+            "--config",
+            arg(&config_path),
+        ],
+        &keychain,
+    );
+    assert!(
+        dry.contains(
+            "`GITHUB_PERSONAL_ACCESS_TOKEN` is kept in the keychain as \
+             `github_github_personal_access_token`"
+        ),
+        "{dry}"
+    );
+    assert!(!dry.contains("is not in the keychain"), "{dry}");
+    assert!(!config_path.exists(), "a dry run writes nothing");
+    let listed = home.succeed(&["secret", "list"], &keychain);
+    assert!(listed.is_empty(), "nor stores anything: {listed}");
+
+    let moved = home.succeed(
+        &[
+            "import",
+            "claude",
+            "--move-secrets",
+            "--config",
+            arg(&config_path),
+        ],
+        &keychain,
+    );
+    assert!(moved.contains("4 server(s) added"), "{moved}");
+    let written = read(&config_path);
+    assert!(
+        written.contains(
+            "env = { GITHUB_PERSONAL_ACCESS_TOKEN = \"${secret:github_github_personal_access_token}\" }"
+        ),
+        "{written}"
+    );
+    assert!(
+        !written.contains(token),
+        "the token is not in the config: {written}"
+    );
+    let listed = home.succeed(&["secret", "list"], &keychain);
+    assert_eq!(listed, "github_github_personal_access_token\n");
+    let checked = home.run(&["check", "--config", arg(&config_path)], &keychain);
+    let said = String::from_utf8_lossy(&checked.stderr);
+    assert!(
+        !said.contains("secret"),
+        "the config reads the secret back: {said}"
+    );
+
+    // Without a keychain, moving is refused and nothing is written.
+    let other = home.path("other.toml");
+    let refused = home.fail(
+        &[
+            "import",
+            "claude",
+            "--move-secrets",
+            "--config",
+            arg(&other),
+        ],
+        &[
+            ("SWITCHBOARD_KEYCHAIN_SERVICE", service.as_str()),
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent"),
+        ],
+    );
+    assert!(
+        refused.contains("no keychain is available") && refused.contains("nothing was written"),
+        "{refused}"
+    );
+    assert!(!other.exists());
 }

@@ -36,6 +36,9 @@ pub struct ImportRequest<'a> {
     pub exe: &'a Path,
     /// Only report what would happen; write nothing.
     pub dry_run: bool,
+    /// Keep secrets written out in the editor's config (tokens in `env`) in the OS keychain,
+    /// and name them in our config as `${secret:NAME}`.
+    pub move_secrets: bool,
 }
 
 /// What an import did (or, in a dry run, would do), server by server.
@@ -207,7 +210,7 @@ pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
         exe: request.exe,
         port: target.port,
     };
-    let (servers, added) = reader.sort_out(entries, target.servers.clone());
+    let (servers, mut added) = reader.sort_out(entries, target.servers.clone());
     let mut report = ImportReport {
         editor,
         source,
@@ -220,6 +223,16 @@ pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
     if added.is_empty() {
         return Ok(report);
     }
+    let moves = secrets::find(
+        &mut added,
+        &mut report.servers,
+        request.move_secrets,
+        &|name| crate::secrets::Keychain::secrets().get(name),
+    )?;
+    // The keychain first: a config naming secrets that are not there would not run.
+    if !request.dry_run {
+        secrets::store(&moves)?;
+    }
     let merged = target.with_servers(&added, &report)?;
     let config =
         config::parse(request.config_path, &merged).map_err(|error| EditorError::Unsupported {
@@ -228,11 +241,25 @@ pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
                 "adding the servers would make the file unusable; nothing is written:\n{error}"
             ),
         })?;
+    // A dry run stores nothing, so the secrets it would move are missing from the keychain.
+    let would_be_stored = |diagnostic: &&Diagnostic| {
+        moves.iter().any(|secret| {
+            diagnostic
+                .message
+                .contains(&format!("secret `{}` is not in the keychain", secret.name))
+        })
+    };
+    let after: Vec<Diagnostic> = config
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| !would_be_stored(diagnostic))
+        .cloned()
+        .collect();
     note_new_problems(
         &mut report.servers,
         target.format.servers_key(),
         &target.diagnostics,
-        &config.diagnostics,
+        &after,
     );
     report.config_created = !target.exists;
     report.diff = files::diff(
@@ -798,5 +825,6 @@ impl Target {
     }
 }
 
+mod secrets;
 #[cfg(test)]
 mod tests;
