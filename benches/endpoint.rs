@@ -138,93 +138,8 @@ fn rss_kib(pid: u32) -> u64 {
         .expect("VmRSS")
 }
 
-/// A Streamable HTTP client as editors use it: JSON or SSE answers on keep-alive connections;
-/// in a session, or (with none) sending 2026-07-28 requests, each with its `Mcp-*` headers.
-#[derive(Clone)]
-struct HttpClient {
-    client: reqwest::Client,
-    url: String,
-    session: Option<String>,
-}
-
 /// The name the hub exposes the demo backend's `echo` under.
 const EXPOSED_ECHO: &str = "demo0__echo";
-
-impl HttpClient {
-    async fn start(url: &str) -> HttpClient {
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(256)
-            .build()
-            .expect("client");
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{INITIALIZE_PARAMS}}}"#
-        );
-        let response = client
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body)
-            .send()
-            .await
-            .expect("initialize");
-        let session = response.headers()["mcp-session-id"]
-            .to_str()
-            .expect("ascii")
-            .to_owned();
-        let http = HttpClient {
-            client,
-            url: url.to_owned(),
-            session: Some(session),
-        };
-        let status = http
-            .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned())
-            .await
-            .0;
-        assert_eq!(status, 202);
-        http
-    }
-
-    /// A client of the same connections that sends 2026-07-28 requests.
-    fn stateless(&self) -> HttpClient {
-        HttpClient {
-            session: None,
-            ..self.clone()
-        }
-    }
-
-    async fn post(&self, body: String) -> (u16, String) {
-        let request = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        let request = match &self.session {
-            Some(session) => request
-                .header("mcp-session-id", session)
-                .header("mcp-protocol-version", "2025-11-25"),
-            None => request
-                .header("mcp-protocol-version", "2026-07-28")
-                .header("mcp-method", "tools/call")
-                .header("mcp-name", EXPOSED_ECHO),
-        };
-        let response = request.body(body).send().await.expect("POST");
-        let status = response.status().as_u16();
-        (status, response.text().await.expect("body"))
-    }
-
-    /// Calls a tool; panics with what came back unless it is a result.
-    async fn call(&self, id: u64, params: &RawValue) {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{}}}"#,
-            params.get()
-        );
-        let (status, text) = self.post(body).await;
-        assert!(
-            status == 200 && text.contains("\"result\""),
-            "HTTP {status}: {text}"
-        );
-    }
-}
 
 /// The leanest HTTP/1.1 client: one keep-alive connection driven by hyper, no pool. Shows how
 /// much of a call over `/mcp` is the server's and how much the client's.
@@ -312,7 +227,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     .await;
     let http = HttpClient::start(&serve.url).await;
     let profile = HttpClient::start(&format!("{}/bench", serve.url)).await;
-    let stateless = http.stateless();
+    let stateless = http.stateless(EXPOSED_ECHO);
     let lean = LeanHttpClient::start(&serve.url, http.session.as_deref().expect("a session")).await;
 
     let direct_params: Arc<RawValue> = Arc::from(

@@ -1,4 +1,5 @@
-//! What the benchmarks share: a plain stdio JSON-RPC client and the numbers it prints.
+//! What the benchmarks share: a plain stdio JSON-RPC client, a Streamable HTTP client, and the
+//! numbers they print.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -230,4 +231,93 @@ pub fn option(name: &str, default: usize) -> usize {
         .and_then(|index| args.get(index + 1))
         .and_then(|value| value.parse().ok())
         .unwrap_or(default)
+}
+
+/// A Streamable HTTP client as editors use it: JSON or SSE answers on keep-alive connections;
+/// in a session, or (with none) sending 2026-07-28 requests, each with its `Mcp-*` headers.
+#[derive(Clone)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    url: String,
+    pub session: Option<String>,
+    /// The tool a stateless client's `Mcp-Name` names.
+    stateless_tool: String,
+}
+
+impl HttpClient {
+    pub async fn start(url: &str) -> HttpClient {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .build()
+            .expect("client");
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{INITIALIZE_PARAMS}}}"#
+        );
+        let response = client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+            .await
+            .expect("initialize");
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        let http = HttpClient {
+            client,
+            url: url.to_owned(),
+            session: Some(session),
+            stateless_tool: String::new(),
+        };
+        let status = http
+            .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned())
+            .await
+            .0;
+        assert_eq!(status, 202);
+        http
+    }
+
+    /// A client of the same connections that sends 2026-07-28 requests calling `tool`.
+    pub fn stateless(&self, tool: &str) -> HttpClient {
+        HttpClient {
+            session: None,
+            stateless_tool: tool.to_owned(),
+            ..self.clone()
+        }
+    }
+
+    pub async fn post(&self, body: String) -> (u16, String) {
+        let request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        let request = match &self.session {
+            Some(session) => request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25"),
+            None => request
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", &self.stateless_tool),
+        };
+        let response = request.body(body).send().await.expect("POST");
+        let status = response.status().as_u16();
+        (status, response.text().await.expect("body"))
+    }
+
+    /// Calls a tool; panics with what came back unless it is a result.
+    pub async fn call(&self, id: u64, params: &RawValue) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{}}}"#,
+            params.get()
+        );
+        let (status, text) = self.post(body).await;
+        assert!(
+            status == 200 && text.contains("\"result\""),
+            "HTTP {status}: {text}"
+        );
+    }
 }

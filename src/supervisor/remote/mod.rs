@@ -1,8 +1,8 @@
 //! A backend reached over HTTP. Its connection ([`crate::supervisor::rpc::Connection`]) speaks
-//! newline-delimited JSON-RPC over an in-memory pipe, exactly as it does over a process's stdio;
-//! the link on the other end of that pipe carries each message over HTTP and puts what comes
-//! back on the pipe. So requests, deadlines, cancellation, the handshake and health checks are
-//! the same code for local and remote servers.
+//! newline-delimited JSON-RPC to the link's two ends, [`LinkSink`] and [`LinkSource`], exactly as
+//! it does to a process's stdin and stdout; each line written to the sink is carried over HTTP,
+//! and what comes back is read from the source. So requests, deadlines, cancellation, the
+//! handshake and health checks are the same code for local and remote servers.
 //!
 //! Transports: Streamable HTTP (one POST per message; the answer is JSON or an SSE stream; a GET
 //! stream for what the server sends on its own; `Mcp-Session-Id`), with the `Mcp-*` headers of
@@ -24,7 +24,10 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncWriteExt as _, DuplexStream};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OnceCell, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -34,12 +37,9 @@ use crate::config::{RemoteServer, RemoteTransport};
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::status::OutputStream;
 use crate::wire::era::meta;
-use crate::wire::framing::{Frame, LineReader};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 use sse::SseParser;
 
-/// Size of the in-memory pipe between the connection and the link, each way.
-const PIPE_BUFFER: usize = 256 * 1024;
 /// How many messages from the server may wait for the connection to read them.
 const INCOMING_CAPACITY: usize = 1024;
 /// How long a closing link waits for the server to end its session (DELETE).
@@ -113,7 +113,7 @@ impl RemoteLink {
         backend: &str,
         server: &RemoteServer,
         options: LinkOptions,
-    ) -> Result<(RemoteLink, DuplexStream), String> {
+    ) -> Result<(RemoteLink, LinkSink, LinkSource), String> {
         let url = reqwest::Url::parse(&server.url)
             .map_err(|error| format!("{} is not a URL: {error}", server.url))?;
         let client = reqwest::Client::builder()
@@ -123,7 +123,6 @@ impl RemoteLink {
             .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|error| format!("cannot make an HTTP client: {error}"))?;
-        let (connection_side, link_side) = tokio::io::duplex(PIPE_BUFFER);
         let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
         let (end_tx, end_rx) = watch::channel(None);
         let shared = Arc::new(Shared {
@@ -142,21 +141,25 @@ impl RemoteLink {
             legacy_endpoint: OnceCell::new(),
             use_legacy: Mutex::new(server.transport == RemoteTransport::Sse),
         });
-        let (reader, writer) = tokio::io::split(link_side);
-        let span = tracing::Span::current();
-        tokio::spawn(
-            shared
-                .clone()
-                .write_incoming(writer, incoming_rx)
-                .instrument(span.clone()),
-        );
-        tokio::spawn(shared.clone().read_outgoing(reader).instrument(span));
+        let sink = LinkSink {
+            shared: shared.clone(),
+            line: Vec::new(),
+            oversized: false,
+            span: tracing::Span::current(),
+        };
+        let source = LinkSource {
+            incoming: incoming_rx,
+            pending: Vec::new(),
+            sent: 0,
+            stopped: Box::pin(shared.stop.clone().cancelled_owned()),
+        };
         Ok((
             RemoteLink {
                 shared,
                 end: end_rx,
             },
-            connection_side,
+            sink,
+            source,
         ))
     }
 
@@ -177,19 +180,28 @@ impl RemoteLink {
         self.end.borrow().clone()
     }
 
-    /// Stops the link, first ending the server's session if it has one (bounded in time).
+    /// Stops the link, first ending the server's session if it has one (bounded in time); what
+    /// the history says of its end.
     pub(crate) async fn close(self) -> LinkEnd {
         let shared = &self.shared;
         let session = shared.session.lock().expect("session lock").clone();
         if let Some(session) = session {
+            let token = match &shared.auth {
+                Some(auth) => auth
+                    .token(&shared.backend, &shared.server)
+                    .await
+                    .ok()
+                    .flatten(),
+                None => None,
+            };
             let request = shared
-                .request(Method::DELETE, shared.url.clone(), None)
+                .request(Method::DELETE, shared.url.clone(), token)
                 .header(SESSION_HEADER, session);
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, request.send()).await;
         }
-        shared.finish(LinkEnd::Lost("stopped".to_owned()));
-        self.end()
-            .unwrap_or_else(|| LinkEnd::Lost("stopped".to_owned()))
+        let stopped = LinkEnd::Lost("closed by Switchboard".to_owned());
+        shared.finish(stopped.clone());
+        stopped
     }
 }
 
@@ -253,6 +265,108 @@ impl Outgoing {
     }
 }
 
+/// Where the connection writes: each line it completes is carried to the server on its own, so
+/// that a slow answer holds up nothing else. Dropping it (the connection is gone) ends the link.
+pub(crate) struct LinkSink {
+    shared: Arc<Shared>,
+    /// The line being written.
+    line: Vec<u8>,
+    /// The line being written is over the size limit: its end is awaited, then it is dropped.
+    oversized: bool,
+    span: tracing::Span,
+}
+
+impl AsyncWrite for LinkSink {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let sink = &mut *self;
+        for part in bytes.split_inclusive(|&byte| byte == b'\n') {
+            let (text, ended) = match part.strip_suffix(b"\n") {
+                Some(text) => (text, true),
+                None => (part, false),
+            };
+            if !sink.oversized {
+                sink.line.extend_from_slice(text);
+                sink.oversized = sink.line.len() > sink.shared.max_message_size;
+            }
+            if !ended {
+                continue;
+            }
+            let line = std::mem::take(&mut sink.line);
+            if std::mem::take(&mut sink.oversized) {
+                sink.shared.note(&format!(
+                    "a message was not sent: over the limit of {} bytes",
+                    sink.shared.max_message_size
+                ));
+            } else if !line.is_empty() {
+                let forward = sink.shared.clone().forward(line);
+                tokio::spawn(forward.instrument(sink.span.clone()));
+            }
+        }
+        Poll::Ready(Ok(bytes.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for LinkSink {
+    fn drop(&mut self) {
+        self.shared
+            .finish(LinkEnd::Lost("the connection closed".to_owned()));
+    }
+}
+
+/// Where the connection reads what the server sends, one message per line; it ends when the
+/// link does.
+pub(crate) struct LinkSource {
+    incoming: mpsc::Receiver<Vec<u8>>,
+    /// The line being read out, with its `\n`, and how much of it has been.
+    pending: Vec<u8>,
+    sent: usize,
+    stopped: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+}
+
+impl AsyncRead for LinkSource {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        buffer: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let source = &mut *self;
+        if source.sent == source.pending.len() {
+            match source.incoming.poll_recv(context) {
+                Poll::Ready(Some(mut line)) => {
+                    line.push(b'\n');
+                    source.pending = line;
+                    source.sent = 0;
+                }
+                // Every sender is gone: the end of the stream.
+                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Pending => {
+                    return match source.stopped.as_mut().poll(context) {
+                        Poll::Ready(()) => Poll::Ready(Ok(())),
+                        Poll::Pending => Poll::Pending,
+                    };
+                }
+            }
+        }
+        let available = &source.pending[source.sent..];
+        let n = available.len().min(buffer.remaining());
+        buffer.put_slice(&available[..n]);
+        source.sent += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
 /// Why a message could not be delivered; a request then gets this as its error.
 enum Failure {
     /// Reported to the caller as it is.
@@ -262,52 +376,6 @@ enum Failure {
 }
 
 impl Shared {
-    /// Puts what the server sends on the pipe, one message per line.
-    async fn write_incoming(
-        self: Arc<Self>,
-        mut writer: tokio::io::WriteHalf<DuplexStream>,
-        mut incoming: mpsc::Receiver<Vec<u8>>,
-    ) {
-        loop {
-            let line = tokio::select! {
-                _ = self.stop.cancelled() => return,
-                line = incoming.recv() => match line {
-                    Some(line) => line,
-                    None => return,
-                },
-            };
-            if writer.write_all(&line).await.is_err() || writer.write_all(b"\n").await.is_err() {
-                return;
-            }
-        }
-    }
-
-    /// Reads what the connection sends and carries each message to the server, each on its
-    /// own, so that a slow answer holds up nothing else. The pipe closing ends the link.
-    async fn read_outgoing(self: Arc<Self>, reader: tokio::io::ReadHalf<DuplexStream>) {
-        let mut lines = LineReader::new(tokio::io::BufReader::new(reader), self.max_message_size);
-        loop {
-            let frame = tokio::select! {
-                _ = self.stop.cancelled() => return,
-                frame = lines.next_frame() => frame,
-            };
-            match frame {
-                Ok(Some(Frame::Line(line))) => {
-                    let span = tracing::Span::current();
-                    tokio::spawn(self.clone().forward(line).instrument(span));
-                }
-                Ok(Some(Frame::Oversized { len, .. })) => self.note(&format!(
-                    "a message of {len} bytes was not sent: over the limit of {} bytes",
-                    self.max_message_size
-                )),
-                Ok(None) | Err(_) => {
-                    self.finish(LinkEnd::Lost("the connection closed".to_owned()));
-                    return;
-                }
-            }
-        }
-    }
-
     /// Carries one message to the server and what it answers back; a request that cannot be
     /// carried gets an error answer naming the server and why.
     async fn forward(self: Arc<Self>, line: Vec<u8>) {

@@ -149,10 +149,9 @@ impl BackendTask {
                     auth: self.auth.clone(),
                 };
                 match RemoteLink::open(&self.config.name, server, link_options) {
-                    Ok((link, pipe)) => {
+                    Ok((link, sink, source)) => {
                         tracing::info!(url = %server.url, "connecting");
-                        let (reader, writer) = tokio::io::split(pipe);
-                        let started = Connection::start(&self.config.name, writer, reader, options);
+                        let started = Connection::start(&self.config.name, sink, source, options);
                         Some((Link::Remote(link), started))
                     }
                     Err(message) => {
