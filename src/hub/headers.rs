@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::wire::era::code::HEADER_MISMATCH;
 use crate::wire::jsonrpc::ErrorObject;
+pub use crate::wire::mirrored::{HeaderParam, header_params};
 
 /// The `Mcp-*` headers of one POST, as they came (values not yet decoded).
 #[derive(Debug, Default, Clone)]
@@ -22,46 +23,6 @@ pub struct RequestHeaders {
     pub name: Option<Vec<u8>>,
     /// `Mcp-Param-{Name}`: the name after the prefix, lowercased, and the value.
     pub params: Vec<(String, Vec<u8>)>,
-}
-
-/// One argument a tool's schema mirrors into a header.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeaderParam {
-    /// The header's name after `Mcp-Param-`, lowercased.
-    pub header: String,
-    /// The chain of `properties` keys from the schema root to the argument.
-    pub path: Vec<String>,
-}
-
-/// The arguments `tool` (a tool definition) mirrors into headers. Annotations that are not
-/// statically reachable from the root through `properties` are not the client's to send, and
-/// are left out.
-pub fn header_params(tool: &str) -> Vec<HeaderParam> {
-    let Ok(tool) = serde_json::from_str::<Value>(tool) else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    if let Some(schema) = tool.get("inputSchema") {
-        collect(schema, &mut Vec::new(), &mut found);
-    }
-    found
-}
-
-fn collect(schema: &Value, path: &mut Vec<String>, found: &mut Vec<HeaderParam>) {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (key, property) in properties {
-        path.push(key.clone());
-        if let Some(header) = property.get("x-mcp-header").and_then(Value::as_str) {
-            found.push(HeaderParam {
-                header: header.to_ascii_lowercase(),
-                path: path.clone(),
-            });
-        }
-        collect(property, path, found);
-        path.pop();
-    }
 }
 
 /// Checks `headers` against the request: its version, method, `name` (or `uri`) and, for a

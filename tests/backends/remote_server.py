@@ -36,6 +36,8 @@ Tools:
   whoami {}     -> the token's subject (`sub`); "anonymous" without --auth
   slow {ms}     -> sleeps `ms` milliseconds, then answers "slept <ms>"
   count {}      -> how many `tools/call` requests this process has received, this one included
+  region {name} -> `name`, unchanged; the argument is marked `x-mcp-header: Region`, so a
+                   2026-07-28 request must mirror it in `Mcp-Param-Region` (the SDK checks)
 
 --garbage serves no MCP at all: every POST to /mcp answers 200 with a text/html page (`html`)
 or never answers (`hang`).
@@ -46,11 +48,12 @@ import json
 import logging
 import socket
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import httpx2
 import uvicorn
+from pydantic import Field
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -136,6 +139,11 @@ def make_server(auth: AuthSettings | None, token_verifier: IntrospectionVerifier
     def count() -> int:
         """How many tool calls this process has received, this one included."""
         return n_tool_calls
+
+    @server.tool()
+    def region(name: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        """Answers with `name`, which a 2026-07-28 client also sends as `Mcp-Param-Region`."""
+        return name
 
     return server
 

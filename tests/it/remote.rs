@@ -34,7 +34,8 @@ async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
             "remote__echo",
             "remote__whoami",
             "remote__slow",
-            "remote__count"
+            "remote__count",
+            "remote__region"
         ]
     );
     let echoed = mcp
@@ -115,6 +116,14 @@ async fn a_remote_server_of_2026_07_28_is_spoken_to_in_its_era() {
         .call_tool(&session, 1, "modern__echo", json!({"text": "stateless"}))
         .await;
     assert_eq!(first_text(&echoed), "stateless");
+    // An argument the tool mirrors into a header (`x-mcp-header`) goes as `Mcp-Param-Region`,
+    // in base64 when it is not plain ASCII; the SDK refuses the call without it.
+    for name in ["eu-west", "Zürich"] {
+        let answer = mcp
+            .call_tool(&session, 2, "modern__region", json!({"name": name}))
+            .await;
+        assert_eq!(first_text(&answer), name, "{answer}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,10 +16,10 @@
 
 mod sse;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine as _;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
@@ -38,6 +38,7 @@ use crate::supervisor::output::OutputLog;
 use crate::supervisor::status::OutputStream;
 use crate::wire::era::meta;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
 use sse::SseParser;
 
 /// How many messages from the server may wait for the connection to read them.
@@ -105,6 +106,9 @@ struct Shared {
     legacy_endpoint: OnceCell<reqwest::Url>,
     /// Streamable HTTP was tried and refused (404 or 405 to the first POST).
     use_legacy: Mutex<bool>,
+    /// The arguments each tool (by the server's own name) mirrors into `Mcp-Param-*` headers,
+    /// as its `tools/list` said.
+    mirrored: Mutex<HashMap<String, Vec<HeaderParam>>>,
 }
 
 impl RemoteLink {
@@ -140,6 +144,7 @@ impl RemoteLink {
             negotiated_version: Mutex::new(None),
             legacy_endpoint: OnceCell::new(),
             use_legacy: Mutex::new(server.transport == RemoteTransport::Sse),
+            mirrored: Mutex::new(HashMap::new()),
         });
         let sink = LinkSink {
             shared: shared.clone(),
@@ -221,6 +226,8 @@ struct Outgoing {
     method: Option<String>,
     /// For a message carrying the 2026-07-28 envelope: its version and the `Mcp-Name` value.
     modern: Option<(String, Option<String>)>,
+    /// A tool call's arguments, for the headers that mirror them.
+    arguments: Option<Box<RawValue>>,
 }
 
 impl Outgoing {
@@ -233,13 +240,10 @@ impl Outgoing {
             task_id: Option<String>,
             #[serde(rename = "_meta")]
             meta: Option<serde_json::Map<String, serde_json::Value>>,
+            arguments: Option<Box<RawValue>>,
         }
         let Ok(envelope) = Envelope::parse(line) else {
-            return Outgoing {
-                id: None,
-                method: None,
-                modern: None,
-            };
+            return Outgoing::nothing();
         };
         let is_request = envelope.method.is_some();
         let id = match is_request {
@@ -249,18 +253,33 @@ impl Outgoing {
         let params: Option<Params> = envelope
             .params
             .and_then(|params| serde_json::from_str(params.get()).ok());
-        let modern = params.and_then(|params| {
-            let version = params
-                .meta?
-                .get(meta::PROTOCOL_VERSION)?
-                .as_str()?
-                .to_owned();
-            Some((version, params.name.or(params.uri).or(params.task_id)))
-        });
+        let (modern, arguments) = match params {
+            Some(params) => {
+                let version = params
+                    .meta
+                    .as_ref()
+                    .and_then(|meta| meta.get(meta::PROTOCOL_VERSION)?.as_str())
+                    .map(str::to_owned);
+                let name = params.name.or(params.uri).or(params.task_id);
+                (version.map(|version| (version, name)), params.arguments)
+            }
+            None => (None, None),
+        };
         Outgoing {
             id,
             method: envelope.method.map(|method| method.into_owned()),
             modern,
+            arguments,
+        }
+    }
+
+    /// What the server sends on its own: no request of ours.
+    fn nothing() -> Outgoing {
+        Outgoing {
+            id: None,
+            method: None,
+            modern: None,
+            arguments: None,
         }
     }
 }
@@ -515,7 +534,10 @@ impl Shared {
                     request = request.header("mcp-method", method.as_str());
                 }
                 if let Some(name) = name {
-                    request = request.header("mcp-name", header_safe(name));
+                    request = request.header("mcp-name", header_value(name));
+                    for (header, value) in self.mirrored_arguments(name, outgoing) {
+                        request = request.header(format!("mcp-param-{header}"), value);
+                    }
                 }
             }
             None => {
@@ -530,6 +552,34 @@ impl Shared {
             }
         }
         self.send_request(request).await
+    }
+
+    /// The `Mcp-Param-*` headers of a call of tool `name`: each argument the tool mirrors.
+    fn mirrored_arguments(&self, name: &str, outgoing: &Outgoing) -> Vec<(String, HeaderValue)> {
+        if outgoing.method.as_deref() != Some("tools/call") {
+            return Vec::new();
+        }
+        let params = match self.mirrored.lock().expect("mirrored lock").get(name) {
+            Some(params) if !params.is_empty() => params.clone(),
+            _ => return Vec::new(),
+        };
+        let Some(arguments) = outgoing
+            .arguments
+            .as_ref()
+            .and_then(|arguments| serde_json::from_str::<serde_json::Value>(arguments.get()).ok())
+        else {
+            return Vec::new();
+        };
+        params
+            .iter()
+            .filter_map(|param| {
+                let value = param
+                    .path
+                    .iter()
+                    .try_fold(&arguments, |value, key| value.get(key))?;
+                Some((param.header.clone(), header_value(&argument_text(value)?)))
+            })
+            .collect()
     }
 
     /// Sends `request`, bounded by the server's `timeout` until the answer's headers.
@@ -644,6 +694,9 @@ impl Shared {
             }
             _ => false,
         };
+        if answers && outgoing.method.as_deref() == Some("tools/list") {
+            self.remember_mirrored(message);
+        }
         if answers && outgoing.method.as_deref() == Some("initialize") {
             #[derive(Deserialize)]
             struct Answer {
@@ -666,6 +719,36 @@ impl Shared {
         answers
     }
 
+    /// Remembers which arguments each tool of a `tools/list` answer mirrors into headers.
+    fn remember_mirrored(&self, answer: &[u8]) {
+        #[derive(Deserialize)]
+        struct Answer<'a> {
+            #[serde(borrow)]
+            result: Option<Listed<'a>>,
+        }
+        #[derive(Deserialize)]
+        struct Listed<'a> {
+            #[serde(borrow)]
+            tools: Vec<&'a RawValue>,
+        }
+        #[derive(Deserialize)]
+        struct Named {
+            name: String,
+        }
+        let Ok(Answer {
+            result: Some(listed),
+        }) = serde_json::from_slice(answer)
+        else {
+            return;
+        };
+        let mut mirrored = self.mirrored.lock().expect("mirrored lock");
+        for tool in listed.tools {
+            if let Ok(Named { name }) = serde_json::from_str(tool.get()) {
+                mirrored.insert(name, header_params(tool.get()));
+            }
+        }
+    }
+
     async fn deliver(&self, line: Vec<u8>) {
         let _ = self.incoming.send(line).await;
     }
@@ -675,11 +758,7 @@ impl Shared {
     async fn keep_stream_open(self: Arc<Self>) {
         let mut delay = STREAM_RETRY;
         let mut last_event: Option<String> = None;
-        let nothing = Outgoing {
-            id: None,
-            method: None,
-            modern: None,
-        };
+        let nothing = Outgoing::nothing();
         loop {
             let session = self.session.lock().expect("session lock").clone();
             let version = self
@@ -863,11 +942,7 @@ impl Shared {
         mut response: reqwest::Response,
         mut parser: SseParser,
     ) {
-        let nothing = Outgoing {
-            id: None,
-            method: None,
-            modern: None,
-        };
+        let nothing = Outgoing::nothing();
         loop {
             let chunk = match self.next_chunk(&mut response).await {
                 Ok(Some(chunk)) => chunk,
@@ -951,22 +1026,9 @@ fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A header value that is plain visible ASCII as it is, or `=?base64?…?=` (2026-07-28).
-fn header_safe(text: &str) -> HeaderValue {
-    let plain = !text.is_empty()
-        && text
-            .bytes()
-            .all(|byte| byte.is_ascii_graphic() || byte == b' ')
-        && !text.starts_with(' ')
-        && !text.ends_with(' ');
-    let text = match plain {
-        true => text.to_owned(),
-        false => format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(text)
-        ),
-    };
-    HeaderValue::from_str(&text).expect("visible ASCII is a valid header value")
+/// `text` as a header value, in base64 when it is not plain visible ASCII (2026-07-28).
+fn header_value(text: &str) -> HeaderValue {
+    HeaderValue::from_str(&header_safe(text)).expect("visible ASCII is a valid header value")
 }
 
 /// A message on one line: a raw line end inside JSON can only be whitespace between tokens.
