@@ -36,6 +36,9 @@ Tools:
   whoami {}     -> the token's subject (`sub`); "anonymous" without --auth
   slow {ms}     -> sleeps `ms` milliseconds, then answers "slept <ms>"
   count {}      -> how many `tools/call` requests this process has received, this one included
+  ask_name {}   -> asks the client for {name} (elicitation: a real `elicitation/create` on
+                   a session, `input_required` for a 2026-07-28 request) and answers
+                   "hello <name>"
   region {name} -> `name`, unchanged; the argument is marked `x-mcp-header: Region`, so a
                    2026-07-28 request must mirror it in `Mcp-Param-Region` (the SDK checks)
 
@@ -53,7 +56,7 @@ from typing import Annotated, Any
 import anyio
 import httpx2
 import uvicorn
-from pydantic import Field
+from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -63,9 +66,17 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import CallNext, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import AcceptedElicitation, Elicit, ElicitationResult, MCPServer, Resolve
 
 SCOPE = "mcp:tools"
+
+
+class Person(BaseModel):
+    name: str
+
+
+def ask_person() -> Elicit[Person]:
+    return Elicit("Who are you?", Person)
 
 
 class IntrospectionVerifier:
@@ -139,6 +150,13 @@ def make_server(auth: AuthSettings | None, token_verifier: IntrospectionVerifier
     def count() -> int:
         """How many tool calls this process has received, this one included."""
         return n_tool_calls
+
+    @server.tool()
+    def ask_name(answer: Annotated[ElicitationResult[Person], Resolve(ask_person)]) -> str:
+        """Asks the client for a name (elicitation) and greets it."""
+        if isinstance(answer, AcceptedElicitation):
+            return f"hello {answer.data.name}"
+        return "declined" if answer.action == "decline" else "cancelled"
 
     @server.tool()
     def region(name: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:

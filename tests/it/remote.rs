@@ -35,6 +35,7 @@ async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
             "remote__whoami",
             "remote__slow",
             "remote__count",
+            "remote__ask_name",
             "remote__region"
         ]
     );
@@ -66,9 +67,11 @@ async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
         for mode in ["legacy", "auto", "2026-07-28"] {
             let mut args = vec![
                 "--steps",
-                "call:remote__echo",
+                "call:remote__echo,call:remote__ask_name",
                 "--tool-args",
                 r#"remote__echo={"text":"from the sdk"}"#,
+                "--elicit",
+                r#"{"name":"Grace"}"#,
             ];
             args.extend(target);
             let transcript = run_python_client(mode, &args, &serve.env());
@@ -76,6 +79,18 @@ async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
             assert_eq!(
                 transcript["steps"][0]["content"][0]["text"], "from the sdk",
                 "{mode}: {transcript}"
+            );
+            // The server's question crosses its HTTP link back to this editor, and the answer
+            // goes back the same way.
+            let asked = &transcript["steps"][1];
+            assert_eq!(
+                asked["content"][0]["text"], "hello Grace",
+                "{mode}: {asked}"
+            );
+            assert_eq!(
+                asked["elicitations"].as_array().map(Vec::len),
+                Some(1),
+                "{mode}: {asked}"
             );
         }
     }
