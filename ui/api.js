@@ -9,6 +9,8 @@
 /** @typedef {import('./types.js').ClientSnippet} ClientSnippet */
 /** @typedef {import('./types.js').InstallResult} InstallResult */
 /** @typedef {import('./types.js').ReloadOutcome} ReloadOutcome */
+/** @typedef {import('./types.js').SignInStarted} SignInStarted */
+/** @typedef {import('./types.js').SecretsList} SecretsList */
 
 /** A failed API call: `code` is the API's code, or `network` / `http_<status>` / `bad_json`. */
 export class ApiError extends Error {
@@ -113,6 +115,24 @@ export async function backendAction(name, action) {
 }
 
 /**
+ * Starts a sign-in to a remote server.
+ * @param {string} name
+ * @returns {Promise<SignInStarted>} the authorization server's page to open
+ */
+export async function signIn(name) {
+  return /** @type {SignInStarted} */ (await request(`backends/${seg(name)}/sign-in`, { method: "POST", body: "{}" }));
+}
+
+/**
+ * Forgets a remote server's tokens; it then waits for a new sign-in.
+ * @param {string} name
+ * @returns {Promise<{ok: true}>}
+ */
+export async function signOut(name) {
+  return /** @type {{ok: true}} */ (await request(`backends/${seg(name)}/sign-out`, { method: "POST", body: "{}" }));
+}
+
+/**
  * @param {string} backend
  * @param {string} tool the backend's own tool name
  * @param {Record<string, unknown>} args
@@ -160,4 +180,28 @@ export async function listProfiles() {
  */
 export async function switchInProfile(profile, change) {
   return /** @type {ReloadOutcome} */ (await request(`profiles/${seg(profile)}/switch`, { method: "POST", body: JSON.stringify(change) }));
+}
+
+/** @returns {Promise<SecretsList>} */
+export async function listSecrets() {
+  return /** @type {SecretsList} */ (await request("secrets"));
+}
+
+/**
+ * Keeps `value` in the keychain as the secret `name`; the config is then read again.
+ * @param {string} name
+ * @param {string} value
+ * @returns {Promise<ReloadOutcome>}
+ */
+export async function setSecret(name, value) {
+  return /** @type {ReloadOutcome} */ (await request(`secrets/${seg(name)}`, { method: "PUT", body: JSON.stringify({ value }) }));
+}
+
+/**
+ * Removes the secret `name` from the keychain; the config is then read again.
+ * @param {string} name
+ * @returns {Promise<ReloadOutcome>}
+ */
+export async function deleteSecret(name) {
+  return /** @type {ReloadOutcome} */ (await request(`secrets/${seg(name)}`, { method: "DELETE", body: "{}" }));
 }

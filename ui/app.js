@@ -2,12 +2,12 @@
 // router, and the wiring from the event feed to the store.
 //
 // Routes: #/ (backends), #/backend/NAME[/overview|history|output|tools[/TOOL]], #/tools?q=,
-// #/profiles, #/connect.
+// #/profiles, #/secrets, #/connect.
 
 import { h, replace, setText, announce } from "./dom.js";
 import { Store } from "./store.js";
 import { EventFeed } from "./events.js";
-import { stateLabel, duration, plural } from "./format.js";
+import { stateLabel, duration, reloadSummary } from "./format.js";
 import { announceState, everySecond, toast } from "./views/common.js";
 import * as api from "./api.js";
 import { BackendsView } from "./views/backends.js";
@@ -15,6 +15,7 @@ import { BackendView } from "./views/backend.js";
 import { SearchView } from "./views/tools.js";
 import { ConnectView } from "./views/connect.js";
 import { ProfilesView } from "./views/profiles.js";
+import { SecretsView } from "./views/secrets.js";
 import { renderBanner } from "./views/banner.js";
 
 /** @typedef {import('./views/backend.js').Tab} Tab */
@@ -25,6 +26,7 @@ import { renderBanner } from "./views/banner.js";
  *   | {view: "tools", query: string}
  *   | {view: "connect"}
  *   | {view: "profiles"}
+ *   | {view: "secrets"}
  *   | {view: "missing", hash: string}} Route
  */
 
@@ -53,6 +55,7 @@ export function parseRoute(hash) {
   if (parts[0] === "tools" && parts.length === 1) return { view: "tools", query: new URLSearchParams(query).get("q") ?? "" };
   if (parts[0] === "connect" && parts.length === 1) return { view: "connect" };
   if (parts[0] === "profiles" && parts.length === 1) return { view: "profiles" };
+  if (parts[0] === "secrets" && parts.length === 1) return { view: "secrets" };
   return { view: "missing", hash };
 }
 
@@ -90,7 +93,7 @@ class App {
     this.store.subscribe((change) => {
       if (change.kind === "summary") {
         const summary = this.store.summaries.get(change.name)?.summary;
-        if (summary) announceState(summary, change.previous);
+        if (summary) announceState(summary, change.previous, this.store.isRemote(change.name));
         this.renderNav();
       } else if (change.kind === "list") {
         this.renderNav();
@@ -136,19 +139,9 @@ class App {
   async reloadConfig(button) {
     button.disabled = true;
     try {
-      const outcome = await api.reloadConfig();
-      if (outcome.outcome === "applied") {
-        const changed = Object.entries(outcome.backends).filter(([, applied]) => applied !== "unchanged");
-        const summary = changed.length === 0
-          ? "Nothing changed."
-          : changed.map(([name, applied]) => `${name}: ${applied}`).join(", ");
-        toast("Config reloaded", [summary, ...outcome.notes].join(" "));
-      } else if (outcome.outcome === "invalid") {
-        const errors = outcome.diagnostics.filter((diagnostic) => diagnostic.severity === "error").length;
-        toast("Config not applied", `The file has ${plural(errors, "error")}; what runs is unchanged.`, "error");
-      } else {
-        toast("Config not applied", outcome.message, "error");
-      }
+      const summary = reloadSummary(await api.reloadConfig());
+      if (summary.applied) toast("Config reloaded", summary.text);
+      else toast("Config not applied", summary.text, "error");
     } catch (error) {
       toast("Reload failed", error instanceof Error ? error.message : String(error), "error");
     } finally {
@@ -200,6 +193,8 @@ class App {
         return new ConnectView(this.viewRoot);
       case "profiles":
         return new ProfilesView(this.viewRoot);
+      case "secrets":
+        return new SecretsView(this.viewRoot);
       case "missing":
         replace(this.viewRoot, h("header", { class: "page-head" }, h("div", {}, h("h1", { text: "Nothing here", attrs: { tabindex: "-1" } }),
           h("p", { class: "page-sub" }, "No page at ", h("code", { text: route.hash }), ". ", h("a", { attrs: { href: "#/" }, text: "Go to the backends" })))));
@@ -218,6 +213,7 @@ class App {
       case "tools": return "Tools";
       case "connect": return "Connect an editor";
       case "profiles": return "Profiles";
+      case "secrets": return "Secrets";
       case "missing": return "Not found";
     }
   }
@@ -242,10 +238,11 @@ class App {
     replace(this.navBackends, store.order.map((name) => {
       const summary = store.summaries.get(name)?.summary;
       const state = summary?.state ?? "stopped";
-      return h("li", {}, h("a", { class: "nav-backend", data: { nav: `backend:${name}` }, attrs: { href: `#/backend/${encodeURIComponent(name)}`, title: `${name}: ${stateLabel(state)}` } },
+      const label = stateLabel(state, store.isRemote(name));
+      return h("li", {}, h("a", { class: "nav-backend", data: { nav: `backend:${name}` }, attrs: { href: `#/backend/${encodeURIComponent(name)}`, title: `${name}: ${label}` } },
         h("span", { class: `dot state-${state}`, attrs: { "aria-hidden": "true" } }),
         h("span", { class: "nav-backend-name", text: name }),
-        h("span", { class: "visually-hidden", text: `, ${stateLabel(state)}` })));
+        h("span", { class: "visually-hidden", text: `, ${label}` })));
     }));
     const count = document.getElementById("nav-count");
     if (count) setText(count, store.order.length ? String(store.order.length) : "");

@@ -3,6 +3,7 @@
 /** @typedef {import('./types.js').BackendState} BackendState */
 /** @typedef {import('./types.js').StopReason} StopReason */
 /** @typedef {import('./types.js').ExitDescription} ExitDescription */
+/** @typedef {import('./types.js').ReloadOutcome} ReloadOutcome */
 
 /** @type {Record<BackendState, string>} */
 export const STATE_LABELS = {
@@ -12,6 +13,7 @@ export const STATE_LABELS = {
   backoff: "Backoff",
   crash_loop: "Crash loop",
   stopping: "Stopping",
+  needs_sign_in: "Needs sign-in",
 };
 
 /** @type {Record<StopReason, string>} */
@@ -23,13 +25,17 @@ export const REASON_LABELS = {
   restarted_by_user: "Restarted by user",
   config_changed: "Config changed",
   shutdown: "Shutdown",
+  needs_sign_in: "Needs sign-in",
 };
 
 /**
  * @param {string} state
+ * @param {boolean} [remote] whether the backend is a remote server, which connects rather than
+ *   starts a process
  * @returns {string}
  */
-export function stateLabel(state) {
+export function stateLabel(state, remote = false) {
+  if (remote && state === "starting") return "Connecting";
   return STATE_LABELS[/** @type {BackendState} */ (state)] ?? state;
 }
 
@@ -49,12 +55,14 @@ const SIGNALS = /** @type {Record<number, string>} */ ({
 });
 
 /**
- * "exit code 3", "signal 9 (SIGKILL)", or "never started".
+ * "exit code 3", "signal 9 (SIGKILL)", "disconnected" (a remote server's link, whose reason is
+ * told apart), or "never started".
  * @param {ExitDescription | null} exit
  * @returns {string}
  */
 export function exitLabel(exit) {
   if (exit === null) return "never started";
+  if (exit.disconnected !== undefined) return "disconnected";
   if (exit.code !== null) return `exit code ${exit.code}`;
   if (exit.signal !== null) {
     const name = SIGNALS[exit.signal];
@@ -137,4 +145,25 @@ export function plural(n, one, many = `${one}s`) {
  */
 export function commandLine(command, args) {
   return [command, ...args].map((part) => (/^[\w@%+=:,./~-]+$/.test(part) ? part : `'${part.replaceAll("'", "'\\''")}'`)).join(" ");
+}
+
+/**
+ * What a config reload did, in a few words ("notes: added, demo: restarted", "Nothing
+ * changed."), or why it was not applied.
+ * @param {ReloadOutcome} outcome
+ * @returns {{applied: boolean, text: string}}
+ */
+export function reloadSummary(outcome) {
+  if (outcome.outcome === "applied") {
+    const changed = Object.entries(outcome.backends).filter(([, applied]) => applied !== "unchanged");
+    const summary = changed.length === 0
+      ? "Nothing changed."
+      : changed.map(([name, applied]) => `${name}: ${applied}`).join(", ");
+    return { applied: true, text: [summary, ...outcome.notes].join(" ") };
+  }
+  if (outcome.outcome === "invalid") {
+    const errors = outcome.diagnostics.filter((diagnostic) => diagnostic.severity === "error").length;
+    return { applied: false, text: `The file has ${plural(errors, "error")}; what runs is unchanged.` };
+  }
+  return { applied: false, text: outcome.message };
 }

@@ -11,6 +11,11 @@ import * as api from "./api.js";
 /** @typedef {import('./events.js').FeedState} FeedState */
 
 /**
+ * What the dashboard can ask of one backend; one at a time per backend.
+ * @typedef {"start" | "stop" | "restart" | "sign-in" | "sign-out"} BackendAction
+ */
+
+/**
  * A summary and when it arrived (`performance.now()`), so that uptime can tick from it.
  * @typedef {object} SummaryEntry
  * @property {BackendSummary} summary
@@ -65,7 +70,7 @@ export class Store {
     this.config = null;
     /** @type {FeedState} */
     this.feed = { phase: "connecting" };
-    /** @type {Map<string, "start" | "stop" | "restart">} actions in flight */
+    /** @type {Map<string, BackendAction>} actions in flight */
     this.pending = new Map();
     /** @type {string | null} the backend whose page is open; its detail follows its status */
     this.watched = null;
@@ -230,8 +235,12 @@ export class Store {
     const reloaded = this.config !== null && this.config.loaded_at_ms !== config.loaded_at_ms;
     this.config = config;
     this.emit({ kind: "config" });
-    // A reload may add or remove backends; the list says which exist now.
-    if (reloaded) void this.loadList();
+    // A reload may add or remove backends, and change the config a detail shows (a command, a
+    // URL); the list and the details say what is now.
+    if (reloaded) {
+      void this.loadList();
+      for (const name of this.details.keys()) void this.loadDetail(name);
+    }
   }
 
   /** @param {FeedState} feed */
@@ -265,15 +274,59 @@ export class Store {
    * @returns {Promise<api.ApiError | null>}
    */
   async act(name, action) {
-    if (this.pending.has(name)) return null;
-    this.pending.set(name, action);
-    this.emit({ kind: "action", name });
     try {
-      const result = await api.backendAction(name, action);
+      const result = await this.inFlight(name, action, () => api.backendAction(name, action));
       if (result && typeof result === "object" && result.backend) this.setSummary(result.backend);
       return null;
     } catch (error) {
       return asApiError(error);
+    }
+  }
+
+  /**
+   * Asks the API to start a sign-in to a remote server.
+   * @param {string} name
+   * @returns {Promise<string | null>} the authorization server's page to open; null when another
+   *   action on this backend is in flight
+   * @throws {api.ApiError}
+   */
+  async signIn(name) {
+    try {
+      const started = await this.inFlight(name, "sign-in", () => api.signIn(name));
+      return started?.url ?? null;
+    } catch (error) {
+      throw asApiError(error);
+    }
+  }
+
+  /**
+   * Asks the API to forget a remote server's sign-in; its state follows through the events.
+   * @param {string} name
+   * @returns {Promise<api.ApiError | null>}
+   */
+  async signOut(name) {
+    try {
+      await this.inFlight(name, "sign-out", () => api.signOut(name));
+      return null;
+    } catch (error) {
+      return asApiError(error);
+    }
+  }
+
+  /**
+   * Runs `call` as the one action in flight on a backend, so that its buttons show it.
+   * @template T
+   * @param {string} name
+   * @param {BackendAction} action
+   * @param {() => Promise<T>} call
+   * @returns {Promise<T | null>} null, without calling, when another action is in flight
+   */
+  async inFlight(name, action, call) {
+    if (this.pending.has(name)) return null;
+    this.pending.set(name, action);
+    this.emit({ kind: "action", name });
+    try {
+      return await call();
     } finally {
       this.pending.delete(name);
       this.emit({ kind: "action", name });
@@ -281,6 +334,16 @@ export class Store {
   }
 
   // --- reading ---------------------------------------------------------------------------------
+
+  /**
+   * Whether a backend is a remote server, reached by URL; false until its detail is loaded.
+   * @param {string} name
+   * @returns {boolean}
+   */
+  isRemote(name) {
+    const url = this.details.get(name)?.detail?.config.url;
+    return url !== undefined && url !== null;
+  }
 
   /**
    * The current process's uptime, ticking from the last summary, or null when it has none.

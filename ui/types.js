@@ -1,28 +1,34 @@
-// JSDoc types of the control API's JSON, mirroring the Rust status structs (src/status.rs,
-// src/output.rs) as the API serializes them. Nothing here runs; modules import the types with
+// JSDoc types of the control API's JSON, mirroring the Rust status structs
+// (src/supervisor/status.rs, src/supervisor/output.rs) and the API's own views (src/control/api/)
+// as the API serializes them. Nothing here runs; modules import the types with
 // `@typedef {import('./types.js').Name} Name`.
 
 /**
- * @typedef {"stopped" | "starting" | "ready" | "backoff" | "crash_loop" | "stopping"} BackendState
+ * `needs_sign_in`: a remote server waits for someone to sign in; nothing restarts it meanwhile.
+ * A remote server that is `starting` is connecting.
+ * @typedef {"stopped" | "starting" | "ready" | "backoff" | "crash_loop" | "stopping" | "needs_sign_in"} BackendState
  */
 
 /**
- * Why a backend's process ended (`StopReason`).
- * @typedef {"crash" | "unresponsive" | "handshake_failed" | "stopped_by_user" | "restarted_by_user" | "config_changed" | "shutdown"} StopReason
+ * Why a backend's process (or a remote server's link) ended (`StopReason`).
+ * @typedef {"crash" | "unresponsive" | "handshake_failed" | "stopped_by_user" | "restarted_by_user" | "config_changed" | "shutdown" | "needs_sign_in"} StopReason
  */
 
 /**
- * How a process ended (`ExitDescription`).
+ * How a process ended (`ExitDescription`); for a remote server, `disconnected` says why its link
+ * ended, and `code` and `signal` are null.
  * @typedef {object} ExitDescription
  * @property {number | null} code
  * @property {number | null} signal
+ * @property {string} [disconnected]
  */
 
 /**
- * One captured line of a backend's output (`OutputLine`).
+ * One captured line of a backend's output (`OutputLine`): its stderr, what it printed on stdout
+ * that is not JSON-RPC, or, for a remote server, what its link saw go wrong (`http`).
  * @typedef {object} OutputLine
  * @property {number} at_ms Milliseconds since the Unix epoch.
- * @property {"stderr" | "stdout_noise"} stream
+ * @property {"stderr" | "stdout_noise" | "http"} stream
  * @property {string} text
  */
 
@@ -46,7 +52,7 @@
  * @typedef {object} BackendSummary
  * @property {string} name
  * @property {BackendState} state
- * @property {number | null} pid
+ * @property {number | null} pid Null for a remote server, which has no process.
  * @property {number} restarts Automatic restarts since Switchboard started.
  * @property {number | null} uptime_ms Of the current process, when it has one.
  * @property {number} tools How many tools the backend lists.
@@ -134,12 +140,16 @@
  */
 
 /**
- * A backend's configuration as the API shows it (secrets masked).
+ * A backend's configuration as the API shows it (`ConfigView`; values masked). A local server
+ * has a `command`; a remote one a `url` instead.
  * @typedef {object} BackendConfigView
- * @property {string} command
+ * @property {string | null} command
  * @property {string[]} args
  * @property {string | null} cwd
  * @property {Record<string, string>} env Values are masked.
+ * @property {string | null} url
+ * @property {Record<string, string>} headers Sent with every request to a remote server; values are masked.
+ * @property {"auto" | "streamable-http" | "sse" | null} transport
  * @property {boolean} enabled
  * @property {string} prefix Exposed tool and prompt names start with it and "__".
  * @property {boolean} start_on_demand
@@ -158,6 +168,12 @@
  *   exposed_tools?: Record<string, string>,
  *   config: BackendConfigView,
  * }} BackendDetail
+ */
+
+/**
+ * `POST /api/backends/{name}/sign-in`: the authorization server's page to open in a new tab.
+ * @typedef {object} SignInStarted
+ * @property {string} url
  */
 
 /**
@@ -295,4 +311,19 @@ export {};
  * @property {string} [server] for a tool
  * @property {string} [original] for a tool: the server's own name for it
  * @property {boolean} on
+ */
+
+/**
+ * `GET /api/secrets`: the secrets Switchboard keeps in the OS keychain and those the config names
+ * as `${secret:NAME}`. Values never leave Switchboard.
+ * @typedef {object} SecretsList
+ * @property {string | null} unavailable why the keychain cannot be used, when it cannot
+ * @property {SecretEntry[]} secrets
+ */
+
+/**
+ * @typedef {object} SecretEntry
+ * @property {string} name
+ * @property {boolean} set whether the keychain holds it
+ * @property {boolean} used whether the config names it
  */

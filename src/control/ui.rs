@@ -56,6 +56,7 @@ const EMBEDDED: &[(&str, &[u8])] = embed![
     "views/output.js",
     "views/profiles.js",
     "views/schema.js",
+    "views/secrets.js",
     "views/tools.js",
     "views/tryit.js",
 ];

@@ -16,10 +16,10 @@ use crate::support::*;
 
 /// The authorization server and the MCP server it protects; the OAuth server on a port of its
 /// own that a restart keeps.
-struct Protected {
-    oidc: Fixture,
+pub(crate) struct Protected {
+    pub(crate) oidc: Fixture,
     oidc_port: u16,
-    remote: Fixture,
+    pub(crate) remote: Fixture,
 }
 
 fn free_port() -> u16 {
@@ -31,7 +31,9 @@ fn start_oidc(port: u16, access_ttl: &str) -> Fixture {
     oidc_server(&["--port", &port.to_string(), "--access-ttl", access_ttl])
 }
 
-fn protected(access_ttl: &str) -> Protected {
+/// An authorization server whose access tokens live `access_ttl` seconds, and a remote MCP
+/// server that accepts only its tokens.
+pub(crate) fn protected(access_ttl: &str) -> Protected {
     let oidc_port = free_port();
     let oidc = start_oidc(oidc_port, access_ttl);
     // `=`: a secret may start with `-`.

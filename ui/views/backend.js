@@ -1,9 +1,10 @@
 // #/backend/NAME[/TAB[/TOOL]] — one backend: its status and actions on top, then tabs for the
-// overview, the restart history, the live output and the tools.
+// overview, the restart history, the live output and the tools. A remote server waiting for a
+// sign-in says so with a "Sign in" button; a ready one can be signed out of.
 
-import { h, replace, setText } from "../dom.js";
+import { h, icon, replace, setText } from "../dom.js";
 import { plural, commandLine } from "../format.js";
-import { stateBadge, stateNote, actionButtons, everySecond, loading, failure, empty, uptimeText } from "./common.js";
+import { stateBadge, stateNote, actionButtons, signInButton, signInOpenedNote, confirmAction, everySecond, loading, failure, empty, toast, uptimeText } from "./common.js";
 import { historyTimeline, logBlock } from "./history.js";
 import { OutputPanel } from "./output.js";
 import { ToolsTab } from "./tools.js";
@@ -11,6 +12,7 @@ import { ToolsTab } from "./tools.js";
 /** @typedef {import('../store.js').Store} Store */
 /** @typedef {import('../store.js').Change} Change */
 /** @typedef {import('../types.js').BackendDetail} BackendDetail */
+/** @typedef {import('../types.js').BackendConfigView} BackendConfigView */
 /** @typedef {"overview" | "history" | "output" | "tools"} Tab */
 
 /** @type {{tab: Tab, label: string}[]} */
@@ -20,6 +22,13 @@ const TABS = [
   { tab: "output", label: "Output" },
   { tab: "tools", label: "Tools" },
 ];
+
+/** @type {Record<"auto" | "streamable-http" | "sse", string>} */
+const TRANSPORT_LABELS = {
+  auto: "auto (Streamable HTTP, else HTTP+SSE)",
+  "streamable-http": "Streamable HTTP",
+  sse: "HTTP+SSE (MCP 2024-11-05)",
+};
 
 export class BackendView {
   /**
@@ -58,8 +67,24 @@ export class BackendView {
       server: h("dd", { data: { fact: "server" } }),
     };
     this.actions = actionButtons(store, name);
+    this.signOutButton = h("button", {
+      class: "btn btn-small btn-sign-out",
+      data: { action: "sign-out" },
+      attrs: { type: "button", "aria-label": `Sign out of ${name}` },
+      on: { click: () => void this.signOut() },
+    }, icon("signOut"), h("span", { class: "btn-text", text: "Sign out" }));
     this.alert = h("div", { class: "notice notice-error", attrs: { role: "alert" } });
     this.alert.hidden = true;
+    this.signIn = signInButton(store, name, (url) => replace(this.signInNote, signInOpenedNote(name, url)));
+    this.signInReason = h("p", { class: "sign-in-reason" });
+    this.signInNote = h("p", { class: "sign-in-note" });
+    this.signInCallout = h("section", { class: "notice sign-in-callout", data: { testid: "sign-in" }, attrs: { "aria-labelledby": "sign-in-title" } },
+      h("div", { class: "sign-in-body" },
+        h("h2", { class: "sign-in-title", attrs: { id: "sign-in-title" } }, icon("key"), `${name} needs a sign-in`),
+        this.signInReason,
+        this.signInNote),
+      this.signIn.element);
+    this.signInCallout.hidden = true;
     this.tabLinks = TABS.map(({ tab: each, label }) => h("a", { class: "tab", data: { tab: each }, attrs: { href: `#/backend/${encodeURIComponent(name)}${each === "overview" ? "" : `/${each}`}` } }, label, h("span", { class: "tab-count" })));
     this.panel = h("div", { class: "tab-panel" });
     replace(root,
@@ -68,13 +93,14 @@ export class BackendView {
           h("nav", { class: "crumbs", attrs: { "aria-label": "Breadcrumb" } }, h("a", { attrs: { href: "#/" }, text: "Backends" }), h("span", { attrs: { "aria-hidden": "true" }, text: " / " })),
           h("div", { class: "title-line" }, this.heading, this.badge.element, this.note),
           this.factList = h("dl", { class: "facts" },
-            h("div", {}, h("dt", { text: "PID" }), this.facts.pid),
+            this.pidFact = h("div", {}, h("dt", { text: "PID" }), this.facts.pid),
             h("div", {}, h("dt", { text: "Uptime" }), this.facts.uptime),
             h("div", {}, h("dt", { text: "Restarts" }), this.facts.restarts),
             h("div", {}, h("dt", { text: "Tools" }), this.facts.tools),
             h("div", { class: "fact-wide" }, h("dt", { text: "Server" }), this.facts.server))),
-        this.actions.element),
+        h("div", { class: "head-actions" }, this.actions.element, this.signOutButton)),
       this.alert,
+      this.signInCallout,
       this.tabNav = h("nav", { class: "tabs", attrs: { "aria-label": `${name} sections` } }, this.tabLinks),
       this.panel);
 
@@ -106,8 +132,10 @@ export class BackendView {
   /** @param {Change} change */
   onChange(change) {
     if (change.kind === "summary" && change.name === this.name) this.renderSummary();
-    else if (change.kind === "action" && change.name === this.name) this.actions.update();
+    else if (change.kind === "action" && change.name === this.name) this.updateActions();
     else if (change.kind === "detail" && change.name === this.name) {
+      // Whether it is a remote server is known from the detail on.
+      this.renderSummary();
       this.renderDetailFacts();
       if (this.tab === "tools") this.tools?.render();
       else if (this.tab !== "output") this.renderTab();
@@ -127,16 +155,49 @@ export class BackendView {
     const summary = this.store.summaries.get(this.name)?.summary;
     // A name the API does not know gets no facts, actions or tabs, only the note saying so.
     for (const part of [this.badge.element, this.factList, this.actions.element, this.tabNav]) part.hidden = !summary;
-    if (!summary) return;
-    this.badge.update(summary.state);
+    if (!summary) {
+      this.signOutButton.hidden = true;
+      this.signInCallout.hidden = true;
+      return;
+    }
+    const remote = this.store.isRemote(this.name);
+    this.badge.update(summary.state, remote);
+    // A remote server has no process.
+    this.pidFact.hidden = remote;
     setText(this.facts.pid, summary.pid === null ? "—" : String(summary.pid));
     setText(this.facts.restarts, String(summary.restarts));
     setText(this.facts.tools, String(summary.tools));
-    this.alert.hidden = !summary.last_error;
+    const needsSignIn = summary.state === "needs_sign_in";
+    // Each wait for a sign-in starts with what the button will do.
+    if (this.signInCallout.hidden && needsSignIn) setText(this.signInNote, `Sign in opens the server's sign-in page in a new tab. When you are done there, your browser comes back to Switchboard and ${this.name} connects on its own.`);
+    this.signInCallout.hidden = !needsSignIn;
+    setText(this.signInReason, summary.last_error ?? "");
+    this.alert.hidden = !summary.last_error || needsSignIn;
     setText(this.alert, summary.last_error ? `Last error: ${summary.last_error}` : "");
-    this.actions.update();
+    // Only a server whose tokens would be forgotten offers this.
+    this.signOutButton.hidden = !remote || summary.state !== "ready";
+    this.updateActions();
     this.tick();
     setText(/** @type {HTMLElement} */ (this.tabLinks[3].lastElementChild), String(summary.tools));
+  }
+
+  updateActions() {
+    this.actions.update();
+    this.signIn.update();
+    const pending = this.store.pending.get(this.name);
+    this.signOutButton.disabled = pending !== undefined;
+    this.signOutButton.classList.toggle("is-busy", pending === "sign-out");
+  }
+
+  async signOut() {
+    const confirmed = await confirmAction({
+      title: `Sign out of ${this.name}?`,
+      message: `Switchboard forgets the tokens it keeps for ${this.name} and disconnects from it. Editors' calls to its tools fail until someone signs in again.`,
+      confirm: "Sign out",
+    });
+    if (!confirmed) return;
+    const error = await this.store.signOut(this.name);
+    if (error) toast(`Could not sign out of ${this.name}`, error.message, "error");
   }
 
   renderDetailFacts() {
@@ -202,20 +263,11 @@ export class BackendView {
   overview(detail) {
     const base = `#/backend/${encodeURIComponent(this.name)}`;
     const config = detail.config;
-    const envNames = Object.keys(config?.env ?? {});
     const recentOutput = (this.store.outputs.get(this.name) ?? detail.output).slice(-8);
     const server = detail.server;
     const capabilities = server ? Object.keys(server.capabilities ?? {}) : [];
     return h("div", { class: "overview-grid" },
-      h("section", { class: "card" },
-        h("h2", { class: "card-title", text: "Process" }),
-        config ? h("dl", { class: "kv" },
-          h("dt", { text: "Command" }), h("dd", {}, h("code", { class: "wrap", text: commandLine(config.command, config.args) })),
-          h("dt", { text: "Directory" }), h("dd", {}, config.cwd ? h("code", { text: config.cwd }) : h("span", { class: "muted", text: "Switchboard's own" })),
-          h("dt", { text: "Environment" }), h("dd", {}, envNames.length === 0 ? h("span", { class: "muted", text: "nothing added" }) : h("ul", { class: "env-list" }, envNames.map((key) => h("li", {}, h("code", { text: `${key}=${config.env[key]}` }))))),
-          h("dt", { text: "Tool prefix" }), h("dd", {}, h("code", { text: `${config.prefix ?? this.name}__` })),
-          h("dt", { text: "Starts on demand" }), h("dd", { text: config.start_on_demand ? "yes" : "no" }),
-          h("dt", { text: "Enabled" }), h("dd", { text: config.enabled ? "yes" : "no" })) : h("p", { class: "muted", text: "No config details." })),
+      this.configCard(config),
       h("section", { class: "card" },
         h("h2", { class: "card-title", text: "Server" }),
         server ? h("dl", { class: "kv" },
@@ -241,6 +293,48 @@ export class BackendView {
             detail.resource_templates.map((resource) => h("li", {}, h("span", { class: "tag", text: "template" }), h("code", { text: resource.uriTemplate ?? resource.name }), resource.description ? h("span", { class: "muted", text: ` — ${resource.description}` }) : null))))
         : null,
       null);
+  }
+
+  /**
+   * How the backend is reached: a process's command line, directory and environment, or a remote
+   * server's URL, transport and headers (values masked by the API).
+   * @param {BackendConfigView | undefined} config
+   * @returns {HTMLElement}
+   */
+  configCard(config) {
+    if (!config) return h("section", { class: "card" }, h("h2", { class: "card-title", text: "Process" }), h("p", { class: "muted", text: "No config details." }));
+    /**
+     * @param {Record<string, string>} values
+     * @param {string} separator
+     * @param {string} none
+     */
+    const masked = (values, separator, none) => {
+      const names = Object.keys(values);
+      return names.length === 0
+        ? h("span", { class: "muted", text: none })
+        : h("ul", { class: "env-list" }, names.map((key) => h("li", {}, h("code", { text: `${key}${separator}${values[key]}` }))));
+    };
+    const common = [
+      h("dt", { text: "Tool prefix" }), h("dd", {}, h("code", { text: `${config.prefix ?? this.name}__` })),
+      h("dt", { text: "Starts on demand" }), h("dd", { text: config.start_on_demand ? "yes" : "no" }),
+      h("dt", { text: "Enabled" }), h("dd", { text: config.enabled ? "yes" : "no" }),
+    ];
+    if (config.url !== null) {
+      return h("section", { class: "card", data: { testid: "connection" } },
+        h("h2", { class: "card-title", text: "Connection" }),
+        h("dl", { class: "kv" },
+          h("dt", { text: "URL" }), h("dd", {}, h("code", { class: "wrap", text: config.url })),
+          h("dt", { text: "Transport" }), h("dd", { text: TRANSPORT_LABELS[config.transport ?? "auto"] }),
+          h("dt", { text: "Headers" }), h("dd", {}, masked(config.headers, ": ", "none added")),
+          common));
+    }
+    return h("section", { class: "card" },
+      h("h2", { class: "card-title", text: "Process" }),
+      h("dl", { class: "kv" },
+        h("dt", { text: "Command" }), h("dd", {}, h("code", { class: "wrap", text: commandLine(config.command ?? "", config.args) })),
+        h("dt", { text: "Directory" }), h("dd", {}, config.cwd ? h("code", { text: config.cwd }) : h("span", { class: "muted", text: "Switchboard's own" })),
+        h("dt", { text: "Environment" }), h("dd", {}, masked(config.env, "=", "nothing added")),
+        common));
   }
 
   destroy() {

@@ -1,9 +1,10 @@
 // #/ — every backend in a compact table, updated in place so that focus and hover survive the
-// live updates.
+// live updates. Each row says what the backend runs (its command line, or a remote server's URL,
+// from its detail) and, for a remote server waiting for a sign-in, offers one.
 
 import { h, replace, setText } from "../dom.js";
-import { plural } from "../format.js";
-import { stateBadge, stateNote, lastExitNote, actionButtons, everySecond, loading, empty, failure, uptimeText } from "./common.js";
+import { plural, commandLine } from "../format.js";
+import { stateBadge, stateNote, lastExitNote, actionButtons, signInButton, signInOpenedNote, everySecond, loading, empty, failure, toast, uptimeText } from "./common.js";
 
 /** @typedef {import('../store.js').Store} Store */
 /** @typedef {import('../store.js').Change} Change */
@@ -50,6 +51,8 @@ export class BackendsView {
       this.renderCounts();
     } else if (change.kind === "action") {
       this.rows.get(change.name)?.updateActions();
+    } else if (change.kind === "detail") {
+      this.rows.get(change.name)?.update();
     }
   }
 
@@ -69,7 +72,7 @@ export class BackendsView {
     if (store.order.length === 0) {
       this.tbody = null;
       const path = store.config?.path;
-      replace(this.body, empty("No backends configured", h("span", {}, "Add a ", h("code", { text: "[servers.NAME]" }), " table with a ", h("code", { text: "command" }), " to ", path ? h("code", { text: path }) : "the config file", ". Switchboard picks it up when the file is saved.")));
+      replace(this.body, empty("No backends configured", h("span", {}, "Add a ", h("code", { text: "[servers.NAME]" }), " table with a ", h("code", { text: "command" }), " (or a remote server's ", h("code", { text: "url" }), ") to ", path ? h("code", { text: path }) : "the config file", ". Switchboard picks it up when the file is saved.")));
       this.rows.clear();
       return;
     }
@@ -106,6 +109,8 @@ export class BackendsView {
       // Keeps the API's order, moving a row only when it is out of place (a moved row loses focus).
       if (tbody.children[index] !== row.element) tbody.insertBefore(row.element, tbody.children[index] ?? null);
       row.update();
+      // What each backend runs is in its detail.
+      if (!store.details.has(name)) void store.loadDetail(name);
     });
   }
 
@@ -117,8 +122,10 @@ export class BackendsView {
     }
     const ready = summaries.filter((summary) => summary.state === "ready").length;
     const failing = summaries.filter((summary) => summary.state === "backoff" || summary.state === "crash_loop").length;
+    const waiting = summaries.filter((summary) => summary.state === "needs_sign_in").length;
     const parts = [plural(summaries.length, "backend"), `${ready} ready`];
     if (failing > 0) parts.push(`${failing} failing`);
+    if (waiting > 0) parts.push(`${waiting} ${waiting === 1 ? "needs" : "need"} a sign-in`);
     setText(this.counts, parts.join(" · "));
   }
 
@@ -132,6 +139,7 @@ export class BackendsView {
     const badge = stateBadge();
     const note = h("span", { class: "state-note" });
     const disabled = h("span", { class: "tag", text: "disabled" });
+    const target = h("div", { class: "row-target mono", data: { testid: "target" } });
     const sub = h("div", { class: "row-sub" });
     const error = h("div", { class: "row-error" });
     const pid = h("td", { class: "num mono", data: { col: "pid" } });
@@ -139,11 +147,12 @@ export class BackendsView {
     const restarts = h("td", { class: "num", data: { col: "restarts" } });
     const tools = h("td", { class: "num", data: { col: "tools" } });
     const actions = actionButtons(store, name, { compact: true });
+    const signIn = signInButton(store, name, (url) => toast(`Signing in to ${name}`, signInOpenedNote(name, url)), { compact: true });
     const element = h("tr", { data: { backend: name } },
       h("th", { attrs: { scope: "row" }, class: "name-cell" },
         h("div", { class: "name-line" }, h("a", { class: "backend-link", attrs: { href }, text: name }), disabled),
-        sub, error),
-      h("td", { data: { col: "state" } }, h("div", { class: "state-cell" }, badge.element, note)),
+        target, sub, error),
+      h("td", { data: { col: "state" } }, h("div", { class: "state-cell" }, badge.element, note, signIn.element)),
       pid, uptime, restarts, tools,
       h("td", { class: "actions-cell" }, actions.element));
     const tick = () => {
@@ -151,15 +160,27 @@ export class BackendsView {
       const summary = store.summaries.get(name)?.summary;
       if (summary) {
         setText(note, stateNote(summary));
-        setText(sub, lastExitNote(summary));
+        // Waiting for a sign-in is how the last connection ended; the state already says so.
+        setText(sub, summary.state === "needs_sign_in" ? "" : lastExitNote(summary));
         sub.title = sub.textContent ?? "";
       }
+    };
+    const updateActions = () => {
+      actions.update();
+      signIn.update();
     };
     const update = () => {
       const summary = store.summaries.get(name)?.summary;
       if (!summary) return;
-      badge.update(summary.state);
+      const config = store.details.get(name)?.detail?.config;
+      badge.update(summary.state, store.isRemote(name));
+      signIn.element.hidden = summary.state !== "needs_sign_in";
       disabled.hidden = summary.enabled;
+      // In a narrow column the program's own name says more than the start of its path; the
+      // whole command line is in the title.
+      const program = config?.command?.split("/").pop() ?? "";
+      setText(target, config ? config.url ?? commandLine(program, config.args) : "");
+      target.title = config ? config.url ?? commandLine(config.command ?? "", config.args) : "";
       setText(pid, summary.pid === null ? "—" : String(summary.pid));
       setText(restarts, String(summary.restarts));
       setText(tools, String(summary.tools));
@@ -168,9 +189,9 @@ export class BackendsView {
       if (summary.last_error) error.setAttribute("title", summary.last_error);
       element.dataset.state = summary.state;
       tick();
-      actions.update();
+      updateActions();
     };
-    return { element, update, tick, updateActions: actions.update };
+    return { element, update, tick, updateActions };
   }
 
   destroy() {

@@ -1,8 +1,10 @@
-// Pieces several views share: state badges, the start/stop/restart buttons, the once-a-second
-// ticker, toasts, and loading, empty and error states.
+// Pieces several views share: state badges, the start/stop/restart buttons, signing in to a
+// remote server, the once-a-second ticker, toasts, confirmations, and loading, empty and error
+// states.
 
 import { h, icon, announce, setText } from "../dom.js";
 import { stateLabel, duration, exitLabel, reasonLabel, ago } from "../format.js";
+import { asApiError } from "../store.js";
 
 /** @typedef {import('../types.js').BackendSummary} BackendSummary */
 /** @typedef {import('../store.js').Store} Store */
@@ -39,18 +41,19 @@ export function everySecond(tick) {
 // --- state -----------------------------------------------------------------------------------------
 
 /**
- * A badge showing a state; `update` changes it in place.
- * @returns {{element: HTMLSpanElement, update: (state: string) => void}}
+ * A badge showing a state; `update` changes it in place (`remote`: the backend is a remote
+ * server, which connects rather than starts).
+ * @returns {{element: HTMLSpanElement, update: (state: string, remote?: boolean) => void}}
  */
 export function stateBadge() {
   const label = h("span", { class: "badge-label" });
   const element = h("span", { class: "badge", data: { testid: "state" } }, h("span", { class: "badge-dot", attrs: { "aria-hidden": "true" } }), label);
   return {
     element,
-    update(state) {
+    update(state, remote = false) {
       element.className = `badge state-${state}`;
       element.dataset.state = state;
-      setText(label, stateLabel(state));
+      setText(label, stateLabel(state, remote));
     },
   };
 }
@@ -79,7 +82,10 @@ export function lastExitNote(summary) {
   const last = summary.last_exit;
   if (!last) return "";
   const parts = [reasonLabel(last.reason)];
-  if (last.exit !== null && (last.reason === "crash" || last.reason === "unresponsive" || last.reason === "handshake_failed" || last.exit.code !== 0)) parts.push(exitLabel(last.exit));
+  const failed = last.reason === "crash" || last.reason === "unresponsive" || last.reason === "handshake_failed";
+  // A remote server's link has no exit code; its ending is worth a word only when it failed.
+  const unusual = last.exit !== null && last.exit.disconnected === undefined && last.exit.code !== 0;
+  if (last.exit !== null && (failed || unusual)) parts.push(exitLabel(last.exit));
   parts.push(ago(last.at_ms));
   return parts.join(" · ");
 }
@@ -143,12 +149,119 @@ export function actionButtons(store, name, options = {}) {
   return { element, update };
 }
 
+// --- signing in -----------------------------------------------------------------------------------
+
+/**
+ * Starts a sign-in to a remote server: the API names the authorization server's page, which
+ * opens in a new tab (a new window in the desktop app). The browser comes back to Switchboard's
+ * callback from there and the server connects on its own, which the events show.
+ * @param {Store} store
+ * @param {string} name
+ * @returns {Promise<string | null>} the page that was opened, for a link in case nothing opened
+ *   (a blocked pop-up); null when the sign-in did not start, which a toast says
+ */
+export async function startSignIn(store, name) {
+  let url;
+  try {
+    url = await store.signIn(name);
+    if (url === null) return null;
+    // The address comes from Switchboard, but nothing but a web page is ever opened from here.
+    const protocol = new URL(url).protocol;
+    if (protocol !== "https:" && protocol !== "http:") throw new Error(`the sign-in page is not a web address (${protocol})`);
+  } catch (error) {
+    toast(`Could not sign in to ${name}`, asApiError(error).message, "error");
+    return null;
+  }
+  // noopener: the authorization server's page gets no handle on the dashboard.
+  window.open(url, "_blank", "noopener");
+  announce(`Opened the sign-in page of ${name} in a new tab`);
+  return url;
+}
+
+/**
+ * A remote server's "Sign in" button, busy while the API prepares the sign-in.
+ * @param {Store} store
+ * @param {string} name
+ * @param {(url: string) => void} opened told the page that was opened
+ * @param {{compact?: boolean}} [options]
+ * @returns {{element: HTMLButtonElement, update: () => void}}
+ */
+export function signInButton(store, name, opened, options = {}) {
+  const label = h("span", { class: "btn-text", text: "Sign in" });
+  const element = h("button", {
+    class: `btn btn-primary btn-sign-in${options.compact ? " btn-small" : ""}`,
+    data: { action: "sign-in" },
+    attrs: { type: "button", "aria-label": `Sign in to ${name}`, title: "Opens the server's sign-in page in a new tab; when you are done there, your browser comes back to Switchboard" },
+    on: {
+      click: async () => {
+        const url = await startSignIn(store, name);
+        if (url !== null) opened(url);
+      },
+    },
+  }, icon("key"), label);
+  const update = () => {
+    const busy = store.pending.get(name) === "sign-in";
+    element.classList.toggle("is-busy", busy);
+    setText(label, busy ? "Opening…" : "Sign in");
+    element.disabled = store.pending.has(name);
+  };
+  update();
+  return { element, update };
+}
+
+/**
+ * What to do once the sign-in page opened, with a link to it in case no tab opened.
+ * @param {string} name
+ * @param {string} url
+ * @returns {HTMLElement}
+ */
+export function signInOpenedNote(name, url) {
+  return h("span", { class: "sign-in-opened" },
+    `Finish signing in on the page that opened; your browser then comes back to Switchboard and ${name} connects. Nothing opened? `,
+    h("a", { attrs: { href: url, target: "_blank", rel: "noopener noreferrer" }, text: "Open the sign-in page" }),
+    ".");
+}
+
+// --- confirmations -----------------------------------------------------------------------------
+
+/** Tells the dialogs' headings apart. */
+let dialogCount = 0;
+
+/**
+ * Asks the reader to confirm an action in a modal dialog; Cancel is focused first, and Escape
+ * cancels. Focus goes back where it was.
+ * @param {{title: string, message: string, confirm: string}} question
+ * @returns {Promise<boolean>}
+ */
+export function confirmAction({ title, message, confirm }) {
+  const returnTo = document.activeElement;
+  dialogCount += 1;
+  const titleId = `dialog-title-${dialogCount}`;
+  const messageId = `dialog-message-${dialogCount}`;
+  const dialog = h("dialog", { class: "dialog", attrs: { "aria-labelledby": titleId, "aria-describedby": messageId } },
+    h("form", { attrs: { method: "dialog" } },
+      h("h2", { class: "dialog-title", attrs: { id: titleId }, text: title }),
+      h("p", { class: "dialog-message", attrs: { id: messageId }, text: message }),
+      h("div", { class: "dialog-actions" },
+        h("button", { class: "btn", attrs: { value: "cancel", autofocus: true }, text: "Cancel" }),
+        h("button", { class: "btn btn-danger", attrs: { value: "confirm" }, text: confirm }))));
+  document.body.appendChild(dialog);
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => {
+      resolve(dialog.returnValue === "confirm");
+      dialog.remove();
+      if (returnTo instanceof HTMLElement && returnTo.isConnected) returnTo.focus();
+    });
+    dialog.showModal();
+  });
+}
+
 // --- toasts ----------------------------------------------------------------------------------------
 
 /**
  * Shows a short message in the corner; errors stay until dismissed or replaced.
  * @param {string} title
- * @param {string} message
+ * @param {string | Node} message
  * @param {"error" | "info"} kind
  */
 export function toast(title, message, kind = "info") {
@@ -156,12 +269,14 @@ export function toast(title, message, kind = "info") {
   if (!area) return;
   const close = h("button", { class: "btn-icon", attrs: { type: "button", "aria-label": "Dismiss" }, text: "×" });
   const element = h("div", { class: `toast toast-${kind}`, attrs: { role: kind === "error" ? "alert" : "status" } },
-    h("div", { class: "toast-body" }, h("strong", { text: title }), message ? h("div", { class: "toast-message", text: message }) : null),
+    h("div", { class: "toast-body" }, h("strong", { text: title }), message ? h("div", { class: "toast-message" }, message) : null),
     close);
   close.addEventListener("click", () => element.remove());
   area.appendChild(element);
   while (area.children.length > 4) area.firstElementChild?.remove();
-  window.setTimeout(() => element.remove(), kind === "error" ? 12_000 : 4000);
+  // Errors, and messages the reader may act on (a link), stay long enough to be read and used.
+  const lasting = kind === "error" || typeof message !== "string";
+  window.setTimeout(() => element.remove(), lasting ? 12_000 : 4000);
 }
 
 // --- states of a page ------------------------------------------------------------------------------
@@ -200,10 +315,11 @@ export function failure(title, error, retry) {
  * Says a state change out loud (for screen readers) when it is one worth hearing.
  * @param {BackendSummary} summary
  * @param {BackendSummary | null} previous
+ * @param {boolean} remote whether the backend is a remote server
  */
-export function announceState(summary, previous) {
+export function announceState(summary, previous, remote) {
   if (!previous || previous.state === summary.state) return;
-  announce(`${summary.name} is ${stateLabel(summary.state).toLowerCase()}`);
+  announce(`${summary.name} ${summary.state === "needs_sign_in" ? "needs a sign-in" : `is ${stateLabel(summary.state, remote).toLowerCase()}`}`);
 }
 
 /**

@@ -33,15 +33,19 @@ export function historyTimeline(history, options = {}) {
 function timelineItem(entry, open) {
   const bad = BAD_REASONS.has(entry.reason);
   const tail = entry.output_tail ?? [];
+  // Why a remote server's link ended explains the entry when nothing else does (a lost stream);
+  // beside a detail it is mostly "closed by Switchboard", which the chip's title keeps.
+  const disconnected = entry.exit?.disconnected;
+  const explanation = entry.detail ?? disconnected ?? null;
   return h("li", { class: `timeline-item ${bad ? "is-bad" : "is-calm"}`, data: { reason: entry.reason, at: String(entry.at_ms) } },
     h("span", { class: "timeline-marker", attrs: { "aria-hidden": "true" } }),
     h("div", { class: "timeline-body" },
       h("div", { class: "timeline-head" },
         h("strong", { class: "timeline-reason", text: reasonLabel(entry.reason) }),
-        h("span", { class: `chip mono${bad ? " chip-bad" : ""}`, text: exitLabel(entry.exit) }),
+        h("span", { class: `chip mono${bad ? " chip-bad" : ""}`, attrs: { title: disconnected }, text: exitLabel(entry.exit) }),
         h("span", { class: "muted", text: `after ${duration(entry.uptime_ms)} up` }),
         h("time", { class: "timeline-time muted", attrs: { datetime: new Date(entry.at_ms).toISOString(), title: new Date(entry.at_ms).toLocaleString() }, text: `${clockTime(entry.at_ms)} · ${ago(entry.at_ms)}` })),
-      entry.detail ? h("p", { class: "timeline-detail", text: entry.detail }) : null,
+      explanation ? h("p", { class: "timeline-detail", text: explanation }) : null,
       tail.length > 0
         ? h("details", { class: "timeline-output", attrs: { open } },
           h("summary", {}, `Output before it ended (${plural(tail.length, "line")})`),
@@ -59,16 +63,23 @@ export function logBlock(lines) {
   return h("div", { class: "log log-static" }, h("div", {}, lines.map((line) => logLine(line))));
 }
 
+/** How lines that are not a process's stderr are marked. */
+const STREAM_TAGS = {
+  stdout_noise: { text: "stdout", title: "Printed on stdout, where only protocol messages belong" },
+  http: { text: "http", title: "What the link to this remote server saw go wrong" },
+};
+
 /**
- * One log line: time, then text; stdout noise is marked.
+ * One log line: time, then text; stdout noise and a remote server's link are marked.
  * @param {OutputLine} line
  * @param {string} [highlight] lower-case text to mark
  * @returns {HTMLElement}
  */
 export function logLine(line, highlight) {
+  const tag = line.stream === "stderr" ? null : STREAM_TAGS[line.stream];
   return h("div", { class: `log-line stream-${line.stream}` },
     h("span", { class: "log-time", text: logTime(line.at_ms) }),
-    line.stream === "stdout_noise" ? h("span", { class: "log-stream", attrs: { title: "Printed on stdout, where only protocol messages belong" }, text: "stdout" }) : null,
+    tag ? h("span", { class: "log-stream", attrs: { title: tag.title }, text: tag.text }) : null,
     h("span", { class: "log-text" }, highlighted(line.text, highlight)));
 }
 

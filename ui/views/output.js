@@ -94,7 +94,10 @@ export class OutputPanel {
   renderAll() {
     const lines = this.lines().filter((line) => this.matches(line));
     if (lines.length === 0) {
-      const text = this.lines().length === 0 ? "No output yet. Lines this backend writes to stderr appear here as they come." : "No line matches the filter.";
+      const nothingYet = this.store.isRemote(this.name)
+        ? "No output yet. What the link to this server sees go wrong appears here as it happens."
+        : "No output yet. Lines this backend writes to stderr appear here as they come.";
+      const text = this.lines().length === 0 ? nothingYet : "No line matches the filter.";
       replace(this.log, h("div", { class: "log-empty", text }));
     } else {
       replace(this.log, lines.map((line) => logLine(line, this.filter)));
