@@ -8,21 +8,15 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::serve::{Serve, rss_kib};
 use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde_json::value::RawValue;
-use switchboard::control::instance::Instance;
-
-/// The dashboard token `serve` is given, so that the benchmark can ask its control API.
-const BENCH_TOKEN: &str = "endpoint-bench-token-0123456789";
 
 /// How many turns the sequential measurements take.
 const ROUNDS: usize = 20;
@@ -37,105 +31,6 @@ fn main() {
         .expect("runtime");
     runtime.block_on(run(sequential, concurrent, in_flight));
     idle_memory(10);
-}
-
-/// A `switchboard serve` child with its own runtime and data directories.
-struct Serve {
-    child: Child,
-    url: String,
-    runtime_dir: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Serve {
-    fn start(backends: usize) -> Serve {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = dir.path().join("config.toml");
-        let mut text = String::new();
-        for i in 0..backends {
-            text.push_str(&format!(
-                "[servers.demo{i}]\ncommand = {SWITCHBOARD:?}\nargs = [\"demo-server\"]\nhealth_interval = \"off\"\n\n"
-            ));
-        }
-        // A profile with a tool filter and a name budget, for the cost of a profile per call.
-        text.push_str("[profiles.bench]\ntools = [\"demo0__*\"]\nmax_name_length = 40\n");
-        std::fs::write(&config, text).expect("write config");
-        let runtime_dir = dir.path().join("run");
-        let child = Command::new(SWITCHBOARD)
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&config)
-            .env("SWITCHBOARD_RUNTIME_DIR", &runtime_dir)
-            .env("SWITCHBOARD_DATA_DIR", dir.path().join("data"))
-            .env("SWITCHBOARD_TOKEN", BENCH_TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve starts");
-        let address = until_ready(child.id(), &runtime_dir, backends);
-        Serve {
-            child,
-            url: format!("http://{address}/mcp"),
-            runtime_dir,
-            _dir: dir,
-        }
-    }
-
-    fn rss_kib(&self) -> u64 {
-        rss_kib(self.child.id())
-    }
-}
-
-/// Waits until serve's instance record names it and its control API lists `backends` backends,
-/// all ready; returns where it listens.
-fn until_ready(pid: u32, runtime_dir: &Path, backends: usize) -> SocketAddr {
-    let instance_file = Instance::path(runtime_dir);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "serve was not ready within 60 s");
-        if let Ok(instance) = Instance::read(&instance_file)
-            && instance.pid == pid
-            && let Ok(list) = api_backends(instance.address)
-            && list.len() == backends
-            && list.iter().all(|backend| backend["state"] == "ready")
-        {
-            return instance.address;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// `GET /api/backends`, over a plain connection.
-fn api_backends(address: SocketAddr) -> std::io::Result<Vec<serde_json::Value>> {
-    let mut stream = std::net::TcpStream::connect(address)?;
-    write!(
-        stream,
-        "GET /api/backends HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {BENCH_TOKEN}\r\n\
-         Connection: close\r\n\r\n"
-    )?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer)?;
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-    serde_json::from_str(body).map_err(std::io::Error::other)
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
-    }
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
 }
 
 /// The name the hub exposes the demo backend's `echo` under.
@@ -212,7 +107,7 @@ impl LeanHttpClient {
 }
 
 async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
-    let serve = Serve::start(1);
+    let serve = start_serve(1);
     let direct = StdioClient::start(
         SWITCHBOARD,
         &["demo-server"],
@@ -357,8 +252,21 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     println!("serve RSS after the load: {} KiB", serve.rss_kib());
 }
 
+/// Serve with `backends` demo servers (`demo0`, …), and a profile with a tool filter and a name
+/// budget, for the cost of a profile per call.
+fn start_serve(backends: usize) -> Serve {
+    let mut text = String::new();
+    for i in 0..backends {
+        text.push_str(&format!(
+            "[servers.demo{i}]\ncommand = {SWITCHBOARD:?}\nargs = [\"demo-server\"]\nhealth_interval = \"off\"\n\n"
+        ));
+    }
+    text.push_str("[profiles.bench]\ntools = [\"demo0__*\"]\nmax_name_length = 40\n");
+    Serve::start(&text, backends)
+}
+
 fn idle_memory(backends: usize) {
-    let serve = Serve::start(backends);
+    let serve = start_serve(backends);
     std::thread::sleep(Duration::from_secs(2));
     let own = serve.rss_kib();
     let children: u64 = children_of(serve.child.id()).into_iter().map(rss_kib).sum();

@@ -13,11 +13,11 @@ mod common;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
+use common::serve::Serve;
 use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -163,62 +163,6 @@ async fn answer(
     )
 }
 
-/// A `switchboard serve` child whose one server is the remote one at `url`.
-struct Serve {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Serve {
-    fn start(remote: &str) -> Serve {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = dir.path().join("config.toml");
-        std::fs::write(
-            &config,
-            format!("[servers.remote]\nurl = {remote:?}\nhealth_interval = \"off\"\n"),
-        )
-        .expect("write config");
-        let runtime_dir = dir.path().join("run");
-        let child = Command::new(SWITCHBOARD)
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&config)
-            .env("SWITCHBOARD_RUNTIME_DIR", &runtime_dir)
-            .env("SWITCHBOARD_DATA_DIR", dir.path().join("data"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve starts");
-        let instance_file = switchboard::control::instance::Instance::path(&runtime_dir);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let address = loop {
-            assert!(Instant::now() < deadline, "serve was not ready within 60 s");
-            if let Ok(instance) = switchboard::control::instance::Instance::read(&instance_file)
-                && instance.pid == child.id()
-            {
-                break instance.address;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Serve {
-            child,
-            url: format!("http://{address}/mcp"),
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
-    }
-}
-
 /// The server's counts of connections and echo calls, asked of it directly.
 async fn counts(direct: &HttpClient) -> (u64, u64) {
     let params =
@@ -241,7 +185,10 @@ async fn counts(direct: &HttpClient) -> (u64, u64) {
 
 async fn run(address: SocketAddr, sequential: usize, concurrent: usize, in_flight: usize) {
     let remote = format!("http://{address}/mcp");
-    let serve = Serve::start(&remote);
+    let serve = Serve::start(
+        &format!("[servers.remote]\nurl = {remote:?}\nhealth_interval = \"off\"\n"),
+        1,
+    );
     let direct = HttpClient::start(&remote).await;
     // The first session may wait for the server to become ready (cold start).
     let through = HttpClient::start(&serve.url).await;

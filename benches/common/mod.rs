@@ -1,6 +1,8 @@
-//! What the benchmarks share: a plain stdio JSON-RPC client, a Streamable HTTP client, and the
-//! numbers they print.
+//! What the benchmarks share: `switchboard serve` as a child, a plain stdio JSON-RPC client, a
+//! Streamable HTTP client, and the numbers they print.
 #![allow(dead_code)]
+
+pub mod serve;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
