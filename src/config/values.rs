@@ -9,7 +9,7 @@ use crate::secrets::SecretError;
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub(super) enum ValueError {
-    #[error("expected a duration like \"250ms\", \"30s\", \"5m\" or \"1h\", found {0:?}")]
+    #[error("expected a duration like \"250ms\", \"30s\", \"5m\", \"1h\" or \"7d\", found {0:?}")]
     BadDuration(String),
     #[error(
         "expected a size like \"64MiB\" (units B, KiB, MiB, GiB) or a number of bytes, found {0:?}"
@@ -50,6 +50,7 @@ pub(super) fn parse_duration(text: &str) -> Result<Duration, ValueError> {
         "" | "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => return Err(ValueError::BadDuration(text.to_owned())),
     };
     amount
@@ -212,6 +213,7 @@ mod tests {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
         assert_eq!(parse_duration(" 10 s "), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
@@ -219,7 +221,7 @@ mod tests {
 
     #[test]
     fn malformed_durations_are_rejected() {
-        for text in ["", "s", "1.5s", "-1s", "10 sec", "1d", "5M", "ms10"] {
+        for text in ["", "s", "1.5s", "-1s", "10 sec", "1w", "5M", "ms10"] {
             assert_eq!(
                 parse_duration(text),
                 Err(ValueError::BadDuration(text.to_owned())),

@@ -412,7 +412,7 @@ backoff_base = "2m"
             "expected true or false, found a string",
             "expected a duration like \"30s\", found a float",
             "must be longer than zero",
-            "expected a duration like \"250ms\", \"30s\", \"5m\" or \"1h\", found \"soon\"",
+            "expected a duration like \"250ms\", \"30s\", \"5m\", \"1h\" or \"7d\", found \"soon\"",
             "must be larger than zero",
             "expected a duration, found the integer -2",
             "unknown protocol \"2026\"; expected \"auto\", \"legacy\" or \"modern\"",
