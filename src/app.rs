@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::activity::ActivityLog;
 use crate::auth::Auth;
 use crate::config::{self, Config, EndpointConfig};
 use crate::control::instance::Instance;
@@ -73,6 +74,8 @@ impl App {
         let data_dir = crate::dirs::data_dir();
         let api_token =
             token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
+        let activity = ActivityLog::open(&data_dir.join("activity.db"), config.activity.clone());
+        activity.configure(config.activity.clone(), config.secret_values());
         let auth = Auth::new();
         auth.set_callback_base(&crate::transport::http::local_base_url(listeners.address));
         let (engine, hub) = crate::hub::start(
@@ -82,6 +85,7 @@ impl App {
                 catalog_cache: Some(data_dir.join("catalog")),
                 profiles: config.profiles.clone(),
                 auth: Some(auth.clone()),
+                activity: Some(activity.clone()),
             },
         );
         let reloader = Reloader::new(

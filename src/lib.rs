@@ -5,8 +5,10 @@
 //! `transport` (how editors reach the hub), `control` (the dashboard's API and live reload).
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
+pub mod activity;
 pub mod app;
 pub mod auth;
+pub mod background;
 pub mod config;
 pub mod control;
 pub mod demo;

@@ -77,14 +77,36 @@ pub struct Config {
     pub endpoint: EndpointConfig,
     /// The `[desktop]` table: settings of the desktop app only.
     pub desktop: DesktopConfig,
+    /// The `[activity]` table: the activity log.
+    pub activity: ActivitySettings,
     /// Valid profiles, in file order; the default one first unless the file describes it.
     pub profiles: Vec<Profile>,
+    /// The keychain's values that `${secret:NAME}` references put into the config.
+    pub secrets: SecretValues,
     /// Errors (each one left a backend out, or an endpoint setting at its default) and
     /// warnings, ordered by position in the file.
     pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Config {
+    /// Every value that may be a secret: servers' environment and header values, their OAuth
+    /// client secrets, the keychain's secrets referenced anywhere, and the endpoint's token. The
+    /// activity log never stores them.
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut values: Vec<String> = self.endpoint.token.iter().cloned().collect();
+        values.extend(self.secrets.0.iter().cloned());
+        for backend in &self.backends {
+            match &backend.launch {
+                Launch::Process(process) => values.extend(process.env.values().cloned()),
+                Launch::Remote(remote) => {
+                    values.extend(remote.headers.values().cloned());
+                    values.extend(remote.oauth.client_secret.iter().cloned());
+                }
+            }
+        }
+        values
+    }
+
     pub fn has_errors(&self) -> bool {
         self.diagnostics
             .iter()
@@ -207,6 +229,39 @@ impl BackendConfig {
         *launch != new.launch
             || *max_message_size != new.max_message_size
             || *protocol != new.protocol
+    }
+}
+
+/// Secret values, which `Debug` never shows.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretValues(Vec<String>);
+
+impl std::fmt::Debug for SecretValues {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "SecretValues({} hidden)", self.0.len())
+    }
+}
+
+/// Settings of the activity log: the `[activity]` table (TOML only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActivitySettings {
+    pub enabled: bool,
+    /// Keep requests' arguments and answers too, secrets redacted.
+    pub payloads: bool,
+    /// Records older than this are removed.
+    pub max_age: Duration,
+    /// The file is kept under this size, oldest records first out.
+    pub max_size: u64,
+}
+
+impl Default for ActivitySettings {
+    fn default() -> Self {
+        ActivitySettings {
+            enabled: true,
+            payloads: false,
+            max_age: Duration::from_secs(30 * 24 * 3600),
+            max_size: 256 * 1024 * 1024,
+        }
     }
 }
 
@@ -375,12 +430,14 @@ pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Config, ConfigError> {
 /// Pure except for what validation must look at: Switchboard's own environment for
 /// `${env:NAME}`, the `PATH` search for each command, and the existence of each `cwd`.
 pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    server::take_secrets_read();
     let format = Format::of(path);
     let mut reporter = Reporter::new(path, text);
     let Sections {
         servers,
         endpoint,
         desktop,
+        activity,
         profiles,
     } = match format {
         Format::Toml => toml_sections(text, &mut reporter),
@@ -404,13 +461,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         Some(entry) => server::read_desktop(&mut reporter, &entry),
         None => DesktopConfig::default(),
     };
+    let activity = match activity {
+        Some(entry) => server::read_activity(&mut reporter, &entry),
+        None => ActivitySettings::default(),
+    };
     let profiles = profile::read_profiles(&mut reporter, format, profiles.as_ref(), &backends);
     Ok(Config {
         path: path.to_path_buf(),
         backends,
         endpoint,
         desktop,
+        activity,
         profiles,
+        secrets: SecretValues(server::take_secrets_read()),
         diagnostics: reporter.into_diagnostics(),
     })
 }
@@ -573,6 +636,7 @@ struct Sections {
     servers: Vec<Entry>,
     endpoint: Option<Entry>,
     desktop: Option<Entry>,
+    activity: Option<Entry>,
     profiles: Option<Entry>,
 }
 
@@ -601,6 +665,10 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
                 sections.desktop = Some(entry);
                 continue;
             }
+            "activity" => {
+                sections.activity = Some(entry);
+                continue;
+            }
             "profiles" => {
                 sections.profiles = Some(entry);
                 continue;
@@ -619,7 +687,8 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
                 key,
                 format!(
                     "unknown top-level field `{key}`; the file holds only [servers.NAME] \
-                     and [profiles.NAME] sections, an [endpoint] table and a [desktop] table"
+                     and [profiles.NAME] sections, and [endpoint], [desktop] and [activity] \
+                     tables"
                 ),
             ),
         }

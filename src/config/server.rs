@@ -12,8 +12,8 @@ use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::values::{self, ValueError};
 use super::{
-    BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, Launch, MAX_PREFIX_LEN,
-    ProcessLaunch, Protocol, RemoteServer, RemoteTransport, RestartPolicy,
+    ActivitySettings, BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, Launch,
+    MAX_PREFIX_LEN, ProcessLaunch, Protocol, RemoteServer, RemoteTransport, RestartPolicy,
 };
 
 const SERVER_FIELDS: &[&str] = &[
@@ -51,6 +51,7 @@ const RESTART_FIELDS: &[&str] = &[
 
 const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "max_body_size"];
 const DESKTOP_FIELDS: &[&str] = &["notify_crash_loop"];
+const ACTIVITY_FIELDS: &[&str] = &["enabled", "payloads", "max_age", "max_size"];
 
 /// The fields of a local server's entry.
 const PROCESS_FIELDS: &[&str] = &["command", "args", "env", "cwd"];
@@ -93,6 +94,38 @@ pub(super) fn read_desktop(reporter: &mut Reporter<'_>, desktop: &Entry) -> Desk
         config_dir: Path::new(""),
     };
     reader.desktop(desktop)
+}
+
+/// The `[activity]` table; a setting with an error keeps its default.
+pub(super) fn read_activity(reporter: &mut Reporter<'_>, activity: &Entry) -> ActivitySettings {
+    let mut reader = Reader {
+        reporter,
+        format: Format::Toml,
+        config_dir: Path::new(""),
+    };
+    let prefix = activity.key.as_str();
+    let mut settings = ActivitySettings::default();
+    let Some(entries) = reader.table(&activity.value, prefix) else {
+        return settings;
+    };
+    for entry in reader.unique_entries(entries, prefix) {
+        let field = format!("{prefix}.{}", entry.key);
+        let value = &entry.value;
+        match entry.key.as_str() {
+            "enabled" => set(&mut settings.enabled, reader.boolean(value, &field)),
+            "payloads" => set(&mut settings.payloads, reader.boolean(value, &field)),
+            "max_age" => set(
+                &mut settings.max_age,
+                reader.duration(value, &field, Zero::Rejected),
+            ),
+            "max_size" => set(
+                &mut settings.max_size,
+                reader.size(value, &field).map(|size| size as u64),
+            ),
+            _ => reader.unknown_field(entry, &field, ACTIVITY_FIELDS),
+        }
+    }
+    settings
 }
 
 /// Reads typed values out of the tree, reporting each problem at its position.
@@ -760,11 +793,28 @@ impl Reader<'_, '_> {
 }
 
 /// Where `${env:NAME}` and `${secret:NAME}` in servers' values get their text: Switchboard's
-/// environment and the OS keychain.
+/// environment and the OS keychain. Each secret read is noted (see [`take_secrets_read`]).
 pub(super) const LOOKUPS: values::Lookups<'static> = values::Lookups {
     env: &|name| std::env::var_os(name),
-    secret: Some(&|name| crate::secrets::Keychain::secrets().get(name)),
+    secret: Some(&|name| {
+        let value = crate::secrets::Keychain::secrets().get(name);
+        if let Ok(Some(secret)) = &value {
+            SECRETS_READ.with(|read| read.borrow_mut().push(secret.clone()));
+        }
+        value
+    }),
 };
+
+thread_local! {
+    /// The secrets [`LOOKUPS`] read on this thread since [`take_secrets_read`] last took them.
+    static SECRETS_READ: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The secrets read for `${secret:NAME}` since the last call, on this thread: a config is
+/// parsed on one thread, so what one parse read is what it takes at its end.
+pub(super) fn take_secrets_read() -> Vec<String> {
+    SECRETS_READ.with(|read| std::mem::take(&mut *read.borrow_mut()))
+}
 
 /// Overwrites a default with a value that was read; a value that was not read has been
 /// reported, and the default stays so that the other fields can still be checked.

@@ -213,6 +213,9 @@ impl Reloader {
         let notes = self.endpoint_notes(&config.endpoint);
         let report = self.inner.engine.apply(config.backends.clone()).await;
         self.inner.hub.set_profiles(config.profiles.clone());
+        if let Some(activity) = self.inner.hub.activity() {
+            activity.configure(config.activity.clone(), config.secret_values());
+        }
         tracing::info!(config = %path.display(), "config reloaded: {report}");
         for note in &notes {
             tracing::warn!("{note}");

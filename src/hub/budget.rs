@@ -164,7 +164,7 @@ pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> 
             let name = serde_json::from_str::<Named<'_>>(tool.get()).ok()?.name;
             // Search mode's own two tools have no route: Switchboard answers them.
             let (server, original) = match catalog.tools.get(&*name) {
-                Some(route) => (route.backend.to_string(), route.name.clone()),
+                Some(route) => (route.backend.to_string(), route.name.to_string()),
                 None => ("switchboard".to_owned(), name.to_string()),
             };
             Some(ToolCost {
@@ -221,7 +221,7 @@ pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> 
             .map(|(name, route)| Switch {
                 name: name.clone(),
                 server: Some(route.backend.to_string()),
-                original: Some(route.name.clone()),
+                original: Some(route.name.to_string()),
                 on: false,
             })
             .collect(),

@@ -17,9 +17,10 @@ use super::capabilities::ClientCapabilities;
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
 use super::discovery::{self, Intercepted};
+use super::recorded::{Named, Recording};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
-use super::{HubInner, notification, response};
+use super::{HubInner, notification, response, response_to};
 use super::{task_bridge, tasks};
 use crate::supervisor::rpc::ClientMeta;
 use crate::supervisor::rpc::ProgressSink;
@@ -66,6 +67,8 @@ struct RoutedCall {
     with_tasks: bool,
     task_plan: TaskPlan,
     client: ClientFacts,
+    /// What the activity log keeps of the request, if it keeps anything.
+    named: Option<Named>,
 }
 
 /// What a 2026-07-28 backend is told of the editor of a call, and what the hub needs to put a
@@ -103,6 +106,8 @@ struct Call {
     with_tasks: bool,
     task_plan: TaskPlan,
     client: ClientFacts,
+    /// What the activity log keeps of the request, if it keeps anything.
+    named: Option<Named>,
 }
 
 impl Session {
@@ -130,7 +135,8 @@ impl Session {
         let params = instead.as_deref().or(params);
         match self.route(hub, method, params) {
             Ok(routed) => {
-                self.start_call(hub, id, Call::new(method, params, routed), reply.clone());
+                let call = Call::new(method, params, routed);
+                self.start_call(hub, id, params, call, reply.clone());
                 None
             }
             Err(_) if !cold_start::settled(hub, &waiting_for(method, params)) => {
@@ -146,16 +152,26 @@ impl Session {
                     match session.route(&hub, &method, params.as_deref()) {
                         Ok(routed) => {
                             let call = Call::new(&method, params.as_deref(), routed);
-                            session.start_call(&hub, &id, call, reply);
+                            session.start_call(&hub, &id, params.as_deref(), call, reply);
                         }
                         Err(error) => {
+                            Recording::refused(
+                                hub.activity.as_ref(),
+                                &session,
+                                &method,
+                                params.as_deref(),
+                                &error,
+                            );
                             let _ = reply.send(response(&id, Err(error)));
                         }
                     }
                 });
                 None
             }
-            Err(error) => Some(Err(error)),
+            Err(error) => {
+                Recording::refused(hub.activity.as_ref(), self, method, params, &error);
+                Some(Err(error))
+            }
         }
     }
 
@@ -169,22 +185,29 @@ impl Session {
         let params = params.ok_or_else(|| invalid_params(format!("{method} needs params")))?;
         let mut entries = ObjectEntries::parse(params.get())
             .map_err(|_| invalid_params("params must be an object"))?;
+        let mut named = Named::of(hub.activity.as_ref(), method, &entries);
         let catalog = hub.catalog(self.profile());
         let requires_task = method == "tools/call"
             && entries.get("task").is_none()
             && entries
                 .get_str("name")
                 .is_some_and(|name| catalog.task_required.contains(&*name));
+        let mut by_name = |entries: &mut ObjectEntries<'_>, kind, listed, unlisted| {
+            route_by_name(method, entries, kind, listed, unlisted).map(|route| {
+                if let Some(named) = &mut named {
+                    named.name(route);
+                }
+                route.backend.clone()
+            })
+        };
         let backend_name = match method {
-            "tools/call" => route_by_name(
-                method,
+            "tools/call" => by_name(
                 &mut entries,
                 "tool",
                 &catalog.tools,
                 &catalog.unlisted_tools,
             )?,
-            "prompts/get" => route_by_name(
-                method,
+            "prompts/get" => by_name(
                 &mut entries,
                 "prompt",
                 &catalog.prompts,
@@ -229,6 +252,9 @@ impl Session {
         };
         let client = {
             let state = self.lock_state();
+            if let Some(named) = &mut named {
+                named.client = state.client.clone();
+            }
             ClientFacts {
                 capabilities,
                 capabilities_json: modern.then(|| match task_plan {
@@ -251,6 +277,7 @@ impl Session {
             with_tasks,
             task_plan,
             client,
+            named,
         })
     }
 
@@ -271,14 +298,26 @@ impl Session {
     }
 
     /// Records the call as in flight under the client's id and runs it; its answer goes to
-    /// `reply`, unless the call is cancelled first.
+    /// `reply`, unless the call is cancelled first. The activity log gets the call, whose
+    /// params the editor sent as `sent`, and how it ended.
     fn start_call(
         &self,
         hub: &Arc<HubInner>,
         id: &RawValue,
-        call: Call,
+        sent: Option<&RawValue>,
+        mut call: Call,
         reply: mpsc::UnboundedSender<Vec<u8>>,
     ) {
+        let recording = call.named.take().and_then(|named| {
+            Recording::start(
+                hub.activity.as_ref(),
+                self,
+                &call.method,
+                sent.map_or(0, |sent| sent.get().len()),
+                Some(call.backend.shared_name()),
+                named,
+            )
+        });
         let id_key = id.get().to_owned();
         let cancel = self.call_token();
         {
@@ -326,8 +365,11 @@ impl Session {
                     }
                 }
             }
-            if let Some(result) = outcome {
-                let _ = reply.send(response(&id, result));
+            if let Some(result) = &outcome {
+                let _ = reply.send(response_to(&id, result));
+            }
+            if let Some(recording) = recording {
+                recording.finish(outcome);
             }
         });
     }
@@ -345,13 +387,13 @@ fn waiting_for<'a>(method: &str, params: Option<&'a RawValue>) -> Waiting<'a> {
     name.map_or(Waiting::All, Waiting::Owners)
 }
 
-fn route_by_name(
+fn route_by_name<'c>(
     method: &str,
     entries: &mut ObjectEntries<'_>,
     kind: &str,
-    listed: &HashMap<String, Route>,
-    unlisted: &HashMap<String, Route>,
-) -> Result<Arc<str>, ErrorObject> {
+    listed: &'c HashMap<String, Route>,
+    unlisted: &'c HashMap<String, Route>,
+) -> Result<&'c Route, ErrorObject> {
     let name = entries
         .get_str("name")
         .ok_or_else(|| invalid_params(format!("{method} needs a name")))?;
@@ -359,9 +401,8 @@ fn route_by_name(
         .get(&*name)
         .or_else(|| unlisted.get(&*name))
         .ok_or_else(|| invalid_params(format!("unknown {kind}: {name}")))?;
-    let backend = route.backend.clone();
     entries.set("name", json_string(&route.name));
-    Ok(backend)
+    Ok(route)
 }
 
 /// For `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: the backend the task id
@@ -455,6 +496,7 @@ impl Call {
             with_tasks: routed.with_tasks,
             task_plan: routed.task_plan,
             client: routed.client,
+            named: routed.named,
         }
     }
 

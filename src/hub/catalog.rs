@@ -21,7 +21,9 @@ use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
 pub struct Route {
     pub backend: Arc<str>,
     /// The name the backend knows it by.
-    pub name: String,
+    pub name: Arc<str>,
+    /// The name editors call it by.
+    pub exposed: Arc<str>,
 }
 
 /// What every session sees, rebuilt whenever a backend's status or catalog changes.
@@ -259,7 +261,8 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         if !admitted && item.listed {
             let route = Route {
                 backend: item.backend.clone(),
-                name: item.name.clone(),
+                name: Arc::from(item.name.as_str()),
+                exposed: Arc::from(exposed),
             };
             filtered_out.borrow_mut().push((exposed.to_owned(), route));
         }
@@ -279,7 +282,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         .filter_map(|item| {
             let exposed = tools
                 .iter()
-                .find(|(_, route)| route.backend == item.backend && route.name == item.name)?;
+                .find(|(_, route)| route.backend == item.backend && *route.name == *item.name)?;
             Some((exposed.0.clone(), headers::header_params(item.raw.get())))
         })
         .collect();
@@ -289,7 +292,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         .filter_map(|item| {
             let (exposed, _) = tools
                 .iter()
-                .find(|(_, route)| route.backend == item.backend && route.name == item.name)?;
+                .find(|(_, route)| route.backend == item.backend && *route.name == *item.name)?;
             Some(exposed.clone())
         })
         .collect();
@@ -419,7 +422,8 @@ fn expose(items: &[Item<'_>], budget: usize, keep: impl Fn(&Item<'_>, &str) -> b
         }
         let route = Route {
             backend: item.backend.clone(),
-            name: item.name.clone(),
+            name: Arc::from(item.name.as_str()),
+            exposed: Arc::from(exposed.as_str()),
         };
         if !item.listed {
             unlisted.insert(exposed, route);

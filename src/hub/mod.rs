@@ -19,6 +19,7 @@ mod client_tasks;
 mod cold_start;
 mod discovery;
 mod headers;
+mod recorded;
 mod request_state;
 pub mod search;
 mod session;
@@ -27,6 +28,7 @@ mod task_bridge;
 mod tasks;
 mod upstream;
 
+use crate::activity::ActivityLog;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -97,6 +99,8 @@ pub struct HubOptions {
     pub profiles: Vec<Profile>,
     /// Sign-in to remote servers, for the engine's links to them.
     pub auth: Option<Arc<crate::auth::Auth>>,
+    /// Where every call routed to a server is recorded; `None` records nothing.
+    pub activity: Option<ActivityLog>,
 }
 
 /// The hub shared by every transport. Cheap to clone.
@@ -132,6 +136,7 @@ struct HubInner {
     unseen_changes: Mutex<watch::Receiver<()>>,
     /// Told after each rebuild.
     rebuilt: watch::Sender<()>,
+    activity: Option<ActivityLog>,
 }
 
 impl Hub {
@@ -143,6 +148,7 @@ impl Hub {
         options: HubOptions,
     ) -> Hub {
         let inner = Arc::new(HubInner {
+            activity: options.activity,
             profiles: RwLock::new(served_profiles(options.profiles).into()),
             profiles_changed: watch::channel(()).0,
             catalogs: RwLock::new(Arc::new(Catalogs::default())),
@@ -334,6 +340,13 @@ pub fn start(
         },
     ));
     (engine.clone(), Hub::new(engine, from_backends, options))
+}
+
+impl Hub {
+    /// The activity log the hub records calls in, if it has one.
+    pub fn activity(&self) -> Option<&ActivityLog> {
+        self.inner.activity.as_ref()
+    }
 }
 
 impl HubInner {
@@ -546,12 +559,17 @@ async fn maintain_catalog(hub: Weak<HubInner>, cache: CatalogCache, stop: Cancel
 
 /// One response, as JSON text without a newline.
 fn response(id: &RawValue, result: Result<String, ErrorObject>) -> Vec<u8> {
+    response_to(id, &result)
+}
+
+/// [`response`] from a borrowed answer.
+fn response_to(id: &RawValue, result: &Result<String, ErrorObject>) -> Vec<u8> {
     let mut line = match result {
         Ok(result) => {
-            let result = RawValue::from_string(result).expect("results are valid JSON");
-            jsonrpc::result_line(id, &result)
+            let result: &RawValue = serde_json::from_str(result).expect("results are valid JSON");
+            jsonrpc::result_line(id, result)
         }
-        Err(error) => jsonrpc::error_line(Some(id), &error),
+        Err(error) => jsonrpc::error_line(Some(id), error),
     };
     line.pop();
     line

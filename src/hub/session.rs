@@ -25,7 +25,7 @@ pub struct Session {
 }
 
 struct SessionShared {
-    id: String,
+    id: Arc<str>,
     /// A 2026-07-28 request's own session, which lives as long as that request (or its listen
     /// stream): it is never asked anything outside its call.
     stateless: bool,
@@ -50,6 +50,8 @@ pub(super) struct SessionState {
     pub(super) log_level: Option<Box<RawValue>>,
     /// 2026-07-28 requests sent on this connection (over stdio), by id: cancelling one ends it.
     pub(super) stateless_in_flight: HashMap<String, CancellationToken>,
+    /// The editor's name, as its `clientInfo` says.
+    pub(super) client: Option<Arc<str>>,
 }
 
 /// A call of this session that a backend has not answered yet.
@@ -76,7 +78,7 @@ impl Session {
         };
         Session {
             shared: Arc::new(SessionShared {
-                id,
+                id: Arc::from(id),
                 stateless,
                 profile,
                 hub,
@@ -90,6 +92,21 @@ impl Session {
     /// The session's id: random and unguessable (the HTTP transport's `Mcp-Session-Id`).
     pub fn id(&self) -> &str {
         &self.shared.id
+    }
+
+    /// The session's id, shared.
+    pub(super) fn shared_id(&self) -> Arc<str> {
+        self.shared.id.clone()
+    }
+
+    /// The session's profile's name, shared.
+    pub(super) fn shared_profile(&self) -> Arc<str> {
+        self.shared.profile.clone()
+    }
+
+    /// The editor's name, as its `clientInfo` said.
+    pub(super) fn client_name(&self) -> Option<Arc<str>> {
+        self.lock_state().client.clone()
     }
 
     /// The profile whose catalog the session sees.
@@ -248,10 +265,12 @@ impl Session {
             .get("capabilities")
             .map(ClientCapabilities::parse)
             .unwrap_or_default();
+        let client = client_name(entries.get("clientInfo"));
         {
             let mut state = self.lock_state();
             state.protocol_version = Some(version.clone());
             state.capabilities = capabilities;
+            state.client = client;
         }
         Ok(version)
     }
@@ -660,4 +679,10 @@ pub(super) fn rejected(id: Option<&RawValue>, error: ErrorObject) -> Inbound {
     let mut line = jsonrpc::error_line(id, &error);
     line.pop();
     Inbound::Rejected(line)
+}
+
+/// The `name` of a `clientInfo` object.
+pub(super) fn client_name(info: Option<&RawValue>) -> Option<Arc<str>> {
+    let info = ObjectEntries::parse(info?.get()).ok()?;
+    Some(Arc::from(&*info.get_str("name")?))
 }

@@ -122,6 +122,8 @@ struct Envelope2026<'a> {
     capabilities: ClientCapabilities,
     log_level: Option<usize>,
     wants_progress: bool,
+    /// The editor's name, as `_meta`'s `clientInfo` says.
+    client: Option<Arc<str>>,
     /// The profile the request was sent to.
     profile: Arc<str>,
 }
@@ -174,6 +176,7 @@ impl<'a> Envelope2026<'a> {
             }
         };
         let wants_progress = meta.get("progressToken").is_some();
+        let client = super::session::client_name(meta.get(meta::CLIENT_INFO));
         Ok(Envelope2026 {
             id,
             method,
@@ -181,6 +184,7 @@ impl<'a> Envelope2026<'a> {
             capabilities,
             log_level,
             wants_progress,
+            client,
             profile,
         })
     }
@@ -513,6 +517,7 @@ fn call(
     {
         let mut state = session.lock_state();
         state.capabilities = request.capabilities;
+        state.client = request.client.clone();
         state.log_level = request
             .log_level
             .map(|level| json_string(LOG_LEVELS[level]));

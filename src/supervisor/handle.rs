@@ -41,6 +41,11 @@ impl BackendHandle {
         &self.name
     }
 
+    /// The backend's name, shared.
+    pub fn shared_name(&self) -> Arc<str> {
+        self.name.clone()
+    }
+
     /// Whether both handles reach the same backend task (a backend removed and added again by
     /// reloads is a new one).
     pub fn same_backend(&self, other: &BackendHandle) -> bool {

@@ -26,7 +26,7 @@ async fn get(serve: &ServeProcess, path: &str, token: &str) -> reqwest::Response
 }
 
 /// The `/api/events` stream.
-async fn events(serve: &ServeProcess, token: &str) -> Events {
+pub(crate) async fn events(serve: &ServeProcess, token: &str) -> Events {
     let response = get(serve, "/api/events", token).await;
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"].to_str().expect("ASCII");
@@ -42,7 +42,7 @@ async fn events(serve: &ServeProcess, token: &str) -> Events {
 }
 
 /// Server-Sent Events read from a live response.
-struct Events {
+pub(crate) struct Events {
     response: reqwest::Response,
     buffer: String,
     /// Everything received so far, for checks on the raw text.
@@ -50,7 +50,7 @@ struct Events {
 }
 
 impl Events {
-    async fn next(&mut self) -> (String, Value) {
+    pub(crate) async fn next(&mut self) -> (String, Value) {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();

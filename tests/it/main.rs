@@ -5,6 +5,7 @@
 
 mod support;
 
+mod activity;
 mod api;
 mod backend_era;
 mod connect;

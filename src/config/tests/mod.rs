@@ -496,8 +496,7 @@ fn a_wrong_top_level_structure_makes_the_file_invalid() {
     assert_eq!(
         diagnostics[0].message,
         "unknown top-level field `server`; the file holds only [servers.NAME] and [profiles.NAME] \
-         sections, an \
-         [endpoint] table and a [desktop] table"
+         sections, and [endpoint], [desktop] and [activity] tables"
     );
 
     let diagnostics = invalid_diagnostics(parse(Path::new("config.toml"), "servers = 1\n"));

@@ -326,7 +326,7 @@ pub(super) fn exposed_tools(engine: &Engine, backend: &str) -> BTreeMap<String, 
         .iter()
         .chain(&merged.unlisted_tools)
         .filter(|(_, route)| &*route.backend == backend)
-        .map(|(exposed, route)| (route.name.clone(), exposed.clone()))
+        .map(|(exposed, route)| (route.name.to_string(), exposed.clone()))
         .collect()
 }
 

@@ -1,5 +1,6 @@
 //! `/api/events`: Server-Sent Events that start with the current state and then follow every
-//! change of status, output, catalog, config and the set of backends.
+//! change of status, output, catalog, config and the set of backends, and every record of the
+//! activity log.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -18,6 +19,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::backends::BackendSummary;
 use super::{ApiState, EVENTS_CAPACITY};
+use crate::activity::Record;
 use crate::config::BackendConfig;
 use crate::control::reload::ConfigState;
 use crate::supervisor::BackendHandle;
@@ -33,6 +35,9 @@ pub(super) async fn events(State(api): State<ApiState>) -> Response {
     let mut config = api.inner.config.clone();
     let _ = sender.try_send(config_event(&config.borrow_and_update()));
     tokio::spawn(forward_config(config, sender.clone()));
+    if let Some(log) = api.hub().activity() {
+        tokio::spawn(forward_activity(log.live(), sender.clone()));
+    }
     tokio::spawn(forward_membership(api.clone(), backends, sender));
     let feed = EventFeed {
         events: receiver,
@@ -41,6 +46,24 @@ pub(super) async fn events(State(api): State<ApiState>) -> Response {
     Sse::new(feed)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// Sends an `activity` event for each record the activity log takes; a stream too slow for them
+/// skips some, which the dashboard's next query finds anyway.
+async fn forward_activity(mut records: broadcast::Receiver<Record>, events: mpsc::Sender<Event>) {
+    loop {
+        let record = tokio::select! {
+            () = events.closed() => return,
+            record = records.recv() => match record {
+                Ok(record) => record,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+        };
+        if events.send(json_event("activity", &record)).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Sends the backend's status now, then follows it (see [`forward_backend`]).

@@ -43,6 +43,7 @@
 //! in between; after that it sends changes only, with keep-alive comments. It ends when
 //! Switchboard shuts down.
 
+mod activity;
 mod backends;
 mod clients;
 mod events;
@@ -246,6 +247,9 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/clients", get(clients))
         .route("/api/clients/{editor}/install", post(install_client))
         .route("/api/events", get(events))
+        .route("/api/activity", get(activity::list))
+        .route("/api/activity/stats", get(activity::stats))
+        .route("/api/activity/export", get(activity::export))
         .route("/api/secrets", get(secrets::list))
         .route(
             "/api/secrets/{name}",

@@ -41,6 +41,8 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         backends: backends.clone(),
         endpoint: Default::default(),
         desktop: Default::default(),
+        activity: Default::default(),
+        secrets: Default::default(),
         profiles: Vec::new(),
         diagnostics: Vec::new(),
     };
