@@ -14,9 +14,11 @@ use tokio_util::sync::CancellationToken;
 use crate::activity::ActivityLog;
 use crate::auth::Auth;
 use crate::config::{self, Config, EndpointConfig};
+use crate::control::attention::{self, Attention};
 use crate::control::instance::Instance;
 use crate::control::reload::{ConfigState, ReloadOutcome, Reloader};
 use crate::control::{api, token, ui};
+use crate::hub::pins::PinReport;
 use crate::hub::{Hub, HubOptions};
 use crate::supervisor::Engine;
 use crate::supervisor::spawn::GroupRegistry;
@@ -86,6 +88,8 @@ impl App {
                 profiles: config.profiles.clone(),
                 auth: Some(auth.clone()),
                 activity: Some(activity.clone()),
+                pins_dir: Some(data_dir.join("pins")),
+                approve_new_tools: config.security.approve_new_tools,
             },
         );
         let reloader = Reloader::new(
@@ -179,6 +183,18 @@ impl App {
     /// Reads the config file now and applies it if it is valid (the file is also watched).
     pub async fn reload(&self) -> ReloadOutcome {
         self.reloader.reload().await
+    }
+
+    /// A way to ask, at any moment, what needs a person (see [`attention`]): for the tray,
+    /// which asks whenever something it follows changes.
+    pub fn attention(&self) -> impl Fn() -> Vec<Attention> + Send + 'static {
+        let (hub, engine, config) = (self.hub.clone(), self.engine.clone(), self.config_state());
+        move || attention::now(&hub, &engine, &config.borrow())
+    }
+
+    /// What the tool pins hold back, republished on every change.
+    pub fn pins(&self) -> watch::Receiver<Arc<PinReport>> {
+        self.hub.pins().watch_report()
     }
 
     /// Every backend's status, in config order, republished on every change.

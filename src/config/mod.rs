@@ -79,6 +79,8 @@ pub struct Config {
     pub desktop: DesktopConfig,
     /// The `[activity]` table: the activity log.
     pub activity: ActivitySettings,
+    /// The `[security]` table: how tools are trusted.
+    pub security: SecuritySettings,
     /// Valid profiles, in file order; the default one first unless the file describes it.
     pub profiles: Vec<Profile>,
     /// The keychain's values that `${secret:NAME}` references put into the config.
@@ -265,6 +267,14 @@ impl Default for ActivitySettings {
     }
 }
 
+/// How tools are trusted: the `[security]` table (TOML only).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SecuritySettings {
+    /// A tool never seen before is held until someone approves it, instead of being trusted
+    /// on first sight.
+    pub approve_new_tools: bool,
+}
+
 /// Settings of the desktop app: the `[desktop]` table (TOML only).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DesktopConfig {
@@ -438,6 +448,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         endpoint,
         desktop,
         activity,
+        security,
         profiles,
     } = match format {
         Format::Toml => toml_sections(text, &mut reporter),
@@ -465,6 +476,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         Some(entry) => server::read_activity(&mut reporter, &entry),
         None => ActivitySettings::default(),
     };
+    let security = match security {
+        Some(entry) => server::read_security(&mut reporter, &entry),
+        None => SecuritySettings::default(),
+    };
     let profiles = profile::read_profiles(&mut reporter, format, profiles.as_ref(), &backends);
     Ok(Config {
         path: path.to_path_buf(),
@@ -472,6 +487,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         endpoint,
         desktop,
         activity,
+        security,
         profiles,
         secrets: SecretValues(server::take_secrets_read()),
         diagnostics: reporter.into_diagnostics(),
@@ -637,6 +653,7 @@ struct Sections {
     endpoint: Option<Entry>,
     desktop: Option<Entry>,
     activity: Option<Entry>,
+    security: Option<Entry>,
     profiles: Option<Entry>,
 }
 
@@ -669,6 +686,10 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
                 sections.activity = Some(entry);
                 continue;
             }
+            "security" => {
+                sections.security = Some(entry);
+                continue;
+            }
             "profiles" => {
                 sections.profiles = Some(entry);
                 continue;
@@ -687,8 +708,8 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
                 key,
                 format!(
                     "unknown top-level field `{key}`; the file holds only [servers.NAME] \
-                     and [profiles.NAME] sections, and [endpoint], [desktop] and [activity] \
-                     tables"
+                     and [profiles.NAME] sections, and [endpoint], [desktop], [activity] \
+                     and [security] tables"
                 ),
             ),
         }

@@ -14,6 +14,7 @@ use super::values::{self, ValueError};
 use super::{
     ActivitySettings, BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, Launch,
     MAX_PREFIX_LEN, ProcessLaunch, Protocol, RemoteServer, RemoteTransport, RestartPolicy,
+    SecuritySettings,
 };
 
 const SERVER_FIELDS: &[&str] = &[
@@ -52,6 +53,7 @@ const RESTART_FIELDS: &[&str] = &[
 const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "max_body_size"];
 const DESKTOP_FIELDS: &[&str] = &["notify_crash_loop"];
 const ACTIVITY_FIELDS: &[&str] = &["enabled", "payloads", "max_age", "max_size"];
+const SECURITY_FIELDS: &[&str] = &["approve_new_tools"];
 
 /// The fields of a local server's entry.
 const PROCESS_FIELDS: &[&str] = &["command", "args", "env", "cwd"];
@@ -123,6 +125,31 @@ pub(super) fn read_activity(reporter: &mut Reporter<'_>, activity: &Entry) -> Ac
                 reader.size(value, &field).map(|size| size as u64),
             ),
             _ => reader.unknown_field(entry, &field, ACTIVITY_FIELDS),
+        }
+    }
+    settings
+}
+
+/// The `[security]` table; a setting with an error keeps its default.
+pub(super) fn read_security(reporter: &mut Reporter<'_>, security: &Entry) -> SecuritySettings {
+    let mut reader = Reader {
+        reporter,
+        format: Format::Toml,
+        config_dir: Path::new(""),
+    };
+    let prefix = security.key.as_str();
+    let mut settings = SecuritySettings::default();
+    let Some(entries) = reader.table(&security.value, prefix) else {
+        return settings;
+    };
+    for entry in reader.unique_entries(entries, prefix) {
+        let field = format!("{prefix}.{}", entry.key);
+        match entry.key.as_str() {
+            "approve_new_tools" => set(
+                &mut settings.approve_new_tools,
+                reader.boolean(&entry.value, &field),
+            ),
+            _ => reader.unknown_field(entry, &field, SECURITY_FIELDS),
         }
     }
     settings

@@ -2,6 +2,7 @@
 //! config file, and the command-line client that talks to a running instance.
 
 pub(crate) mod api;
+pub mod attention;
 pub mod client;
 pub mod instance;
 pub mod reload;

@@ -216,6 +216,10 @@ impl Reloader {
         if let Some(activity) = self.inner.hub.activity() {
             activity.configure(config.activity.clone(), config.secret_values());
         }
+        self.inner
+            .hub
+            .pins()
+            .set_approve_new(config.security.approve_new_tools);
         tracing::info!(config = %path.display(), "config reloaded: {report}");
         for note in &notes {
             tracing::warn!("{note}");

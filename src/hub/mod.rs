@@ -19,6 +19,7 @@ mod client_tasks;
 mod cold_start;
 mod discovery;
 mod headers;
+pub mod pins;
 mod recorded;
 mod request_state;
 pub mod search;
@@ -28,7 +29,6 @@ mod task_bridge;
 mod tasks;
 mod upstream;
 
-use crate::activity::ActivityLog;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -39,12 +39,14 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::activity::ActivityLog;
 use crate::config::{BackendConfig, DEFAULT_PROFILE, Profile};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{BackendState, Catalog};
 use crate::supervisor::{Engine, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use catalog::{CatalogCache, MergedCatalog, Source};
+use pins::Pins;
 use request_state::Sealer;
 use rewrite::json_string;
 use stateless::Parked;
@@ -101,6 +103,10 @@ pub struct HubOptions {
     pub auth: Option<Arc<crate::auth::Auth>>,
     /// Where every call routed to a server is recorded; `None` records nothing.
     pub activity: Option<ActivityLog>,
+    /// Where each server's tool pins are kept (see [`pins`]); `None` keeps them in memory.
+    pub pins_dir: Option<PathBuf>,
+    /// A tool never seen before waits for approval (`[security] approve_new_tools`).
+    pub approve_new_tools: bool,
 }
 
 /// The hub shared by every transport. Cheap to clone.
@@ -137,6 +143,8 @@ struct HubInner {
     /// Told after each rebuild.
     rebuilt: watch::Sender<()>,
     activity: Option<ActivityLog>,
+    /// Tool definitions pinned; a changed one is left out of every catalog until approved.
+    pins: Pins,
 }
 
 impl Hub {
@@ -149,6 +157,7 @@ impl Hub {
     ) -> Hub {
         let inner = Arc::new(HubInner {
             activity: options.activity,
+            pins: Pins::new(options.pins_dir, options.approve_new_tools),
             profiles: RwLock::new(served_profiles(options.profiles).into()),
             profiles_changed: watch::channel(()).0,
             catalogs: RwLock::new(Arc::new(Catalogs::default())),
@@ -347,6 +356,11 @@ impl Hub {
     pub fn activity(&self) -> Option<&ActivityLog> {
         self.inner.activity.as_ref()
     }
+
+    /// The tool pins: what is held back, and approving it.
+    pub fn pins(&self) -> &Pins {
+        &self.inner.pins
+    }
 }
 
 impl HubInner {
@@ -459,12 +473,16 @@ fn rebuild_catalog(
             known.insert(name.to_owned(), cached);
         }
     }
+    hub.pins
+        .retain_servers(&|name| configs.iter().any(|config| config.name == name));
     let sources: Vec<Source<'_>> = configs
         .iter()
         .zip(&statuses)
         .map(|(config, status)| Source {
             config,
-            catalog: known.get(&config.name).cloned(),
+            catalog: known
+                .get(&config.name)
+                .map(|catalog| hub.pins.vet(&config.name, catalog)),
             listed: catalog::is_listed(config, status),
         })
         .collect();
@@ -538,9 +556,13 @@ fn served_profiles(mut profiles: Vec<Profile>) -> Vec<Profile> {
 /// Rebuilds the catalogs whenever a backend publishes a new status, the set of backends changes,
 /// or the profiles do.
 async fn maintain_catalog(hub: Weak<HubInner>, cache: CatalogCache, stop: CancellationToken) {
-    let (mut changes, mut profiles_changed) = {
+    let (mut changes, mut profiles_changed, mut pins_revised) = {
         let Some(hub) = hub.upgrade() else { return };
-        (hub.engine.changes(), hub.profiles_changed.subscribe())
+        (
+            hub.engine.changes(),
+            hub.profiles_changed.subscribe(),
+            hub.pins.revisions(),
+        )
     };
     let mut known = HashMap::new();
     loop {
@@ -548,8 +570,10 @@ async fn maintain_catalog(hub: Weak<HubInner>, cache: CatalogCache, stop: Cancel
             _ = stop.cancelled() => break,
             changed = changes.changed() => if changed.is_err() { break },
             changed = profiles_changed.changed() => if changed.is_err() { break },
+            changed = pins_revised.changed() => if changed.is_err() { break },
         }
         profiles_changed.mark_unchanged();
+        pins_revised.mark_unchanged();
         tokio::time::sleep(CATALOG_SETTLE).await;
         changes.mark_unchanged();
         let Some(hub) = hub.upgrade() else { break };

@@ -15,6 +15,7 @@ Flags:
   --slow-start MS           sleep MS before reading stdin
   --pidfile PATH            atomically write "<pid> <grandchild pid or empty>" to PATH
   --print-env NAME          write "NAME=<its value>" to stderr at startup
+  --describe-from PATH      echo's description is the text of PATH, read at startup
 
 Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   echo {text}        -> text (result also has top-level "x-extra": 1)
@@ -422,6 +423,7 @@ def main():
     p.add_argument("--slow-start", type=int, default=0, metavar="MS")
     p.add_argument("--pidfile", metavar="PATH", help='write "<pid> <grandchild pid>"')
     p.add_argument("--print-env", metavar="NAME", help="write NAME=<value> to stderr")
+    p.add_argument("--describe-from", metavar="PATH", help="echo's description, from a file")
     args = p.parse_args()
 
     if args.ignore_sigterm:
@@ -432,6 +434,9 @@ def main():
         with open(args.pidfile + ".tmp", "w") as f:
             f.write("%d %s" % (os.getpid(), grandchild_pid if grandchild_pid else ""))
         os.replace(args.pidfile + ".tmp", args.pidfile)
+    if args.describe_from:
+        with open(args.describe_from) as f:
+            TOOLS[0]["description"] = f.read()
     if args.print_env:
         log("%s=%s" % (args.print_env, os.environ.get(args.print_env, "")))
     for i in range(args.stderr_spam):

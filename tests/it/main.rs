@@ -15,6 +15,7 @@ mod hub;
 mod interop_js;
 mod interop_rmcp;
 mod parity;
+mod pins;
 mod profiles;
 mod reload;
 mod remote;

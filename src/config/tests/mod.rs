@@ -496,7 +496,7 @@ fn a_wrong_top_level_structure_makes_the_file_invalid() {
     assert_eq!(
         diagnostics[0].message,
         "unknown top-level field `server`; the file holds only [servers.NAME] and [profiles.NAME] \
-         sections, and [endpoint], [desktop] and [activity] tables"
+         sections, and [endpoint], [desktop], [activity] and [security] tables"
     );
 
     let diagnostics = invalid_diagnostics(parse(Path::new("config.toml"), "servers = 1\n"));

@@ -22,19 +22,23 @@ use super::{ApiState, EVENTS_CAPACITY};
 use crate::activity::Record;
 use crate::config::BackendConfig;
 use crate::control::reload::ConfigState;
+use crate::hub::pins::PinReport;
 use crate::supervisor::BackendHandle;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{BackendStatus, Catalog, unix_millis};
 
 pub(super) async fn events(State(api): State<ApiState>) -> Response {
     let backends = api.backends_in_order();
-    let (sender, receiver) = mpsc::channel(EVENTS_CAPACITY.max(backends.len() + 1));
+    let (sender, receiver) = mpsc::channel(EVENTS_CAPACITY.max(backends.len() + 2));
     for backend in &backends {
         follow_backend(backend, &sender);
     }
     let mut config = api.inner.config.clone();
     let _ = sender.try_send(config_event(&config.borrow_and_update()));
     tokio::spawn(forward_config(config, sender.clone()));
+    let mut pins = api.hub().pins().watch_report();
+    let _ = sender.try_send(json_event("pins", &**pins.borrow_and_update()));
+    tokio::spawn(forward_pins(pins, sender.clone()));
     if let Some(log) = api.hub().activity() {
         tokio::spawn(forward_activity(log.live(), sender.clone()));
     }
@@ -200,6 +204,24 @@ pub(super) async fn forward_config(
                     return;
                 }
                 let event = config_event(&config.borrow_and_update());
+                if events.send(event).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Sends a `pins` event (what is held back, and the pin files' problems) on every change.
+async fn forward_pins(mut pins: watch::Receiver<Arc<PinReport>>, events: mpsc::Sender<Event>) {
+    loop {
+        tokio::select! {
+            () = events.closed() => return,
+            changed = pins.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let event = json_event("pins", &**pins.borrow_and_update());
                 if events.send(event).await.is_err() {
                     return;
                 }

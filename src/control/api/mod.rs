@@ -13,7 +13,11 @@
 //! | `GET /api/config` | the config file's path, load time, validity and diagnostics |
 //! | `GET /api/clients` | what to paste into each editor's config |
 //! | `POST /api/clients/{editor}/install` | that entry written into the editor's config (a backup first) |
-//! | `GET /api/events` | Server-Sent Events: `status`, `output`, `catalog`, `config` |
+//! | `GET /api/activity`, `/stats`, `/export` | the activity log's records, figures per tool, all of them as JSONL or CSV |
+//! | `GET /api/pins` | the tools held back (changed, new, or of an unreadable pin file), with both definitions |
+//! | `POST /api/pins/{server}/approve` | those tools (all, or `{"tools": [...]}`) pinned as they are now |
+//! | `GET /api/attention` | what needs a person, each with the action that resolves it |
+//! | `GET /api/events` | Server-Sent Events: `status`, `output`, `catalog`, `config`, `pins`, `activity` |
 //!
 //! Errors are `{code, message}` with the matching HTTP status (see [`ApiError`]).
 //!
@@ -39,7 +43,7 @@
 //!   bearer token when one is configured, since that is what an editor must be given.
 //!
 //! The event stream starts with the current state (one `status` event per backend, in config
-//! order, and one `config` event), so a client that loaded `/api/backends` first misses nothing
+//! order, one `config` and one `pins` event), so a client that loaded `/api/backends` first misses nothing
 //! in between; after that it sends changes only, with keep-alive comments. It ends when
 //! Switchboard shuts down.
 
@@ -48,6 +52,7 @@ mod backends;
 mod clients;
 mod events;
 mod profiles;
+mod review;
 mod secrets;
 mod sign_in;
 
@@ -250,6 +255,9 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/activity", get(activity::list))
         .route("/api/activity/stats", get(activity::stats))
         .route("/api/activity/export", get(activity::export))
+        .route("/api/attention", get(review::attention))
+        .route("/api/pins", get(review::list))
+        .route("/api/pins/{server}/approve", post(review::approve))
         .route("/api/secrets", get(secrets::list))
         .route(
             "/api/secrets/{name}",

@@ -41,6 +41,7 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         backends: backends.clone(),
         endpoint: Default::default(),
         desktop: Default::default(),
+        security: Default::default(),
         activity: Default::default(),
         secrets: Default::default(),
         profiles: Vec::new(),

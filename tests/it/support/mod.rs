@@ -8,7 +8,7 @@ mod serve;
 
 pub use eventually::{eventually, eventually_blocking, poll, poll_blocking};
 pub use fixture::{Fixture, keychain_service, oidc_server, python, remote_server};
-pub use mcp::{INITIALIZED, McpHttp, initialize};
+pub use mcp::{INITIALIZED, McpHttp, McpStream, initialize};
 pub use raw_http::{Reply, exchange, read_reply};
 pub use serve::{SERVE_TOKEN, ServeOptions, ServeProcess, ServedBackend};
 
