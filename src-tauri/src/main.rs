@@ -118,11 +118,15 @@ fn setup(app: &tauri::AppHandle, options: Options) -> anyhow::Result<()> {
     });
     let statuses = core.statuses();
     let config = core.config_state();
+    let pins = core.pins();
+    let attention = Box::new(core.attention());
     let shell = Shell::new(core, start_at_login);
     let feeds = tray::Feeds {
         statuses,
         config,
+        pins,
         start_at_login: shell.start_at_login(),
+        attention,
     };
     app.manage(shell);
     tray::start(app, feeds)?;

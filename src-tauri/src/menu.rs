@@ -4,7 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use switchboard::control::attention::{self, Attention};
 use switchboard::control::reload::ConfigState;
+use switchboard::hub::pins::{HeldReason, PinReport};
 use switchboard::supervisor::status::{BackendState, BackendStatus};
 
 /// The overall health the tray icon shows.
@@ -73,15 +75,20 @@ pub struct MenuModel {
 /// The longest error text shown in a menu line; the dashboard shows all of it.
 const ERROR_CHARS: usize = 80;
 
-/// The menu for these statuses (in config order), this config state, and whether Switchboard
-/// starts at login.
+/// The menu for these statuses (in config order), this config state, what needs attention,
+/// and whether Switchboard starts at login.
 pub fn menu_model(
     statuses: &[BackendStatus],
     config: &ConfigState,
+    needs: &[Attention],
     start_at_login: bool,
 ) -> MenuModel {
-    let summary = summary(statuses);
-    let mut entries = vec![Entry::Text(summary.clone())];
+    // What needs a person is the first line; else how the servers are.
+    let summary = attention::summary(needs).unwrap_or_else(|| summary(statuses));
+    let mut entries = vec![Entry::Text(shorten(&summary))];
+    if !needs.is_empty() {
+        entries.push(item(MenuId::OpenDashboard, "Review on the dashboard…"));
+    }
     let config_problem = if config.missing {
         Some("Config file is gone; the last config runs")
     } else if config.valid {
@@ -202,6 +209,49 @@ pub fn sign_in_notice(status: &BackendStatus) -> Notice {
         summary: format!("Switchboard: sign in to {}", status.name),
         body,
     }
+}
+
+/// The notifications for tools newly held back since `previous`: one per server.
+pub fn held_notices(previous: &PinReport, current: &PinReport) -> Vec<Notice> {
+    // (server, tools, whether any of them changed rather than being new)
+    let mut by_server: Vec<(&str, Vec<&str>, bool)> = Vec::new();
+    for held in &current.held {
+        let known = previous
+            .held
+            .iter()
+            .any(|before| before.server == held.server && before.name == held.name);
+        if known || held.reason == HeldReason::Unreadable {
+            continue;
+        }
+        let changed = held.reason == HeldReason::Changed;
+        match by_server
+            .iter_mut()
+            .find(|(server, ..)| *server == held.server)
+        {
+            Some((_, names, any_changed)) => {
+                names.push(&held.name);
+                *any_changed |= changed;
+            }
+            None => by_server.push((&held.server, vec![&held.name], changed)),
+        }
+    }
+    by_server
+        .into_iter()
+        .map(|(server, names, changed)| Notice {
+            summary: if changed {
+                format!("Switchboard: {server} changed its tools")
+            } else {
+                format!("Switchboard: {server} offers new tools")
+            },
+            body: format!(
+                "{} of {server} {} held back from your editors until you approve {} on the \
+                 dashboard, which shows what changed.",
+                names.join(", "),
+                if names.len() == 1 { "is" } else { "are" },
+                if names.len() == 1 { "it" } else { "them" },
+            ),
+        })
+        .collect()
 }
 
 /// A menu label as tauri's menus want it: `&` marks a keyboard accelerator there, so a literal
@@ -377,6 +427,8 @@ impl FromStr for MenuId {
 
 #[cfg(test)]
 mod tests {
+    use switchboard::hub::pins::Held;
+
     use super::*;
 
     fn status(name: &str, state: BackendState) -> BackendStatus {
@@ -532,7 +584,7 @@ mod tests {
             status("c", BackendState::Ready),
             status("d", BackendState::Stopped),
         ];
-        let model = menu_model(&statuses, &config(), false);
+        let model = menu_model(&statuses, &config(), &[], false);
         assert_eq!(
             model.tooltip,
             "Switchboard — 2 ready, 1 crash loop, 1 stopped"
@@ -542,7 +594,7 @@ mod tests {
             Entry::Text("2 ready, 1 crash loop, 1 stopped".to_owned())
         );
         assert_eq!(model.health, Health::Failing);
-        let empty = menu_model(&[], &config(), false);
+        let empty = menu_model(&[], &config(), &[], false);
         assert_eq!(empty.tooltip, "Switchboard — No servers configured");
         assert_eq!(empty.health, Health::Ready);
     }
@@ -553,7 +605,7 @@ mod tests {
             status("zeta", BackendState::Ready),
             status("alpha", BackendState::Backoff),
         ];
-        let model = menu_model(&statuses, &config(), false);
+        let model = menu_model(&statuses, &config(), &[], false);
         let labels: Vec<&str> = model
             .entries
             .iter()
@@ -595,7 +647,7 @@ mod tests {
             ),
         ];
         for (state, expected) in cases {
-            let model = menu_model(&[status("files", state)], &config(), false);
+            let model = menu_model(&[status("files", state)], &config(), &[], false);
             let label = format!("files: {}", state_text(state));
             assert_eq!(offered(submenu(&model, &label)), expected, "{state:?}");
         }
@@ -603,7 +655,7 @@ mod tests {
 
     #[test]
     fn a_backend_item_names_its_backend() {
-        let model = menu_model(&[status("a:b", BackendState::Ready)], &config(), false);
+        let model = menu_model(&[status("a:b", BackendState::Ready)], &config(), &[], false);
         let ids: Vec<String> = submenu(&model, "a:b: ready")
             .iter()
             .filter_map(|entry| match entry {
@@ -628,7 +680,7 @@ mod tests {
         failing.last_error = Some(format!("{}\nsecond line", "x".repeat(200)));
         let mut ready = status("notes", BackendState::Ready);
         ready.pid = Some(4242);
-        let model = menu_model(&[failing, ready], &config(), false);
+        let model = menu_model(&[failing, ready], &config(), &[], false);
         let failing_texts = texts(submenu(&model, "files: restarting"));
         assert_eq!(failing_texts[0], "3 restarts");
         assert_eq!(failing_texts[1].chars().count(), ERROR_CHARS);
@@ -642,6 +694,7 @@ mod tests {
             let model = menu_model(
                 &[status("files", BackendState::Ready)],
                 &config(),
+                &[],
                 start_at_login,
             );
             let fixed: Vec<(String, bool)> = model
@@ -687,22 +740,22 @@ mod tests {
         };
         let statuses = [status("files", BackendState::Ready)];
         assert_eq!(
-            texts(&menu_model(&statuses, &refused, false).entries),
+            texts(&menu_model(&statuses, &refused, &[], false).entries),
             ["1 ready", "Config has errors; the last valid config runs"]
         );
         assert_eq!(
-            texts(&menu_model(&statuses, &partly, false).entries),
+            texts(&menu_model(&statuses, &partly, &[], false).entries),
             [
                 "1 ready",
                 "Config has errors; servers with errors are left out"
             ]
         );
         assert_eq!(
-            texts(&menu_model(&statuses, &missing, false).entries),
+            texts(&menu_model(&statuses, &missing, &[], false).entries),
             ["1 ready", "Config file is gone; the last config runs"]
         );
         assert_eq!(
-            texts(&menu_model(&statuses, &config(), false).entries),
+            texts(&menu_model(&statuses, &config(), &[], false).entries),
             ["1 ready"]
         );
     }
@@ -734,7 +787,7 @@ mod tests {
         let mut waiting = status("linear", BackendState::NeedsSignIn);
         waiting.last_error = Some("the sign-in to linear has expired (invalid_grant)".to_owned());
         let statuses = [status("files", BackendState::Ready), waiting.clone()];
-        let model = menu_model(&statuses, &config(), false);
+        let model = menu_model(&statuses, &config(), &[], false);
         assert_eq!(model.health, Health::Failing);
         assert_eq!(
             model.entries[..2],
@@ -791,5 +844,79 @@ mod tests {
     fn ampersands_in_labels_stay_literal() {
         assert_eq!(menu_label("R&D tools"), "R&&D tools");
         assert_eq!(menu_label("plain"), "plain");
+    }
+
+    #[test]
+    fn what_needs_attention_is_the_first_line_with_a_way_to_the_dashboard() {
+        let statuses = [status("files", BackendState::Ready)];
+        let pins = PinReport {
+            held: vec![held("git", "commit", HeldReason::Changed)],
+            problems: Default::default(),
+        };
+        let needs = attention::list(&attention::Inputs {
+            statuses: &statuses,
+            config: &config(),
+            pins: &pins,
+            budgets: &[],
+            activity: None,
+        });
+        let model = menu_model(&statuses, &config(), &needs, false);
+        assert_eq!(
+            model.tooltip,
+            "Switchboard — Needs attention: 1 tool(s) of git changed since approved, held back \
+             from editors: commit"
+        );
+        assert!(texts(&model.entries)[0].starts_with("Needs attention: 1 tool(s) of git"));
+        assert!(matches!(
+            &model.entries[1],
+            Entry::Item { id: MenuId::OpenDashboard, label, .. } if label == "Review on the dashboard…"
+        ));
+    }
+
+    fn held(server: &str, name: &str, reason: HeldReason) -> Held {
+        Held {
+            server: server.to_owned(),
+            name: name.to_owned(),
+            reason,
+            pinned: None,
+            current: serde_json::json!({ "name": name }),
+        }
+    }
+
+    #[test]
+    fn newly_held_tools_are_notified_once_per_server() {
+        let before = PinReport {
+            held: vec![held("git", "commit", HeldReason::Changed)],
+            problems: Default::default(),
+        };
+        let after = PinReport {
+            held: vec![
+                held("git", "commit", HeldReason::Changed),
+                held("git", "push", HeldReason::Changed),
+                held("fresh", "a", HeldReason::New),
+                held("fresh", "b", HeldReason::New),
+                held("broken", "x", HeldReason::Unreadable),
+            ],
+            problems: Default::default(),
+        };
+        let notices = held_notices(&before, &after);
+        assert_eq!(
+            notices,
+            [
+                Notice {
+                    summary: "Switchboard: git changed its tools".to_owned(),
+                    body: "push of git is held back from your editors until you approve it on \
+                           the dashboard, which shows what changed."
+                        .to_owned(),
+                },
+                Notice {
+                    summary: "Switchboard: fresh offers new tools".to_owned(),
+                    body: "a, b of fresh are held back from your editors until you approve them \
+                           on the dashboard, which shows what changed."
+                        .to_owned(),
+                },
+            ]
+        );
+        assert!(held_notices(&after, &after).is_empty());
     }
 }

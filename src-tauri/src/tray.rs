@@ -1,7 +1,11 @@
-//! The tray icon and its menu, rebuilt from the core's published status, and the crash-loop
-//! notifications. What the menu says is decided in `menu.rs`; this file only draws it.
+//! The tray icon and its menu, rebuilt from the core's published status, and the crash-loop,
+//! sign-in and held-tool notifications. What the menu says is decided in `menu.rs`; this file only draws it.
 
+use std::sync::Arc;
+
+use switchboard::control::attention::Attention;
 use switchboard::control::reload::ConfigState;
+use switchboard::hub::pins::PinReport;
 use switchboard::supervisor::status::{BackendState, BackendStatus};
 use tauri::image::Image;
 use tauri::menu::{
@@ -17,7 +21,10 @@ use crate::menu::{self, Entry, Health, MenuModel, Notice};
 pub struct Feeds {
     pub statuses: watch::Receiver<Vec<BackendStatus>>,
     pub config: watch::Receiver<ConfigState>,
+    pub pins: watch::Receiver<Arc<PinReport>>,
     pub start_at_login: watch::Receiver<bool>,
+    /// What needs a person, asked again on every change of the others.
+    pub attention: Box<dyn Fn() -> Vec<Attention> + Send>,
 }
 
 /// Builds the tray, then keeps it (and the notifications) following `feeds` until the core stops
@@ -38,9 +45,11 @@ pub fn start(app: &AppHandle, mut feeds: Feeds) -> tauri::Result<()> {
 
 impl Feeds {
     fn model(&mut self) -> MenuModel {
+        self.pins.mark_unchanged();
         menu::menu_model(
             &self.statuses.borrow_and_update(),
             &self.config.borrow_and_update(),
+            &(self.attention)(),
             *self.start_at_login.borrow_and_update(),
         )
     }
@@ -50,6 +59,7 @@ impl Feeds {
         tokio::select! {
             changed = self.statuses.changed() => changed.is_ok(),
             changed = self.config.changed() => changed.is_ok(),
+            changed = self.pins.changed() => changed.is_ok(),
             changed = self.start_at_login.changed() => changed.is_ok(),
         }
     }
@@ -63,7 +73,13 @@ async fn follow(
     mut feeds: Feeds,
 ) {
     let mut previous: Vec<BackendStatus> = Vec::new();
+    let mut previous_pins = Arc::new(PinReport::default());
     loop {
+        let pins = feeds.pins.borrow().clone();
+        for notice in menu::held_notices(&previous_pins, &pins) {
+            notify(notice);
+        }
+        previous_pins = pins;
         let current = feeds.statuses.borrow().clone();
         if feeds.config.borrow().desktop.notify_crash_loop {
             for status in menu::entered(BackendState::CrashLoop, &previous, &current) {
