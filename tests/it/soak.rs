@@ -135,6 +135,7 @@ async fn every_call_ends_cleanly_service_resumes_and_nothing_leaks_under_faults(
         fds: (fds_start, end.fds),
         rss_kib: (rss_start, end.rss_kib, end.hwm_kib),
         pending: end.pending,
+        activity: end.activity,
         restarts: end.restarts,
     };
     eprintln!("{}", figures.render(&recorder));
@@ -208,6 +209,8 @@ fn config_text(beta_exits_during_handshake: bool) -> String {
             &switchboard_exe().to_string_lossy(),
             &["demo-server".to_owned()],
         ),
+        // The activity log runs through the whole soak, payloads and all.
+        "[activity]\npayloads = true\n\n".to_owned(),
     ]
     .concat()
 }
@@ -1293,7 +1296,37 @@ struct End {
     hwm_kib: u64,
     /// Requests awaiting an answer per backend, if `/api/backends` reports them.
     pending: Option<u64>,
+    activity: LogFigures,
     restarts: BTreeMap<String, u64>,
+}
+
+/// What the activity log says it did.
+#[derive(Debug, Clone, Copy)]
+struct LogFigures {
+    recorded: u64,
+    dropped: u64,
+    failed: u64,
+}
+
+/// The activity log's figures once it has kept at least `answered` records (or the limit
+/// passes): its writer stores a batch every 50 ms.
+async fn settled_activity(serve: &ServeProcess, answered: u64) -> LogFigures {
+    let reading = poll(EVENT_LIMIT, || async {
+        let health = &serve.api_get("/api/activity?limit=1").await["health"];
+        let figure = |name: &str| health[name].as_u64().unwrap_or(0);
+        let figures = LogFigures {
+            recorded: figure("recorded"),
+            dropped: figure("dropped"),
+            failed: figure("failed"),
+        };
+        if figures.recorded >= answered {
+            Ok(figures)
+        } else {
+            Err(figures)
+        }
+    })
+    .await;
+    reading.unwrap_or_else(|last| last)
 }
 
 /// After the load: every backend ready and answering through fresh sessions of both kinds, no
@@ -1333,6 +1366,17 @@ async fn end_checks(
     if pending.is_some_and(|pending| pending > 0) {
         problems.push(format!("{pending:?} requests still pending"));
     }
+    let answered = lock(&recorder.calls)
+        .iter()
+        .filter(|call| call.outcome == Outcome::Ok)
+        .count() as u64;
+    let activity = settled_activity(serve, answered).await;
+    if activity.recorded < answered || activity.dropped + activity.failed > 0 {
+        problems.push(format!(
+            "the activity log kept {} records for {answered} answered calls, dropped {}, failed {}",
+            activity.recorded, activity.dropped, activity.failed
+        ));
+    }
     let zombies = settled(|| zombie_children(serve_pid), Vec::is_empty).await;
     if !zombies.is_empty() {
         problems.push(format!("zombie children of serve: {zombies:?}"));
@@ -1363,6 +1407,7 @@ async fn end_checks(
         rss_kib,
         hwm_kib: status_kib(serve_pid, "VmHWM"),
         pending,
+        activity,
         restarts: list
             .as_array()
             .into_iter()
@@ -1567,6 +1612,7 @@ struct Figures<'a> {
     fds: (usize, usize),
     rss_kib: (u64, u64, u64),
     pending: Option<u64>,
+    activity: LogFigures,
     restarts: BTreeMap<String, u64>,
 }
 
@@ -1677,6 +1723,11 @@ impl Figures<'_> {
             "sessions     {} HTTP sessions opened, {} connect processes started",
             recorder.http_sessions.load(Ordering::Relaxed),
             recorder.connect_processes.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "activity     {} records kept, {} dropped, {} failed",
+            self.activity.recorded, self.activity.dropped, self.activity.failed
         );
         let _ = writeln!(out, "restarts     {:?}", self.restarts);
         let _ = write!(
