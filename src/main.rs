@@ -1,7 +1,7 @@
 //! The `switchboard` command line: `serve`, `check`, `demo-server`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -75,6 +75,37 @@ enum Command {
         #[arg(long)]
         profile: Option<String>,
     },
+    /// Move an editor over: import its local servers, point it at Switchboard, and take the
+    /// moved entries out of its file (one backup, one atomic replacement).
+    Move {
+        /// The editor to move over.
+        editor: Editor,
+        /// The editor's file, instead of its usual one.
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// Show the whole change, and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Leave the moved entries in the editor's file.
+        #[arg(long, conflicts_with = "undo")]
+        keep_originals: bool,
+        /// Keep secrets written out in the editor's config in the OS keychain instead.
+        #[arg(long, conflicts_with = "undo")]
+        move_secrets: bool,
+        /// Give the editor this profile ([profiles.NAME]).
+        #[arg(long, conflicts_with = "undo")]
+        profile: Option<String>,
+        /// Put the editor's file back as it was before its last move, and take the servers that
+        /// move added out of Switchboard's config (those changed since stay).
+        #[arg(long, conflicts_with = "dry_run")]
+        undo: bool,
+        /// With --undo: put the old file back even if the editor's file changed since the move.
+        #[arg(long, requires = "undo")]
+        force: bool,
+        /// Switchboard's config file.
+        #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
+        config: Option<PathBuf>,
+    },
     /// Attach an editor's stdio to the running Switchboard (starting one if none runs).
     Connect {
         /// Config file for a headless instance started by this command.
@@ -132,6 +163,31 @@ fn main() -> ExitCode {
             config,
             profile,
         } => install(editor, to, dry_run, config, profile),
+        Command::Move {
+            editor,
+            from,
+            dry_run,
+            keep_originals,
+            move_secrets,
+            profile,
+            undo,
+            force,
+            config,
+        } => {
+            let config = config.unwrap_or_else(switchboard::dirs::default_config_path);
+            match undo {
+                true => undo_move(editor, &config, force),
+                false => move_editor(MoveOptions {
+                    editor,
+                    from,
+                    dry_run,
+                    keep_originals,
+                    move_secrets,
+                    profile,
+                    config,
+                }),
+            }
+        }
         Command::Connect { config, profile } => connect(config, profile),
         Command::Reload => single_thread_runtime().block_on(reload()),
         Command::Secret { action } => secret(action),
@@ -305,10 +361,51 @@ fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         names.join(", ")
     );
     print_budgets(&config, &path);
+    print_duplicates(&path);
     if config.has_errors() {
         Ok(ExitCode::FAILURE)
     } else {
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// The entries of editors found on this machine that run a server Switchboard runs too: the
+/// editor would run it twice.
+fn print_duplicates(path: &Path) {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let Ok(destination) = editors::Destination::for_config_file(path, exe.clone()) else {
+        return;
+    };
+    for editor in Editor::ALL.into_iter().filter(|editor| editor.detected()) {
+        let preview = editors::move_editor(editors::MoveRequest {
+            editor,
+            from: None,
+            config_path: path,
+            exe: &exe,
+            destination: &destination,
+            dry_run: true,
+            keep_originals: false,
+            move_secrets: false,
+            only_duplicates: true,
+            records: &switchboard::dirs::data_dir().join("moves"),
+            expect: None,
+        });
+        let Ok(preview) = preview else { continue };
+        for entry in &preview.entries {
+            if let editors::Fate::Duplicate { server } = &entry.fate {
+                eprintln!(
+                    "{}: warning: {} runs \"{}\", which Switchboard runs as `{server}`: the \
+                     editor runs it twice; take it out with `switchboard move {}` or on the \
+                     dashboard",
+                    preview.path.display(),
+                    editor.title(),
+                    entry.name,
+                    editor.cli_name()
+                );
+            }
+        }
     }
 }
 
@@ -396,6 +493,51 @@ fn import(
         exe: &exe,
         dry_run,
         move_secrets,
+    })?;
+    eprint!("{report}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `switchboard move` was asked.
+struct MoveOptions {
+    editor: Editor,
+    from: Option<PathBuf>,
+    dry_run: bool,
+    keep_originals: bool,
+    move_secrets: bool,
+    profile: Option<String>,
+    config: PathBuf,
+}
+
+fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
+    let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
+    let mut destination = editors::Destination::for_config_file(&options.config, exe.clone())?;
+    if let Some(profile) = &options.profile {
+        destination = destination.for_profile(profile)?;
+    }
+    let report = editors::move_editor(editors::MoveRequest {
+        editor: options.editor,
+        from: options.from.as_deref(),
+        config_path: &options.config,
+        exe: &exe,
+        destination: &destination,
+        dry_run: options.dry_run,
+        keep_originals: options.keep_originals,
+        move_secrets: options.move_secrets,
+        only_duplicates: false,
+        records: &switchboard::dirs::data_dir().join("moves"),
+        expect: None,
+    })?;
+    eprint!("{report}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn undo_move(editor: Editor, config: &Path, force: bool) -> anyhow::Result<ExitCode> {
+    let report = editors::undo_move(editors::UndoRequest {
+        editor,
+        config_path: config,
+        records: &switchboard::dirs::data_dir().join("moves"),
+        force,
     })?;
     eprint!("{report}");
     Ok(ExitCode::SUCCESS)

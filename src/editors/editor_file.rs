@@ -96,6 +96,31 @@ impl EditorFile {
         }
     }
 
+    /// Takes the entry `name` out of the servers under `key`, with nothing else around it;
+    /// returns whether there was one.
+    pub(super) fn remove_entry(&mut self, key: &str, name: &str) -> Result<bool, EditorError> {
+        match self {
+            EditorFile::Json(file) => {
+                let Some(servers) = file.servers(key)? else {
+                    return Ok(false);
+                };
+                Ok(match servers.get(name) {
+                    Some(property) => {
+                        property.remove();
+                        true
+                    }
+                    None => false,
+                })
+            }
+            EditorFile::Toml(file) => Ok(file
+                .document
+                .get_mut(key)
+                .and_then(Item::as_table_like_mut)
+                .and_then(|servers| servers.remove(name))
+                .is_some()),
+        }
+    }
+
     /// The bytes as read; `None` if there was no file.
     pub(super) fn original(&self) -> Option<&[u8]> {
         match self {

@@ -16,6 +16,7 @@ mod editor_file;
 mod files;
 mod import;
 mod install;
+mod moving;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,10 @@ pub use editor_file::FileFormat;
 pub(crate) use files::write_atomically;
 pub use import::{ImportAction, ImportReport, ImportRequest, ServerImport, SkipReason, import};
 pub use install::{InstallOutcome, InstallReport, InstallRequest, install};
+pub use moving::{
+    EntryChange, Fate, MoveReport, MoveRequest, MovedEntry, UndoReport, UndoRequest, can_undo,
+    move_editor, undo_move,
+};
 
 /// The name of the entry that points an editor at Switchboard.
 pub const ENTRY_NAME: &str = "switchboard";
@@ -83,6 +88,14 @@ impl Editor {
             Editor::Gemini => "Gemini CLI",
             Editor::Codex => "Codex CLI",
         }
+    }
+
+    /// The editor's name on the command line (`switchboard install NAME`).
+    pub fn cli_name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .expect("every editor has a name")
+            .get_name()
+            .to_owned()
     }
 
     /// The id `/api/clients` gives this editor.
@@ -363,6 +376,14 @@ pub enum EditorError {
          [profiles.NAME]"
     )]
     BadProfile { profile: String },
+    #[error("{} has no move to undo", editor.title())]
+    NothingToUndo { editor: Editor },
+    #[error(
+        "{} changed since the move; putting the old file back would lose that change (use \
+         --force to do it anyway)",
+        path.display()
+    )]
+    ChangedSinceMove { path: PathBuf },
     /// Secrets could not be kept in the keychain; nothing was written.
     #[error("{0}; nothing was written")]
     Keychain(#[from] crate::secrets::SecretError),

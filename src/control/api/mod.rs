@@ -13,6 +13,8 @@
 //! | `GET /api/config` | the config file's path, load time, validity and diagnostics |
 //! | `GET /api/clients` | what to paste into each editor's config |
 //! | `POST /api/clients/{editor}/install` | that entry written into the editor's config (a backup first) |
+//! | `GET /api/clients/moves` | per editor found here: what moving it over would do, and whether a move can be undone |
+//! | `POST /api/clients/{editor}/move`, `/undo` | the move (or only its duplicates taken out), or its undo; then a reload |
 //! | `GET /api/activity`, `/stats`, `/export` | the activity log's records, figures per tool, all of them as JSONL or CSV |
 //! | `GET /api/pins` | the tools held back (changed, new, or of an unreadable pin file), with both definitions |
 //! | `POST /api/pins/{server}/approve` | those tools (all, or `{"tools": [...]}`) pinned as they are now |
@@ -73,7 +75,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use self::backends::{backend_detail, call_tool, control_backend, list_backends};
-use self::clients::{clients, install_client};
+use self::clients::{clients, install_client, move_client, moves, undo_client};
 use self::events::events;
 use self::profiles::{profiles, switch};
 use super::token::ApiToken;
@@ -250,7 +252,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/profiles/{profile}/switch", post(switch))
         .route("/api/config/reload", post(reload_config))
         .route("/api/clients", get(clients))
+        .route("/api/clients/moves", get(moves))
         .route("/api/clients/{editor}/install", post(install_client))
+        .route("/api/clients/{editor}/move", post(move_client))
+        .route("/api/clients/{editor}/undo", post(undo_client))
         .route("/api/events", get(events))
         .route("/api/activity", get(activity::list))
         .route("/api/activity/stats", get(activity::stats))
@@ -293,6 +298,9 @@ pub enum ApiError {
     TooLarge(String),
     #[error("requests that change something need `Content-Type: application/json`")]
     UnsupportedMediaType,
+    /// A file could not be written (a full or read-only disk).
+    #[error("{0}")]
+    Write(String),
 }
 
 impl ApiError {
@@ -305,6 +313,7 @@ impl ApiError {
             ApiError::Backend(_) => "backend_error",
             ApiError::BadRequest(_) | ApiError::UnsupportedMediaType => "bad_request",
             ApiError::TooLarge(_) => "too_large",
+            ApiError::Write(_) => "write_failed",
         }
     }
 
@@ -317,6 +326,7 @@ impl ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Write(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }

@@ -195,6 +195,42 @@ impl fmt::Display for ImportReport {
 
 /// Reads the editor's file and adds each of its local servers that our config lacks.
 pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
+    let plan = plan(request)?;
+    if !request.dry_run {
+        plan.commit()?;
+    }
+    Ok(plan.report)
+}
+
+/// An import worked out and not yet written: the report, and what to write.
+pub(super) struct ImportPlan {
+    pub(super) report: ImportReport,
+    /// Our config's text with the servers added; `None` when nothing is added.
+    pub(super) merged: Option<String>,
+    /// Our config's text as read (the default config's for a config not made yet).
+    pub(super) before: String,
+    /// Secrets to keep in the keychain first.
+    moves: Vec<secrets::Move>,
+}
+
+impl ImportPlan {
+    /// Keeps the secrets in the keychain, then writes our config.
+    pub(super) fn commit(&self) -> Result<(), EditorError> {
+        let Some(merged) = &self.merged else {
+            return Ok(());
+        };
+        // The keychain first: a config naming secrets that are not there would not run.
+        secrets::store(&self.moves)?;
+        let path = &self.report.config_path;
+        files::write_atomically(path, merged.as_bytes()).map_err(|source| EditorError::Write {
+            path: path.clone(),
+            source,
+        })
+    }
+}
+
+/// Works out what [`import`] would do, writing nothing.
+pub(super) fn plan(request: ImportRequest<'_>) -> Result<ImportPlan, EditorError> {
     let editor = request.editor;
     let source = editor.file(request.from)?;
     let file =
@@ -221,7 +257,12 @@ pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
         diff: String::new(),
     };
     if added.is_empty() {
-        return Ok(report);
+        return Ok(ImportPlan {
+            report,
+            merged: None,
+            before: target.text,
+            moves: Vec::new(),
+        });
     }
     let moves = secrets::find(
         &mut added,
@@ -229,10 +270,6 @@ pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
         request.move_secrets,
         &|name| crate::secrets::Keychain::secrets().get(name),
     )?;
-    // The keychain first: a config naming secrets that are not there would not run.
-    if !request.dry_run {
-        secrets::store(&moves)?;
-    }
     let merged = target.with_servers(&added, &report)?;
     let config =
         config::parse(request.config_path, &merged).map_err(|error| EditorError::Unsupported {
@@ -241,7 +278,7 @@ pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
                 "adding the servers would make the file unusable; nothing is written:\n{error}"
             ),
         })?;
-    // A dry run stores nothing, so the secrets it would move are missing from the keychain.
+    // Nothing is stored yet, so the secrets it would move are missing from the keychain.
     let would_be_stored = |diagnostic: &&Diagnostic| {
         moves.iter().any(|secret| {
             diagnostic
@@ -267,15 +304,12 @@ pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
         &target.text,
         &merged,
     );
-    if !request.dry_run {
-        files::write_atomically(request.config_path, merged.as_bytes()).map_err(|source| {
-            EditorError::Write {
-                path: request.config_path.to_path_buf(),
-                source,
-            }
-        })?;
-    }
-    Ok(report)
+    Ok(ImportPlan {
+        report,
+        merged: Some(merged),
+        before: target.text,
+        moves,
+    })
 }
 
 /// Adds to each added server the problems of `after` about it that `before` did not have, as
@@ -394,6 +428,10 @@ impl EntryReader<'_> {
                     && existing.args == server.args
             });
             let action = match (same_name, same_command) {
+                // The same server under the same name: Switchboard runs it already.
+                (Some(named), Some(running)) if named.name == running.name => {
+                    ImportAction::Skipped(SkipReason::SameCommand(running.name.clone()))
+                }
                 (Some(existing), _) => {
                     ImportAction::Skipped(SkipReason::NameTaken(existing.name.clone()))
                 }
