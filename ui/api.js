@@ -11,6 +11,8 @@
 /** @typedef {import('./types.js').ReloadOutcome} ReloadOutcome */
 /** @typedef {import('./types.js').SignInStarted} SignInStarted */
 /** @typedef {import('./types.js').SecretsList} SecretsList */
+/** @typedef {import('./types.js').ActivityPage} ActivityPage */
+/** @typedef {import('./types.js').ActivityStats} ActivityStats */
 
 /** A failed API call: `code` is the API's code, or `network` / `http_<status>` / `bad_json`. */
 export class ApiError extends Error {
@@ -204,4 +206,36 @@ export async function setSecret(name, value) {
  */
 export async function deleteSecret(name) {
   return /** @type {ReloadOutcome} */ (await request(`secrets/${seg(name)}`, { method: "DELETE", body: "{}" }));
+}
+
+/**
+ * A page of the activity log, newest first.
+ * @param {URLSearchParams} query filters (`since`, `until`, `server`, `tool`, `client`,
+ *   `outcome`), `before` (the previous page's `next_before`) and `limit`
+ * @returns {Promise<ActivityPage>}
+ */
+export async function listActivity(query) {
+  return /** @type {ActivityPage} */ (await request(`activity?${query}`));
+}
+
+/**
+ * Calls and latencies per server and name for the records the filters select.
+ * @param {URLSearchParams} query
+ * @returns {Promise<ActivityStats>}
+ */
+export async function activityStats(query) {
+  return /** @type {ActivityStats} */ (await request(`activity/stats?${query}`));
+}
+
+/**
+ * Where the records the filters select download from; the session cookie authorizes a plain
+ * same-origin link.
+ * @param {"jsonl" | "csv"} format
+ * @param {URLSearchParams} query
+ * @returns {string}
+ */
+export function activityExportUrl(format, query) {
+  const params = new URLSearchParams(query);
+  params.set("format", format);
+  return apiUrl(`activity/export?${params}`);
 }

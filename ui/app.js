@@ -2,7 +2,7 @@
 // router, and the wiring from the event feed to the store.
 //
 // Routes: #/ (backends), #/backend/NAME[/overview|history|output|tools[/TOOL]], #/tools?q=,
-// #/profiles, #/secrets, #/connect.
+// #/profiles, #/secrets, #/activity?window=&server=&tool=&client=&outcome=, #/connect.
 
 import { h, replace, setText, announce } from "./dom.js";
 import { Store } from "./store.js";
@@ -16,9 +16,11 @@ import { SearchView } from "./views/tools.js";
 import { ConnectView } from "./views/connect.js";
 import { ProfilesView } from "./views/profiles.js";
 import { SecretsView } from "./views/secrets.js";
+import { ActivityView, parseFilters } from "./views/activity.js";
 import { renderBanner } from "./views/banner.js";
 
 /** @typedef {import('./views/backend.js').Tab} Tab */
+/** @typedef {import('./views/activity.js').ActivityFilters} ActivityFilters */
 
 /**
  * @typedef {{view: "backends"}
@@ -27,6 +29,7 @@ import { renderBanner } from "./views/banner.js";
  *   | {view: "connect"}
  *   | {view: "profiles"}
  *   | {view: "secrets"}
+ *   | {view: "activity", filters: ActivityFilters}
  *   | {view: "missing", hash: string}} Route
  */
 
@@ -56,6 +59,7 @@ export function parseRoute(hash) {
   if (parts[0] === "connect" && parts.length === 1) return { view: "connect" };
   if (parts[0] === "profiles" && parts.length === 1) return { view: "profiles" };
   if (parts[0] === "secrets" && parts.length === 1) return { view: "secrets" };
+  if (parts[0] === "activity" && parts.length === 1) return { view: "activity", filters: parseFilters(query) };
   return { view: "missing", hash };
 }
 
@@ -82,6 +86,7 @@ class App {
       catalog: (event) => this.store.onCatalog(event.backend),
       config: (config) => this.store.setConfig(config),
       backends: () => void this.store.loadList(),
+      activity: (record) => this.store.onActivity(record),
       state: (state) => this.store.setFeed(state),
       // The stream starts with every backend's status and the config; what it cannot carry
       // (history, output, backends added or removed meanwhile) is loaded again after a
@@ -170,6 +175,8 @@ class App {
       return;
     }
     this.view?.destroy();
+    // Arguments handed to a try-it form are for the page they were opened for only.
+    if (route.view !== "backend" || route.tab !== "tools") this.store.prefill = null;
     this.view = this.makeView(route);
     this.updateNavCurrent();
     document.title = `${this.titleOf(route)} · Switchboard`;
@@ -195,6 +202,8 @@ class App {
         return new ProfilesView(this.viewRoot);
       case "secrets":
         return new SecretsView(this.viewRoot);
+      case "activity":
+        return new ActivityView(this.store, this.viewRoot, route.filters);
       case "missing":
         replace(this.viewRoot, h("header", { class: "page-head" }, h("div", {}, h("h1", { text: "Nothing here", attrs: { tabindex: "-1" } }),
           h("p", { class: "page-sub" }, "No page at ", h("code", { text: route.hash }), ". ", h("a", { attrs: { href: "#/" }, text: "Go to the backends" })))));
@@ -214,6 +223,7 @@ class App {
       case "connect": return "Connect an editor";
       case "profiles": return "Profiles";
       case "secrets": return "Secrets";
+      case "activity": return "Activity";
       case "missing": return "Not found";
     }
   }

@@ -9,6 +9,7 @@ import { apiUrl } from "./api.js";
 /** @typedef {import('./types.js').CatalogEvent} CatalogEvent */
 /** @typedef {import('./types.js').ConfigStatus} ConfigStatus */
 /** @typedef {import('./types.js').BackendNamesEvent} BackendNamesEvent */
+/** @typedef {import('./types.js').ActivityRecord} ActivityRecord */
 
 /**
  * @typedef {{phase: "connecting"} | {phase: "live"} | {phase: "reconnecting", retry_at_ms: number, attempt: number}} FeedState
@@ -21,6 +22,7 @@ import { apiUrl } from "./api.js";
  * @property {(event: CatalogEvent) => void} catalog
  * @property {(config: ConfigStatus) => void} config
  * @property {(event: BackendNamesEvent) => void} backends A reload added or removed backends.
+ * @property {(record: ActivityRecord) => void} activity A request the activity log recorded.
  * @property {(state: FeedState) => void} state
  * @property {(first: boolean) => void} opened Called on every connection; after the first, what
  *   happened while the feed was down was missed.
@@ -74,6 +76,7 @@ export class EventFeed {
     this.listen(source, "catalog", (data) => this.handlers.catalog(/** @type {CatalogEvent} */ (data)));
     this.listen(source, "config", (data) => this.handlers.config(/** @type {ConfigStatus} */ (data)));
     this.listen(source, "backends", (data) => this.handlers.backends(/** @type {BackendNamesEvent} */ (data)));
+    this.listen(source, "activity", (data) => this.handlers.activity(/** @type {ActivityRecord} */ (data)));
   }
 
   scheduleRetry() {

@@ -89,6 +89,38 @@ export function duration(ms) {
 }
 
 /**
+ * A duration measured in microseconds, as precise as it is worth: "420 µs", "3.8 ms", "85 ms",
+ * "1.24 s", "12.5 s", then as `duration` does.
+ * @param {number} us
+ * @returns {string}
+ */
+export function micros(us) {
+  if (us < 1000) return `${Math.max(0, Math.round(us))} µs`;
+  if (us < 10_000) return `${(us / 1000).toFixed(1)} ms`;
+  if (us < 1_000_000) return `${Math.round(us / 1000)} ms`;
+  if (us < 10_000_000) return `${(us / 1_000_000).toFixed(2)} s`;
+  if (us < 60_000_000) return `${(us / 1_000_000).toFixed(1)} s`;
+  return duration(us / 1000);
+}
+
+/**
+ * A size: "0 B", "812 B", "3.4 KB", "12 KB", "1.5 MB" (of 1024 bytes to the KB).
+ * @param {number} n
+ * @returns {string}
+ */
+export function byteSize(n) {
+  if (n < 1024) return `${n} B`;
+  const units = ["KB", "MB", "GB"];
+  let value = n / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value < 10 ? value.toFixed(1) : Math.round(value)} ${units[unit]}`;
+}
+
+/**
  * "14:03:27" today, "Mar 3 14:03:27" otherwise.
  * @param {number} atMs
  * @returns {string}

@@ -8,6 +8,7 @@ import * as api from "./api.js";
 /** @typedef {import('./types.js').BackendDetail} BackendDetail */
 /** @typedef {import('./types.js').OutputLine} OutputLine */
 /** @typedef {import('./types.js').ConfigStatus} ConfigStatus */
+/** @typedef {import('./types.js').ActivityRecord} ActivityRecord */
 /** @typedef {import('./events.js').FeedState} FeedState */
 
 /**
@@ -44,7 +45,18 @@ import * as api from "./api.js";
  *   | {kind: "output_reset", name: string}
  *   | {kind: "config"}
  *   | {kind: "feed"}
+ *   | {kind: "activity", record: ActivityRecord}
  *   | {kind: "action", name: string}} Change
+ */
+
+/**
+ * Arguments for the next "try it" form of one tool: a recorded call, opened from the activity
+ * page.
+ * @typedef {object} TryItPrefill
+ * @property {string} backend
+ * @property {string} tool the backend's own name of the tool
+ * @property {Record<string, unknown>} args
+ * @property {string} note where the arguments come from, in words
  */
 
 /** Lines of output kept per backend in the page. */
@@ -74,6 +86,8 @@ export class Store {
     this.pending = new Map();
     /** @type {string | null} the backend whose page is open; its detail follows its status */
     this.watched = null;
+    /** @type {TryItPrefill | null} */
+    this.prefill = null;
     /** @type {Set<(change: Change) => void>} */
     this.listeners = new Set();
   }
@@ -243,6 +257,15 @@ export class Store {
     }
   }
 
+  /**
+   * A request the activity log recorded; the activity page shows it if it matches its filters.
+   * The store keeps none: the log is the API's.
+   * @param {ActivityRecord} record
+   */
+  onActivity(record) {
+    this.emit({ kind: "activity", record });
+  }
+
   /** @param {FeedState} feed */
   setFeed(feed) {
     this.feed = feed;
@@ -334,6 +357,19 @@ export class Store {
   }
 
   // --- reading ---------------------------------------------------------------------------------
+
+  /**
+   * The arguments waiting for the try-it form of `tool` of `backend`, taken once.
+   * @param {string} backend
+   * @param {string} tool
+   * @returns {TryItPrefill | null}
+   */
+  takePrefill(backend, tool) {
+    const prefill = this.prefill;
+    if (prefill === null || prefill.backend !== backend || prefill.tool !== tool) return null;
+    this.prefill = null;
+    return prefill;
+  }
 
   /**
    * Whether a backend is a remote server, reached by URL; false until its detail is loaded.

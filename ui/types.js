@@ -327,3 +327,71 @@ export {};
  * @property {boolean} set whether the keychain holds it
  * @property {boolean} used whether the config names it
  */
+
+/**
+ * How a request the activity log recorded ended (`Outcome` in src/activity/mod.rs).
+ * @typedef {"result" | "tool_error" | "error" | "timeout" | "cancelled"} ActivityOutcome
+ */
+
+/**
+ * One request an editor sent through Switchboard to a server: `GET /api/activity` items (`Row`
+ * in src/activity/store.rs) and the `activity` event (`Record` in src/activity/mod.rs, which has
+ * no `id`: the event goes out before the record is written).
+ * @typedef {object} ActivityRecord
+ * @property {number} [id] Absent from the live event.
+ * @property {number} at_ms When it arrived, in milliseconds since the Unix epoch.
+ * @property {number} duration_us
+ * @property {string | null} session Null for a 2026-07-28 request over HTTP, which has none.
+ * @property {string | null} client The editor's name, as its `clientInfo` says.
+ * @property {string} profile
+ * @property {string | null} server Null when the request named nothing Switchboard knows.
+ * @property {string} method
+ * @property {string | null} name The name the editor used: a tool's or prompt's exposed name, a
+ *   resource's URI, a task id.
+ * @property {string | null} original The server's own name of the tool or prompt.
+ * @property {ActivityOutcome | "unknown"} outcome
+ * @property {number | null} error_code The JSON-RPC error's code.
+ * @property {string | null} error
+ * @property {number} request_bytes
+ * @property {number} response_bytes
+ * @property {string | null} arguments `params.arguments` as the editor sent it, secrets
+ *   redacted, only when `[activity] payloads = true`; longer than 64 KiB it is cut and ends with
+ *   "… [N bytes in all]".
+ * @property {string | null} result The answer, likewise.
+ */
+
+/**
+ * What the activity log has done since Switchboard started (`LogHealth`).
+ * @typedef {object} ActivityHealth
+ * @property {number} recorded
+ * @property {number} dropped records lost because the writer could not keep up
+ * @property {number} failed records lost because the database refused them
+ * @property {string | null} problem the database's last problem, in words
+ * @property {string} path the database file
+ */
+
+/**
+ * `GET /api/activity`: records newest first, and the `before` of the next page.
+ * @typedef {object} ActivityPage
+ * @property {ActivityRecord[]} records
+ * @property {number | null} next_before null when this page is the last
+ * @property {ActivityHealth} health
+ */
+
+/**
+ * Calls and latencies of one server's tool (or prompt, or resource) over a window
+ * (`ToolStats`). A failure is an outcome other than a result or a cancellation.
+ * @typedef {object} ActivityToolStats
+ * @property {string | null} server
+ * @property {string | null} name
+ * @property {number} calls
+ * @property {number} errors
+ * @property {number} p50_us
+ * @property {number} p99_us
+ */
+
+/**
+ * `GET /api/activity/stats`, sorted by server and name.
+ * @typedef {object} ActivityStats
+ * @property {ActivityToolStats[]} tools
+ */

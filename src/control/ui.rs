@@ -47,6 +47,7 @@ const EMBEDDED: &[(&str, &[u8])] = embed![
     "format.js",
     "store.js",
     "types.js",
+    "views/activity.js",
     "views/backend.js",
     "views/backends.js",
     "views/banner.js",

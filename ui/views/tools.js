@@ -105,8 +105,12 @@ export class ToolsTab {
       return;
     }
     const key = JSON.stringify(tool);
-    if (this.form?.key !== key) this.form = { key, tryIt: new TryIt(this.name, tool) };
-    else if (this.pane.contains(this.form.tryIt.element)) return; // same tool, nothing to redraw
+    if (this.form?.key !== key) {
+      this.form = { key, tryIt: new TryIt(this.name, tool) };
+      // A recorded call opened from the activity page.
+      const prefill = this.store.takePrefill(this.name, tool.name);
+      if (prefill) this.form.tryIt.prefill(prefill.args, prefill.note);
+    } else if (this.pane.contains(this.form.tryIt.element)) return; // same tool, nothing to redraw
     const exposed = exposedName(detail, tool.name);
     const hints = annotationTags(tool);
     replace(this.pane, h("article", { class: "tool-detail", data: { tool: tool.name } },

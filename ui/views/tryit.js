@@ -1,6 +1,7 @@
 // "Try it": a form generated from a tool's input schema (strings, numbers, integers, booleans,
-// enums; JSON for anything else, or for the whole arguments object), the call through the API,
-// and its result: content blocks made readable, the raw JSON a toggle away.
+// enums; JSON for anything else, or for the whole arguments object), filled in from a recorded
+// call when the activity page opens it, the call through the API, and its result: content blocks
+// made readable, the raw JSON a toggle away.
 
 import { h, replace, setText, copyButton } from "../dom.js";
 import * as api from "../api.js";
@@ -78,9 +79,12 @@ export class TryIt {
     this.modeButton.hidden = !formable;
     this.submit = h("button", { class: "btn btn-primary", attrs: { type: "submit" }, data: { testid: "call" } });
     this.elapsed = h("span", { class: "muted small", attrs: { "aria-hidden": "true" } });
+    /** Where the arguments in the form came from, when not from the reader. */
+    this.origin = h("p", { class: "tryit-origin", data: { testid: "tryit-origin" } });
+    this.origin.hidden = true;
     this.result = h("div", { class: "result-area", attrs: { "aria-live": "polite" }, data: { testid: "result" } });
     this.form = h("form", { class: "tryit", attrs: { novalidate: true, "aria-label": `Try ${tool.name}` } },
-      this.fieldBox, this.rawBox,
+      this.origin, this.fieldBox, this.rawBox,
       h("div", { class: "form-actions" }, this.submit, this.elapsed, h("span", { class: "toolbar-spacer" }), this.modeButton));
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -210,6 +214,28 @@ export class TryIt {
   }
 
   /**
+   * Fills the form with the arguments of a recorded call: as fields when there is one for each
+   * argument that holds a value of its kind, else as JSON (nothing is dropped or converted).
+   * @param {Record<string, unknown>} args
+   * @param {string} note where they come from, shown above the form
+   */
+  prefill(args, note) {
+    const byKey = new Map(this.fields.map((field) => [field.key, field]));
+    const formable = !this.modeButton.hidden;
+    const fits = formable && Object.entries(args).every(([key, value]) => {
+      const field = byKey.get(key);
+      return field !== undefined && fitsField(field, value);
+    });
+    this.rawArea.value = JSON.stringify(args, null, 2);
+    if (fits) this.fill(args);
+    this.raw = !fits;
+    setText(this.rawError, "");
+    this.renderMode();
+    setText(this.origin, note);
+    this.origin.hidden = false;
+  }
+
+  /**
    * The arguments the form describes. Throws a FieldError (after marking the field) unless
    * `lenient`, which skips what cannot be read.
    * @param {boolean} [lenient]
@@ -279,6 +305,29 @@ export class TryIt {
       this.renderSubmit();
       this.result.removeAttribute("aria-busy");
     }
+  }
+}
+
+/**
+ * Whether the field's control can show `value` exactly as it is.
+ * @param {Field} field
+ * @param {unknown} value
+ * @returns {boolean}
+ */
+function fitsField(field, value) {
+  switch (field.kind) {
+    case "string":
+      return typeof value === "string";
+    case "number":
+      return typeof value === "number";
+    case "integer":
+      return Number.isInteger(value);
+    case "boolean":
+      return typeof value === "boolean";
+    case "enum":
+      return (field.schema.enum ?? []).includes(value);
+    case "json":
+      return true;
   }
 }
 
