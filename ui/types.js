@@ -363,6 +363,8 @@ export {};
 /**
  * What the activity log has done since Switchboard started (`LogHealth`).
  * @typedef {object} ActivityHealth
+ * @property {boolean} enabled whether records are taken now (`[activity] enabled`)
+ * @property {boolean} payloads whether arguments and results are kept
  * @property {number} recorded
  * @property {number} dropped records lost because the writer could not keep up
  * @property {number} failed records lost because the database refused them

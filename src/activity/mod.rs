@@ -129,6 +129,10 @@ pub struct Record {
 /// What the log has done since Switchboard started, and what went wrong with it.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LogHealth {
+    /// Whether records are taken now (`[activity] enabled`).
+    pub enabled: bool,
+    /// Whether arguments and results are kept (`[activity] payloads`).
+    pub payloads: bool,
     pub recorded: u64,
     /// Records lost because the channel was full (the writer could not keep up).
     pub dropped: u64,
@@ -245,7 +249,10 @@ impl ActivityLog {
     }
 
     pub fn health(&self) -> LogHealth {
+        let (enabled, payloads) = self.wants();
         LogHealth {
+            enabled,
+            payloads,
             recorded: self.inner.recorded.load(Ordering::Relaxed),
             dropped: self.inner.dropped.load(Ordering::Relaxed),
             failed: self.inner.failed.load(Ordering::Relaxed),

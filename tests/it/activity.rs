@@ -412,8 +412,22 @@ async fn a_log_turned_off_records_nothing_until_turned_on() {
     let session = mcp.open_session("editor").await.expect("a session");
     mcp.call_tool(&session, 1, "demo__echo", json!({ "text": "unseen" }))
         .await;
-    std::fs::write(serve.config_path(), config("[activity]\nenabled = true\n")).unwrap();
+    let health = &serve.api_get("/api/activity").await["health"];
+    assert_eq!(
+        (&health["enabled"], &health["payloads"]),
+        (&json!(false), &json!(false))
+    );
+    std::fs::write(
+        serve.config_path(),
+        config("[activity]\nenabled = true\npayloads = true\n"),
+    )
+    .unwrap();
     serve.wait_for_log("config reloaded");
+    let health = &serve.api_get("/api/activity").await["health"];
+    assert_eq!(
+        (&health["enabled"], &health["payloads"]),
+        (&json!(true), &json!(true))
+    );
     mcp.call_tool(&session, 2, "demo__echo", json!({ "text": "seen" }))
         .await;
     let all = records(&serve, "", 1).await;

@@ -338,6 +338,8 @@ export class ActivityView {
     this.exports = h("div", { class: "actions", attrs: { role: "group", "aria-label": "Export" } },
       this.exportLink("jsonl", "JSONL"),
       this.exportLink("csv", "CSV"));
+    /** @type {boolean | undefined} whether the log takes records, from the last page's health */
+    this.enabled = undefined;
     this.healthNotice = h("div", { class: "notice notice-warn activity-health", attrs: { role: "status" }, data: { testid: "activity-health" } });
     this.healthNotice.hidden = true;
 
@@ -659,6 +661,7 @@ export class ActivityView {
 
   /** @param {ActivityHealth} health */
   renderHealth(health) {
+    this.enabled = health.enabled;
     const lines = [];
     if (health.dropped > 0) {
       lines.push(`${plural(health.dropped, "record")} ${health.dropped === 1 ? "was" : "were"} dropped because the log could not keep up with the calls.`);
@@ -779,9 +782,10 @@ export class ActivityView {
       return empty("No calls match", h("span", {}, `Nothing in ${window} matches these filters. `,
         h("button", { class: "link-button", attrs: { type: "button" }, text: "Clear the filters", on: { click: () => this.clearButton.click() } }), "."));
     }
-    return h("div", { class: "activity-empty", data: { testid: "activity-empty" } }, empty(`No calls in ${window}`, h("span", {},
-      "Requests that editors send through Switchboard to a server appear here as they happen. Editors are calling tools and nothing shows? Then the activity log is off: set ",
-      h("code", { text: "[activity] enabled = true" }), " in the config file.")));
+    const explanation = this.enabled === false
+      ? h("span", {}, "Nothing new is recorded: the activity log is off: set ", h("code", { text: "[activity] enabled = true" }), " in the config file.")
+      : h("span", {}, "Requests that editors send through Switchboard to a server appear here as they happen.");
+    return h("div", { class: "activity-empty", data: { testid: "activity-empty" } }, empty(`No calls in ${window}`, explanation));
   }
 
   renderCount() {
