@@ -1193,3 +1193,52 @@ async fn the_dashboard_s_move_refuses_a_changed_file_then_moves_and_undoes() {
         .await;
     assert_eq!(status, 404, "{answer}");
 }
+
+/// Makes a folder immutable (`chattr +i`: not even root may add a file to it) until dropped.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn new(dir: &Path) -> Immutable {
+        let status = Command::new("chattr")
+            .arg("+i")
+            .arg(dir)
+            .status()
+            .expect("chattr runs");
+        assert!(status.success(), "chattr +i {}", dir.display());
+        Immutable(dir.to_path_buf())
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_backup_that_cannot_be_written_stops_the_move_before_anything_is_written() {
+    let home = Home::new();
+    let config_path = home.path("config.toml");
+    std::fs::write(&config_path, "# mine\n").expect("write");
+    let (path, original) = home.place("claude_desktop_config.json", "locked/claude.json");
+    let data = home.path("data");
+    let env = [("SWITCHBOARD_DATA_DIR", arg(&data))];
+    let said = {
+        let _locked = Immutable::new(path.parent().expect("a folder"));
+        home.fail(
+            &[
+                "move",
+                "claude",
+                "--from",
+                arg(&path),
+                "--config",
+                arg(&config_path),
+            ],
+            &env,
+        )
+    };
+    assert!(said.contains("cannot write"), "{said}");
+    assert_eq!(std::fs::read(&path).expect("read"), original);
+    assert_eq!(read(&config_path), "# mine\n", "our config is untouched");
+    assert_eq!(names_in(&home.home().join("locked")), ["claude.json"]);
+}
