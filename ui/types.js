@@ -48,10 +48,20 @@
  */
 
 /**
+ * What a package runner (`npx`, `uvx`…) installs before it starts the server (`Installing`).
+ * @typedef {object} Installing
+ * @property {string} runner As the command line names it: "npx", "pnpm dlx", "uv tool run"…
+ * @property {string} package As the command line names it.
+ * @property {number} since_ms
+ */
+
+/**
  * `GET /api/backends` items and the `status` event.
  * @typedef {object} BackendSummary
  * @property {string} name
  * @property {BackendState} state
+ * @property {Installing | null} installing While starting: what its package runner is still
+ *   installing.
  * @property {number | null} pid Null for a remote server, which has no process.
  * @property {number} restarts Automatic restarts since Switchboard started.
  * @property {number | null} uptime_ms Of the current process, when it has one.

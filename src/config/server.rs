@@ -342,15 +342,14 @@ impl Reader<'_, '_> {
         if crate::supervisor::spawn::find_command(&backend.command, search_path).is_some() {
             return;
         }
-        let message = if backend.command.contains('/') {
-            format!("`{}` does not exist or is not executable", backend.command)
+        let command = &backend.command;
+        let advice = crate::supervisor::spawn::install_advice(command);
+        let message = if command.contains('/') {
+            format!("`{command}` does not exist or is not executable{advice}")
         } else if backend.env.contains_key("PATH") {
-            format!(
-                "`{}` was not found in the PATH set in `env`",
-                backend.command
-            )
+            format!("`{command}` was not found in the PATH set in `env`{advice}")
         } else {
-            format!("`{}` was not found on PATH", backend.command)
+            format!("`{command}` was not found on PATH{advice}")
         };
         self.reporter
             .error(offset, &format!("{prefix}.command"), message);

@@ -12,9 +12,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::config::{BackendConfig, Protocol};
 use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
+use crate::supervisor::runner::INSTALL_TIMEOUT;
 use crate::supervisor::status::{Catalog, Era, ServerDescription};
 use crate::wire::era::{MODERN_PROTOCOL_VERSION, code, meta};
 use crate::wire::jsonrpc::ErrorObject;
@@ -172,14 +175,26 @@ impl OpeningError {
     }
 }
 
-/// Opens the connection in the era `plan` says (each step bounded by the handshake timeout),
-/// then fetches every list the server offers (each page bounded by the request timeout).
+/// When the handshake timeout of an opening request (`initialize`, `server/discover`) starts.
+pub(super) enum OpeningClock {
+    /// When the request is sent.
+    Sent,
+    /// When a package runner started the server (`None` until it has), or when the request is
+    /// sent if that is later: the runner's install does not count, up to [`INSTALL_TIMEOUT`]
+    /// (which is all the request waits if the runner's start is never seen).
+    Handover(watch::Receiver<Option<Instant>>),
+}
+
+/// Opens the connection in the era `plan` says (each step bounded by the handshake timeout,
+/// counted as `clock` says), then fetches every list the server offers (each page bounded by
+/// the request timeout).
 pub(super) async fn handshake(
     connection: &Connection,
     config: &BackendConfig,
     plan: EraPlan,
+    clock: &OpeningClock,
 ) -> Result<Handshake, String> {
-    let server = describe(connection, config, plan).await?;
+    let server = describe(connection, config, plan, clock).await?;
     let capabilities: ServerCapabilities =
         serde_json::from_str(server.capabilities.get()).unwrap_or_default();
     let mut catalog = Catalog::default();
@@ -206,9 +221,10 @@ async fn describe(
     connection: &Connection,
     config: &BackendConfig,
     plan: EraPlan,
+    clock: &OpeningClock,
 ) -> Result<ServerDescription, String> {
     if plan.first == Era::Modern {
-        match discover(connection, config).await {
+        match discover(connection, config, clock).await {
             Ok(server) => return Ok(server),
             Err(OpeningError::NotModern(message)) if plan.fallback => {
                 tracing::info!("not a modern server after all ({message}); sending initialize");
@@ -216,13 +232,13 @@ async fn describe(
             Err(error) => return Err(error.into_message()),
         }
     }
-    match initialize(connection, config).await {
+    match initialize(connection, config, clock).await {
         Ok(server) => Ok(server),
         Err(OpeningError::ModernOnly) if plan.fallback && plan.first == Era::Legacy => {
             tracing::info!(
                 "the server speaks only the stateless protocol; sending server/discover"
             );
-            discover(connection, config)
+            discover(connection, config, clock)
                 .await
                 .map_err(OpeningError::into_message)
         }
@@ -234,6 +250,7 @@ async fn describe(
 async fn initialize(
     connection: &Connection,
     config: &BackendConfig,
+    clock: &OpeningClock,
 ) -> Result<ServerDescription, OpeningError> {
     let params = serde_json::json!({
         "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
@@ -241,9 +258,7 @@ async fn initialize(
         "clientInfo": client_info(),
     });
     let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
-    let answer = match connection
-        .request("initialize", Some(&params), config.handshake_timeout)
-        .await
+    let answer = match opening_request(connection, "initialize", Some(&params), config, clock).await
     {
         Ok(answer) => answer,
         Err(RpcError::Remote { error, .. }) if names_modern_version(&error) => {
@@ -278,9 +293,10 @@ async fn initialize(
 async fn discover(
     connection: &Connection,
     config: &BackendConfig,
+    clock: &OpeningClock,
 ) -> Result<ServerDescription, OpeningError> {
     connection.set_envelope(Some(MODERN_ENVELOPE.clone()));
-    let outcome = describe_modern(connection, config.handshake_timeout).await;
+    let outcome = describe_modern(connection, config, clock).await;
     if outcome.is_err() {
         connection.set_envelope(None);
     }
@@ -289,9 +305,10 @@ async fn discover(
 
 async fn describe_modern(
     connection: &Connection,
-    timeout: Duration,
+    config: &BackendConfig,
+    clock: &OpeningClock,
 ) -> Result<ServerDescription, OpeningError> {
-    let answer = match connection.request(DISCOVER, None, timeout).await {
+    let answer = match opening_request(connection, DISCOVER, None, config, clock).await {
         Ok(answer) => answer,
         Err(RpcError::Remote { error, .. }) if error.code != code::UNSUPPORTED_PROTOCOL_VERSION => {
             return Err(OpeningError::NotModern(format!(
@@ -325,6 +342,52 @@ async fn describe_modern(
         capabilities: discovered.capabilities,
         instructions: discovered.instructions,
     })
+}
+
+/// Sends an opening request and waits for its answer for the handshake timeout, counted as
+/// `clock` says.
+async fn opening_request(
+    connection: &Connection,
+    method: &str,
+    params: Option<&RawValue>,
+    config: &BackendConfig,
+    clock: &OpeningClock,
+) -> Result<Box<RawValue>, RpcError> {
+    let timeout = config.handshake_timeout;
+    let OpeningClock::Handover(handover) = clock else {
+        return connection.request(method, params, timeout).await;
+    };
+    let mut handover = handover.clone();
+    let sent = Instant::now();
+    let request = connection.request(method, params, timeout + INSTALL_TIMEOUT);
+    tokio::pin!(request);
+    loop {
+        let deadline = handover
+            .borrow_and_update()
+            .map(|started| started.max(sent) + timeout);
+        let expiry = async move {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            answer = &mut request => return answer,
+            () = expiry => {
+                return Err(RpcError::Timeout {
+                    backend: Arc::from(config.name.as_str()),
+                    method: method.to_owned(),
+                    timeout,
+                });
+            }
+            changed = handover.changed() => {
+                if changed.is_err() {
+                    // Nobody watches the runner any more: the request's own deadline stands.
+                    return request.await;
+                }
+            }
+        }
+    }
 }
 
 /// Whether `error` is the stateless era's "unsupported protocol version" naming the version

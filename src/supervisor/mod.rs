@@ -4,7 +4,8 @@
 //! [`BackendHandle`] and the commands it sends; `task` is the task that owns one backend, whose
 //! state is an enum whose variants own their resources and changes only in
 //! `BackendTask::transition`, which also publishes it; `handshake` is the opening of a
-//! backend's connection in its protocol era and the discovery of its catalog.
+//! backend's connection in its protocol era and the discovery of its catalog; `runner` knows
+//! package runners (`npx`, `uvx`…), whose install precedes the server.
 
 pub mod output;
 pub(crate) mod policy;
@@ -15,6 +16,7 @@ pub mod status;
 
 mod handle;
 mod handshake;
+mod runner;
 mod task;
 
 use std::collections::BTreeMap;

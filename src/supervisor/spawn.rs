@@ -119,10 +119,81 @@ pub struct Pipes {
     pub stderr: ChildStderr,
 }
 
+/// What provides a well-known command, and the official page on installing it.
+struct InstallHint {
+    /// The commands it provides, by file name.
+    commands: &'static [&'static str],
+    /// What to install: `Node.js`, `uv`…
+    provider: &'static str,
+    url: &'static str,
+}
+
+/// The commands MCP servers are most often started with, and what to install to have them.
+const INSTALL_HINTS: &[InstallHint] = &[
+    InstallHint {
+        commands: &["npx", "npm", "node"],
+        provider: "Node.js",
+        url: "https://nodejs.org/en/download",
+    },
+    InstallHint {
+        commands: &["uvx", "uv"],
+        provider: "uv",
+        url: "https://docs.astral.sh/uv/getting-started/installation/",
+    },
+    InstallHint {
+        commands: &["bunx", "bun"],
+        provider: "Bun",
+        url: "https://bun.sh/docs/installation",
+    },
+    InstallHint {
+        commands: &["pnpm", "pnpx"],
+        provider: "pnpm",
+        url: "https://pnpm.io/installation",
+    },
+    InstallHint {
+        commands: &["pipx"],
+        provider: "pipx",
+        url: "https://pipx.pypa.io/stable/installation/",
+    },
+    InstallHint {
+        commands: &["docker"],
+        provider: "Docker",
+        url: "https://docs.docker.com/get-started/get-docker/",
+    },
+    InstallHint {
+        commands: &["deno"],
+        provider: "Deno",
+        url: "https://docs.deno.com/runtime/getting_started/installation/",
+    },
+    InstallHint {
+        commands: &["python3", "python"],
+        provider: "Python",
+        url: "https://www.python.org/downloads/",
+    },
+];
+
+/// What to add to a message saying `command` cannot be found: `; install uv: https://…` for a
+/// well-known command (known by its file name, so `/opt/bin/uvx` is one too), nothing otherwise.
+pub fn install_advice(command: &str) -> String {
+    let name = Path::new(command)
+        .file_name()
+        .and_then(OsStr::to_str)
+        .unwrap_or(command);
+    INSTALL_HINTS
+        .iter()
+        .find(|hint| hint.commands.contains(&name))
+        .map_or_else(String::new, |hint| {
+            format!("; install {}: {}", hint.provider, hint.url)
+        })
+}
+
 /// Why a backend could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
-    #[error("command `{command}` was not found on PATH ({path})")]
+    #[error(
+        "command `{command}` was not found on PATH ({path}){}",
+        install_advice(command)
+    )]
     NotFound { command: String, path: String },
     #[error("could not start `{command}`: {source}")]
     Io {
@@ -539,14 +610,59 @@ pub fn processes_in_group(pgid: i32) -> Vec<u32> {
         .collect()
 }
 
+/// The direct children of a process (of every one of its threads), from `/proc`; `None` where
+/// that cannot be read (no `/proc`, or a kernel without `CONFIG_PROC_CHILDREN`).
+pub fn children(pid: u32) -> Option<Vec<u32>> {
+    let tasks = PathBuf::from(format!("/proc/{pid}/task"));
+    let main_thread = pid.to_string();
+    // The main thread's list is there for as long as the process is; another thread's may
+    // vanish as that thread ends.
+    let mut listed = std::fs::read_to_string(tasks.join(&main_thread).join("children")).ok()?;
+    for thread in std::fs::read_dir(&tasks).ok()?.flatten() {
+        if thread.file_name() != *main_thread {
+            listed.push(' ');
+            listed.push_str(
+                &std::fs::read_to_string(thread.path().join("children")).unwrap_or_default(),
+            );
+        }
+    }
+    Some(
+        listed
+            .split_whitespace()
+            .filter_map(|child| child.parse().ok())
+            .collect(),
+    )
+}
+
+/// A process's command line (program and arguments), from `/proc`; `None` where that cannot
+/// be read or is empty (a process that has exited).
+pub fn command_line(pid: u32) -> Option<Vec<String>> {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    // Each argument ends with a NUL.
+    let arguments = bytes.strip_suffix(&[0])?;
+    Some(
+        arguments
+            .split(|&b| b == 0)
+            .map(|argument| String::from_utf8_lossy(argument).into_owned())
+            .collect(),
+    )
+}
+
+/// A process's environment (`NAME=value` entries), from `/proc`; `None` where that cannot be
+/// read or is empty (a process that has exited).
+pub fn environment(pid: u32) -> Option<Vec<String>> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let entries = environ.strip_suffix(&[0])?;
+    Some(
+        entries
+            .split(|&b| b == 0)
+            .map(|entry| String::from_utf8_lossy(entry).into_owned())
+            .collect(),
+    )
+}
+
 fn process_has_env(pid: u32, entry: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .map(|environ| {
-            environ
-                .split(|&b| b == 0)
-                .any(|item| item == entry.as_bytes())
-        })
-        .unwrap_or(false)
+    environment(pid).is_some_and(|environment| environment.iter().any(|item| item == entry))
 }
 
 /// Starts `program args` detached from us: in a new session (so the terminal or editor that
@@ -583,4 +699,35 @@ pub fn spawn_detached(
     let pid = child.id();
     std::thread::spawn(move || child.wait());
     Ok(pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_well_known_command_says_what_to_install() {
+        assert_eq!(
+            install_advice("npx"),
+            "; install Node.js: https://nodejs.org/en/download"
+        );
+        assert_eq!(
+            install_advice("/opt/homebrew/bin/uvx"),
+            "; install uv: https://docs.astral.sh/uv/getting-started/installation/"
+        );
+        assert_eq!(
+            install_advice("python3"),
+            "; install Python: https://www.python.org/downloads/"
+        );
+        assert_eq!(install_advice("mcp-server-of-my-own"), "");
+        let missing = SpawnError::NotFound {
+            command: "docker".to_owned(),
+            path: "/usr/bin".to_owned(),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "command `docker` was not found on PATH (/usr/bin); install Docker: \
+             https://docs.docker.com/get-started/get-docker/"
+        );
+    }
 }

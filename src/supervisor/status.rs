@@ -171,11 +171,25 @@ pub struct ServerDescription {
     pub instructions: Option<String>,
 }
 
+/// What a package runner (`npx`, `uvx`…) is doing while its backend starts: installing the
+/// package, not yet running the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Installing {
+    /// The runner, as the command line names it: `npx`, `uvx`, `pnpm dlx`, `pipx run`…
+    pub runner: String,
+    /// The package, as the command line names it (with its version or source, if given).
+    pub package: String,
+    /// When the runner started, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
+}
+
 /// The published status of one backend.
 #[derive(Debug, Clone, Serialize)]
 pub struct BackendStatus {
     pub name: String,
     pub state: BackendState,
+    /// While `starting`: the package runner is still installing the server's package.
+    pub installing: Option<Installing>,
     pub pid: Option<u32>,
     /// Since when the current process has been ready, in milliseconds since the Unix epoch.
     pub ready_since_ms: Option<u64>,
@@ -196,6 +210,7 @@ impl BackendStatus {
         BackendStatus {
             name: name.to_owned(),
             state: BackendState::Stopped,
+            installing: None,
             pid: None,
             ready_since_ms: None,
             restart_at_ms: None,

@@ -19,8 +19,8 @@ use crate::supervisor::policy::RestartBudget;
 use crate::supervisor::rpc::{Connection, Incoming, RpcError};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, ServerDescription,
-    StopReason, unix_millis,
+    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
+    ServerDescription, StopReason, unix_millis,
 };
 use crate::supervisor::{Applied, BackendNotification, ControlError, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
@@ -34,7 +34,10 @@ const OUTPUT_RING_BYTES: usize = 512 * 1024;
 /// What a backend task is doing. Each variant owns what exists in that state.
 enum State {
     Stopped,
-    Starting,
+    /// With what a package runner is installing, until it starts the server.
+    Starting {
+        installing: Option<Installing>,
+    },
     Ready(Box<Running>),
     Backoff {
         until: tokio::time::Instant,
@@ -49,7 +52,7 @@ impl State {
     fn kind(&self) -> BackendState {
         match self {
             State::Stopped => BackendState::Stopped,
-            State::Starting => BackendState::Starting,
+            State::Starting { .. } => BackendState::Starting,
             State::Ready(_) => BackendState::Ready,
             State::Backoff { .. } => BackendState::Backoff,
             State::CrashLoop => BackendState::CrashLoop,
@@ -233,7 +236,7 @@ impl BackendTask {
             }
             State::Stopped
             | State::CrashLoop
-            | State::Starting
+            | State::Starting { .. }
             | State::Stopping
             | State::NeedsSignIn => Event::Command(self.commands.recv().await),
         }
@@ -528,7 +531,7 @@ impl BackendTask {
     fn publish(&self) {
         let (pid, ready_since_ms) = match &self.state {
             State::Ready(running) => (running.link.pid(), Some(unix_millis(running.ready_since))),
-            State::Starting | State::Stopping => (self.status.borrow().pid, None),
+            State::Starting { .. } | State::Stopping => (self.status.borrow().pid, None),
             _ => (None, None),
         };
         let restart_at_ms = match &self.state {
@@ -538,9 +541,14 @@ impl BackendTask {
             }
             _ => None,
         };
+        let installing = match &self.state {
+            State::Starting { installing } => installing.clone(),
+            _ => None,
+        };
         let status = BackendStatus {
             name: self.name.to_string(),
             state: self.state.kind(),
+            installing,
             pid,
             ready_since_ms,
             restart_at_ms,

@@ -12,6 +12,7 @@ mod connect;
 mod editors;
 mod engine;
 mod hub;
+mod installing;
 mod interop_js;
 mod interop_rmcp;
 mod parity;

@@ -59,12 +59,15 @@ export function stateBadge() {
 }
 
 /**
- * What a summary says beyond its state, in a few words: when the next restart is due, or how the
- * last process ended.
+ * What a summary says beyond its state, in a few words: what a starting server's package runner
+ * installs, when the next restart is due, or how the last process ended.
  * @param {BackendSummary} summary
  * @returns {string}
  */
 export function stateNote(summary) {
+  if (summary.state === "starting" && summary.installing) {
+    return `installing ${summary.installing.package} with ${summary.installing.runner}…`;
+  }
   if (summary.state === "backoff" && summary.restart_at_ms !== null) {
     const left = summary.restart_at_ms - Date.now();
     return left > 0 ? `restart in ${duration(Math.ceil(left / 1000) * 1000)}` : "restarting";

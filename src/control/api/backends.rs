@@ -21,8 +21,8 @@ use crate::hub::rewrite::ObjectEntries;
 use crate::supervisor::Engine;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, ServerDescription,
-    StopReason, unix_millis,
+    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
+    ServerDescription, StopReason, unix_millis,
 };
 
 /// How many of a backend's recent output lines its detail carries.
@@ -150,6 +150,8 @@ pub(super) async fn call_tool(
 pub(super) struct Overview<'a> {
     pub(super) name: &'a str,
     pub(super) state: BackendState,
+    /// While starting: what its package runner (`npx`, `uvx`…) is still installing.
+    pub(super) installing: Option<&'a Installing>,
     pub(super) pid: Option<u32>,
     pub(super) restarts: u32,
     /// How long the current process has been ready, while it is.
@@ -189,6 +191,7 @@ impl<'a> Overview<'a> {
         Overview {
             name: &status.name,
             state: status.state,
+            installing: status.installing.as_ref(),
             pid: status.pid,
             restarts: status.restarts,
             uptime_ms,

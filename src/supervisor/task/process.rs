@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
@@ -13,20 +13,23 @@ use super::{BackendTask, Flow, Running, State};
 use crate::config::{Launch, ProcessLaunch};
 use crate::supervisor::ControlError;
 use crate::supervisor::handle::Command;
-use crate::supervisor::handshake::{Handshake, handshake, keep_listening};
+use crate::supervisor::handshake::{Handshake, OpeningClock, handshake, keep_listening};
 use crate::supervisor::output::{OutputLog, OutputStream};
 use crate::supervisor::policy::Decision;
 use crate::supervisor::remote::{LinkEnd, LinkOptions, RemoteLink};
 use crate::supervisor::rpc::{
     CloseReason, Connection, ConnectionOptions, Incoming, RpcError, Started,
 };
+use crate::supervisor::runner::{self, INSTALL_TIMEOUT, PackageRun};
 use crate::supervisor::spawn::{self, BackendProcess, SpawnSpec};
-use crate::supervisor::status::{Era, ExitDescription, StopReason};
+use crate::supervisor::status::{Era, ExitDescription, Installing, StopReason, unix_millis};
 use crate::wire::framing::{Frame, LineReader};
 
 const STDERR_MAX_LINE: usize = 64 * 1024;
 /// How long to wait for the exit status once a backend closed its stdout.
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
+/// How often a package runner that is installing is looked at, to see when it starts the server.
+const INSTALL_POLL: Duration = Duration::from_millis(200);
 
 /// What a backend's connection runs over: the pipes of a process Switchboard started, or HTTP to
 /// a remote server. Everything above it (the connection, the handshake, the states) is the same.
@@ -96,6 +99,19 @@ struct Spawned {
     incoming: mpsc::Receiver<Incoming>,
     stdout_closed: CancellationToken,
     started_at: Instant,
+    /// Set when the process is a package runner (`npx`, `uvx`…).
+    install: Option<Install>,
+}
+
+/// A package runner's start, watched (while the state says it is installing) until the runner
+/// starts the server.
+struct Install {
+    run: PackageRun,
+    pid: u32,
+    since: Instant,
+    /// When the runner started the server: the handshake timeout counts from then.
+    handed_over: watch::Sender<Option<tokio::time::Instant>>,
+    poll: tokio::time::Interval,
 }
 
 /// How waiting for the handshake ended.
@@ -111,7 +127,7 @@ enum HandshakeOutcome {
 impl BackendTask {
     /// Spawns the process and runs the handshake, answering any command that arrives meanwhile.
     pub(super) async fn start_process(&mut self) -> Flow {
-        self.transition(State::Starting);
+        self.transition(State::Starting { installing: None });
         self.generation += 1;
         let Some(mut spawned) = self.spawn_process() else {
             return Flow::Continue;
@@ -174,13 +190,60 @@ impl BackendTask {
                 stdout_closed,
             },
         ) = opened?;
+        let install = match (&launch, link.pid()) {
+            (Launch::Process(process), Some(pid)) => {
+                runner::package_run(&process.command, &process.args)
+                    .map(|run| self.watch_install(run, pid))
+            }
+            _ => None,
+        };
         Some(Spawned {
             link,
             connection,
             incoming,
             stdout_closed,
             started_at: Instant::now(),
+            install,
         })
+    }
+
+    /// Starts watching the package runner `run` just spawned as `pid`, and publishes what it
+    /// installs until it starts the server, if `/proc` can tell.
+    fn watch_install(&mut self, run: PackageRun, pid: u32) -> Install {
+        let (handed_over, _) = watch::channel(None);
+        let mut poll =
+            tokio::time::interval_at(tokio::time::Instant::now() + INSTALL_POLL, INSTALL_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let install = Install {
+            run,
+            pid,
+            since: Instant::now(),
+            handed_over,
+            poll,
+        };
+        match install.run.server_started(pid) {
+            Some(false) => {
+                tracing::info!(runner = %install.run.runner, package = %install.run.package, "installing");
+                self.transition(State::Starting {
+                    installing: Some(Installing {
+                        runner: install.run.runner.clone(),
+                        package: install.run.package.clone(),
+                        since_ms: unix_millis(SystemTime::now()),
+                    }),
+                });
+            }
+            Some(true) => {
+                install
+                    .handed_over
+                    .send_replace(Some(tokio::time::Instant::now()));
+            }
+            None => tracing::debug!(
+                runner = %install.run.runner,
+                "cannot see when the runner starts the server; the handshake may take up to {} minutes longer",
+                INSTALL_TIMEOUT.as_secs() / 60
+            ),
+        }
+        install
     }
 
     /// Spawns `process` and the reader of its stderr; `None` (recorded) if it cannot start.
@@ -230,14 +293,20 @@ impl BackendTask {
     }
 
     /// Runs the handshake until it completes, the process ends, or a command other than `start`
-    /// arrives. Callers of `start` join the waiters; messages from the backend are kept.
+    /// arrives. Callers of `start` join the waiters; messages from the backend are kept. A
+    /// package runner is looked at meanwhile, until it starts the server.
     async fn await_handshake(&mut self, spawned: &mut Spawned) -> HandshakeOutcome {
         let plan = self.verdicts.plan(&self.config);
-        let handshake = handshake(&spawned.connection, &self.config, plan);
+        let config = self.shared_config.borrow().clone();
+        let clock = match &spawned.install {
+            Some(install) => OpeningClock::Handover(install.handed_over.subscribe()),
+            None => OpeningClock::Sent,
+        };
+        let handshake = handshake(&spawned.connection, &config, plan, &clock);
         tokio::pin!(handshake);
         let mut early_messages = Vec::new();
         loop {
-            tokio::select! {
+            let polled = tokio::select! {
                 result = &mut handshake => {
                     let era = result.as_ref().ok().map(|handshake| handshake.server.era);
                     self.verdicts.record(&self.config, era);
@@ -254,11 +323,52 @@ impl BackendTask {
                         Link::Remote(_) => format!("the link {reason} during the handshake"),
                     });
                 }
-                Some(message) = spawned.incoming.recv() => early_messages.push(message),
+                Some(message) = spawned.incoming.recv() => {
+                    early_messages.push(message);
+                    false
+                }
                 command = self.commands.recv() => match command {
-                    Some(Command::Start(ack)) => self.start_waiters.extend(ack),
+                    Some(Command::Start(ack)) => {
+                        self.start_waiters.extend(ack);
+                        false
+                    }
                     other => break HandshakeOutcome::Interrupted(other),
                 },
+                () = next_install_poll(&mut spawned.install, &self.state) => true,
+            };
+            if let (true, Some(install)) = (polled, spawned.install.as_ref())
+                && let Some(message) = self.follow_install(install)
+            {
+                break HandshakeOutcome::Failed(message);
+            }
+        }
+    }
+
+    /// Looks again at a package runner that was installing: publishes that it started the
+    /// server (or that this can no longer be seen, as when it ends), or returns why the start
+    /// fails if it has been installing for too long.
+    fn follow_install(&mut self, install: &Install) -> Option<String> {
+        match install.run.server_started(install.pid) {
+            Some(false) if install.since.elapsed() < INSTALL_TIMEOUT => None,
+            Some(false) => Some(format!(
+                "{} was still installing {} after {} minutes",
+                install.run.runner,
+                install.run.package,
+                INSTALL_TIMEOUT.as_secs() / 60
+            )),
+            started => {
+                if started == Some(true) {
+                    tracing::info!(
+                        runner = %install.run.runner,
+                        install_ms = install.since.elapsed().as_millis() as u64,
+                        "the runner started the server"
+                    );
+                    install
+                        .handed_over
+                        .send_replace(Some(tokio::time::Instant::now()));
+                }
+                self.transition(State::Starting { installing: None });
+                None
             }
         }
     }
@@ -434,6 +544,23 @@ impl BackendTask {
             Some(error.to_string()),
         );
         self.schedule_restart(uptime);
+    }
+}
+
+/// Completes at the next look at a package runner, while `state` says it is installing.
+async fn next_install_poll(install: &mut Option<Install>, state: &State) {
+    match install {
+        Some(install)
+            if matches!(
+                state,
+                State::Starting {
+                    installing: Some(_)
+                }
+            ) =>
+        {
+            install.poll.tick().await;
+        }
+        _ => std::future::pending().await,
     }
 }
 
