@@ -880,6 +880,7 @@ mod tests {
             reason,
             pinned: None,
             current: serde_json::json!({ "name": name }),
+            sha256: String::new(),
         }
     }
 

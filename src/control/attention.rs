@@ -298,6 +298,7 @@ mod tests {
             reason,
             pinned: None,
             current: json!({"name": name}),
+            sha256: String::new(),
         };
         let pins = PinReport {
             held: vec![

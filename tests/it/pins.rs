@@ -153,8 +153,23 @@ async fn a_changed_description_is_held_until_approved_and_editors_see_it_go_and_
         (404, true),
         "{answer}"
     );
+    // An approval of what the reviewer saw: a definition that changed since is refused.
     let (status, answer) = serve
-        .api_post_body("/api/pins/files/approve", r#"{"tools": ["echo"]}"#)
+        .api_post_body(
+            "/api/pins/files/approve",
+            r#"{"tools": ["echo"], "seen": {"echo": "a definition shown before"}}"#,
+        )
+        .await;
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed since it was shown")
+    );
+    let seen = serde_json::json!({"tools": ["echo"], "seen": {"echo": held[0]["sha256"]}});
+    let (status, answer) = serve
+        .api_post_body("/api/pins/files/approve", &seen.to_string())
         .await;
     assert_eq!(
         (status, &answer["approved"]),

@@ -2,6 +2,8 @@
 //! file cannot be read), with the definitions to compare, and their approval; `/api/attention`:
 //! the list of what needs a person.
 
+use std::collections::BTreeMap;
+
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
@@ -10,6 +12,7 @@ use serde::Deserialize;
 
 use super::{ApiError, ApiState, bad_path, json_ok};
 use crate::control::attention;
+use crate::hub::pins::ApproveError;
 
 /// `GET /api/pins`: what is held, and the pin files' problems.
 pub(super) async fn list(State(api): State<ApiState>) -> Response {
@@ -21,6 +24,8 @@ pub(super) async fn list(State(api): State<ApiState>) -> Response {
 struct ApproveRequest {
     /// The server's own names of the tools approved; every held tool of the server if absent.
     tools: Option<Vec<String>>,
+    /// Each tool's `sha256` as the reviewer saw it: a tool that changed since is refused.
+    seen: Option<BTreeMap<String, String>>,
 }
 
 /// `POST /api/pins/{server}/approve`, with `{"tools": [...]}` or nothing for all of them.
@@ -32,19 +37,26 @@ pub(super) async fn approve(
     let Path(server) = path.map_err(bad_path)?;
     let body = body.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
     let request = if body.iter().all(u8::is_ascii_whitespace) {
-        ApproveRequest { tools: None }
+        ApproveRequest {
+            tools: None,
+            seen: None,
+        }
     } else {
         serde_json::from_slice(&body).map_err(|error| {
             ApiError::BadRequest(format!(
-                "expected {{\"tools\": [\"NAME\", …]}} or no body: {error}"
+                "expected {{\"tools\": [\"NAME\", …], \"seen\": {{\"NAME\": \"SHA-256\"}}}} or no \
+                 body: {error}"
             ))
         })?
     };
     let approved = api
         .hub()
         .pins()
-        .approve(&server, request.tools.as_deref())
-        .map_err(ApiError::NotFound)?;
+        .approve(&server, request.tools.as_deref(), request.seen.as_ref())
+        .map_err(|error| match error {
+            ApproveError::NotHeld(message) => ApiError::NotFound(message),
+            ApproveError::ChangedSince(message) => ApiError::Conflict(message),
+        })?;
     Ok(json_ok(&serde_json::json!({ "approved": approved })))
 }
 
