@@ -169,6 +169,32 @@ export async function installClient(id) {
   return /** @type {InstallResult} */ (await request(`clients/${seg(id)}/install`, { method: "POST", body: "{}" }));
 }
 
+/** @returns {Promise<import('./types.js').EditorMoves>} what moving each editor found would do */
+export async function listMoves() {
+  return /** @type {import('./types.js').EditorMoves} */ (await request("clients/moves"));
+}
+
+/**
+ * Moves the editor's servers over; refused (409) if its file changed since the preview whose
+ * `fingerprint` is given. The config is then read again.
+ * @param {string} id an editor's id of `listMoves`
+ * @param {{fingerprint: string, keep_originals: boolean, only_duplicates: boolean}} choice
+ * @returns {Promise<import('./types.js').MoveResult>}
+ */
+export async function moveEditor(id, choice) {
+  return /** @type {import('./types.js').MoveResult} */ (await request(`clients/${seg(id)}/move`, { method: "POST", body: JSON.stringify(choice) }));
+}
+
+/**
+ * Undoes the editor's last move; refused (409) if its file changed since, unless `force`.
+ * @param {string} id
+ * @param {boolean} force
+ * @returns {Promise<import('./types.js').UndoResult>}
+ */
+export async function undoMove(id, force) {
+  return /** @type {import('./types.js').UndoResult} */ (await request(`clients/${seg(id)}/undo`, { method: "POST", body: JSON.stringify(force ? { force: true } : {}) }));
+}
+
 /** @returns {Promise<import('./types.js').ProfileBudget[]>} */
 export async function listProfiles() {
   return /** @type {import('./types.js').ProfileBudget[]} */ (await request("profiles"));
@@ -238,4 +264,37 @@ export function activityExportUrl(format, query) {
   const params = new URLSearchParams(query);
   params.set("format", format);
   return apiUrl(`activity/export?${params}`);
+}
+
+/** @returns {Promise<import('./types.js').PinReport>} */
+export async function getPins() {
+  return /** @type {import('./types.js').PinReport} */ (await request("pins"));
+}
+
+/**
+ * Pins held tools of `server` as they were shown, which offers them to editors again; refused
+ * (409) if one changed since.
+ * @param {string} server
+ * @param {string[] | null} tools the server's own names; null for every held tool of the server
+ * @param {Record<string, string>} seen each shown tool's `sha256`
+ * @returns {Promise<{approved: number}>}
+ */
+export async function approvePins(server, tools, seen) {
+  const body = JSON.stringify(tools === null ? { seen } : { tools, seen });
+  return /** @type {{approved: number}} */ (await request(`pins/${seg(server)}/approve`, { method: "POST", body }));
+}
+
+/** @returns {Promise<import('./types.js').Attention[]>} */
+export async function getAttention() {
+  return /** @type {import('./types.js').Attention[]} */ (await request("attention"));
+}
+
+/**
+ * POSTs `{}` to a path of the control API that an attention entry names (`/api/…`).
+ * @param {string} path
+ * @returns {Promise<unknown>}
+ */
+export async function postAction(path) {
+  if (!path.startsWith("/api/")) throw new ApiError("bad_path", `Not a control API path: ${path}`, 0);
+  return await request(path.slice("/api/".length), { method: "POST", body: "{}" });
 }

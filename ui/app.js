@@ -2,7 +2,7 @@
 // router, and the wiring from the event feed to the store.
 //
 // Routes: #/ (backends), #/backend/NAME[/overview|history|output|tools[/TOOL]], #/tools?q=,
-// #/profiles, #/secrets, #/activity?window=&server=&tool=&client=&outcome=, #/connect.
+// #/profiles, #/secrets, #/review, #/activity?window=&server=&tool=&client=&outcome=, #/connect.
 
 import { h, replace, setText, announce } from "./dom.js";
 import { Store } from "./store.js";
@@ -18,6 +18,8 @@ import { ProfilesView } from "./views/profiles.js";
 import { SecretsView } from "./views/secrets.js";
 import { ActivityView, parseFilters } from "./views/activity.js";
 import { renderBanner } from "./views/banner.js";
+import { ReviewView } from "./views/review.js";
+import { followAttention } from "./views/attention.js";
 
 /** @typedef {import('./views/backend.js').Tab} Tab */
 /** @typedef {import('./views/activity.js').ActivityFilters} ActivityFilters */
@@ -29,6 +31,7 @@ import { renderBanner } from "./views/banner.js";
  *   | {view: "connect"}
  *   | {view: "profiles"}
  *   | {view: "secrets"}
+ *   | {view: "review"}
  *   | {view: "activity", filters: ActivityFilters}
  *   | {view: "missing", hash: string}} Route
  */
@@ -59,6 +62,7 @@ export function parseRoute(hash) {
   if (parts[0] === "connect" && parts.length === 1) return { view: "connect" };
   if (parts[0] === "profiles" && parts.length === 1) return { view: "profiles" };
   if (parts[0] === "secrets" && parts.length === 1) return { view: "secrets" };
+  if (parts[0] === "review" && parts.length === 1) return { view: "review" };
   if (parts[0] === "activity" && parts.length === 1) return { view: "activity", filters: parseFilters(query) };
   return { view: "missing", hash };
 }
@@ -87,6 +91,7 @@ class App {
       config: (config) => this.store.setConfig(config),
       backends: () => void this.store.loadList(),
       activity: (record) => this.store.onActivity(record),
+      pins: (report) => this.store.onPins(report),
       state: (state) => this.store.setFeed(state),
       // The stream starts with every backend's status and the config; what it cannot carry
       // (history, output, backends added or removed meanwhile) is loaded again after a
@@ -134,6 +139,8 @@ class App {
     this.navigate(false);
     void this.store.loadList();
     void this.store.loadConfig();
+    followAttention(this.store);
+    void this.store.loadAttention();
     this.feed.start();
   }
 
@@ -202,6 +209,8 @@ class App {
         return new ProfilesView(this.viewRoot);
       case "secrets":
         return new SecretsView(this.viewRoot);
+      case "review":
+        return new ReviewView(this.store, this.viewRoot);
       case "activity":
         return new ActivityView(this.store, this.viewRoot, route.filters);
       case "missing":
@@ -223,6 +232,7 @@ class App {
       case "connect": return "Connect an editor";
       case "profiles": return "Profiles";
       case "secrets": return "Secrets";
+      case "review": return "Review";
       case "activity": return "Activity";
       case "missing": return "Not found";
     }

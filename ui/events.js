@@ -23,6 +23,8 @@ import { apiUrl } from "./api.js";
  * @property {(config: ConfigStatus) => void} config
  * @property {(event: BackendNamesEvent) => void} backends A reload added or removed backends.
  * @property {(record: ActivityRecord) => void} activity A request the activity log recorded.
+ * @property {(report: import('./types.js').PinReport) => void} pins What is held back from
+ *   editors; sent first and on every change.
  * @property {(state: FeedState) => void} state
  * @property {(first: boolean) => void} opened Called on every connection; after the first, what
  *   happened while the feed was down was missed.
@@ -77,6 +79,7 @@ export class EventFeed {
     this.listen(source, "config", (data) => this.handlers.config(/** @type {ConfigStatus} */ (data)));
     this.listen(source, "backends", (data) => this.handlers.backends(/** @type {BackendNamesEvent} */ (data)));
     this.listen(source, "activity", (data) => this.handlers.activity(/** @type {ActivityRecord} */ (data)));
+    this.listen(source, "pins", (data) => this.handlers.pins(/** @type {import('./types.js').PinReport} */ (data)));
   }
 
   scheduleRetry() {

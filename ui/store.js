@@ -10,6 +10,8 @@ import * as api from "./api.js";
 /** @typedef {import('./types.js').ConfigStatus} ConfigStatus */
 /** @typedef {import('./types.js').ActivityRecord} ActivityRecord */
 /** @typedef {import('./events.js').FeedState} FeedState */
+/** @typedef {import('./types.js').PinReport} PinReport */
+/** @typedef {import('./types.js').Attention} Attention */
 
 /**
  * What the dashboard can ask of one backend; one at a time per backend.
@@ -46,7 +48,9 @@ import * as api from "./api.js";
  *   | {kind: "config"}
  *   | {kind: "feed"}
  *   | {kind: "activity", record: ActivityRecord}
- *   | {kind: "action", name: string}} Change
+ *   | {kind: "action", name: string}
+ *   | {kind: "pins", previous: PinReport | null}
+ *   | {kind: "attention"}} Change
  */
 
 /**
@@ -61,6 +65,9 @@ import * as api from "./api.js";
 
 /** Lines of output kept per backend in the page. */
 export const OUTPUT_LIMIT = 2000;
+
+/** How long the "needs attention" list waits after an event before it is read again. */
+const ATTENTION_DELAY_MS = 300;
 
 export class Store {
   constructor() {
@@ -88,6 +95,12 @@ export class Store {
     this.watched = null;
     /** @type {TryItPrefill | null} */
     this.prefill = null;
+    /** @type {PinReport | null} what is held back, from the `pins` events */
+    this.pins = null;
+    /** @type {Attention[] | null} the "needs attention" list, read again after events */
+    this.attention = null;
+    /** @type {{timer: number | undefined, in_flight: boolean, again: boolean}} */
+    this.attentionLoad = { timer: undefined, in_flight: false, again: false };
     /** @type {Set<(change: Change) => void>} */
     this.listeners = new Set();
   }
@@ -209,6 +222,7 @@ export class Store {
 
   /** @param {BackendSummary} summary */
   onStatus(summary) {
+    this.refreshAttention();
     this.statusEvents.set(summary.name, (this.statusEvents.get(summary.name) ?? 0) + 1);
     const previous = this.summaries.get(summary.name)?.summary ?? null;
     const isNew = previous === null;
@@ -241,6 +255,7 @@ export class Store {
 
   /** @param {string} name */
   onCatalog(name) {
+    this.refreshAttention();
     if (this.details.has(name)) void this.loadDetail(name);
   }
 
@@ -249,6 +264,7 @@ export class Store {
     const reloaded = this.config !== null && this.config.loaded_at_ms !== config.loaded_at_ms;
     this.config = config;
     this.emit({ kind: "config" });
+    this.refreshAttention();
     // A reload may add or remove backends, and change the config a detail shows (a command, a
     // URL); the list and the details say what is now.
     if (reloaded) {
@@ -263,6 +279,7 @@ export class Store {
    * @param {ActivityRecord} record
    */
   onActivity(record) {
+    this.refreshAttention();
     this.emit({ kind: "activity", record });
   }
 
@@ -277,6 +294,53 @@ export class Store {
     void this.loadList();
     void this.loadConfig();
     for (const name of this.details.keys()) void this.loadDetail(name);
+    this.refreshAttention();
+  }
+
+  /**
+   * What is held back from editors changed (the `pins` event, first on every connection).
+   * @param {PinReport} report
+   */
+  onPins(report) {
+    const previous = this.pins;
+    this.pins = report;
+    this.emit({ kind: "pins", previous });
+    this.refreshAttention();
+  }
+
+  /**
+   * Reads the "needs attention" list again soon: it has no event of its own, and one burst of
+   * events is one read.
+   */
+  refreshAttention() {
+    const load = this.attentionLoad;
+    if (load.timer !== undefined) return;
+    load.timer = window.setTimeout(() => {
+      load.timer = undefined;
+      void this.loadAttention();
+    }, ATTENTION_DELAY_MS);
+  }
+
+  /** Reads the "needs attention" list; a read asked for while one is in flight follows it. */
+  async loadAttention() {
+    const load = this.attentionLoad;
+    if (load.in_flight) {
+      load.again = true;
+      return;
+    }
+    load.in_flight = true;
+    try {
+      this.attention = await api.getAttention();
+      this.emit({ kind: "attention" });
+    } catch (error) {
+      // The list is a summary of what other pages show; the next event reads it again.
+      console.warn("switchboard: cannot read what needs attention", error);
+    }
+    load.in_flight = false;
+    if (load.again) {
+      load.again = false;
+      this.refreshAttention();
+    }
   }
 
   /** @param {BackendSummary} summary */

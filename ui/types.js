@@ -284,6 +284,69 @@
  */
 
 /**
+ * What a move does to one entry of the editor's file (`MovedEntry` and `Fate` in
+ * src/editors/moving.rs): imported as `server`; a duplicate of what Switchboard runs as
+ * `server`; left where it is, for `reason`; or the entry that points the editor at Switchboard.
+ * `notes` say what the import left out or found wrong ("left out `timeout`").
+ * @typedef {{name: string, taken_out: boolean} & (
+ *   {kind: "moved", server: string, notes: string[]}
+ *   | {kind: "duplicate", server: string}
+ *   | {kind: "stays", reason: string}
+ *   | {kind: "switchboard"})} MovedEntry
+ */
+
+/**
+ * What moving an editor over does, or in a preview (`dry_run`) would do (`MoveReport`).
+ * @typedef {object} MoveReport
+ * @property {string} editor the editor's id
+ * @property {string} path the editor's file
+ * @property {string} config_path Switchboard's config
+ * @property {boolean} dry_run
+ * @property {boolean} only_duplicates
+ * @property {MovedEntry[]} entries
+ * @property {"added" | "updated" | "unchanged"} switchboard what becomes of the editor's entry for Switchboard
+ * @property {string} fingerprint of the editor's file as read; a move is refused if it changed since
+ * @property {string} editor_diff unified diff of the editor's file
+ * @property {string} config_diff unified diff of Switchboard's config
+ * @property {string | null} backup the editor's file as it was, after a move
+ * @property {string | null} record_problem why the move cannot be undone, if it cannot
+ */
+
+/**
+ * One editor found on this machine, as `GET /api/clients/moves` lists it (`EditorMove`).
+ * @typedef {object} EditorMove
+ * @property {string} id
+ * @property {string} title
+ * @property {MoveReport | null} preview null when its file cannot be read (`error`) or there is none
+ * @property {string | null} error
+ * @property {boolean} undo whether its last move can be undone
+ */
+
+/**
+ * `GET /api/clients/moves`. `first_run`: Switchboard runs no server of the person's own yet
+ * (only the built-in demo server, or none).
+ * @typedef {object} EditorMoves
+ * @property {boolean} first_run
+ * @property {EditorMove[]} editors
+ */
+
+/**
+ * `POST /api/clients/{id}/move`.
+ * @typedef {MoveReport & {message: string}} MoveResult
+ */
+
+/**
+ * `POST /api/clients/{id}/undo` (`UndoReport`).
+ * @typedef {object} UndoResult
+ * @property {string} editor
+ * @property {string} path
+ * @property {string} config_path
+ * @property {string[]} removed servers taken out of Switchboard's config
+ * @property {string[]} kept servers the move added that changed since, and so stay
+ * @property {string} message
+ */
+
+/**
  * The `output` event.
  * @typedef {object} OutputEvent
  * @property {string} backend
@@ -406,4 +469,45 @@ export {};
  * `GET /api/activity/stats`, sorted by server and name.
  * @typedef {object} ActivityStats
  * @property {ActivityToolStats[]} tools
+ */
+
+/**
+ * Why a tool is held back from editors (`HeldReason` in src/hub/pins.rs): its definition changed
+ * since it was approved, it is new and `approve_new_tools` is on, or its server's pin file cannot
+ * be read.
+ * @typedef {"changed" | "new" | "unreadable"} HeldReason
+ */
+
+/**
+ * A tool held back until someone approves it (`Held`). `pinned` and `current` are the pinned
+ * parts of its definition (name, title, description, inputSchema, outputSchema, annotations),
+ * keys sorted.
+ * @typedef {object} HeldTool
+ * @property {string} server
+ * @property {string} name the server's own name of the tool
+ * @property {HeldReason} reason
+ * @property {Record<string, unknown> | null} pinned the definition approved before, for a changed tool
+ * @property {Record<string, unknown>} current the definition the server offers now
+ * @property {string} sha256 of `current`: an approval names it, so that only what was shown is approved
+ */
+
+/**
+ * `GET /api/pins` and the `pins` event (`PinReport`).
+ * @typedef {object} PinReport
+ * @property {HeldTool[]} held
+ * @property {Record<string, string>} problems per server: why its pin file cannot be read or written
+ */
+
+/**
+ * @typedef {"crash_loop" | "needs_sign_in" | "held_tools" | "pin_store" | "config" | "profile" | "activity"} AttentionKind
+ */
+
+/**
+ * One thing that needs a person (`Attention` in src/control/attention.rs), with what resolves it:
+ * a `POST` of `{}` to a control API path when one request does, and the dashboard page showing it.
+ * @typedef {object} Attention
+ * @property {AttentionKind} kind
+ * @property {string | null} subject the server or profile it concerns
+ * @property {string} message
+ * @property {{label: string, post: string | null, page: string}} action
  */

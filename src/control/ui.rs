@@ -48,18 +48,22 @@ const EMBEDDED: &[(&str, &[u8])] = embed![
     "store.js",
     "types.js",
     "views/activity.js",
+    "views/attention.js",
     "views/backend.js",
     "views/backends.js",
     "views/banner.js",
     "views/common.js",
     "views/connect.js",
     "views/history.js",
+    "views/moving.js",
     "views/output.js",
     "views/profiles.js",
+    "views/review.js",
     "views/schema.js",
     "views/secrets.js",
     "views/tools.js",
     "views/tryit.js",
+    "views/welcome.js",
 ];
 
 /// The dashboard's files: embedded, or from `dir` (read on every request) when given.

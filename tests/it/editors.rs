@@ -1242,3 +1242,46 @@ fn a_backup_that_cannot_be_written_stops_the_move_before_anything_is_written() {
     assert_eq!(read(&config_path), "# mine\n", "our config is untouched");
     assert_eq!(names_in(&home.home().join("locked")), ["claude.json"]);
 }
+
+/// The dashboard's "Move over" in a real browser (`tests/ui/move.test.mjs`, playwright-core
+/// driving Debian's Chromium): the first-run panel lists Claude Desktop's servers and moves them
+/// over, the Connect page shows the move and undoes it byte for byte, a file changed after the
+/// preview is refused and moved once shown again, an undo over a changed file asks first, and a
+/// file that is not JSON is shown with its error.
+#[test]
+fn the_dashboard_moves_an_editor_over_and_undoes_it_in_a_real_browser() {
+    const CHROMIUM: &str = "/usr/bin/chromium";
+    crate::support::node_module("playwright-core/package.json");
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
+    );
+    let options = crate::support::ServeOptions::new(&format!(
+        "[servers.demo]\ncommand = {:?}\nargs = [\"demo-server\"]\n",
+        exe()
+    ));
+    let home = options.dir().join("home");
+    let file = home.join(".config/Claude/claude_desktop_config.json");
+    std::fs::create_dir_all(file.parent().expect("a folder")).expect("mkdir");
+    std::fs::copy(fixture("claude_desktop_config.json"), &file).expect("copy the sample");
+    let serve = options
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("APPDATA", home.join("AppData/Roaming"))
+        .env_remove("SWITCHBOARD_LOG")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .ready(&["demo"])
+        .start();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut node = Command::new("node");
+    node.arg("--test")
+        .arg("tests/ui/move.test.mjs")
+        .current_dir(&root)
+        .env("SWITCHBOARD_URL", serve.dashboard_link())
+        .env("SWITCHBOARD_SCREENSHOTS", root.join("artifacts/ui"))
+        .env("SWITCHBOARD_EDITOR_FILE", &file)
+        .env("SWITCHBOARD_FIXTURE", fixture("claude_desktop_config.json"))
+        .env("SWITCHBOARD_CONFIG", serve.config_path())
+        .env("CHROMIUM", CHROMIUM);
+    crate::support::run_node_suite(node, std::time::Duration::from_secs(300), &|| serve.log());
+}

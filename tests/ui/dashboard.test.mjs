@@ -414,13 +414,14 @@ test("the live feed reconnects with backoff and shows it meanwhile", async () =>
 test("every control is reachable from the keyboard and focus is visible", async () => {
   await open("#/");
   await waitForState("demo", "ready");
-  // Tab from the top of a fresh page: the skip link first, then the navigation, then the table.
+  // Tab from the top of a fresh page: the skip link first, then the navigation, the config banner
+  // and what needs attention, then the table.
   await page.reload();
   await waitForState("demo", "ready");
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement?.id), "skip-link");
   const seen = [];
-  for (let i = 0; i < 14; i += 1) {
+  for (let i = 0; i < 20; i += 1) {
     await page.keyboard.press("Tab");
     seen.push(await page.evaluate(() => {
       const element = document.activeElement;

@@ -4,7 +4,9 @@
 
 import { h, replace, setText } from "../dom.js";
 import { plural, commandLine } from "../format.js";
+import { AttentionPanel } from "./attention.js";
 import { stateBadge, stateNote, lastExitNote, actionButtons, signInButton, signInOpenedNote, everySecond, loading, empty, failure, toast, uptimeText } from "./common.js";
+import { WelcomePanel } from "./welcome.js";
 
 /** @typedef {import('../store.js').Store} Store */
 /** @typedef {import('../store.js').Change} Change */
@@ -32,7 +34,12 @@ export class BackendsView {
     this.body = h("div", { class: "page-body" });
     /** @type {HTMLTableSectionElement | null} */
     this.tbody = null;
-    replace(root, h("header", { class: "page-head" }, h("div", {}, this.heading, this.counts)), this.body);
+    // On a first run, bringing the editors' servers over comes first.
+    const welcome = h("div", { class: "welcome-slot" });
+    // What needs a person comes before anything else.
+    this.attention = new AttentionPanel(store);
+    replace(root, h("header", { class: "page-head" }, h("div", {}, this.heading, this.counts)), this.attention.element, welcome, this.body);
+    this.welcome = new WelcomePanel(welcome);
     this.unsubscribe = store.subscribe((change) => this.onChange(change));
     this.stopTicking = everySecond(() => {
       for (const row of this.rows.values()) row.tick();
@@ -197,5 +204,7 @@ export class BackendsView {
   destroy() {
     this.unsubscribe();
     this.stopTicking();
+    this.welcome.destroy();
+    this.attention.destroy();
   }
 }

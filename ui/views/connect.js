@@ -1,10 +1,12 @@
-// #/connect — how to point each editor at Switchboard: the snippet to paste, or a button that
-// writes it into the editor's config.
+// #/connect — moving each editor's own servers over to Switchboard (moving.js: what a move does
+// to each entry, the diffs, the move and its undo), then how to point each editor at Switchboard:
+// the snippet to paste, or a button that writes it into the editor's config.
 
 import { h, replace, copyButton, icon } from "../dom.js";
 import * as api from "../api.js";
 import { asApiError } from "../store.js";
 import { loading, empty, failure, toast } from "./common.js";
+import { MoveCards } from "./moving.js";
 
 /** @typedef {import('../types.js').ClientSnippet} ClientSnippet */
 
@@ -14,10 +16,18 @@ export class ConnectView {
     this.root = root;
     this.heading = h("h1", { text: "Connect an editor", attrs: { tabindex: "-1" } });
     this.body = h("div", { class: "page-body" });
+    const movesRoot = h("div", { class: "move-root" });
     replace(root,
       h("header", { class: "page-head" }, h("div", {}, this.heading,
-        h("p", { class: "page-sub", text: "Every editor shares the same running servers. Paste one of these into the editor's config, then restart the editor or reload its MCP servers." }))),
-      this.body);
+        h("p", { class: "page-sub", text: "Every editor shares the same running servers. Move an editor's own servers over, or paste a snippet into the editor's config, then restart the editor or reload its MCP servers." }))),
+      h("section", { class: "connect-section", attrs: { "aria-labelledby": "moves-title" } },
+        h("h2", { class: "connect-section-title", attrs: { id: "moves-title" }, text: "Move your servers over" }),
+        h("p", { class: "connect-section-sub muted", text: "Servers an editor runs on its own become Switchboard's: they leave the editor's file, and the editor gets one entry for Switchboard instead. The file is backed up first; Undo puts it back." }),
+        movesRoot),
+      h("section", { class: "connect-section", attrs: { "aria-labelledby": "snippets-title" } },
+        h("h2", { class: "connect-section-title", attrs: { id: "snippets-title" }, text: "Point an editor at Switchboard" }),
+        this.body));
+    this.moves = new MoveCards(movesRoot);
     void this.load();
   }
 
@@ -38,7 +48,9 @@ export class ConnectView {
     replace(this.body, h("div", { class: "client-grid" }, clients.map((client) => clientCard(client))));
   }
 
-  destroy() {}
+  destroy() {
+    this.moves.destroy();
+  }
 }
 
 /**
