@@ -89,6 +89,10 @@ enum Command {
         /// Leave the moved entries in the editor's file.
         #[arg(long, conflicts_with = "undo")]
         keep_originals: bool,
+        /// Move only if the editor's file is still the one a dry run showed (the fingerprint it
+        /// printed).
+        #[arg(long, conflicts_with_all = ["undo", "dry_run"])]
+        expect: Option<String>,
         /// Keep secrets written out in the editor's config in the OS keychain instead.
         #[arg(long, conflicts_with = "undo")]
         move_secrets: bool,
@@ -168,6 +172,7 @@ fn main() -> ExitCode {
             from,
             dry_run,
             keep_originals,
+            expect,
             move_secrets,
             profile,
             undo,
@@ -182,6 +187,7 @@ fn main() -> ExitCode {
                     from,
                     dry_run,
                     keep_originals,
+                    expect,
                     move_secrets,
                     profile,
                     config,
@@ -504,6 +510,7 @@ struct MoveOptions {
     from: Option<PathBuf>,
     dry_run: bool,
     keep_originals: bool,
+    expect: Option<String>,
     move_secrets: bool,
     profile: Option<String>,
     config: PathBuf,
@@ -526,7 +533,7 @@ fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
         move_secrets: options.move_secrets,
         only_duplicates: false,
         records: &switchboard::dirs::data_dir().join("moves"),
-        expect: None,
+        expect: options.expect.as_deref(),
     })?;
     eprint!("{report}");
     Ok(ExitCode::SUCCESS)

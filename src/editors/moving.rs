@@ -550,6 +550,14 @@ impl fmt::Display for MoveReport {
             }
             if self.editor_diff.is_empty() && self.config_diff.is_empty() {
                 writeln!(f, "Nothing to change.")?;
+            } else {
+                writeln!(
+                    f,
+                    "To make exactly this change (refused if {title}'s file changes meanwhile): \
+                     switchboard move {} --expect {}",
+                    self.editor.cli_name(),
+                    self.fingerprint
+                )?;
             }
             return Ok(());
         }

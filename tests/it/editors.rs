@@ -1285,3 +1285,62 @@ fn the_dashboard_moves_an_editor_over_and_undoes_it_in_a_real_browser() {
         .env("CHROMIUM", CHROMIUM);
     crate::support::run_node_suite(node, std::time::Duration::from_secs(300), &|| serve.log());
 }
+
+#[test]
+fn a_move_of_what_a_dry_run_showed_is_refused_once_the_file_changed() {
+    let home = Home::new();
+    let config_path = home.path("config.toml");
+    std::fs::write(&config_path, "# mine\n").expect("write");
+    let (path, original) = home.place("cursor-mcp.json", "editor/mcp.json");
+    let data = home.path("data");
+    let env = [("SWITCHBOARD_DATA_DIR", arg(&data))];
+    let cfg = arg(&config_path);
+    let preview = home.succeed(
+        &[
+            "move",
+            "cursor",
+            "--from",
+            arg(&path),
+            "--config",
+            cfg,
+            "--dry-run",
+        ],
+        &env,
+    );
+    let expect = preview
+        .lines()
+        .find_map(|line| {
+            line.split_once(" --expect ")
+                .map(|(_, fingerprint)| fingerprint)
+        })
+        .unwrap_or_else(|| panic!("the dry run prints its fingerprint: {preview}"))
+        .to_owned();
+    let edited = String::from_utf8_lossy(&original).replace("memory.json", "memory2.json");
+    std::fs::write(&path, &edited).expect("write");
+    let args = [
+        "move",
+        "cursor",
+        "--from",
+        arg(&path),
+        "--config",
+        cfg,
+        "--expect",
+        &expect,
+    ];
+    let refused = home.fail(&args, &env);
+    assert!(refused.contains("changed since the preview"), "{refused}");
+    assert_eq!(read(&path), edited, "nothing written");
+    assert_eq!(read(&config_path), "# mine\n");
+    assert_eq!(
+        names_in(&home.home().join("editor")),
+        ["mcp.json"],
+        "no backup"
+    );
+
+    std::fs::write(&path, &original).expect("write");
+    let moved = home.succeed(&args, &env);
+    assert!(
+        moved.contains("  memory: moved, taken out of the editor's file"),
+        "{moved}"
+    );
+}
