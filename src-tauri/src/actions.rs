@@ -67,6 +67,12 @@ async fn perform(app: &AppHandle, id: &MenuId) -> anyhow::Result<()> {
             }
         }
         MenuId::OpenDashboard => show_window(app)?,
+        MenuId::ReviewAttention => {
+            show_window(app)?;
+            if let Some(window) = app.get_webview_window(WINDOW) {
+                window.eval("location.hash = '#/'")?;
+            }
+        }
         MenuId::CopyEndpoint => app.clipboard().write_text(shell.mcp_url.clone())?,
         MenuId::ReloadConfig => {
             if let Some(core) = shell.core.read().await.as_ref() {

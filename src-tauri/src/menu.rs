@@ -34,8 +34,13 @@ pub enum Action {
 /// and [`MenuId::from_str`] are the only place that knows how they are spelled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MenuId {
-    Backend { name: String, action: Action },
+    Backend {
+        name: String,
+        action: Action,
+    },
     OpenDashboard,
+    /// The dashboard at its home page, where the "Needs attention" panel is.
+    ReviewAttention,
     CopyEndpoint,
     ReloadConfig,
     StartAtLogin,
@@ -87,7 +92,7 @@ pub fn menu_model(
     let summary = attention::summary(needs).unwrap_or_else(|| summary(statuses));
     let mut entries = vec![Entry::Text(shorten(&summary))];
     if !needs.is_empty() {
-        entries.push(item(MenuId::OpenDashboard, "Review on the dashboard…"));
+        entries.push(item(MenuId::ReviewAttention, "Review on the dashboard…"));
     }
     let config_problem = if config.missing {
         Some("Config file is gone; the last config runs")
@@ -387,6 +392,7 @@ impl fmt::Display for MenuId {
                 write!(f, "{BACKEND_PREFIX}{}:{name}", action.as_str())
             }
             MenuId::OpenDashboard => f.write_str("open-dashboard"),
+            MenuId::ReviewAttention => f.write_str("review-attention"),
             MenuId::CopyEndpoint => f.write_str("copy-endpoint"),
             MenuId::ReloadConfig => f.write_str("reload-config"),
             MenuId::StartAtLogin => f.write_str("start-at-login"),
@@ -416,6 +422,7 @@ impl FromStr for MenuId {
         }
         match id {
             "open-dashboard" => Ok(MenuId::OpenDashboard),
+            "review-attention" => Ok(MenuId::ReviewAttention),
             "copy-endpoint" => Ok(MenuId::CopyEndpoint),
             "reload-config" => Ok(MenuId::ReloadConfig),
             "start-at-login" => Ok(MenuId::StartAtLogin),
@@ -498,6 +505,7 @@ mod tests {
         ];
         let mut ids: Vec<MenuId> = vec![
             MenuId::OpenDashboard,
+            MenuId::ReviewAttention,
             MenuId::CopyEndpoint,
             MenuId::ReloadConfig,
             MenuId::StartAtLogin,
@@ -535,6 +543,7 @@ mod tests {
     fn every_id_is_spelled_differently() {
         let ids: Vec<String> = [
             MenuId::OpenDashboard,
+            MenuId::ReviewAttention,
             MenuId::CopyEndpoint,
             MenuId::ReloadConfig,
             MenuId::StartAtLogin,
@@ -869,7 +878,7 @@ mod tests {
         assert!(texts(&model.entries)[0].starts_with("Needs attention: 1 tool(s) of git"));
         assert!(matches!(
             &model.entries[1],
-            Entry::Item { id: MenuId::OpenDashboard, label, .. } if label == "Review on the dashboard…"
+            Entry::Item { id: MenuId::ReviewAttention, label, .. } if label == "Review on the dashboard…"
         ));
     }
 

@@ -39,8 +39,11 @@ fn the_tray_controls_backends_and_quit_leaves_no_process() {
 
     // The tray menu appears on D-Bus and follows the backends' states.
     let tray = desktop.wait_for_tray();
+    // What needs a person is the first line, with a way to the dashboard.
     let root = tray.wait_for_layout("the crash loop and two ready backends", |root| {
-        root.label_starting("2 ready, 1 crash loop").is_some()
+        root.label_starting("Needs attention: flaky keeps crashing")
+            .is_some()
+            && root.label("Review on the dashboard…").is_some()
             && root.label_starting("demo: ready").is_some()
             && root.label_starting("tree: ready").is_some()
             && root.label_starting("flaky: crash loop").is_some()
