@@ -1250,12 +1250,6 @@ fn a_backup_that_cannot_be_written_stops_the_move_before_anything_is_written() {
 /// file that is not JSON is shown with its error.
 #[test]
 fn the_dashboard_moves_an_editor_over_and_undoes_it_in_a_real_browser() {
-    const CHROMIUM: &str = "/usr/bin/chromium";
-    crate::support::node_module("playwright-core/package.json");
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
-    );
     let options = crate::support::ServeOptions::new(&format!(
         "[servers.demo]\ncommand = {:?}\nargs = [\"demo-server\"]\n",
         exe()
@@ -1272,18 +1266,11 @@ fn the_dashboard_moves_an_editor_over_and_undoes_it_in_a_real_browser() {
         .env_remove("SWITCHBOARD_TOKEN")
         .ready(&["demo"])
         .start();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut node = Command::new("node");
-    node.arg("--test")
-        .arg("tests/ui/move.test.mjs")
-        .current_dir(&root)
-        .env("SWITCHBOARD_URL", serve.dashboard_link())
-        .env("SWITCHBOARD_SCREENSHOTS", root.join("artifacts/ui"))
-        .env("SWITCHBOARD_EDITOR_FILE", &file)
+    let mut node = crate::ui::browser_suite("move.test.mjs", &serve);
+    node.env("SWITCHBOARD_EDITOR_FILE", &file)
         .env("SWITCHBOARD_FIXTURE", fixture("claude_desktop_config.json"))
-        .env("SWITCHBOARD_CONFIG", serve.config_path())
-        .env("CHROMIUM", CHROMIUM);
-    crate::support::run_node_suite(node, std::time::Duration::from_secs(300), &|| serve.log());
+        .env("SWITCHBOARD_CONFIG", serve.config_path());
+    crate::support::run_node_suite(node, crate::ui::NODE_LIMIT, &|| serve.log());
 }
 
 #[test]

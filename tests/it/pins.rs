@@ -314,12 +314,6 @@ async fn new_tools_wait_for_approval_and_a_broken_pin_file_holds_only_its_server
 /// on restart is shown, compared and approved there, and editors are offered the tool again.
 #[test]
 fn the_review_page_approves_a_changed_tool_in_a_real_browser() {
-    const CHROMIUM: &str = "/usr/bin/chromium";
-    node_module("playwright-core/package.json");
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
-    );
     let dir = tempfile::tempdir().expect("temp dir");
     let description = dir.path().join("echo.txt");
     std::fs::write(&description, "Echo the text back").unwrap();
@@ -328,18 +322,11 @@ fn the_review_page_approves_a_changed_tool_in_a_real_browser() {
         .env_remove("SWITCHBOARD_LOG")
         .env_remove("SWITCHBOARD_TOKEN")
         .start();
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut node = std::process::Command::new("node");
-    node.arg("--test")
-        .arg("tests/ui/review.test.mjs")
-        .current_dir(&root)
-        .env("SWITCHBOARD_URL", serve.dashboard_link())
-        .env("SWITCHBOARD_MCP_URL", serve.url())
+    let mut node = crate::ui::browser_suite("review.test.mjs", &serve);
+    node.env("SWITCHBOARD_MCP_URL", serve.url())
         .env("SWITCHBOARD_DESCRIPTION_FILE", &description)
-        .env("SWITCHBOARD_CONFIG", serve.config_path())
-        .env("SWITCHBOARD_SCREENSHOTS", root.join("artifacts/ui"))
-        .env("CHROMIUM", CHROMIUM);
-    run_node_suite(node, std::time::Duration::from_secs(300), &|| serve.log());
+        .env("SWITCHBOARD_CONFIG", serve.config_path());
+    run_node_suite(node, crate::ui::NODE_LIMIT, &|| serve.log());
 
     // What the page approved is what the pin file now holds.
     let pins: Value =

@@ -16,40 +16,40 @@ use crate::sign_in::{Protected, protected};
 use crate::support::*;
 
 /// How long the whole node run may take; it needs well under a minute.
-const NODE_LIMIT: Duration = Duration::from_secs(300);
+pub(crate) const NODE_LIMIT: Duration = Duration::from_secs(300);
 
 /// The browser the suites drive.
 const CHROMIUM: &str = "/usr/bin/chromium";
 
-#[test]
-fn the_dashboard_works_in_a_real_browser() {
+/// `node --test tests/ui/SUITE` against `serve`'s dashboard in Chromium, with what every suite
+/// is given (the dashboard's link, the browser, where screenshots go); the test adds its own.
+pub(crate) fn browser_suite(suite: &str, serve: &ServeProcess) -> Command {
     node_module("playwright-core/package.json");
     assert!(
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
     );
-    let serve = start_serve();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let screenshots = root.join("artifacts/ui");
-
     let mut node = Command::new("node");
     node.arg("--test")
-        .arg("tests/ui/dashboard.test.mjs")
+        .arg(Path::new("tests/ui").join(suite))
         .current_dir(&root)
         .env("SWITCHBOARD_URL", serve.dashboard_link())
-        .env("SWITCHBOARD_SCREENSHOTS", &screenshots)
-        .env("SWITCHBOARD_TEST_HOME", serve.dir().join("home"))
+        .env("SWITCHBOARD_SCREENSHOTS", root.join("artifacts/ui"))
         .env("CHROMIUM", CHROMIUM);
+    node
+}
+
+#[test]
+fn the_dashboard_works_in_a_real_browser() {
+    let serve = start_serve();
+    let mut node = browser_suite("dashboard.test.mjs", &serve);
+    node.env("SWITCHBOARD_TEST_HOME", serve.dir().join("home"));
     run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }
 
 #[test]
 fn the_profiles_page_switches_tools_in_a_real_browser() {
-    node_module("playwright-core/package.json");
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
-    );
     let config = format!(
         "[servers.demo]\ncommand = {demo:?}\nargs = [\"demo-server\"]\n\n\
          [servers.everything]\ncommand = {everything:?}\nargs = [\"stdio\"]\n\n\
@@ -62,25 +62,13 @@ fn the_profiles_page_switches_tools_in_a_real_browser() {
         .env_remove("SWITCHBOARD_LOG")
         .env_remove("SWITCHBOARD_TOKEN")
         .start();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut node = Command::new("node");
-    node.arg("--test")
-        .arg("tests/ui/profiles.test.mjs")
-        .current_dir(&root)
-        .env("SWITCHBOARD_URL", serve.dashboard_link())
-        .env("SWITCHBOARD_SCREENSHOTS", root.join("artifacts/ui"))
-        .env("SWITCHBOARD_CONFIG", serve.config_path())
-        .env("CHROMIUM", CHROMIUM);
+    let mut node = browser_suite("profiles.test.mjs", &serve);
+    node.env("SWITCHBOARD_CONFIG", serve.config_path());
     run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }
 
 #[test]
 fn remote_servers_and_secrets_work_in_a_real_browser() {
-    node_module("playwright-core/package.json");
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
-    );
     let service = keychain_service();
     let Protected { oidc, remote, .. } = protected("3600");
     let remote_url = remote.field("url");
@@ -99,26 +87,14 @@ fn remote_servers_and_secrets_work_in_a_real_browser() {
         .env_remove("SWITCHBOARD_LOG")
         .env_remove("SWITCHBOARD_TOKEN")
         .start();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut node = Command::new("node");
-    node.arg("--test")
-        .arg("tests/ui/remote.test.mjs")
-        .current_dir(&root)
-        .env("SWITCHBOARD_URL", serve.dashboard_link())
-        .env("SWITCHBOARD_SCREENSHOTS", root.join("artifacts/ui"))
-        .env("SWITCHBOARD_REMOTE_URL", &remote_url)
-        .env("SWITCHBOARD_ISSUER", oidc.field("issuer"))
-        .env("CHROMIUM", CHROMIUM);
+    let mut node = browser_suite("remote.test.mjs", &serve);
+    node.env("SWITCHBOARD_REMOTE_URL", &remote_url)
+        .env("SWITCHBOARD_ISSUER", oidc.field("issuer"));
     run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }
 
 #[test]
 fn the_activity_page_works_in_a_real_browser() {
-    node_module("playwright-core/package.json");
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: apt-get install chromium (scripts/test does)"
-    );
     let config = format!(
         "[servers.demo]\ncommand = {demo:?}\nargs = [\"demo-server\"]\n\n\
          [activity]\npayloads = true\n",
@@ -150,17 +126,10 @@ fn the_activity_page_works_in_a_real_browser() {
         .env_remove("SWITCHBOARD_TOKEN")
         .start();
 
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut node = Command::new("node");
-    node.arg("--test")
-        .arg("tests/ui/activity.test.mjs")
-        .current_dir(&root)
-        .env("SWITCHBOARD_URL", serve.dashboard_link())
-        .env("SWITCHBOARD_MCP_URL", serve.url())
+    let mut node = browser_suite("activity.test.mjs", &serve);
+    node.env("SWITCHBOARD_MCP_URL", serve.url())
         .env("SWITCHBOARD_OFF_URL", off.dashboard_link())
-        .env("SWITCHBOARD_OFF_MCP_URL", off.url())
-        .env("SWITCHBOARD_SCREENSHOTS", root.join("artifacts/ui"))
-        .env("CHROMIUM", CHROMIUM);
+        .env("SWITCHBOARD_OFF_MCP_URL", off.url());
     run_node_suite(node, NODE_LIMIT, &|| {
         format!("{}\n--- the other serve ---\n{}", serve.log(), off.log())
     });
