@@ -246,7 +246,7 @@ fn load_config(path: &Path, exe: &Path) -> anyhow::Result<(PathBuf, Config)> {
 /// fails early and leaves the first one alone.
 struct Listeners {
     socket_path: PathBuf,
-    socket: tokio::net::UnixListener,
+    socket: crate::platform::ipc::Listener,
     tcp: tokio::net::TcpListener,
     /// Where the TCP listener is bound (its port, when 0 was asked for).
     address: SocketAddr,

@@ -2,10 +2,11 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use directories::ProjectDirs;
+
+pub use crate::platform::files::{create_private_dir, create_private_file};
 
 /// Environment variable that overrides the config file location.
 pub const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
@@ -17,7 +18,9 @@ fn project_dirs() -> Option<ProjectDirs> {
     ProjectDirs::from("", "", "switchboard")
 }
 
-/// The default config file: `~/.config/switchboard/config.toml` on Linux.
+/// The default config file: `~/.config/switchboard/config.toml` on Linux,
+/// `~/Library/Application Support/switchboard/config.toml` on macOS,
+/// `%APPDATA%\switchboard\config\config.toml` on Windows.
 pub fn default_config_path() -> PathBuf {
     if let Some(path) = std::env::var_os(CONFIG_ENV) {
         return PathBuf::from(path);
@@ -28,7 +31,8 @@ pub fn default_config_path() -> PathBuf {
     }
 }
 
-/// The runtime directory: `$XDG_RUNTIME_DIR/switchboard`, else a per-user folder in the data dir.
+/// The runtime directory: `$XDG_RUNTIME_DIR/switchboard` on Linux, else (and on macOS and
+/// Windows) `run` in the data directory.
 pub fn runtime_dir() -> PathBuf {
     if let Some(path) = std::env::var_os(RUNTIME_DIR_ENV) {
         return PathBuf::from(path);
@@ -38,41 +42,32 @@ pub fn runtime_dir() -> PathBuf {
             Some(runtime) => runtime.to_path_buf(),
             None => dirs.data_local_dir().join("run"),
         },
-        None => std::env::temp_dir().join(format!("switchboard-{}", nix::unistd::getuid())),
+        None => std::env::temp_dir().join(format!("switchboard-{}", user_name())),
     }
 }
 
 /// Environment variable that overrides the data directory (token, cached catalogs).
 pub const DATA_DIR_ENV: &str = "SWITCHBOARD_DATA_DIR";
 
-/// The data directory: `~/.local/share/switchboard` on Linux.
+/// The data directory: `~/.local/share/switchboard` on Linux,
+/// `~/Library/Application Support/switchboard` on macOS, `%LOCALAPPDATA%\switchboard\data` on
+/// Windows.
 pub fn data_dir() -> PathBuf {
     if let Some(path) = std::env::var_os(DATA_DIR_ENV) {
         return PathBuf::from(path);
     }
     match project_dirs() {
         Some(dirs) => dirs.data_local_dir().to_path_buf(),
-        None => std::env::temp_dir().join(format!("switchboard-data-{}", nix::unistd::getuid())),
+        None => std::env::temp_dir().join(format!("switchboard-data-{}", user_name())),
     }
 }
 
-/// Makes `dir` and its missing parents, each for its owner only (0700); one that exists is left
-/// as it is.
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-/// Opens `path` for writing from its start, created for its owner only (0600) if it is new.
-pub fn create_private_file(path: &Path) -> io::Result<File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
+/// The user's name, for the folders of a user without a home directory.
+fn user_name() -> String {
+    ["USER", "USERNAME"]
+        .into_iter()
+        .find_map(|name| std::env::var(name).ok().filter(|value| !value.is_empty()))
+        .unwrap_or_else(|| "user".to_owned())
 }
 
 /// Writes a file readable by its owner only, atomically; missing directories are made for the
@@ -83,8 +78,8 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
         create_private_dir(parent)?;
     }
     let temporary = path.with_extension("tmp");
-    let mut file = create_private_file(&temporary)?;
+    let mut file: File = create_private_file(&temporary)?;
     file.write_all(bytes)?;
     file.sync_all()?;
-    std::fs::rename(&temporary, path)
+    crate::platform::files::replace(&temporary, path)
 }

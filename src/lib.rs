@@ -2,13 +2,13 @@
 //!
 //! The folders follow the data flow, from the bottom up: `wire` (JSON-RPC and framing),
 //! `supervisor` (one task per backend), `hub` (one MCP server made of every backend),
-//! `transport` (how editors reach the hub), `control` (the dashboard's API and live reload).
+//! `transport` (how editors reach the hub), `control` (the dashboard's API and live reload);
+//! `platform` holds what differs between Linux, macOS and Windows.
 //! See `ARCHITECTURE.md` for the codemap and the invariants.
 
 pub mod activity;
 pub mod app;
 pub mod auth;
-pub mod background;
 pub mod config;
 pub mod control;
 pub mod demo;
@@ -16,8 +16,8 @@ pub mod dirs;
 pub mod editors;
 pub(crate) mod guard;
 pub mod hub;
+pub mod platform;
 pub mod secrets;
 pub mod supervisor;
-pub mod terminal;
 pub mod transport;
 pub mod wire;

@@ -23,7 +23,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the engine in the foreground until SIGTERM or Ctrl-C.
+    /// Run the engine in the foreground until SIGTERM or Ctrl-C (on Windows: Ctrl-C, a closed
+    /// console, a logoff or a shutdown).
     Serve {
         /// Config file (TOML, or a Claude Desktop style JSON file).
         #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
@@ -239,13 +240,10 @@ async fn serve(
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = interrupt.recv() => {}
-    }
+    let request = switchboard::platform::shutdown::requested()
+        .await
+        .context("cannot listen for the system's requests to stop")?;
+    tracing::info!(request, "stopping");
     Ok(())
 }
 
@@ -298,7 +296,7 @@ fn secret(action: SecretAction) -> anyhow::Result<ExitCode> {
             if !switchboard::secrets::is_valid_name(&name) {
                 return Err(switchboard::secrets::SecretError::BadName(name).into());
             }
-            let value = switchboard::terminal::read_secret(&format!("Value of {name}: "))
+            let value = switchboard::platform::terminal::read_secret(&format!("Value of {name}: "))
                 .context("cannot read the value from standard input")?;
             if value.is_empty() {
                 anyhow::bail!("the value is empty; nothing was stored");
@@ -385,6 +383,17 @@ fn print_duplicates(path: &Path) {
         return;
     };
     for editor in Editor::ALL.into_iter().filter(|editor| editor.detected()) {
+        if let Ok(location) = editor.location()
+            && location.guarded
+        {
+            eprintln!(
+                "{}: not read: macOS asks you before Switchboard reads another app's files; see \
+                 what it holds with `switchboard move {} --dry-run`",
+                location.path.display(),
+                editor.cli_name()
+            );
+            continue;
+        }
         let preview = editors::move_editor(editors::MoveRequest {
             editor,
             from: None,
@@ -492,6 +501,9 @@ fn import(
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(switchboard::dirs::default_config_path);
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
+    if from.is_none() {
+        say_where(editor);
+    }
     let report = editors::import(editors::ImportRequest {
         editor,
         from: from.as_deref(),
@@ -517,6 +529,9 @@ struct MoveOptions {
 }
 
 fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
+    if options.from.is_none() {
+        say_where(options.editor);
+    }
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
     let mut destination = editors::Destination::for_config_file(&options.config, exe.clone())?;
     if let Some(profile) = &options.profile {
@@ -563,6 +578,9 @@ fn install(
     if let Some(profile) = &profile {
         destination = destination.for_profile(profile)?;
     }
+    if to.is_none() {
+        say_where(editor);
+    }
     let report = editors::install(editors::InstallRequest {
         editor,
         to: to.as_deref(),
@@ -571,4 +589,14 @@ fn install(
     })?;
     eprint!("{report}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which file of an editor's is used, when the editor could read one of two.
+fn say_where(editor: Editor) {
+    if let Ok(editors::Location {
+        note: Some(note), ..
+    }) = editor.location()
+    {
+        eprintln!("note: {note}");
+    }
 }

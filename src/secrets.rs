@@ -1,6 +1,6 @@
 //! The OS keychain: secrets the config names as `${secret:NAME}`, and what sign-in keeps (tokens,
 //! client registrations). Secret Service on Linux, Keychain on macOS, Credential Manager on
-//! Windows, each through its `keyring-core` store; only [`platform_store`] differs by platform.
+//! Windows, each through its `keyring-core` store (`platform::keychain`).
 //!
 //! Nothing here ever falls back to a file: with no keychain to reach (no Secret Service running,
 //! say), every call fails with [`SecretError::Unavailable`] saying so. Values never appear in an
@@ -9,10 +9,12 @@
 //! Calls block (the Secret Service is a D-Bus round trip): async code runs them with
 //! `tokio::task::spawn_blocking`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use keyring_core::{CredentialStore, Entry};
+
+use crate::platform::keychain;
 
 /// The keychain service Switchboard's own secrets are kept under; sign-in's records use it with
 /// a suffix. `SWITCHBOARD_KEYCHAIN_SERVICE` names another one (tests keep theirs apart with it).
@@ -71,14 +73,25 @@ impl Keychain {
         }
     }
 
-    /// The secret `name`; `None` if the keychain has no such entry.
+    /// The secret `name`; `None` if the keychain has no such entry. Where the keychain shows
+    /// an entry being replaced as missing or torn for a moment (Windows), a failed read is tried
+    /// again a few times first.
     pub fn get(&self, name: &str) -> Result<Option<String>, SecretError> {
         let entry = self.entry(name)?;
-        match entry.get_password() {
-            Ok(value) => Ok(Some(value)),
-            Err(keyring_core::Error::NoEntry) => Ok(None),
-            Err(keyring_core::Error::BadEncoding(_)) => Err(SecretError::NotText(name.to_owned())),
-            Err(error) => Err(unavailable(&error)),
+        let mut attempts = 1;
+        loop {
+            match entry.get_password() {
+                Ok(value) => return Ok(Some(value)),
+                Err(_) if attempts < keychain::READ_ATTEMPTS => {
+                    attempts += 1;
+                    std::thread::sleep(keychain::READ_RETRY);
+                }
+                Err(keyring_core::Error::NoEntry) => return Ok(None),
+                Err(keyring_core::Error::BadEncoding(_)) => {
+                    return Err(SecretError::NotText(name.to_owned()));
+                }
+                Err(error) => return Err(unavailable(&error)),
+            }
         }
     }
 
@@ -100,12 +113,10 @@ impl Keychain {
 
     /// The names of every secret kept under this keychain's service, sorted.
     pub fn names(&self) -> Result<BTreeSet<String>, SecretError> {
-        let store = self.store()?;
-        let spec = HashMap::from([("service", self.service.as_str())]);
-        let entries = Entry::search_in_store(&store, &spec).map_err(|error| unavailable(&error))?;
-        Ok(entries
-            .iter()
-            .filter_map(|entry| entry.get_attributes().ok()?.remove("username"))
+        let names = keychain::names(&self.store()?, &self.service);
+        Ok(names
+            .map_err(|error| unavailable(&error))?
+            .into_iter()
             .collect())
     }
 
@@ -125,7 +136,7 @@ impl Keychain {
         if let Some(store) = &*store {
             return Ok(store.clone());
         }
-        let made = platform_store().map_err(|error| unavailable(&error))?;
+        let made = keychain::store().map_err(|error| unavailable(&error))?;
         *store = Some(made.clone());
         Ok(made)
     }
@@ -150,21 +161,6 @@ fn base_service() -> String {
 /// the platform's failure, not values).
 fn unavailable(error: &keyring_core::Error) -> SecretError {
     SecretError::Unavailable(error.to_string())
-}
-
-#[cfg(target_os = "linux")]
-fn platform_store() -> keyring_core::Result<Arc<CredentialStore>> {
-    Ok(zbus_secret_service_keyring_store::Store::new()?)
-}
-
-#[cfg(target_os = "macos")]
-fn platform_store() -> keyring_core::Result<Arc<CredentialStore>> {
-    Ok(apple_native_keyring_store::keychain::Store::new()?)
-}
-
-#[cfg(windows)]
-fn platform_store() -> keyring_core::Result<Arc<CredentialStore>> {
-    Ok(windows_native_keyring_store::Store::new()?)
 }
 
 #[cfg(test)]

@@ -169,9 +169,15 @@ export async function installClient(id) {
   return /** @type {InstallResult} */ (await request(`clients/${seg(id)}/install`, { method: "POST", body: "{}" }));
 }
 
-/** @returns {Promise<import('./types.js').EditorMoves>} what moving each editor found would do */
-export async function listMoves() {
-  return /** @type {import('./types.js').EditorMoves} */ (await request("clients/moves"));
+/**
+ * What moving each editor found would do. A file macOS guards is read only for the editor
+ * `read` names, when the person asked for it.
+ * @param {string} [read] an editor's id
+ * @returns {Promise<import('./types.js').EditorMoves>}
+ */
+export async function listMoves(read) {
+  const query = read === undefined ? "" : `?read=${encodeURIComponent(read)}`;
+  return /** @type {import('./types.js').EditorMoves} */ (await request(`clients/moves${query}`));
 }
 
 /**

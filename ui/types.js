@@ -319,6 +319,7 @@
  * @property {string} title
  * @property {MoveReport | null} preview null when its file cannot be read (`error`) or there is none
  * @property {string | null} error
+ * @property {string | null} not_read why its file was not read yet (macOS asks the person first); `listMoves(id)` reads it
  * @property {boolean} undo whether its last move can be undone
  */
 

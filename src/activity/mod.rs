@@ -265,7 +265,7 @@ impl ActivityLog {
     /// minute, and any failure said once in `problem`, never passed on to a call.
     fn write(self) {
         // The writer yields to every call: a call waits for nothing of the log's.
-        crate::background::lower_this_thread();
+        crate::platform::priority::lower_this_thread();
         let mut store = self.open_store();
         let mut last_retention = Instant::now() - RETENTION_EVERY;
         let mut taken = queue::Pending::default();

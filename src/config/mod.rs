@@ -606,13 +606,7 @@ fn write_default_config(path: &Path, exe: &Path) -> io::Result<()> {
     // `create_new` so that a file created meanwhile (another instance, the user) is never
     // overwritten.
     // Owner-only: people put tokens and API keys in it.
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
+    let mut file = match crate::platform::files::create_new_private_file(path) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
         Err(error) => return Err(error),

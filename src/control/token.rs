@@ -8,7 +8,6 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Write as _};
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// Environment variable whose value, when set, is the token (the file is then not looked at).
@@ -111,12 +110,10 @@ fn private_dir(dir: &Path) -> Result<(), TokenError> {
         source,
     };
     crate::dirs::create_private_dir(dir).map_err(|source| io_error("create", source))?;
-    let mode = std::fs::metadata(dir)
-        .map_err(|source| io_error("inspect", source))?
-        .permissions()
-        .mode();
-    if mode & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    let open = crate::platform::files::open_to_others(dir)
+        .map_err(|source| io_error("inspect", source))?;
+    if open {
+        crate::platform::files::restrict_to_owner(dir)
             .map_err(|source| io_error("restrict the permissions of", source))?;
     }
     Ok(())
@@ -129,16 +126,14 @@ fn read_token_file(path: &Path) -> Result<ApiToken, TokenError> {
         source,
     };
     let text = std::fs::read_to_string(path).map_err(|source| io_error("read", source))?;
-    let mode = std::fs::metadata(path)
-        .map_err(|source| io_error("inspect", source))?
-        .permissions()
-        .mode();
-    if mode & 0o077 != 0 {
+    let open = crate::platform::files::open_to_others(path)
+        .map_err(|source| io_error("inspect", source))?;
+    if open {
         tracing::warn!(
             path = %path.display(),
             "the token file was readable by others; narrowing it to its owner"
         );
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        crate::platform::files::restrict_to_owner(path)
             .map_err(|source| io_error("restrict the permissions of", source))?;
     }
     ApiToken::new(text.trim()).map_err(|reason| TokenError::InvalidFile {
@@ -180,6 +175,8 @@ fn create_token_file(path: &Path) -> Result<ApiToken, TokenError> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
     use super::*;
 
     fn mode(path: &Path) -> u32 {

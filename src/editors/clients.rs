@@ -6,7 +6,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::editor_file::EditorFile;
-use super::{Destination, ENTRY_NAME, Editor};
+use super::{Destination, ENTRY_NAME, Editor, Places};
+use crate::platform::System;
 
 /// One editor's way to reach Switchboard.
 #[derive(Debug, Serialize)]
@@ -25,15 +26,17 @@ pub struct ClientSetup {
 /// The setups of every editor Switchboard knows (what `switchboard install` writes for each),
 /// all reaching `destination`, and whether each seems installed here.
 pub fn client_setups(destination: &Destination) -> Vec<ClientSetup> {
-    let dirs = directories::BaseDirs::new();
-    let place = |path: &dyn Fn(&Path, &Path) -> std::path::PathBuf, how: &str| {
-        let shown = match &dirs {
-            Some(dirs) => shown_path(&path(dirs.home_dir(), dirs.config_dir()), dirs.home_dir()),
-            None => path(Path::new("~"), Path::new("~/.config"))
-                .display()
-                .to_string(),
+    let places = Places::of_this_machine();
+    let hint = |editor: Editor| {
+        let Some(places) = &places else {
+            return editor.how_to_open().to_owned();
         };
-        format!("{shown} ({how})")
+        let location = places.locate(editor);
+        let shown = shown_path(&location.path, &places.home, places.system);
+        match location.note {
+            Some(note) => format!("{shown} ({}); {note}", editor.how_to_open()),
+            None => format!("{shown} ({})", editor.how_to_open()),
+        }
     };
     Editor::ALL
         .into_iter()
@@ -41,10 +44,7 @@ pub fn client_setups(destination: &Destination) -> Vec<ClientSetup> {
             id: editor.client_id(),
             title: editor.title(),
             transport: editor.transport(),
-            config_path_hint: place(
-                &|home, config| editor.config_path_in(home, config),
-                editor.how_to_open(),
-            ),
+            config_path_hint: hint(editor),
             snippet: EditorFile::snippet(
                 editor.format(),
                 editor.servers_key(),
@@ -56,10 +56,10 @@ pub fn client_setups(destination: &Destination) -> Vec<ClientSetup> {
         .collect()
 }
 
-/// `path` with the home folder written `~` where that is how people write it.
-fn shown_path(path: &Path, home: &Path) -> String {
+/// `path` with the home folder written `~` where that is how people write it (not on Windows).
+fn shown_path(path: &Path, home: &Path, system: System) -> String {
     match path.strip_prefix(home) {
-        Ok(rest) if !cfg!(windows) => format!("~/{}", rest.display()),
+        Ok(rest) if system != System::Windows => format!("~/{}", rest.display()),
         _ => path.display().to_string(),
     }
 }
@@ -121,18 +121,19 @@ mod tests {
     }
 
     #[test]
-    fn paths_under_home_are_written_with_a_tilde() {
-        let shown = shown_path(
+    fn paths_under_home_are_written_with_a_tilde_but_on_windows() {
+        let (path, home) = (
             Path::new("/home/ada/.cursor/mcp.json"),
             Path::new("/home/ada"),
         );
-        if cfg!(windows) {
-            assert_eq!(shown, "/home/ada/.cursor/mcp.json");
-        } else {
-            assert_eq!(shown, "~/.cursor/mcp.json");
-        }
+        assert_eq!(shown_path(path, home, System::Linux), "~/.cursor/mcp.json");
+        assert_eq!(shown_path(path, home, System::MacOs), "~/.cursor/mcp.json");
         assert_eq!(
-            shown_path(Path::new("/etc/x.json"), Path::new("/home/ada")),
+            shown_path(path, home, System::Windows),
+            "/home/ada/.cursor/mcp.json"
+        );
+        assert_eq!(
+            shown_path(Path::new("/etc/x.json"), home, System::Linux),
             "/etc/x.json"
         );
     }

@@ -3,7 +3,6 @@
 
 use std::fs;
 use std::io::{self, Write as _};
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
@@ -80,6 +79,14 @@ pub(super) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, EditorError
     match fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error)
+            if error.kind() == io::ErrorKind::PermissionDenied
+                && super::Places::of_this_machine().is_some_and(|places| places.guards(path)) =>
+        {
+            Err(EditorError::BlockedByPrivacy {
+                path: path.to_path_buf(),
+            })
+        }
         Err(source) => Err(EditorError::Read {
             path: path.to_path_buf(),
             source,
@@ -274,18 +281,15 @@ pub(super) fn cst_value(value: &Value) -> CstInputValue {
 
 /// Replaces the file at `path` with `bytes` so that no reader (the editor, our own config
 /// watcher) ever sees half of it: a temporary file beside it, then a rename. The new file gets
-/// the permissions of the one it replaces (0600 if there was none, since it may hold a token); a
-/// symlink is followed, so the file it points to is the one replaced.
+/// the permissions of the one it replaces (its owner's only if there was none, since it may hold
+/// a token); a symlink is followed, so the file it points to is the one replaced. On Windows a
+/// file another program holds open is retried a short while (`platform::files::replace`).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let target = match fs::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_symlink() => fs::canonicalize(path)?,
         _ => path.to_path_buf(),
     };
-    let permissions = match fs::metadata(&target) {
-        Ok(metadata) => metadata.permissions(),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => fs::Permissions::from_mode(0o600),
-        Err(error) => return Err(error),
-    };
+    let permissions = crate::platform::files::permissions_for_replacement(&target)?;
     if let Some(dir) = target.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         fs::create_dir_all(dir)?;
     }
@@ -297,16 +301,13 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         &format!("switchboard-{}-{serial}.tmp", std::process::id()),
     );
     let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)?;
+        let mut file = crate::platform::files::create_private_file(&temporary)?;
         file.write_all(bytes)?;
-        file.set_permissions(permissions)?;
+        if let Some(permissions) = permissions {
+            file.set_permissions(permissions)?;
+        }
         file.sync_all()?;
-        fs::rename(&temporary, &target)
+        crate::platform::files::replace(&temporary, &target)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&temporary);
@@ -317,7 +318,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Copies `bytes` (the file's content as read) to `<path>.switchboard-backup-<UTC time>` with
 /// the permissions of `path`, never overwriting an earlier backup; returns the copy's path.
 pub(super) fn back_up(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
-    let mode = fs::metadata(path)?.permissions().mode();
+    let permissions = fs::metadata(path)?.permissions();
     let stamp = utc_stamp(SystemTime::now());
     for attempt in 1u32.. {
         let suffix = match attempt {
@@ -328,13 +329,9 @@ pub(super) fn back_up(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
             "{}.{suffix}",
             path.file_name().unwrap_or_default().to_string_lossy()
         ));
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&backup)
-        {
+        match crate::platform::files::create_new_private_file(&backup) {
             Ok(mut file) => {
+                file.set_permissions(permissions.clone())?;
                 file.write_all(bytes)?;
                 file.sync_all()?;
                 return Ok(backup);
@@ -430,6 +427,7 @@ pub(super) fn diff(label: &str, before: &str, after: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
     use std::time::Duration;
 
     use super::*;

@@ -17,6 +17,7 @@ mod files;
 mod import;
 mod install;
 mod moving;
+mod places;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,7 @@ pub use moving::{
     EntryChange, Fate, MoveReport, MoveRequest, MovedEntry, UndoReport, UndoRequest, can_undo,
     move_editor, undo_move,
 };
+pub use places::{Location, Places};
 
 /// The name of the entry that points an editor at Switchboard.
 pub const ENTRY_NAME: &str = "switchboard";
@@ -55,7 +57,9 @@ pub enum Editor {
     ClaudeCode,
     /// Zed: `settings.json`, `context_servers` (`command`/`args`/`env`, or `url`/`headers`).
     Zed,
-    /// Windsurf: `~/.codeium/windsurf/mcp_config.json`; a remote server's URL is `serverUrl`.
+    /// Windsurf, now Devin Desktop: `~/.codeium/windsurf/mcp_config.json`; a remote server's URL
+    /// is `serverUrl`.
+    #[value(name = "windsurf", alias = "devin")]
     Windsurf,
     /// Gemini CLI: `~/.gemini/settings.json`; a Streamable HTTP server's URL is `httpUrl`.
     #[value(name = "gemini")]
@@ -84,7 +88,7 @@ impl Editor {
             Editor::VsCode => "VS Code",
             Editor::ClaudeCode => "Claude Code",
             Editor::Zed => "Zed",
-            Editor::Windsurf => "Windsurf",
+            Editor::Windsurf => "Windsurf (Devin Desktop)",
             Editor::Gemini => "Gemini CLI",
             Editor::Codex => "Codex CLI",
         }
@@ -140,15 +144,15 @@ impl Editor {
         }
     }
 
-    /// Where the editor keeps its user-wide MCP config on this machine.
+    /// Where the editor keeps its user-wide MCP config on this machine (see [`Places`]).
+    pub fn location(self) -> Result<Location, EditorError> {
+        let places = Places::of_this_machine().ok_or(EditorError::NoHome { editor: self })?;
+        Ok(places.locate(self))
+    }
+
+    /// The path of [`Editor::location`].
     pub fn config_path(self) -> Result<PathBuf, EditorError> {
-        if self == Editor::Codex
-            && let Some(codex_home) = std::env::var_os("CODEX_HOME").filter(|home| !home.is_empty())
-        {
-            return Ok(PathBuf::from(codex_home).join("config.toml"));
-        }
-        let dirs = directories::BaseDirs::new().ok_or(EditorError::NoHome { editor: self })?;
-        Ok(self.config_path_in(dirs.home_dir(), dirs.config_dir()))
+        self.location().map(|location| location.path)
     }
 
     /// `given`, or the editor's usual config file when there is none.
@@ -159,30 +163,8 @@ impl Editor {
         }
     }
 
-    /// The config's place under `home` and the platform's config folder (`~/.config` on Linux,
-    /// `~/Library/Application Support` on macOS, `%APPDATA%` on Windows).
-    fn config_path_in(self, home: &Path, config_dir: &Path) -> PathBuf {
-        match self {
-            Editor::Claude => config_dir.join("Claude").join("claude_desktop_config.json"),
-            Editor::Cursor => home.join(".cursor").join("mcp.json"),
-            Editor::VsCode => config_dir.join("Code").join("User").join("mcp.json"),
-            Editor::ClaudeCode => home.join(".claude.json"),
-            // Zed keeps its settings under ~/.config on macOS too, and in %APPDATA%\Zed on
-            // Windows.
-            Editor::Zed if cfg!(windows) => config_dir.join("Zed").join("settings.json"),
-            Editor::Zed => home.join(".config").join("zed").join("settings.json"),
-            Editor::Windsurf => home
-                .join(".codeium")
-                .join("windsurf")
-                .join("mcp_config.json"),
-            Editor::Gemini => home.join(".gemini").join("settings.json"),
-            // `$CODEX_HOME/config.toml` when that is set (see `config_path`).
-            Editor::Codex => home.join(".codex").join("config.toml"),
-        }
-    }
-
     /// Whether the editor seems installed here: its config file, or the folder it keeps it in,
-    /// exists.
+    /// exists. Only ever looks whether they exist, never inside (see [`Location::guarded`]).
     pub fn detected(self) -> bool {
         self.config_path().is_ok_and(|path| {
             path.exists()
@@ -350,6 +332,14 @@ pub enum EditorError {
     NotFound { editor: Editor, path: PathBuf },
     #[error("cannot read {}: {source}", path.display())]
     Read { path: PathBuf, source: io::Error },
+    /// macOS refused to let Switchboard read another app's file.
+    #[error(
+        "cannot read {}: blocked by macOS privacy settings; allow Switchboard in System \
+         Settings › Privacy & Security › App Management, or run `tccutil reset \
+         SystemPolicyAppData dev.switchboard.desktop` to be asked again, then try again",
+        path.display()
+    )]
+    BlockedByPrivacy { path: PathBuf },
     #[error("cannot write {}: {source}", path.display())]
     Write { path: PathBuf, source: io::Error },
     /// The file is not JSON (comments allowed), or not shaped as the editor's config.
@@ -404,34 +394,6 @@ fn at_position(position: Option<(usize, usize)>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn each_editor_keeps_its_config_in_its_own_place() {
-        let home = Path::new("/home/ada");
-        let config_dir = Path::new("/home/ada/.config");
-        let paths: Vec<PathBuf> = Editor::ALL
-            .into_iter()
-            .map(|editor| editor.config_path_in(home, config_dir))
-            .collect();
-        assert_eq!(
-            paths,
-            [
-                PathBuf::from("/home/ada/.config/Claude/claude_desktop_config.json"),
-                PathBuf::from("/home/ada/.claude.json"),
-                PathBuf::from("/home/ada/.cursor/mcp.json"),
-                PathBuf::from("/home/ada/.config/Code/User/mcp.json"),
-                PathBuf::from("/home/ada/.config/zed/settings.json"),
-                PathBuf::from("/home/ada/.codeium/windsurf/mcp_config.json"),
-                PathBuf::from("/home/ada/.gemini/settings.json"),
-                PathBuf::from("/home/ada/.codex/config.toml"),
-            ]
-        );
-        let mac = Path::new("/Users/ada/Library/Application Support");
-        assert_eq!(
-            Editor::Claude.config_path_in(Path::new("/Users/ada"), mac),
-            mac.join("Claude/claude_desktop_config.json")
-        );
-    }
 
     #[test]
     fn client_ids_name_the_editors_of_the_dashboard() {

@@ -1,11 +1,10 @@
 //! Package runners: `npx`, `uvx` and the like, which install a package before they start the
 //! server in it. Which command lines go through one, the package each names, and whether the
-//! runner has started the server yet, as `/proc` shows it.
+//! runner has started the server yet, as the system shows it (`platform::process::inspect`).
 
-use std::path::Path;
 use std::time::Duration;
 
-use crate::supervisor::spawn;
+use crate::platform::process::inspect;
 
 /// How long a package runner may install its package before it starts the server. A first
 /// `npx -y` or `uvx` downloads the package and its dependencies, which takes minutes on a slow
@@ -177,7 +176,7 @@ pub struct PackageRun {
 
 /// The package runner `command args` goes through and the package it names, if it is one.
 pub fn package_run(command: &str, args: &[String]) -> Option<PackageRun> {
-    let program = Path::new(command).file_name()?.to_str()?;
+    let program = program_name(command)?;
     RUNNERS.iter().find_map(|runner| {
         let (first, subcommand) = runner.words.split_first()?;
         let follows = *first == program
@@ -193,6 +192,17 @@ pub fn package_run(command: &str, args: &[String]) -> Option<PackageRun> {
             args: args.to_vec(),
         })
     })
+}
+
+/// A command's program as runners are known by: its file name, without the extension Windows
+/// gives programs (`C:\\nodejs\\npx.cmd` is `npx`), in lower case.
+fn program_name(command: &str) -> Option<String> {
+    let name = command.rsplit(['/', '\\']).next()?.to_ascii_lowercase();
+    let stem = [".exe", ".cmd", ".bat", ".com"]
+        .into_iter()
+        .find_map(|extension| name.strip_suffix(extension))
+        .unwrap_or(&name);
+    (!stem.is_empty()).then(|| stem.to_owned())
 }
 
 /// The package a runner's arguments name: the value of a package option, else the first
@@ -224,12 +234,17 @@ fn named_package(runner: &Runner, args: &[String]) -> Option<String> {
 }
 
 impl PackageRun {
-    /// Whether the runner, the process `pid`, has started the server yet; `None` when `/proc`
-    /// cannot tell (another platform, or the process is gone).
+    /// Whether the runner, the process `pid`, has started the server yet; `None` when the
+    /// system cannot tell (the process is gone).
     pub fn server_started(&self, pid: u32) -> Option<bool> {
         match self.handover {
-            Handover::Child => Some(spawn::children(pid)?.into_iter().any(runs_server)),
-            Handover::Exec => Some(!spawn::command_line(pid)?.ends_with(&self.args)),
+            Handover::Exec if crate::platform::CURRENT != crate::platform::System::Windows => {
+                Some(!inspect::command_line(pid)?.ends_with(&self.args))
+            }
+            // Windows has no `exec`: a runner that would use it there starts a child instead.
+            Handover::Exec | Handover::Child => {
+                Some(inspect::children(pid)?.into_iter().any(runs_server))
+            }
         }
     }
 }
@@ -237,7 +252,7 @@ impl PackageRun {
 /// Whether a runner's child is the server: neither a package's install script nor a process
 /// that has already exited.
 fn runs_server(child: u32) -> bool {
-    spawn::environment(child).is_some_and(|environment| {
+    inspect::environment(child).is_some_and(|environment| {
         !environment.iter().any(|entry| {
             entry
                 .strip_prefix("npm_lifecycle_event=")
@@ -288,6 +303,14 @@ mod tests {
             named("pipx run", "mcp-server-fetch")
         );
         assert_eq!(run("bunx", &["some-server"]), named("bunx", "some-server"));
+        assert_eq!(
+            run(r"C:\Program Files\nodejs\npx.cmd", &["-y", "pkg"]),
+            named("npx", "pkg")
+        );
+        assert_eq!(
+            run(r"C:\Users\Zoë\.local\bin\UVX.EXE", &["mcp-server-time"]),
+            named("uvx", "mcp-server-time")
+        );
         assert_eq!(run("npm", &["install", "some-server"]), None);
         assert_eq!(run("uv", &["run", "server.py"]), None);
         assert_eq!(run("node", &["server.js"]), None);

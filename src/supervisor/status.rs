@@ -49,10 +49,10 @@ pub struct ExitDescription {
 
 impl ExitDescription {
     pub fn from_status(status: std::process::ExitStatus) -> ExitDescription {
-        use std::os::unix::process::ExitStatusExt;
+        let (code, signal) = crate::platform::process::exit_of(status);
         ExitDescription {
-            code: status.code(),
-            signal: status.signal(),
+            code,
+            signal,
             disconnected: None,
         }
     }
@@ -65,9 +65,9 @@ impl std::fmt::Display for ExitDescription {
         }
         match (self.code, self.signal) {
             (Some(code), _) => write!(f, "exit code {code}"),
-            (None, Some(signal)) => match nix::sys::signal::Signal::try_from(signal) {
-                Ok(name) => write!(f, "signal {signal} ({name})"),
-                Err(_) => write!(f, "signal {signal}"),
+            (None, Some(signal)) => match crate::platform::process::signal_name(signal) {
+                Some(name) => write!(f, "signal {signal} ({name})"),
+                None => write!(f, "signal {signal}"),
             },
             (None, None) => f.write_str("unknown exit status"),
         }

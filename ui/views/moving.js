@@ -289,14 +289,15 @@ export class MoveCards {
   }
 
   /**
-   * Reads the previews again and shows them; `focusOn` (an editor's id) gets focus after.
+   * Reads the previews again and shows them; `focusOn` (an editor's id) gets focus after, and
+   * its file is read even where macOS asks the person first (they clicked for it).
    * @param {string} [focusOn]
    */
   async load(focusOn) {
     /** @type {EditorMoves} */
     let moves;
     try {
-      moves = await api.listMoves();
+      moves = await api.listMoves(focusOn);
     } catch (error) {
       if (this.alive) replace(this.root, failure("Could not look at the editors' servers", asApiError(error), () => void this.load()));
       return;
@@ -332,6 +333,11 @@ export class MoveCards {
         h("strong", {}, icon("alert"), " Switchboard cannot read this editor's file as it is"),
         h("p", { text: editor.error }),
         h("p", { class: "muted", text: "Fix the file in the editor (or a text editor), then reload this page." })));
+    } else if (editor.not_read !== null) {
+      parts.push(h("div", { class: "move-not-read", data: { testid: "move-not-read" } },
+        h("p", { class: "muted", text: editor.not_read }),
+        h("button", { class: "btn btn-small", attrs: { type: "button" }, data: { action: "read" }, on: { click: () => void this.load(editor.id) } },
+          h("span", { class: "btn-text", text: `Look at ${editor.title}'s servers` }))));
     } else if (preview === null) {
       parts.push(h("p", { class: "muted move-path", text: "It has no MCP config file: nothing to move." }));
     } else {

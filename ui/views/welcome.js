@@ -28,7 +28,7 @@ export class WelcomePanel {
   async load(focusOn) {
     let moves;
     try {
-      moves = await api.listMoves();
+      moves = await api.listMoves(focusOn);
     } catch (error) {
       // The panel is a suggestion: without it the page works as before.
       console.warn("switchboard: cannot look at the editors' servers", asApiError(error).message);
@@ -44,7 +44,7 @@ export class WelcomePanel {
   render(editors) {
     const connect = h("a", { attrs: { href: "#/connect" }, text: "Connect an editor" });
     const notNow = h("button", { class: "btn btn-small btn-ghost", attrs: { type: "button" }, text: "Not now", on: { click: () => this.dismiss() } });
-    const found = editors.filter((editor) => editor.error !== null || editor.preview !== null);
+    const found = editors.filter((editor) => editor.error !== null || editor.preview !== null || editor.not_read !== null);
     this.root.hidden = false;
     replace(this.root, h("section", { class: "card welcome", attrs: { "aria-labelledby": "welcome-title" }, data: { testid: "first-run" } },
       h("div", { class: "welcome-head" },
@@ -74,6 +74,10 @@ export class WelcomePanel {
     let button = null;
     if (editor.error !== null) {
       body = h("p", { class: "welcome-error" }, icon("alert"), ` Its file cannot be read: ${editor.error}`);
+    } else if (editor.not_read !== null) {
+      body = h("p", { class: "muted", text: editor.not_read });
+      button = h("button", { class: "btn btn-small", attrs: { type: "button", "aria-describedby": titleId }, data: { action: "read" }, on: { click: () => void this.load(editor.id) } },
+        h("span", { class: "btn-text", text: "Look at its servers" }));
     } else if (preview !== null) {
       const listed = entriesOf(preview).listed;
       body = [

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{Path, State};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -90,8 +90,17 @@ struct EditorMove {
     /// there is none.
     preview: Option<MoveReport>,
     error: Option<String>,
+    /// Why its file was not read (macOS asks the person first): read it with `?read=ID`.
+    not_read: Option<String>,
     /// Whether its last move can be undone.
     undo: bool,
+}
+
+/// `GET /api/clients/moves?read=ID`: the editor whose guarded file the person asked to read.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MovesQuery {
+    read: Option<String>,
 }
 
 /// What `GET /api/clients/moves` answers.
@@ -104,8 +113,14 @@ struct Moves {
 
 /// `GET /api/clients/moves`: for each editor found on this machine, what moving it over would
 /// do (entries moved, duplicates taken out, entries that stay and why, both diffs, the file's
-/// fingerprint), and whether a move can be undone.
-pub(super) async fn moves(State(api): State<ApiState>) -> Response {
+/// fingerprint), and whether a move can be undone. A file macOS guards (another app's, under
+/// `~/Library`) is read only for the editor `read` names: the person clicked for it.
+pub(super) async fn moves(
+    State(api): State<ApiState>,
+    query: Result<Query<MovesQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    let asked = query.read.as_deref().map(editor_by_id).transpose()?;
     let config_path = api.inner.reloader.path().to_path_buf();
     let destination = api.inner.destination.clone();
     let first_run = api.engine().backends().iter().all(|backend| {
@@ -119,6 +134,21 @@ pub(super) async fn moves(State(api): State<ApiState>) -> Response {
             .into_iter()
             .filter(|editor| editor.detected() || editors::can_undo(&records, *editor))
             .map(|editor| {
+                let location = editor.location().ok();
+                if let Some(location) = location.filter(|at| at.guarded && asked != Some(editor)) {
+                    return EditorMove {
+                        id: editor.client_id(),
+                        title: editor.title(),
+                        preview: None,
+                        error: None,
+                        not_read: Some(format!(
+                            "macOS asks you before Switchboard reads another app's files: {} \
+                             has not been read yet",
+                            location.path.display()
+                        )),
+                        undo: editors::can_undo(&records, editor),
+                    };
+                }
                 let preview = editors::move_editor(MoveRequest {
                     editor,
                     from: None,
@@ -142,6 +172,7 @@ pub(super) async fn moves(State(api): State<ApiState>) -> Response {
                     title: editor.title(),
                     preview,
                     error,
+                    not_read: None,
                     undo: editors::can_undo(&records, editor),
                 }
             })
@@ -149,7 +180,7 @@ pub(super) async fn moves(State(api): State<ApiState>) -> Response {
     })
     .await
     .expect("previews do not panic");
-    json_ok(&Moves { first_run, editors })
+    Ok(json_ok(&Moves { first_run, editors }))
 }
 
 #[derive(Deserialize, Default)]
@@ -248,7 +279,11 @@ fn records() -> PathBuf {
 
 fn editor_of(path: Result<Path<String>, PathRejection>) -> Result<Editor, ApiError> {
     let Path(id) = path.map_err(bad_path)?;
-    Editor::from_client_id(&id)
+    editor_by_id(&id)
+}
+
+fn editor_by_id(id: &str) -> Result<Editor, ApiError> {
+    Editor::from_client_id(id)
         .ok_or_else(|| ApiError::NotFound(format!("Switchboard does not know the editor {id:?}")))
 }
 

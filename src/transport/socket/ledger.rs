@@ -2,24 +2,52 @@
 //! directions share (requests in flight, half-read lines), and the records that go to the shim.
 
 use std::io::{self, Cursor};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::unix::{OwnedWriteHalf, pipe};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, Interest};
+use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
-use super::{SOCKET_BUFFER, SocketReader};
+use tokio_util::sync::CancellationToken;
+
+use super::session::LineSession;
+use super::{SOCKET_BUFFER, SocketReader, WriteHalf, no_profile, refuse};
+use crate::config::DEFAULT_PROFILE;
+use crate::hub::Hub;
+use crate::platform::ipc::Connection;
+use crate::platform::passing;
 use crate::transport::handoff;
 use crate::wire::jsonrpc;
+
+/// How long `switchboard connect` may take to send its handoff header and prefix.
+const HANDOFF_LIMIT: Duration = Duration::from_secs(10);
+
+/// What came with a connection's first bytes: the descriptors of a handoff.
+pub(super) type Passed = Vec<OwnedFd>;
+
+/// The connection's first bytes, read into `buf`, and the descriptors that came with them, if
+/// any.
+pub(super) async fn read_opening(
+    stream: &mut Connection,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<Passed>)> {
+    let (n, fds) = stream
+        .async_io(Interest::READABLE, || {
+            passing::recv_with_fds(stream.as_raw_fd(), buf)
+        })
+        .await?;
+    Ok((n, (!fds.is_empty()).then_some(fds)))
+}
 
 pub(super) type HandoffInput =
     BufReader<tokio::io::Chain<Cursor<Vec<u8>>, MarkingReader<pipe::Receiver>>>;
 
 /// A handoff read off the socket: the editor's stdio and what to do first.
-pub(super) struct Accepted {
+struct Accepted {
     pub(super) input: HandoffInput,
     pub(super) output: pipe::Sender,
     pub(super) replay: Option<Box<RawValue>>,
@@ -33,9 +61,9 @@ pub(super) struct Accepted {
 }
 
 /// Reads the header and the prefix, and takes the two descriptors that came with them.
-pub(super) async fn accept_handoff(
+async fn accept_handoff(
     mut socket: SocketReader,
-    fds: Vec<OwnedFd>,
+    fds: Passed,
     max_message_size: usize,
 ) -> anyhow::Result<Accepted> {
     let mut line = Vec::new();
@@ -64,7 +92,7 @@ pub(super) async fn accept_handoff(
     let mut prefix = vec![0; header.prefix];
     socket.read_exact(&mut prefix).await?;
     for fd in [&input, &output] {
-        handoff::set_nonblocking(fd.as_raw_fd(), true)?;
+        passing::set_nonblocking(fd.as_fd(), true)?;
     }
     let (records, records_rx) = mpsc::unbounded_channel();
     let shared = Arc::new(SharedLedger::new(ledger, records));
@@ -83,23 +111,99 @@ pub(super) async fn accept_handoff(
 
 /// The socket of a handed-off session: records go out on it, and its end means the shim left.
 pub(super) struct ShimSocket {
-    pub(super) socket: OwnedWriteHalf,
-    pub(super) lifeline: SocketReader,
-    pub(super) shared: Arc<SharedLedger>,
-    pub(super) records: mpsc::UnboundedReceiver<Vec<u8>>,
+    socket: WriteHalf,
+    lifeline: SocketReader,
+    shared: Arc<SharedLedger>,
+    records: mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+impl ShimSocket {
+    /// What the session's reader shares, the lifeline whose end means the shim left, and the
+    /// writer of records.
+    pub(super) fn into_parts(self) -> (Arc<SharedLedger>, SocketReader, LedgerWriter) {
+        let writer = LedgerWriter {
+            socket: self.socket,
+            shared: self.shared.clone(),
+            records: self.records,
+            pending: Vec::new(),
+        };
+        (self.shared, self.lifeline, writer)
+    }
+}
+
+/// Takes a handoff whose header, prefix and descriptors arrive on `socket`, and runs its session
+/// until the editor or the shim leaves; a handoff that cannot be taken is refused with the
+/// reason.
+pub(super) async fn serve_handoff(
+    socket: SocketReader,
+    mut write_half: WriteHalf,
+    passed: Passed,
+    hub: Hub,
+    max_message_size: usize,
+    cancel: CancellationToken,
+) {
+    let accepted = tokio::time::timeout(
+        HANDOFF_LIMIT,
+        accept_handoff(socket, passed, max_message_size),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "the handoff did not arrive within {HANDOFF_LIMIT:?}"
+        ))
+    })
+    .and_then(|accepted| {
+        let profile = accepted.profile.as_deref().unwrap_or(DEFAULT_PROFILE);
+        match LineSession::new(hub, profile, max_message_size, cancel) {
+            Some(session) => Ok((accepted, session)),
+            None => Err(anyhow::anyhow!(no_profile(profile))),
+        }
+    });
+    let (accepted, session) = match accepted {
+        Ok(accepted) => accepted,
+        Err(error) => {
+            tracing::warn!(%error, "refused a handoff from switchboard connect");
+            refuse(write_half, &format!("{error:#}")).await;
+            return;
+        }
+    };
+    let mut accepted_line = Vec::new();
+    handoff::Record::Accepted.encode(&mut accepted_line);
+    // Said before stdin is read: from here on, what the editor wrote is ours to answer.
+    if let Err(error) = write_half.write_all(&accepted_line).await {
+        tracing::debug!(%error, "switchboard connect left during the handoff");
+        return;
+    }
+    if let Some(replay) = &accepted.replay {
+        // The editor's `initialize` again under an id of our own; the answer is dropped.
+        for line in handoff::replayed_initialize(replay) {
+            drop(session.session.receive(&line));
+        }
+    }
+    let ledger = ShimSocket {
+        socket: write_half,
+        lifeline: accepted.lifeline,
+        shared: accepted.shared,
+        records: accepted.records,
+    };
+    session
+        .run(accepted.input, accepted.output, Some(ledger))
+        .await;
 }
 
 /// What the reading and writing sides of a handed-off session share: the ledger in memory, its
 /// free slots, and records for the socket.
 pub(super) struct SharedLedger {
-    pub(super) ledger: handoff::Ledger,
-    pub(super) free: Mutex<Vec<usize>>,
-    pub(super) records: mpsc::UnboundedSender<Vec<u8>>,
+    ledger: handoff::Ledger,
+    free: Mutex<Vec<usize>>,
+    records: mpsc::UnboundedSender<Vec<u8>>,
 }
 
 /// Where a request read from the editor is recorded as unanswered.
 pub(super) enum Unanswered {
+    /// In this slot of the ledger.
     Slot(usize),
+    /// On the socket, by its id.
     Record(Box<str>),
 }
 
@@ -115,7 +219,7 @@ impl SharedLedger {
         }
     }
 
-    pub(super) fn free(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
+    fn free(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
         self.free
             .lock()
             .expect("the slot list lock is never poisoned")
@@ -144,24 +248,37 @@ impl SharedLedger {
 /// The writing side of a ledger: records from the reader wait in `records`, and go out in
 /// `pending` ahead of anything that depends on them.
 pub(super) struct LedgerWriter {
-    pub(super) socket: OwnedWriteHalf,
-    pub(super) shared: Arc<SharedLedger>,
-    pub(super) records: mpsc::UnboundedReceiver<Vec<u8>>,
-    pub(super) pending: Vec<u8>,
+    socket: WriteHalf,
+    shared: Arc<SharedLedger>,
+    records: mpsc::UnboundedReceiver<Vec<u8>>,
+    pending: Vec<u8>,
 }
 
 impl LedgerWriter {
-    pub(super) fn new(
-        socket: OwnedWriteHalf,
-        shared: Arc<SharedLedger>,
-        records: mpsc::UnboundedReceiver<Vec<u8>>,
-    ) -> LedgerWriter {
-        LedgerWriter {
-            socket,
-            shared,
-            records,
-            pending: Vec::new(),
+    /// The next record the reader made.
+    pub(super) async fn next_record(&mut self) -> Option<Vec<u8>> {
+        self.records.recv().await
+    }
+
+    /// Keeps a record for the next flush.
+    pub(super) fn keep(&mut self, record: &[u8]) {
+        self.pending.extend_from_slice(record);
+    }
+
+    /// The answer to the request recorded as `entry` was written to the editor.
+    pub(super) fn answered(&mut self, entry: Unanswered) {
+        match entry {
+            Unanswered::Slot(slot) => {
+                self.shared.ledger.release(slot);
+                self.shared.free().push(slot);
+            }
+            Unanswered::Record(id) => self.push(handoff::Record::Answered(&id)),
         }
+    }
+
+    /// Whether a write to the editor that may be split is under way.
+    pub(super) fn set_partial_output(&self, partial: bool) {
+        self.shared.ledger.set_partial_output(partial);
     }
 
     /// Moves what the reader recorded into `pending`.
@@ -171,7 +288,7 @@ impl LedgerWriter {
         }
     }
 
-    pub(super) fn push(&mut self, record: handoff::Record<'_>) {
+    fn push(&mut self, record: handoff::Record<'_>) {
         record.encode(&mut self.pending);
     }
 

@@ -1,35 +1,33 @@
-//! The local socket that `switchboard connect` attaches to.
+//! The local socket that `switchboard connect` attaches to: a Unix socket, or a named pipe on
+//! Windows (`platform::ipc`), open to this user's processes only.
 //!
 //! Each connection is one hub session speaking newline-delimited JSON-RPC both ways, exactly like
-//! MCP over stdio; or, when `switchboard connect` hands over the editor's stdio with its first
-//! bytes ([`handoff`]), the session reads and writes those directly and the socket carries the
-//! ledger. The socket lives in the runtime directory
-//! (0700) and is itself 0600; a peer of another user is refused anyway.
+//! MCP over stdio, after an optional [`handoff::Header`] naming the profile (`connect` relaying
+//! an editor's lines sends one); or, on Unix, when `switchboard connect` hands over the editor's
+//! stdio with its first bytes ([`handoff`]), the session reads and writes those directly and the
+//! socket carries the ledger.
 
+#[cfg(unix)]
+mod ledger;
+#[cfg(windows)]
+#[path = "no_ledger.rs"]
 mod ledger;
 mod session;
 
 use std::io::{self, Cursor};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nix::fcntl::{Flock, FlockArg};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, Interest};
-use tokio::net::unix::OwnedReadHalf;
-use tokio::net::{UnixListener, UnixStream};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use self::ledger::{ShimSocket, accept_handoff};
+use self::ledger::{read_opening, serve_handoff};
 use self::session::LineSession;
 use crate::config::DEFAULT_PROFILE;
 use crate::hub::Hub;
+use crate::platform::ipc::{self, Connection, Listener};
 use crate::transport::handoff;
-
-/// The socket's file name in the runtime directory.
-pub const SOCKET_NAME: &str = "switchboard.sock";
 
 /// How many outgoing messages of one connection may wait for its writer before the producers
 /// (the hub's reply and event streams) wait in turn.
@@ -39,94 +37,43 @@ const SOCKET_BUFFER: usize = 64 * 1024;
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for the connections to close their sessions.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
-/// How long `switchboard connect` may take to send its handoff header and prefix.
-const HANDOFF_LIMIT: Duration = Duration::from_secs(10);
 /// Pause after a failed accept (for example, out of file descriptors) before trying again.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
-/// The socket's reading side, behind the bytes read with the descriptors.
-type SocketReader = BufReader<tokio::io::Chain<Cursor<Vec<u8>>, OwnedReadHalf>>;
+/// A connection's reading and writing halves.
+type ReadHalf = tokio::io::ReadHalf<Connection>;
+type WriteHalf = tokio::io::WriteHalf<Connection>;
 
-/// Where the socket of the instance using `runtime_dir` lives.
+/// The socket's reading side, behind the bytes read first.
+type SocketReader = BufReader<tokio::io::Chain<Cursor<Vec<u8>>, ReadHalf>>;
+
+/// Where the socket of the instance using `runtime_dir` is.
 pub fn socket_path(runtime_dir: &Path) -> PathBuf {
-    runtime_dir.join(SOCKET_NAME)
+    ipc::endpoint(runtime_dir)
 }
 
-/// Binds the socket at `path`, replacing a stale socket file left by an instance that died.
-///
-/// Fails with [`io::ErrorKind::AddrInUse`] when a live instance answers on `path`. The check
-/// and the bind happen under a lock file next to the socket, so two instances starting at the
-/// same moment cannot both decide the socket is stale. Must be called inside a tokio runtime.
-pub fn bind(path: &Path) -> io::Result<UnixListener> {
-    let lock_path = path.with_extension("sock.lock");
-    let lock_file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock_path)?;
-    let _lock = Flock::lock(lock_file, FlockArg::LockExclusive)
-        .map_err(|(_, errno)| io::Error::from(errno))?;
-    match std::os::unix::net::UnixStream::connect(path) {
-        Ok(_) => {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrInUse,
-                format!(
-                    "another Switchboard is already listening on {}",
-                    path.display()
-                ),
-            ));
-        }
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-        Err(error) if error.kind() == io::ErrorKind::ConnectionRefused => {
-            remove_stale_socket(path)?
-        }
-        Err(error) => return Err(error),
-    }
-    let listener = UnixListener::bind(path)?;
-    // The directory is 0700 already, so the moment between bind and chmod exposes nothing.
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
-}
-
-/// Removes a socket file nobody listens on; refuses to remove anything that is not a socket.
-fn remove_stale_socket(path: &Path) -> io::Result<()> {
-    let file_type = std::fs::symlink_metadata(path)?.file_type();
-    if !file_type.is_socket() {
-        return Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("{} exists and is not a socket", path.display()),
-        ));
-    }
-    tracing::debug!(path = %path.display(), "removing a stale socket");
-    match std::fs::remove_file(path) {
-        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
-        _ => Ok(()),
-    }
+/// Binds the socket at `path`; fails with [`io::ErrorKind::AddrInUse`] when a live instance
+/// answers there. Must be called inside a tokio runtime.
+pub fn bind(path: &Path) -> io::Result<Listener> {
+    Listener::bind(path)
 }
 
 /// Accepts connections until `shutdown` is cancelled; each one is a hub session.
 ///
-/// On shutdown the socket file is removed before the listener closes (so a new instance can
-/// bind at once), and every connection closes its session, which cancels its calls.
+/// On shutdown the socket stops listening first (so a new instance can bind at once), and every
+/// connection closes its session, which cancels its calls.
 pub async fn serve_socket(
-    listener: UnixListener,
+    mut listener: Listener,
     hub: Hub,
     max_message_size: usize,
     shutdown: CancellationToken,
 ) {
-    let own_uid = nix::unistd::getuid().as_raw();
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let peer_uid = stream.peer_cred().map(|cred| cred.uid());
-                    if peer_uid.as_ref().ok() != Some(&own_uid) {
-                        tracing::warn!(?peer_uid, "refused a socket connection from another user");
-                        continue;
-                    }
+                Ok(stream) => {
                     let connection = serve_connection(
                         stream,
                         hub.clone(),
@@ -147,14 +94,7 @@ pub async fn serve_socket(
             }
         }
     }
-    if let Some(path) = listener
-        .local_addr()
-        .ok()
-        .and_then(|addr| addr.as_pathname().map(Path::to_path_buf))
-    {
-        let _ = std::fs::remove_file(path);
-    }
-    drop(listener);
+    listener.close();
     let closed = tokio::time::timeout(CLOSE_LIMIT, async {
         while connections.join_next().await.is_some() {}
     })
@@ -165,9 +105,10 @@ pub async fn serve_socket(
 }
 
 /// Carries one connection. A client that sends its stdio with the first bytes ([`handoff`]) is
-/// read and answered through those; any other speaks newline-delimited JSON-RPC on the socket.
+/// read and answered through those; any other speaks newline-delimited JSON-RPC on the socket,
+/// after an optional relay header.
 async fn serve_connection(
-    stream: UnixStream,
+    mut stream: Connection,
     hub: Hub,
     max_message_size: usize,
     cancel: CancellationToken,
@@ -175,11 +116,9 @@ async fn serve_connection(
     let mut opening = vec![0; SOCKET_BUFFER];
     let received = tokio::select! {
         _ = cancel.cancelled() => return,
-        received = stream.async_io(Interest::READABLE, || {
-            handoff::recv_with_fds(stream.as_raw_fd(), &mut opening)
-        }) => received,
+        received = read_opening(&mut stream, &mut opening) => received,
     };
-    let (n_read, fds) = match received {
+    let (n_read, passed) = match received {
         Ok(received) => received,
         Err(error) => {
             tracing::debug!(%error, "reading the socket failed");
@@ -187,97 +126,87 @@ async fn serve_connection(
         }
     };
     opening.truncate(n_read);
-    let (read_half, write_half) = stream.into_split();
-    let socket = BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(opening).chain(read_half));
-    if fds.is_empty() {
-        let session = LineSession::new(hub, DEFAULT_PROFILE, max_message_size, cancel)
-            .expect("the default profile is always served");
-        session.run(socket, write_half, None).await;
-        return;
-    }
-    let accepted =
-        tokio::time::timeout(HANDOFF_LIMIT, accept_handoff(socket, fds, max_message_size))
-            .await
-            .unwrap_or_else(|_| {
-                Err(anyhow::anyhow!(
-                    "the handoff did not arrive within {HANDOFF_LIMIT:?}"
-                ))
-            })
-            .and_then(|accepted| {
-                let profile = accepted.profile.as_deref().unwrap_or(DEFAULT_PROFILE);
-                match LineSession::new(hub, profile, max_message_size, cancel) {
-                    Some(session) => Ok((accepted, session)),
-                    None => Err(anyhow::anyhow!(
-                        "no profile {profile} is configured; add [profiles.{profile}] to the \
-                         config or drop --profile"
-                    )),
-                }
-            });
-    match accepted {
-        Ok((accepted, session)) => {
-            let mut write_half = write_half;
-            let mut accepted_line = Vec::new();
-            handoff::Record::Accepted.encode(&mut accepted_line);
-            // Said before stdin is read: from here on, what the editor wrote is ours to answer.
-            if let Err(error) = write_half.write_all(&accepted_line).await {
-                tracing::debug!(%error, "switchboard connect left during the handoff");
+    let (read_half, write_half) = tokio::io::split(stream);
+    let mut socket = BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(opening).chain(read_half));
+    let Some(passed) = passed else {
+        let profile = match relay_profile(&mut socket, max_message_size).await {
+            Ok(profile) => profile,
+            Err(reason) => {
+                tracing::warn!(%reason, "refused a connection from switchboard connect");
+                refuse(write_half, &reason).await;
                 return;
             }
-            if let Some(replay) = &accepted.replay {
-                session.replay_initialize(replay);
-            }
-            let ledger = ShimSocket {
-                socket: write_half,
-                lifeline: accepted.lifeline,
-                shared: accepted.shared,
-                records: accepted.records,
-            };
-            session
-                .run(accepted.input, accepted.output, Some(ledger))
-                .await;
+        };
+        let profile = profile.as_deref().unwrap_or(DEFAULT_PROFILE);
+        match LineSession::new(hub, profile, max_message_size, cancel) {
+            Some(session) => session.run(socket, write_half, None).await,
+            None => refuse(write_half, &no_profile(profile)).await,
         }
-        Err(error) => {
-            tracing::warn!(%error, "refused a handoff from switchboard connect");
-            let mut refused = Vec::new();
-            handoff::Record::Refused(&format!("{error:#}")).encode(&mut refused);
-            let mut write_half = write_half;
-            let _ = write_half.write_all(&refused).await;
-        }
+        return;
+    };
+    serve_handoff(socket, write_half, passed, hub, max_message_size, cancel).await;
+}
+
+pub(super) fn no_profile(profile: &str) -> String {
+    format!(
+        "no profile {profile} is configured; add [profiles.{profile}] to the config or drop \
+         --profile"
+    )
+}
+
+/// Says why the connection is refused, in a [`handoff::Record::Refused`] line.
+pub(super) async fn refuse(mut write_half: WriteHalf, reason: &str) {
+    let mut refused = Vec::new();
+    handoff::Record::Refused(reason).encode(&mut refused);
+    let _ = write_half.write_all(&refused).await;
+    let _ = write_half.shutdown().await;
+}
+
+/// The profile a relay header names, when the connection starts with one (which is then read);
+/// anything else is left to the session. A header that cannot be served is the reason to refuse
+/// the connection.
+async fn relay_profile(
+    socket: &mut SocketReader,
+    max_message_size: usize,
+) -> Result<Option<String>, String> {
+    let unreadable = |error: io::Error| format!("the connection could not be read: {error}");
+    let first = socket.fill_buf().await.map_err(unreadable)?;
+    if !first.starts_with(br#"{"switchboard""#) {
+        return Ok(None);
     }
+    let mut line = Vec::new();
+    (&mut *socket)
+        .take(max_message_size as u64)
+        .read_until(b'\n', &mut line)
+        .await
+        .map_err(unreadable)?;
+    let header: handoff::Header = serde_json::from_slice(&line)
+        .map_err(|error| format!("the first line is not a relay header: {error}"))?;
+    if header.version != handoff::VERSION {
+        return Err(format!(
+            "handoff version {} is not {}; the connect and serve binaries differ",
+            header.version,
+            handoff::VERSION
+        ));
+    }
+    if header.switchboard != handoff::Tag::Relay {
+        return Err("a handoff header came without the editor's stdio".to_owned());
+    }
+    Ok(header.profile)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsRawFd;
     use std::sync::Arc;
 
+    use tokio::net::UnixStream;
     use tokio::net::unix::OwnedWriteHalf;
     use tokio::sync::mpsc;
 
     use super::ledger::{MarkingReader, SharedLedger};
     use super::*;
     use crate::wire::jsonrpc;
-
-    #[tokio::test]
-    async fn bind_replaces_a_stale_socket_and_refuses_a_live_one() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = socket_path(dir.path());
-
-        let first = bind(&path).expect("binds a fresh path");
-        let mode = std::fs::metadata(&path)
-            .expect("socket exists")
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
-        let error = bind(&path).expect_err("a live socket is not replaced");
-        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
-
-        drop(first);
-        assert!(path.exists(), "a dropped listener leaves its file behind");
-        let second = bind(&path).expect("a stale socket is replaced");
-        let (client, server) = tokio::join!(UnixStream::connect(&path), second.accept());
-        client.expect("the new socket answers");
-        server.expect("and accepts");
-    }
 
     /// A client of the socket, reading answers line by line.
     struct Client {
@@ -414,7 +343,8 @@ mod tests {
 
     #[test]
     fn the_ledger_says_when_stdin_stops_mid_line_and_which_id_that_line_has() {
-        let (shim_side, fd) = handoff::Ledger::create().expect("a ledger");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (shim_side, fd) = handoff::Ledger::create(dir.path()).expect("a ledger");
         let (records, _records) = mpsc::unbounded_channel();
         let shared = Arc::new(SharedLedger::new(
             handoff::Ledger::open(&fd).expect("maps"),
@@ -475,9 +405,10 @@ mod tests {
             let answer = tokio::task::spawn_blocking(move || {
                 let stream = std::os::unix::net::UnixStream::connect(&path).expect("connects");
                 let (input, output) = std::io::pipe().expect("a pipe");
-                let (_ledger, ledger_fd) = handoff::Ledger::create().expect("a ledger");
+                let dir = tempfile::tempdir().expect("temp dir");
+                let (_ledger, ledger_fd) = handoff::Ledger::create(dir.path()).expect("a ledger");
                 let fds = [input.as_raw_fd(), output.as_raw_fd(), ledger_fd.as_raw_fd()];
-                handoff::send_with_fds(&stream, &header, &fds).expect("sent");
+                crate::platform::passing::send_with_fds(&stream, &header, &fds).expect("sent");
                 stream
                     .set_read_timeout(Some(Duration::from_secs(10)))
                     .expect("timeout");
@@ -496,15 +427,5 @@ mod tests {
         served.shutdown.cancel();
         served.server.await.expect("serve_socket ends");
         served.hub.shutdown();
-    }
-
-    #[tokio::test]
-    async fn bind_does_not_remove_a_file_that_is_not_a_socket() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = socket_path(dir.path());
-        std::fs::write(&path, "precious").expect("write file");
-        let error = bind(&path).expect_err("a regular file is not a stale socket");
-        assert_eq!(error.kind(), io::ErrorKind::AlreadyExists);
-        assert_eq!(std::fs::read_to_string(&path).expect("kept"), "precious");
     }
 }

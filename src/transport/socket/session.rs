@@ -5,7 +5,6 @@ use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use tokio::io::{AsyncBufRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -16,7 +15,7 @@ use super::{CLOSE_LIMIT, DRAIN_LIMIT, OUTGOING_CAPACITY, SOCKET_BUFFER, SocketRe
 use crate::hub::{Hub, Inbound, RequestReply, Session, SessionEvents};
 use crate::transport::handoff;
 use crate::wire::framing::{Frame, LineReader};
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::jsonrpc::{self, ErrorObject};
 
 /// One message or fact for the writer, in the order the client must see them.
 pub(super) enum Outgoing {
@@ -54,17 +53,6 @@ impl LineSession {
         })
     }
 
-    /// Takes the editor's `initialize` again under an id of our own, and drops the answer.
-    pub(super) fn replay_initialize(&self, initialize: &RawValue) {
-        let params = Envelope::parse(initialize.get().as_bytes())
-            .ok()
-            .and_then(|envelope| envelope.params);
-        let request = jsonrpc::request_line(handoff::REPLAY_ID, "initialize", params);
-        drop(self.session.receive(&request));
-        let initialized = jsonrpc::notification_line("notifications/initialized", None);
-        drop(self.session.receive(&initialized));
-    }
-
     /// Reads lines from `input` into the session and writes what it answers or emits to
     /// `output`; with the shim's socket, keeps the ledger as [`handoff`] describes.
     pub(super) async fn run<R, W>(mut self, input: R, output: W, shim: Option<ShimSocket>)
@@ -73,17 +61,8 @@ impl LineSession {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_CAPACITY);
-        let (shared, lifeline, ledger_writer) = match shim {
-            Some(ShimSocket {
-                socket,
-                lifeline,
-                shared,
-                records,
-            }) => (
-                Some(shared.clone()),
-                Some(lifeline),
-                Some(LedgerWriter::new(socket, shared, records)),
-            ),
+        let (shared, lifeline, ledger_writer) = match shim.map(ShimSocket::into_parts) {
+            Some((shared, lifeline, writer)) => (Some(shared), Some(lifeline), Some(writer)),
             None => (None, None, None),
         };
         let writer = tokio::spawn(write_loop(
@@ -285,7 +264,7 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
         loop {
             let recorded = async {
                 match ledger.as_mut() {
-                    Some(ledger) => ledger.records.recv().await,
+                    Some(ledger) => ledger.next_record().await,
                     None => std::future::pending().await,
                 }
             };
@@ -298,7 +277,7 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
                 },
                 Some(record) = recorded => {
                     if let Some(ledger) = ledger.as_mut() {
-                        ledger.pending.extend_from_slice(&record);
+                        ledger.keep(&record);
                     }
                     None
                 }
@@ -322,13 +301,7 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
             if let Some(ledger) = ledger.as_mut() {
                 ledger.take_records();
                 for entry in answered.drain(..) {
-                    match entry {
-                        Unanswered::Slot(slot) => {
-                            ledger.shared.ledger.release(slot);
-                            ledger.shared.free().push(slot);
-                        }
-                        Unanswered::Record(id) => ledger.push(handoff::Record::Answered(&id)),
-                    }
+                    ledger.answered(entry);
                 }
                 ledger.flush().await?;
             }
@@ -359,7 +332,7 @@ pub(super) async fn write_batch<W: AsyncWrite + Unpin>(
     }
     let split = batch.len() > handoff::ATOMIC_WRITE;
     if split && let Some(ledger) = ledger.as_mut() {
-        ledger.shared.ledger.set_partial_output(true);
+        ledger.set_partial_output(true);
     }
     tokio::select! {
         biased;
@@ -368,7 +341,7 @@ pub(super) async fn write_batch<W: AsyncWrite + Unpin>(
     }
     batch.clear();
     if split && let Some(ledger) = ledger {
-        ledger.shared.ledger.set_partial_output(false);
+        ledger.set_partial_output(false);
     }
     Ok(())
 }

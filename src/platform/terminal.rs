@@ -1,5 +1,6 @@
-//! Reading a secret typed at the terminal without showing it (Unix termios; the one place that
-//! changes how the terminal echoes).
+//! Reading a secret typed at the terminal without showing it: echo off through termios on
+//! Unix, through the console's input mode on Windows; the one place that changes how the
+//! terminal echoes.
 
 use std::io::{self, BufRead as _, IsTerminal as _, Write as _};
 
@@ -23,10 +24,12 @@ pub fn read_secret(prompt: &str) -> io::Result<String> {
 }
 
 /// Turns the terminal's echo off until dropped.
+#[cfg(unix)]
 struct EchoOff {
     saved: libc::termios,
 }
 
+#[cfg(unix)]
 impl EchoOff {
     fn new() -> io::Result<EchoOff> {
         // SAFETY: tcgetattr fills the termios it is given; zeroed is a valid starting value.
@@ -45,9 +48,46 @@ impl EchoOff {
     }
 }
 
+#[cfg(unix)]
 impl Drop for EchoOff {
     fn drop(&mut self) {
         // SAFETY: restores the settings read in `new` on the same descriptor.
         unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &self.saved) };
+    }
+}
+
+/// Turns the console's echo off until dropped.
+#[cfg(windows)]
+struct EchoOff {
+    input: windows_sys::Win32::Foundation::HANDLE,
+    saved: u32,
+}
+
+#[cfg(windows)]
+impl EchoOff {
+    fn new() -> io::Result<EchoOff> {
+        use windows_sys::Win32::System::Console::{
+            ENABLE_ECHO_INPUT, GetConsoleMode, GetStdHandle, STD_INPUT_HANDLE, SetConsoleMode,
+        };
+        // SAFETY: returns this process's standard input handle, or an invalid one.
+        let input = unsafe { GetStdHandle(STD_INPUT_HANDLE) };
+        let mut saved = 0;
+        // SAFETY: `saved` is a valid place for the mode.
+        if unsafe { GetConsoleMode(input, &mut saved) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the same console handle, with a mode derived from its own.
+        if unsafe { SetConsoleMode(input, saved & !ENABLE_ECHO_INPUT) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(EchoOff { input, saved })
+    }
+}
+
+#[cfg(windows)]
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        // SAFETY: restores the mode read in `new` on the same handle.
+        unsafe { windows_sys::Win32::System::Console::SetConsoleMode(self.input, self.saved) };
     }
 }

@@ -1,66 +1,45 @@
-//! `switchboard connect`: the stdio shim an editor launches. It attaches to the running
-//! Switchboard through its socket in the runtime directory (starting a headless instance when none
-//! runs) and hands it the editor's stdin and stdout ([`crate::transport::handoff`]), so that calls travel
-//! between the editor and Switchboard with no process in between.
-//!
-//! The shim then only reads the ledger Switchboard keeps on the socket. When the socket closes
-//! under a live editor (Switchboard restarted or died), the shim takes its stdio back: it ends a
-//! line Switchboard left half-written, fails the calls in flight at once, keeps what the editor
-//! writes meanwhile, attaches again, and hands over again with the editor's handshake to replay.
-//! Stdio that cannot be handed over (a terminal, a file) is relayed through pipes of our own.
+//! The shim's handoff (Unix): stdin and stdout go to Switchboard over the socket
+//! ([`crate::transport::handoff`]), and the shim then only reads the ledger Switchboard keeps on
+//! the socket. When the socket closes under a live editor (Switchboard restarted or died), the
+//! shim takes its stdio back: it ends a line Switchboard left half-written, fails the calls in
+//! flight at once, keeps what the editor writes meanwhile, attaches again, and hands over again
+//! with the editor's handshake to replay.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::value::RawValue;
 
+use super::{
+    ATTACH_LIMIT, ATTACH_POLL, ConnectOptions, RESTARTED_MESSAGE, START_AFTER, Starter,
+    UNANSWERED_MESSAGE, error_lines, request_ids,
+};
+use crate::platform::passing;
 use crate::transport::handoff::{self, Header, Ledger, Record};
-use crate::transport::socket::socket_path;
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::jsonrpc::Envelope;
 
-/// Where to find (or how to start) the running Switchboard.
-pub struct ConnectOptions {
-    /// The runtime directory, where the socket lives.
-    pub runtime_dir: PathBuf,
-    /// The Switchboard binary to start headless when none runs.
-    pub exe: PathBuf,
-    /// A config file to pass to that headless instance.
-    pub config: Option<PathBuf>,
-    /// The profile to serve the editor; the default one when `None`.
-    pub profile: Option<String>,
-}
-
-/// The log of a headless instance started by `connect`, in the runtime directory.
-pub const SERVE_LOG_NAME: &str = "serve.log";
-
-/// The message of the error that fails a call lost with the connection.
-pub const RESTARTED_MESSAGE: &str = "Switchboard restarted; this call was lost, please retry";
-
-/// The message of the error that fails a call still unanswered when Switchboard closed the
-/// session after the editor closed stdin.
-const UNANSWERED_MESSAGE: &str =
-    "Switchboard closed the session before answering; the editor had closed stdin";
-
-/// How long attaching may take in all, including starting an instance.
-const ATTACH_LIMIT: Duration = Duration::from_secs(20);
-/// After the connection closed, how long to wait for an instance to come back before starting one.
-const START_AFTER: Duration = Duration::from_secs(2);
-const ATTACH_POLL: Duration = Duration::from_millis(50);
 /// Longest ledger record read; an `initialize` request is the longest there is.
 const RECORD_LIMIT: u64 = 64 * 1024 * 1024;
 const PIPE_BUFFER: usize = 64 * 1024;
 
+/// Whether this process's stdin and stdout can be handed over: both pipes or sockets (a
+/// terminal or a file would be shared with whoever else has it open, so those are relayed).
+pub(super) fn stdio_can_be_handed_over() -> bool {
+    passing::is_pipe_or_socket(io::stdin().as_fd())
+        && passing::is_pipe_or_socket(io::stdout().as_fd())
+}
+
 /// Runs the shim until the editor closes stdin and its answers are delivered.
-pub fn run(options: ConnectOptions) -> anyhow::Result<()> {
-    let mut dialer = SocketDialer::new(&options);
+pub(super) fn run(options: ConnectOptions) -> anyhow::Result<()> {
+    let mut dialer = SocketDialer {
+        starter: Starter::new(&options),
+    };
     let now = Instant::now();
     let first = dialer
         .dial(now, now + ATTACH_LIMIT, &mut |pause| {
@@ -68,10 +47,11 @@ pub fn run(options: ConnectOptions) -> anyhow::Result<()> {
             true
         })?
         .expect("attaching only gives up early when the editor is gone");
-    let (stdio, relays) = Stdio::of_process()?;
-    let result = Shim::new(stdio, options.profile).run(first, &mut dialer);
-    relays.finish();
-    result
+    let stdio = Stdio {
+        input: File::from(io::stdin().as_fd().try_clone_to_owned()?),
+        output: File::from(io::stdout().as_fd().try_clone_to_owned()?),
+    };
+    Shim::new(stdio, options.profile, options.runtime_dir).run(first, &mut dialer)
 }
 
 /// Reaches Switchboard's socket: once at start, and again after the connection closed.
@@ -90,63 +70,7 @@ trait Dial {
 
 /// Dials the socket in the runtime directory and starts `<exe> serve` when nothing answers.
 struct SocketDialer {
-    runtime_dir: PathBuf,
-    socket: PathBuf,
-    log: PathBuf,
-    exe: PathBuf,
-    config: Option<PathBuf>,
-}
-
-impl SocketDialer {
-    fn new(options: &ConnectOptions) -> SocketDialer {
-        SocketDialer {
-            runtime_dir: options.runtime_dir.clone(),
-            socket: socket_path(&options.runtime_dir),
-            log: options.runtime_dir.join(SERVE_LOG_NAME),
-            exe: options.exe.clone(),
-            config: options.config.clone(),
-        }
-    }
-
-    /// Starts a headless instance in its own session, logging to the runtime directory.
-    fn start_instance(&self) -> anyhow::Result<u32> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.runtime_dir)
-            .with_context(|| format!("cannot create {}", self.runtime_dir.display()))?;
-        let mut args = vec![OsString::from("serve")];
-        if let Some(config) = &self.config {
-            let config = std::path::absolute(config).unwrap_or_else(|_| config.clone());
-            args.extend([OsString::from("--config"), config.into_os_string()]);
-        }
-        let env = [(
-            OsString::from(crate::dirs::RUNTIME_DIR_ENV),
-            self.runtime_dir.clone().into_os_string(),
-        )];
-        let pid = crate::supervisor::spawn::spawn_detached(&self.exe, &args, &env, &self.log)
-            .with_context(|| format!("cannot start {} serve", self.exe.display()))?;
-        tracing::info!(pid, log = %self.log.display(), "started a headless Switchboard");
-        Ok(pid)
-    }
-
-    fn not_answering(&self, started: Option<u32>) -> anyhow::Error {
-        let waited = ATTACH_LIMIT.as_secs();
-        let socket = self.socket.display();
-        let log = self.log.display();
-        let tail = log_tail(&self.log);
-        match started {
-            Some(pid) if !process_exists(pid) => anyhow::anyhow!(
-                "the Switchboard started here (pid {pid}) exited before answering on {socket}; \
-                 see {log}{tail}"
-            ),
-            Some(pid) => anyhow::anyhow!(
-                "the Switchboard started here (pid {pid}) did not answer on {socket} within \
-                 {waited} s; see {log}{tail}"
-            ),
-            None => anyhow::anyhow!("nothing answered on {socket} within {waited} s"),
-        }
-    }
+    starter: Starter,
 }
 
 impl Dial for SocketDialer {
@@ -158,21 +82,21 @@ impl Dial for SocketDialer {
     ) -> anyhow::Result<Option<UnixStream>> {
         let mut started = None;
         loop {
-            match UnixStream::connect(&self.socket) {
+            match UnixStream::connect(&self.starter.socket) {
                 Ok(stream) => return Ok(Some(stream)),
-                Err(error) if nothing_listens(&error) => {}
+                Err(error) if crate::platform::ipc::nothing_listens(&error) => {}
                 Err(error) => {
-                    return Err(error)
-                        .with_context(|| format!("cannot connect to {}", self.socket.display()));
+                    return Err(error).with_context(|| {
+                        format!("cannot connect to {}", self.starter.socket.display())
+                    });
                 }
             }
             let now = Instant::now();
             if started.is_none() && now >= start_at {
-                started = Some(self.start_instance()?);
+                started = Some(self.starter.start_instance()?);
             }
-            let gave_up = started.is_some_and(|pid| !process_exists(pid));
-            if now >= deadline || gave_up {
-                return Err(self.not_answering(started));
+            if now >= deadline || Starter::gave_up(started) {
+                return Err(self.starter.not_answering(started));
             }
             if !pause(ATTACH_POLL) {
                 return Ok(None);
@@ -181,52 +105,10 @@ impl Dial for SocketDialer {
     }
 }
 
-fn nothing_listens(error: &io::Error) -> bool {
-    matches!(
-        error.kind(),
-        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
-    )
-}
-
-fn process_exists(pid: u32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
-}
-
-/// The last lines of a log, to put in an error message.
-fn log_tail(log: &Path) -> String {
-    const LINES: usize = 8;
-    let Ok(text) = std::fs::read_to_string(log) else {
-        return String::new();
-    };
-    let lines: Vec<&str> = text.lines().collect();
-    let tail = lines[lines.len().saturating_sub(LINES)..].join("\n  ");
-    if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; it ends with:\n  {tail}")
-    }
-}
-
-/// The two descriptors handed to Switchboard: the editor's stdin and stdout, or pipes relaying
-/// them.
+/// The two descriptors handed to Switchboard: the editor's stdin and stdout.
 struct Stdio {
     input: File,
     output: File,
-}
-
-/// The thread copying toward a stdout that cannot be handed over.
-struct Relays {
-    output: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Relays {
-    /// Waits until everything written toward stdout has reached it; the shim's own end must be
-    /// closed first.
-    fn finish(self) {
-        if let Some(output) = self.output {
-            let _ = output.join();
-        }
-    }
 }
 
 /// `serve` puts the editor's stdio in non-blocking mode, and whoever shares those descriptions
@@ -234,60 +116,7 @@ impl Relays {
 impl Drop for Stdio {
     fn drop(&mut self) {
         for fd in [&self.input, &self.output] {
-            let _ = handoff::set_nonblocking(fd.as_raw_fd(), false);
-        }
-    }
-}
-
-impl Stdio {
-    /// This process's stdin and stdout: pipes and sockets as they are, anything else (a
-    /// terminal, a file, `/dev/null`) through a relay.
-    fn of_process() -> io::Result<(Stdio, Relays)> {
-        let stdin = io::stdin().as_fd().try_clone_to_owned()?;
-        let stdout = io::stdout().as_fd().try_clone_to_owned()?;
-        let input = if can_hand_over(stdin.as_fd()) {
-            File::from(stdin)
-        } else {
-            let (reader, writer) = io::pipe()?;
-            std::thread::Builder::new()
-                .name("connect-stdin".to_owned())
-                .spawn(move || relay(File::from(stdin), writer))?;
-            File::from(OwnedFd::from(reader))
-        };
-        let (output, relay_out) = if can_hand_over(stdout.as_fd()) {
-            (File::from(stdout), None)
-        } else {
-            let (reader, writer) = io::pipe()?;
-            let thread = std::thread::Builder::new()
-                .name("connect-stdout".to_owned())
-                .spawn(move || relay(reader, File::from(stdout)))?;
-            (File::from(OwnedFd::from(writer)), Some(thread))
-        };
-        Ok((Stdio { input, output }, Relays { output: relay_out }))
-    }
-}
-
-/// Whether Switchboard can read or write `fd` itself: a pipe or a socket.
-fn can_hand_over(fd: BorrowedFd<'_>) -> bool {
-    use nix::sys::stat::SFlag;
-    nix::sys::stat::fstat(fd).is_ok_and(|stat| {
-        let kind = SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits());
-        kind == SFlag::S_IFIFO || kind == SFlag::S_IFSOCK
-    })
-}
-
-/// Copies until the input ends or the output breaks.
-fn relay(mut from: impl Read, mut to: impl Write) {
-    let mut buf = vec![0; PIPE_BUFFER];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        };
-        if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
-            return;
+            let _ = passing::set_nonblocking(fd.as_fd(), false);
         }
     }
 }
@@ -295,6 +124,8 @@ fn relay(mut from: impl Read, mut to: impl Write) {
 /// The shim: the stdio it hands over, and what it must remember across instances.
 struct Shim {
     stdio: Stdio,
+    /// The private folder a system without memfds keeps the ledger's file in.
+    runtime_dir: PathBuf,
     /// The profile asked for, named in every handoff.
     profile: Option<String>,
     /// What the editor wrote while no instance had its stdin, to send ahead of it.
@@ -339,9 +170,10 @@ enum Takeover {
 }
 
 impl Shim {
-    fn new(stdio: Stdio, profile: Option<String>) -> Shim {
+    fn new(stdio: Stdio, profile: Option<String>, runtime_dir: PathBuf) -> Shim {
         Shim {
             stdio,
+            runtime_dir,
             profile,
             prefix: Vec::new(),
             skip_to_line_end: false,
@@ -396,14 +228,14 @@ impl Shim {
             .map(|initialize| initialize.line.clone());
         let mut message = Header::new(replay, self.prefix.len(), self.profile.clone()).to_line();
         message.extend_from_slice(&self.prefix);
-        let (ledger, ledger_fd) = Ledger::create()?;
+        let (ledger, ledger_fd) = Ledger::create(&self.runtime_dir)?;
         self.ledger = Some(ledger);
         let fds = [
             self.stdio.input.as_raw_fd(),
             self.stdio.output.as_raw_fd(),
             ledger_fd.as_raw_fd(),
         ];
-        handoff::send_with_fds(stream, &message, &fds)
+        passing::send_with_fds(stream, &message, &fds)
     }
 
     /// The requests the instance took and did not answer, by its ledger and its records.
@@ -471,7 +303,7 @@ impl Shim {
     /// calls it took with it, and notes a line it held the start of.
     fn take_over(&mut self) -> anyhow::Result<Takeover> {
         for fd in [&self.stdio.input, &self.stdio.output] {
-            handoff::set_nonblocking(fd.as_raw_fd(), false)
+            passing::set_nonblocking(fd.as_fd(), false)
                 .context("cannot take the editor's stdio back")?;
         }
         if !self.book.accepted {
@@ -569,13 +401,7 @@ impl Shim {
 
     /// Answers each of `ids` (JSON text) with an error carrying `message`.
     fn fail(&self, ids: impl IntoIterator<Item = Box<str>>, message: &str) -> io::Result<()> {
-        let error = ErrorObject::new(jsonrpc::BACKEND_UNAVAILABLE, message);
-        let mut lines = Vec::new();
-        for id in ids {
-            if let Ok(id) = serde_json::from_str::<&RawValue>(&id) {
-                lines.extend_from_slice(&jsonrpc::error_line(Some(id), &error));
-            }
-        }
+        let lines = error_lines(ids, message);
         if lines.is_empty() {
             return Ok(());
         }
@@ -587,26 +413,10 @@ impl Shim {
     }
 }
 
-/// The ids (JSON text) of the requests among the complete lines of `bytes`.
-fn request_ids(bytes: &[u8]) -> Vec<Box<str>> {
-    let complete = match memchr::memrchr(b'\n', bytes) {
-        Some(pos) => &bytes[..pos],
-        None => return Vec::new(),
-    };
-    complete
-        .split(|&byte| byte == b'\n')
-        .filter_map(|line| {
-            let envelope = Envelope::parse(line).ok()?;
-            match envelope.kind() {
-                Kind::Request => envelope.id.map(|id| Box::from(id.get())),
-                _ => None,
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use std::os::fd::OwnedFd;
+
     use super::*;
 
     #[test]
@@ -616,8 +426,9 @@ mod tests {
             input: File::from(OwnedFd::from(shim_end.try_clone().expect("clone"))),
             output: File::from(OwnedFd::from(shim_end)),
         };
-        let mut shim = Shim::new(stdio, None);
-        let (ledger, fd) = Ledger::create().expect("a ledger");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut shim = Shim::new(stdio, None, dir.path().to_path_buf());
+        let (ledger, fd) = Ledger::create(dir.path()).expect("a ledger");
         let instance = Ledger::open(&fd).expect("the instance maps it");
         shim.ledger = Some(ledger);
         shim.note(Record::Accepted);

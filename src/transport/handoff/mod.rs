@@ -1,0 +1,229 @@
+//! How `switchboard connect` hands the editor's stdio to Switchboard, and the ledger Switchboard
+//! keeps for it meanwhile; or, where stdio cannot be handed over, how it says what it relays.
+//!
+//! Copying every line through the shim would cost each call two more process wake-ups. Instead,
+//! on Unix, the shim passes its stdin and stdout to Switchboard over the socket (`SCM_RIGHTS`),
+//! together with a [`Header`]; Switchboard then reads the editor's requests and writes its
+//! answers itself.
+//! What the shim would need to finish the session if Switchboard died — which requests are
+//! unanswered, and whether either stream was left in the middle of a line — Switchboard keeps in
+//! a [`Ledger`] the shim shares with it (a sealed memfd, also passed over the socket), with plain
+//! atomic stores: no system call and no wake-up per call. The socket stays open as the shim's
+//! lifeline and carries the rare rest as [`Record`]s, one per line: the handoff taken, the
+//! editor's `initialize`, the end of stdin, and requests the ledger has no room for. When the
+//! socket closes, the shim takes its stdio back, reads the ledger, fails what was in flight, and
+//! hands over again to the next instance.
+//!
+//! Windows cannot pass descriptors, and stdio that is not a pipe or a socket (a terminal, a
+//! file) cannot be shared safely: then the shim relays the editor's lines over the connection
+//! (`transport/connect/relay.rs`), which it opens with a [`Header`] tagged [`Tag::Relay`] and no
+//! prefix.
+
+#[cfg(unix)]
+mod ledger;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+#[cfg(unix)]
+pub use ledger::{LEDGER_SIZE, Ledger, SLOT_ID_BYTES, SLOTS};
+
+/// The version of this protocol; both sides must speak the same.
+pub const VERSION: u32 = 3;
+
+/// The id under which Switchboard replays the editor's `initialize` after a restart.
+pub const REPLAY_ID: &str = "\"switchboard-connect-replay\"";
+
+/// The most the shim sends ahead of stdin ([`Header::prefix`]); past it, it stops reading the
+/// editor until an instance takes over.
+pub const PREFIX_LIMIT: usize = 64 * 1024 * 1024;
+
+/// Writes of at most this many bytes reach a pipe whole (`PIPE_BUF`); longer ones may be split.
+pub const ATOMIC_WRITE: usize = 4096;
+
+/// The first line the shim sends, with its stdin and stdout attached.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Header {
+    pub switchboard: Tag,
+    pub version: u32,
+    /// The editor's `initialize` request, answered by an instance that has since gone: replayed
+    /// under [`REPLAY_ID`], with its answer kept from the editor, and followed by
+    /// `notifications/initialized`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Box<RawValue>>,
+    /// How many bytes follow the header: what the editor wrote while no instance had its stdin,
+    /// to be read before stdin itself. At most [`PREFIX_LIMIT`].
+    pub prefix: usize,
+    /// The profile the editor asked for (`connect --profile`); the default one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+/// The value of [`Header::switchboard`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Tag {
+    /// Stdio and the ledger come with the header.
+    Handoff,
+    /// The shim relays the editor's lines over this connection; no prefix, no replay (the shim
+    /// replays the handshake itself).
+    Relay,
+}
+
+impl Header {
+    pub fn new(replay: Option<Box<RawValue>>, prefix: usize, profile: Option<String>) -> Header {
+        Header {
+            switchboard: Tag::Handoff,
+            version: VERSION,
+            replay,
+            prefix,
+            profile,
+        }
+    }
+
+    /// The first line of a relayed connection.
+    pub fn relay(profile: Option<String>) -> Header {
+        Header {
+            switchboard: Tag::Relay,
+            version: VERSION,
+            replay: None,
+            prefix: 0,
+            profile,
+        }
+    }
+
+    /// The header as one line.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).expect("a header serializes");
+        line.push(b'\n');
+        line
+    }
+}
+
+/// The editor's `initialize` again under [`REPLAY_ID`], then `notifications/initialized`: what
+/// a new instance is given before the editor's next lines, its answer kept from the editor.
+pub fn replayed_initialize(initialize: &RawValue) -> [Vec<u8>; 2] {
+    let params = crate::wire::jsonrpc::Envelope::parse(initialize.get().as_bytes())
+        .ok()
+        .and_then(|envelope| envelope.params);
+    [
+        crate::wire::jsonrpc::request_line(REPLAY_ID, "initialize", params),
+        crate::wire::jsonrpc::notification_line("notifications/initialized", None),
+    ]
+}
+
+/// One line of the ledger Switchboard writes to the shim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// The handoff is taken; the shim no longer touches its stdio.
+    Accepted,
+    /// A request with this id (JSON text) was read from the editor; only for requests the
+    /// [`Ledger`] has no room for.
+    Request(&'a str),
+    /// The answer to the request with this id was written to the editor; likewise.
+    Answered(&'a str),
+    /// The editor's `initialize` request, as it wrote it.
+    Initialize(&'a [u8]),
+    /// The editor closed stdin; the answers still due follow, then the socket closes.
+    InputEnded,
+    /// The handoff is refused, for this reason (one line); the socket closes.
+    Refused(&'a str),
+}
+
+impl<'a> Record<'a> {
+    /// Appends the record as one line.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Record::Accepted => out.push(b'H'),
+            Record::Request(id) => {
+                out.push(b'+');
+                out.extend_from_slice(id.as_bytes());
+            }
+            Record::Answered(id) => {
+                out.push(b'-');
+                out.extend_from_slice(id.as_bytes());
+            }
+            Record::Initialize(line) => {
+                out.push(b'I');
+                out.extend_from_slice(line);
+            }
+            Record::InputEnded => out.push(b'E'),
+            Record::Refused(reason) => {
+                out.push(b'R');
+                out.extend(reason.bytes().map(|byte| match byte {
+                    b'\n' | b'\r' => b' ',
+                    byte => byte,
+                }));
+            }
+        }
+        out.push(b'\n');
+    }
+
+    /// Reads one line (without its `\n`); `None` for anything else.
+    pub fn parse(line: &'a [u8]) -> Option<Record<'a>> {
+        let (&kind, rest) = line.split_first()?;
+        let text = || {
+            std::str::from_utf8(rest)
+                .ok()
+                .filter(|text| !text.is_empty())
+        };
+        Some(match kind {
+            b'H' if rest.is_empty() => Record::Accepted,
+            b'+' => Record::Request(text()?),
+            b'-' => Record::Answered(text()?),
+            b'I' if !rest.is_empty() => Record::Initialize(rest),
+            b'E' if rest.is_empty() => Record::InputEnded,
+            b'R' => Record::Refused(std::str::from_utf8(rest).ok()?),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back_as_written() {
+        let records = [
+            Record::Accepted,
+            Record::Request("1"),
+            Record::Answered("\"a b\""),
+            Record::Initialize(br#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#),
+            Record::InputEnded,
+            Record::Refused("a reason"),
+        ];
+        let mut out = Vec::new();
+        for record in &records {
+            record.encode(&mut out);
+        }
+        let lines: Vec<&[u8]> = out
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        let read: Vec<Record> = lines
+            .iter()
+            .map(|line| Record::parse(line).expect("a record"))
+            .collect();
+        assert_eq!(read, records);
+        for garbage in [&b""[..], b"+", b"Hx", b"E1", b"?1"] {
+            assert_eq!(Record::parse(garbage), None, "{garbage:?}");
+        }
+    }
+
+    #[test]
+    fn a_header_reads_back_as_written() {
+        for header in [
+            Header::new(None, 3, Some("work".to_owned())),
+            Header::relay(None),
+        ] {
+            let line = header.to_line();
+            assert_eq!(line.last(), Some(&b'\n'));
+            let parsed: Header = serde_json::from_slice(&line).expect("a header");
+            assert_eq!(parsed.switchboard, header.switchboard);
+            assert_eq!(parsed.version, VERSION);
+            assert_eq!(parsed.prefix, header.prefix);
+            assert_eq!(parsed.profile, header.profile);
+        }
+    }
+}
