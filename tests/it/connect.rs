@@ -185,7 +185,8 @@ impl Connect {
         std::fs::File::open(format!("/proc/{pid}/mem"))
             .and_then(|memory| memory.read_exact_at(&mut bytes, start))
             .expect("the test may read the memory of its own child");
-        let (copy, fd) = Ledger::create().expect("a ledger");
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let (copy, fd) = Ledger::create(scratch.path()).expect("a ledger");
         std::fs::File::from(fd)
             .write_all_at(&bytes, 0)
             .expect("the copy is written");

@@ -1,6 +1,7 @@
 //! Switchboard's integration tests, in one binary: each module drives real processes (the
 //! supervisor, `switchboard serve`, `switchboard connect`, editors' SDKs, a browser) through real
-//! pipes, sockets and HTTP. `support` holds what they share.
+//! pipes, sockets and HTTP. `support` holds what they share. `wine` runs Switchboard built for
+//! Windows under Wine, and only when asked (see `.config/nextest.toml`).
 #![allow(clippy::disallowed_methods)]
 
 mod support;
@@ -29,3 +30,4 @@ mod sign_in;
 mod soak;
 mod stateless;
 mod ui;
+mod wine;
