@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod app;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod control;
 pub mod demo;

@@ -1,6 +1,11 @@
 //! Switchboard's desktop app: the core that `switchboard serve` runs, in-process, with a tray
 //! icon and a window showing the dashboard. Thin: the core supervises, the shell shows and
-//! forwards clicks.
+//! forwards clicks. Started with one of the `switchboard` commands (`connect`, `serve`…), it is
+//! that command instead, so an installed app needs no second program beside it.
+
+// No console window for the app on Windows (release builds; a debug build keeps its console
+// for the logs).
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 mod actions;
 mod menu;
@@ -44,6 +49,12 @@ struct Options {
 }
 
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|first| switchboard::cli::is_command(&first))
+    {
+        return switchboard::cli::main();
+    }
     let options = Options::parse();
     switchboard::app::init_logging();
     let built = tauri::Builder::default()
@@ -59,6 +70,7 @@ fn main() -> ExitCode {
                 .build(),
         )
         .plugin(tauri_plugin_clipboard_manager::init())
+        .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_opener::init())
         .on_window_event(|window, event| {
             // Closing the window hides it; the tray's Quit ends the app.
@@ -90,10 +102,13 @@ fn setup(app: &tauri::AppHandle, options: Options) -> anyhow::Result<()> {
         Err(error) => {
             // Said plainly where a person sees it; `main` prints it and exits non-zero.
             let message = format!("{error:#}");
-            tray::notify_now(&Notice {
-                summary: "Switchboard could not start".to_owned(),
-                body: message.clone(),
-            });
+            tray::notify_now(
+                app,
+                &Notice {
+                    summary: "Switchboard could not start".to_owned(),
+                    body: message.clone(),
+                },
+            );
             anyhow::bail!(message);
         }
     };
@@ -146,33 +161,25 @@ async fn start_core(options: Options) -> anyhow::Result<App> {
     .await
 }
 
-/// The `switchboard` command line binary, installed beside this one (`target/<profile>/` in
-/// development, `/usr/bin` from the package): the guardian, the default config's demo server and
-/// the editor snippets run it.
+/// The `switchboard` command the guardian, the default config's demo server and the editor
+/// snippets run: the command line program where it is installed beside this one
+/// (`target/<profile>/` in development, `/usr/bin` from the Debian package), else this program,
+/// which is that command too (the macOS app bundle and the Windows install hold only it).
 fn cli_path() -> anyhow::Result<PathBuf> {
     let app = std::env::current_exe().context("cannot find this program's path")?;
-    let cli = app.with_file_name("switchboard");
-    anyhow::ensure!(
-        cli.is_file(),
-        "the switchboard command is missing beside {} (build it with `cargo build --bin switchboard`)",
-        app.display()
-    );
-    Ok(cli)
+    let cli = app.with_file_name(format!("switchboard{}", std::env::consts::EXE_SUFFIX));
+    Ok(if cli.is_file() { cli } else { app })
 }
 
-/// SIGTERM and SIGINT (a logout, `kill`, Ctrl-C in a terminal) quit like the tray's Quit.
+/// The system's requests to stop (SIGTERM and SIGINT on Unix; a logoff or a shutdown on
+/// Windows) quit like the tray's Quit.
 async fn quit_on_signal(app: tauri::AppHandle) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut terminate), Ok(mut interrupt)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for SIGTERM and SIGINT");
-        return;
-    };
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = interrupt.recv() => {}
+    match switchboard::platform::shutdown::requested().await {
+        Ok(request) => tracing::info!(request, "quitting"),
+        Err(error) => {
+            tracing::warn!(%error, "cannot listen for the system's requests to stop");
+            return;
+        }
     }
     actions::quit(&app).await;
 }

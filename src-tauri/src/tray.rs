@@ -13,6 +13,7 @@ use tauri::menu::{
 };
 use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Wry};
+use tauri_plugin_notification::NotificationExt as _;
 use tokio::sync::watch;
 
 use crate::menu::{self, Entry, Health, MenuModel, Notice};
@@ -77,18 +78,18 @@ async fn follow(
     loop {
         let pins = feeds.pins.borrow().clone();
         for notice in menu::held_notices(&previous_pins, &pins) {
-            notify(notice);
+            notify_now(&app, &notice);
         }
         previous_pins = pins;
         let current = feeds.statuses.borrow().clone();
         if feeds.config.borrow().desktop.notify_crash_loop {
             for status in menu::entered(BackendState::CrashLoop, &previous, &current) {
-                notify(menu::crash_loop_notice(status));
+                notify_now(&app, &menu::crash_loop_notice(status));
             }
         }
         // A sign-in can only come from the person: always said.
         for status in menu::entered(BackendState::NeedsSignIn, &previous, &current) {
-            notify(menu::sign_in_notice(status));
+            notify_now(&app, &menu::sign_in_notice(status));
         }
         previous = current;
         if !feeds.changed().await {
@@ -186,18 +187,15 @@ fn icon(health: Health) -> Image<'static> {
     Image::from_bytes(png).expect("the tray icons are valid PNG files")
 }
 
-/// Shows a desktop notification; blocks until the notification server has it (or refused it).
-pub fn notify_now(notice: &Notice) {
-    let shown = notify_rust::Notification::new()
-        .appname("Switchboard")
-        .summary(&notice.summary)
+/// Shows a desktop notification through the system's notification service (Tauri's plugin).
+pub fn notify_now(app: &AppHandle, notice: &Notice) {
+    let shown = app
+        .notification()
+        .builder()
+        .title(&notice.summary)
         .body(&notice.body)
         .show();
     if let Err(error) = shown {
         tracing::warn!(%error, summary = %notice.summary, "cannot show a desktop notification");
     }
-}
-
-fn notify(notice: Notice) {
-    tauri::async_runtime::spawn_blocking(move || notify_now(&notice));
 }

@@ -228,6 +228,37 @@ fn a_first_run_writes_the_default_config_and_its_demo_server_runs() {
     quit(&mut desktop, &tray);
 }
 
+/// Installed on macOS or Windows, the app is the only program: started with a `switchboard`
+/// command it runs that command, no window, no tray, no display needed.
+#[test]
+fn the_app_is_the_switchboard_command_too() {
+    let mut server = Command::new(Desktop::app_exe())
+        .arg("demo-server")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the app starts");
+    let mut stdin = server.stdin.take().expect("stdin piped");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "desktop-test", "version": "1"}}});
+    writeln!(stdin, "{initialize}").expect("write");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .expect("an answer");
+    let answer: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(
+        answer["result"]["serverInfo"]["name"].is_string(),
+        "{answer}"
+    );
+    drop(stdin);
+    let status = server.wait().expect("the demo server ends with its input");
+    assert!(status.success(), "{status}");
+}
+
 /// Clicks Quit, then checks that the app exits 0 and that no process it started is left.
 fn quit(desktop: &mut Desktop, tray: &Tray) {
     tray.click("Quit Switchboard");
