@@ -13,14 +13,16 @@
 mod unix;
 #[cfg(unix)]
 pub use unix::{
-    Guardian, Tree, exists, exit_of, prepare, reap_stale, run_guardian, signal_name, start_detached,
+    Guardian, Tree, app_package, exists, exit_of, prepare, reap_stale, run_guardian, signal_name,
+    start_detached,
 };
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
 pub use windows::{
-    Guardian, Tree, exists, exit_of, prepare, reap_stale, run_guardian, signal_name, start_detached,
+    Guardian, Tree, app_package, exists, exit_of, prepare, reap_stale, run_guardian, signal_name,
+    start_detached,
 };
 
 #[cfg(target_os = "linux")]

@@ -134,6 +134,11 @@ pub fn start_detached(
     Ok(pid)
 }
 
+/// App packages with redirected files are a Windows matter: never in one here.
+pub fn app_package() -> Option<String> {
+    None
+}
+
 /// The guardian's pipe: the groups of this run, one line each as they come and go.
 pub struct Guardian {
     pipe: std::process::ChildStdin,

@@ -209,6 +209,31 @@ pub fn start_detached(
     Ok(pid)
 }
 
+/// The family name of the app package this process runs in (a program an MSIX-installed app
+/// such as Claude Desktop started runs in that app's package, where writes under `%APPDATA%` are
+/// redirected); `None` outside any.
+pub fn app_package() -> Option<String> {
+    use windows_sys::Win32::Storage::Packaging::Appx::GetCurrentPackageFamilyName;
+    let mut len = 0u32;
+    // SAFETY: asks for the length only; fails with APPMODEL_ERROR_NO_PACKAGE outside a package.
+    let status = unsafe { GetCurrentPackageFamilyName(&mut len, std::ptr::null_mut()) };
+    // ERROR_INSUFFICIENT_BUFFER: there is a package, and its name is `len` units long.
+    if status != 122 || len == 0 {
+        return None;
+    }
+    let mut name = vec![0u16; len as usize];
+    // SAFETY: the buffer holds `len` units.
+    let status = unsafe { GetCurrentPackageFamilyName(&mut len, name.as_mut_ptr()) };
+    if status != 0 {
+        return None;
+    }
+    let end = name
+        .iter()
+        .position(|&unit| unit == 0)
+        .unwrap_or(name.len());
+    Some(String::from_utf16_lossy(&name[..end]))
+}
+
 /// On Windows the jobs stand guard: nothing to start.
 pub struct Guardian;
 

@@ -77,7 +77,18 @@ impl Starter {
     }
 
     /// Starts a headless instance detached from us, logging to the runtime directory.
+    ///
+    /// Not from inside an app package (Claude Desktop's MSIX install on Windows): the instance
+    /// would run in that package too, its files redirected to a copy of the package's own, a
+    /// second Switchboard with another token, other pins and another log.
     fn start_instance(&self) -> anyhow::Result<u32> {
+        if let Some(package) = crate::platform::process::app_package() {
+            anyhow::bail!(
+                "Switchboard is not running, and it cannot be started from inside the app package \
+                 {package} (it would keep its files apart from yours): start the Switchboard app \
+                 (it can start at login)"
+            );
+        }
         crate::platform::files::create_private_dir(&self.runtime_dir)
             .with_context(|| format!("cannot create {}", self.runtime_dir.display()))?;
         let mut args = vec![OsString::from("serve")];
