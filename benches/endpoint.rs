@@ -1,7 +1,8 @@
 //! Tool-call latency and throughput through Switchboard's endpoint, against the same fast backend
 //! (`switchboard demo-server`) in the same run: a direct stdio client, Streamable HTTP at `/mcp`
-//! in a session (2025-11-25) and stateless (2026-07-28, each POST on its own), and
-//! `switchboard connect`. Then the idle memory of `switchboard serve` with 10 backends.
+//! in a session (2025-11-25) and stateless (2026-07-28, each POST on its own), `/mcp` of a second
+//! serve that requires its bearer token, and `switchboard connect`. Then the idle memory of
+//! `switchboard serve` with 10 backends.
 //!
 //! Run: `cargo bench --bench endpoint` (options: `-- --sequential N --concurrent N --in-flight N`).
 #![allow(clippy::print_stdout, clippy::disallowed_methods)]
@@ -32,6 +33,9 @@ fn main() {
     runtime.block_on(run(sequential, concurrent, in_flight));
     idle_memory(10);
 }
+
+/// `/mcp`'s token in the serve that requires one.
+const MCP_TOKEN: &str = "bench-mcp-token-0123456789abcdef0123456789abcdef";
 
 /// The name the hub exposes the demo backend's `echo` under.
 const EXPOSED_ECHO: &str = "demo0__echo";
@@ -108,6 +112,7 @@ impl LeanHttpClient {
 
 async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     let serve = start_serve(1);
+    let guarded = start_serve_with(1, &format!("[endpoint]\ntoken = {MCP_TOKEN:?}\n\n"));
     let direct = StdioClient::start(
         SWITCHBOARD,
         &["demo-server"],
@@ -121,6 +126,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     )
     .await;
     let http = HttpClient::start(&serve.url).await;
+    let with_token = HttpClient::start_with(&guarded.url, Some(MCP_TOKEN)).await;
     let profile = HttpClient::start(&format!("{}/bench", serve.url)).await;
     let stateless = http.stateless(EXPOSED_ECHO);
     let lean = LeanHttpClient::start(&serve.url, http.session.as_deref().expect("a session")).await;
@@ -177,6 +183,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         }
     };
     let http_call = http_calls(&http, &hub_params);
+    let token_call = http_calls(&with_token, &hub_params);
     let profile_call = http_calls(&profile, &hub_params);
     let stateless_call = http_calls(&stateless, &stateless_params);
 
@@ -187,6 +194,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         measure_sequential(500, lean_call.clone()).await;
         measure_sequential(500, stateless_call.clone()).await;
         measure_sequential(500, profile_call.clone()).await;
+        measure_sequential(500, token_call.clone()).await;
     }
     println!(
         "tools/call `echo` on `switchboard demo-server`; {sequential} sequential (in {ROUNDS} rounds taking turns), {concurrent} with {in_flight} in flight"
@@ -195,7 +203,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     // The paths take turns in short rounds, so that whatever else the machine does in the
     // meantime weighs on each of them alike.
     let per_round = sequential.div_ceil(ROUNDS);
-    let mut runs: [Vec<Figures>; 6] = Default::default();
+    let mut runs: [Vec<Figures>; 7] = Default::default();
     for _ in 0..ROUNDS {
         runs[0].push(measure_sequential(per_round, direct_call.clone()).await);
         runs[1].push(measure_sequential(per_round, http_call.clone()).await);
@@ -203,6 +211,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         runs[3].push(measure_sequential(per_round, lean_call.clone()).await);
         runs[4].push(measure_sequential(per_round, stateless_call.clone()).await);
         runs[5].push(measure_sequential(per_round, profile_call.clone()).await);
+        runs[6].push(measure_sequential(per_round, token_call.clone()).await);
     }
     let [
         direct_seq,
@@ -211,6 +220,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         lean_seq,
         stateless_seq,
         profile_seq,
+        token_seq,
     ] = runs.map(Figures::combine);
     direct_seq.print("direct stdio, sequential");
     http_seq.print("HTTP /mcp, sequential");
@@ -218,14 +228,17 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     lean_seq.print("HTTP /mcp, lean client, sequential");
     stateless_seq.print("HTTP /mcp 2026-07-28, sequential");
     profile_seq.print("HTTP /mcp/bench (a profile), sequential");
+    token_seq.print("HTTP /mcp with its token, sequential");
     let direct_par = measure_concurrent(concurrent, in_flight, direct_call).await;
     let http_par = measure_concurrent(concurrent, in_flight, http_call).await;
     let connect_par = measure_concurrent(concurrent, in_flight, connect_call).await;
     let stateless_par = measure_concurrent(concurrent, in_flight, stateless_call).await;
+    let token_par = measure_concurrent(concurrent, in_flight, token_call).await;
     direct_par.print(&format!("direct stdio, {in_flight} in flight"));
     http_par.print(&format!("HTTP /mcp, {in_flight} in flight"));
     connect_par.print(&format!("switchboard connect, {in_flight} in flight"));
     stateless_par.print(&format!("HTTP /mcp 2026-07-28, {in_flight} in flight"));
+    token_par.print(&format!("HTTP /mcp with its token, {in_flight} in flight"));
     println!();
     println!(
         "sequential p50 / direct:   HTTP {:.2}x (lean client {:.2}x), connect {:.2}x",
@@ -249,13 +262,24 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         profile_seq.p50() / http_seq.p50(),
         profile_seq.p99() / http_seq.p99()
     );
+    println!(
+        "token on / off (HTTP): sequential p50 {:.3}x, p99 {:.3}x; {in_flight} in flight calls/s {:.1}%",
+        token_seq.p50() / http_seq.p50(),
+        token_seq.p99() / http_seq.p99(),
+        100.0 * token_par.rate / http_par.rate
+    );
     println!("serve RSS after the load: {} KiB", serve.rss_kib());
 }
 
 /// Serve with `backends` demo servers (`demo0`, …), and a profile with a tool filter and a name
 /// budget, for the cost of a profile per call.
 fn start_serve(backends: usize) -> Serve {
-    let mut text = String::new();
+    start_serve_with(backends, "")
+}
+
+/// [`start_serve`] with `endpoint` (an `[endpoint]` table) first in its config.
+fn start_serve_with(backends: usize, endpoint: &str) -> Serve {
+    let mut text = endpoint.to_owned();
     for i in 0..backends {
         text.push_str(&format!(
             "[servers.demo{i}]\ncommand = {SWITCHBOARD:?}\nargs = [\"demo-server\"]\nhealth_interval = \"off\"\n\n"

@@ -17,12 +17,15 @@ use crate::config::{self, Config, EndpointConfig};
 use crate::control::attention::{self, Attention};
 use crate::control::instance::Instance;
 use crate::control::reload::{ConfigState, ReloadOutcome, Reloader};
-use crate::control::{api, token, ui};
+use crate::control::{api, ui};
+use crate::guard::EndpointToken;
 use crate::hub::pins::PinReport;
 use crate::hub::{Hub, HubOptions};
 use crate::supervisor::Engine;
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::BackendStatus;
+use crate::token;
+use crate::transport::handoff::Command;
 use crate::transport::{http, socket};
 
 /// How long shutdown may take before it gives up waiting (the guardian then kills leftovers).
@@ -74,11 +77,21 @@ impl App {
         })?;
         let listeners = Listeners::bind(&runtime_dir, listen).await?;
         let data_dir = crate::dirs::data_dir();
-        let api_token =
-            token::load_or_create(&data_dir).context("cannot set up the dashboard token")?;
+        let api_token = token::api_token(&data_dir).context("cannot set up the API token")?;
+        let mcp_token = EndpointToken::new(
+            token::endpoint_token(&endpoint, &data_dir, token::Missing::Make)
+                .context("cannot set up /mcp's token")?,
+        );
         let activity = ActivityLog::open(&data_dir.join("activity.db"), config.activity.clone());
         activity.configure(config.activity.clone(), config.secret_values());
         let auth = Auth::new();
+        let signed_in = auth.clone();
+        let endpoint_token = mcp_token.clone();
+        activity.redact_also(Arc::new(move || {
+            let mut values = signed_in.secret_values();
+            values.extend(endpoint_token.get().map(|token| token.to_string()));
+            values
+        }));
         auth.set_callback_base(&crate::transport::http::local_base_url(listeners.address));
         let (engine, hub) = crate::hub::start(
             config.backends.clone(),
@@ -98,6 +111,8 @@ impl App {
             &config,
             endpoint.clone(),
             options.listen.is_some(),
+            mcp_token.clone(),
+            data_dir.clone(),
         );
         let stop = CancellationToken::new();
         let mut tasks = Vec::new();
@@ -111,7 +126,7 @@ impl App {
         let api_options = api::ApiOptions {
             address: listeners.address,
             token: api_token,
-            mcp_token: endpoint.token.clone(),
+            mcp_token: mcp_token.clone(),
             extra_origins: Vec::new(),
             exe: options.exe,
             auth: auth.clone(),
@@ -125,7 +140,7 @@ impl App {
         )
         .with_ui(ui::router(options.ui_dir));
         let dashboard_url = api_state.dashboard_url();
-        let served = listeners.serve(&hub, api_state, &endpoint, &stop);
+        let served = listeners.serve(&hub, &reloader, api_state, &endpoint, mcp_token, &stop);
         tasks.extend(served.tasks);
         tracing::info!(url = %served.mcp_url, socket = %served.socket_path.display(), "listening");
         let instance_file = Instance::record(&runtime_dir, served.address);
@@ -238,6 +253,9 @@ fn load_config(path: &Path, exe: &Path) -> anyhow::Result<(PathBuf, Config)> {
     for diagnostic in &config.diagnostics {
         tracing::warn!("{diagnostic}");
     }
+    if config.endpoint_open_by_default() {
+        tracing::warn!("{}", config::OPEN_ENDPOINT_WARNING);
+    }
     refuse_invalid_token(&config, &path)?;
     Ok((path, config))
 }
@@ -288,13 +306,15 @@ impl Listeners {
     fn serve(
         self,
         hub: &Hub,
+        reloader: &Reloader,
         api_state: api::ApiState,
         endpoint: &EndpointConfig,
+        mcp_token: EndpointToken,
         stop: &CancellationToken,
     ) -> Served {
         let http_options = http::HttpOptions {
             port: self.address.port(),
-            token: endpoint.token.clone(),
+            token: mcp_token,
             max_body_size: endpoint.max_body_size,
             extra_origins: Vec::new(),
         };
@@ -311,6 +331,7 @@ impl Listeners {
         let socket_server = tokio::spawn(socket::serve_socket(
             self.socket,
             hub.clone(),
+            commands(reloader.clone()),
             endpoint.max_body_size,
             stop.clone(),
         ));
@@ -321,6 +342,19 @@ impl Listeners {
             socket_path: self.socket_path,
         }
     }
+}
+
+/// What the command line asks over the socket, carried out by the control plane.
+fn commands(reloader: Reloader) -> socket::Commands {
+    Arc::new(move |command| {
+        let reloader = reloader.clone();
+        Box::pin(async move {
+            match command {
+                Command::Reload => serde_json::to_value(reloader.reload().await)
+                    .expect("a reload's outcome serializes"),
+            }
+        })
+    })
 }
 
 fn refuse_invalid_token(config: &Config, path: &Path) -> anyhow::Result<()> {

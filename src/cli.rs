@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use crate::app::{App, AppOptions};
 use crate::config;
 use crate::editors::{self, Editor};
+use crate::token::Missing;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
@@ -273,9 +274,7 @@ fn connect(config: Option<PathBuf>, profile: Option<String>) -> anyhow::Result<E
 
 async fn reload() -> anyhow::Result<ExitCode> {
     use crate::control::reload::ReloadOutcome;
-    let outcome =
-        crate::control::client::reload(&crate::dirs::runtime_dir(), &crate::dirs::data_dir())
-            .await?;
+    let outcome = crate::control::client::reload(&crate::dirs::runtime_dir()).await?;
     match outcome {
         ReloadOutcome::Applied { report, notes } => {
             eprintln!("reloaded: {report}");
@@ -332,10 +331,8 @@ fn secret(action: SecretAction) -> anyhow::Result<ExitCode> {
     // that the servers using this secret restart with its new value.
     let runtime_dir = crate::dirs::runtime_dir();
     if crate::control::instance::Instance::path(&runtime_dir).exists() {
-        let reloaded = single_thread_runtime().block_on(crate::control::client::reload(
-            &runtime_dir,
-            &crate::dirs::data_dir(),
-        ));
+        let reloaded =
+            single_thread_runtime().block_on(crate::control::client::reload(&runtime_dir));
         match reloaded {
             Ok(crate::control::reload::ReloadOutcome::Applied { report, .. }) => {
                 eprintln!("Switchboard reloaded its config: {report}");
@@ -363,6 +360,13 @@ fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     for diagnostic in &config.diagnostics {
         eprintln!("{diagnostic}");
     }
+    if config.endpoint_open_by_default() {
+        eprintln!(
+            "{}: warning: endpoint.require_token: {}",
+            path.display(),
+            config::OPEN_ENDPOINT_WARNING
+        );
+    }
     let names: Vec<&str> = config
         .backends
         .iter()
@@ -389,7 +393,12 @@ fn print_duplicates(path: &Path) {
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
-    let Ok(destination) = editors::Destination::for_config_file(path, exe.clone()) else {
+    let Ok(destination) = editors::Destination::for_config_file(
+        path,
+        exe.clone(),
+        &crate::dirs::data_dir(),
+        Missing::Show,
+    ) else {
         return;
     };
     for editor in Editor::ALL.into_iter().filter(|editor| editor.detected()) {
@@ -543,7 +552,12 @@ fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
         say_where(options.editor);
     }
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
-    let mut destination = editors::Destination::for_config_file(&options.config, exe.clone())?;
+    let mut destination = editors::Destination::for_config_file(
+        &options.config,
+        exe.clone(),
+        &crate::dirs::data_dir(),
+        missing_token(options.dry_run),
+    )?;
     if let Some(profile) = &options.profile {
         destination = destination.for_profile(profile)?;
     }
@@ -562,6 +576,14 @@ fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
     })?;
     eprint!("{report}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A dry run writes nothing, not even the token the entries it shows would carry.
+fn missing_token(dry_run: bool) -> Missing {
+    match dry_run {
+        true => Missing::Show,
+        false => Missing::Make,
+    }
 }
 
 fn undo_move(editor: Editor, config: &Path, force: bool) -> anyhow::Result<ExitCode> {
@@ -584,7 +606,12 @@ fn install(
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(crate::dirs::default_config_path);
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
-    let mut destination = editors::Destination::for_config_file(&config_path, exe)?;
+    let mut destination = editors::Destination::for_config_file(
+        &config_path,
+        exe,
+        &crate::dirs::data_dir(),
+        missing_token(dry_run),
+    )?;
     if let Some(profile) = &profile {
         destination = destination.for_profile(profile)?;
     }

@@ -1,12 +1,10 @@
 //! Where Switchboard keeps its files: config, data and runtime directories.
 
-use std::fs::File;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use directories::ProjectDirs;
 
-pub use crate::platform::files::{create_private_dir, create_private_file};
+pub use crate::platform::files::create_private_dir;
 
 /// Environment variable that overrides the config file location.
 pub const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
@@ -68,18 +66,4 @@ fn user_name() -> String {
         .into_iter()
         .find_map(|name| std::env::var(name).ok().filter(|value| !value.is_empty()))
         .unwrap_or_else(|| "user".to_owned())
-}
-
-/// Writes a file readable by its owner only, atomically; missing directories are made for the
-/// owner only too.
-pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    if let Some(parent) = path.parent() {
-        create_private_dir(parent)?;
-    }
-    let temporary = path.with_extension("tmp");
-    let mut file: File = create_private_file(&temporary)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    crate::platform::files::replace(&temporary, path)
 }

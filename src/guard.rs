@@ -6,7 +6,8 @@
 //! requests without it. Errors outside JSON-RPC are one shape, [`ErrorResponse`]:
 //! `{"code": …, "message": …}`.
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, RwLock};
 
 use axum::Router;
 use axum::body::Body;
@@ -21,6 +22,46 @@ const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 /// How much of a header value an error message repeats.
 const MAX_ECHOED_CHARS: usize = 120;
 
+/// `/mcp`'s bearer token, which a reload may turn on, change or turn off while requests run.
+/// Cheap to clone: every clone is the same token.
+#[derive(Clone, Default)]
+pub struct EndpointToken(Arc<RwLock<Option<Arc<str>>>>);
+
+impl EndpointToken {
+    pub fn new(token: Option<String>) -> EndpointToken {
+        EndpointToken(Arc::new(RwLock::new(token.map(Arc::from))))
+    }
+
+    /// The token now; `None` when `/mcp` takes requests without one.
+    pub fn get(&self) -> Option<Arc<str>> {
+        self.0
+            .read()
+            .expect("the token lock is never poisoned")
+            .clone()
+    }
+
+    /// Makes `token` the one required from now on; whether that changed anything.
+    pub fn set(&self, token: Option<String>) -> bool {
+        let mut current = self.0.write().expect("the token lock is never poisoned");
+        if current.as_deref() == token.as_deref() {
+            return false;
+        }
+        *current = token.map(Arc::from);
+        true
+    }
+}
+
+impl fmt::Debug for EndpointToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let set = self.0.read().is_ok_and(|token| token.is_some());
+        f.write_str(if set {
+            "EndpointToken(<redacted>)"
+        } else {
+            "EndpointToken(none)"
+        })
+    }
+}
+
 /// Checks every request against DNS rebinding and, when a token is configured, for the token.
 ///
 /// The MCP endpoint and the control API share it: wrap a router with [`Guard::protect`], or call
@@ -28,7 +69,7 @@ const MAX_ECHOED_CHARS: usize = 120;
 pub struct Guard {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
-    token: Option<String>,
+    token: EndpointToken,
     port: u16,
 }
 
@@ -49,7 +90,7 @@ impl Guard {
     /// `Host` must name a loopback address with exactly this port; `Origin`, when present, must
     /// be one of the endpoint's own loopback origins or one of `extra_origins` (never `null`);
     /// without it, `Sec-Fetch-Site`, when present, must not name another site.
-    pub fn new(port: u16, token: Option<String>, extra_origins: Vec<String>) -> Guard {
+    pub fn new(port: u16, token: EndpointToken, extra_origins: Vec<String>) -> Guard {
         let mut allowed_hosts: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
             .iter()
             .map(|name| format!("{name}:{port}"))
@@ -137,7 +178,12 @@ impl Guard {
 
     /// Refuses requests without the configured bearer token; passes everything when none is set.
     pub fn check_token(&self, headers: &HeaderMap) -> Result<(), Rejection> {
-        let Some(expected) = &self.token else {
+        let token = self
+            .token
+            .0
+            .read()
+            .expect("the token lock is never poisoned");
+        let Some(expected) = token.as_deref() else {
             return Ok(());
         };
         match bearer_tokens(headers).next() {

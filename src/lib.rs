@@ -8,6 +8,7 @@
 
 pub mod activity;
 pub mod app;
+pub mod atomic;
 pub mod auth;
 pub mod cli;
 pub mod config;
@@ -20,5 +21,6 @@ pub mod hub;
 pub mod platform;
 pub mod secrets;
 pub mod supervisor;
+pub mod token;
 pub mod transport;
 pub mod wire;

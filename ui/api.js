@@ -1,5 +1,8 @@
-// The control API, same-origin with the session cookie. Every call resolves to parsed JSON or
-// throws an ApiError carrying the API's `{code, message}` (or a description of what failed).
+// The control API, same-origin, with the dashboard's key as a bearer token (session.js). Every
+// call resolves to parsed JSON or throws an ApiError carrying the API's `{code, message}` (or a
+// description of what failed).
+
+import { authorization, refused } from "./session.js";
 
 /** @typedef {import('./types.js').BackendSummary} BackendSummary */
 /** @typedef {import('./types.js').BackendDetail} BackendDetail */
@@ -57,8 +60,8 @@ async function request(path, init) {
   let response;
   try {
     response = await fetch(apiUrl(path), {
-      credentials: "same-origin",
-      headers: { Accept: "application/json", ...(init?.body !== undefined ? { "Content-Type": "application/json" } : {}) },
+      credentials: "omit",
+      headers: { Accept: "application/json", ...authorization(), ...(init?.body !== undefined ? { "Content-Type": "application/json" } : {}) },
       ...init,
     });
   } catch (error) {
@@ -75,6 +78,7 @@ async function request(path, init) {
     }
   }
   if (!response.ok) {
+    if (response.status === 401) refused();
     if (isErrorBody(body)) throw new ApiError(body.code, body.message, response.status);
     const hint = response.status === 401 || response.status === 403
       ? "Not authorized: open the dashboard from the Switchboard tray menu or with the link `switchboard serve` prints."
@@ -260,16 +264,24 @@ export async function activityStats(query) {
 }
 
 /**
- * Where the records the filters select download from; the session cookie authorizes a plain
- * same-origin link.
+ * The records the filters select, as a file to save (the key goes as a header, so this is a
+ * request, not a plain link).
  * @param {"jsonl" | "csv"} format
  * @param {URLSearchParams} query
- * @returns {string}
+ * @returns {Promise<Blob>}
  */
-export function activityExportUrl(format, query) {
+export async function activityExport(format, query) {
   const params = new URLSearchParams(query);
   params.set("format", format);
-  return apiUrl(`activity/export?${params}`);
+  let response;
+  try {
+    response = await fetch(apiUrl(`activity/export?${params}`), { credentials: "omit", headers: authorization() });
+  } catch (error) {
+    throw new ApiError("network", `Switchboard did not answer (${String(error)})`, 0);
+  }
+  if (response.status === 401) refused();
+  if (!response.ok) throw new ApiError(`http_${response.status}`, `${response.status} ${response.statusText}`.trim(), response.status);
+  return await response.blob();
 }
 
 /** @returns {Promise<import('./types.js').PinReport>} */

@@ -20,6 +20,7 @@ import { ActivityView, parseFilters } from "./views/activity.js";
 import { renderBanner } from "./views/banner.js";
 import { ReviewView } from "./views/review.js";
 import { followAttention } from "./views/attention.js";
+import { sessionKey, takeKeyFromAddress, whenLocked } from "./session.js";
 
 /** @typedef {import('./views/backend.js').Tab} Tab */
 /** @typedef {import('./views/activity.js').ActivityFilters} ActivityFilters */
@@ -119,12 +120,11 @@ class App {
   }
 
   start() {
-    // The token in the address is only for the first load (the API has set its cookie by now);
-    // keep it out of the history, bookmarks and screenshots.
-    const url = new URL(location.href);
-    if (url.searchParams.has("token")) {
-      url.searchParams.delete("token");
-      history.replaceState(null, "", url.href);
+    takeKeyFromAddress();
+    whenLocked(() => this.showLocked());
+    if (sessionKey() === null) {
+      this.showLocked();
+      return;
     }
     window.addEventListener("hashchange", () => this.navigate(true));
     document.getElementById("skip-link")?.addEventListener("click", (event) => {
@@ -142,6 +142,22 @@ class App {
     followAttention(this.store);
     void this.store.loadAttention();
     this.feed.start();
+  }
+
+  /**
+   * Without a key the API opens to nothing: say where the link is, in place of everything else.
+   */
+  showLocked() {
+    if (document.body.dataset.locked !== undefined) return;
+    document.body.dataset.locked = "";
+    this.view?.destroy();
+    this.view = null;
+    document.title = "Open the dashboard link · Switchboard";
+    replace(document.body, h("main", { class: "locked", attrs: { "data-testid": "locked" } },
+      h("img", { class: "brand-mark", attrs: { src: "icon.svg", alt: "", width: 40, height: 40 } }),
+      h("h1", { text: "Open the dashboard from Switchboard" }),
+      h("p", { text: "This page needs the key of the current run of Switchboard. Choose Open dashboard in the tray menu, or open the link that switchboard serve printed when it started." }),
+      h("p", { class: "muted", text: "Switchboard makes a new key each time it starts, so a link or tab from an earlier run no longer opens it." })));
   }
 
   /**

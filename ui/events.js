@@ -1,8 +1,9 @@
-// The live feed: one EventSource on /api/events, reopened with exponential backoff (and jitter)
-// whenever it fails. EventSource's own retry gives up for good on an HTTP error and never backs
-// off, so every error closes it and this module decides when to try again.
+// The live feed: one stream of Server-Sent Events from /api/events, read with fetch (which, unlike
+// EventSource, can send the dashboard's key as a header), reopened with exponential backoff (and
+// jitter) whenever it ends or fails.
 
 import { apiUrl } from "./api.js";
+import { authorization, refused } from "./session.js";
 
 /** @typedef {import('./types.js').BackendSummary} BackendSummary */
 /** @typedef {import('./types.js').OutputEvent} OutputEvent */
@@ -37,12 +38,14 @@ export class EventFeed {
   /** @param {FeedHandlers} handlers */
   constructor(handlers) {
     this.handlers = handlers;
-    /** @type {EventSource | null} */
+    /** @type {AbortController | null} the open stream's */
     this.source = null;
     /** @type {number | undefined} */
     this.timer = undefined;
     this.attempt = 0;
     this.connections = 0;
+    /** Whether the feed gave up for good: the key was refused. */
+    this.stopped = false;
   }
 
   start() {
@@ -59,27 +62,88 @@ export class EventFeed {
   connect() {
     this.timer = undefined;
     if (this.attempt === 0) this.handlers.state({ phase: "connecting" });
-    const source = new EventSource(apiUrl("events"), { withCredentials: true });
+    const source = new AbortController();
     this.source = source;
-    source.addEventListener("open", () => {
-      this.attempt = 0;
-      this.connections += 1;
-      this.handlers.state({ phase: "live" });
-      this.handlers.opened(this.connections === 1);
-    });
-    source.addEventListener("error", () => {
-      source.close();
-      if (this.source !== source) return;
+    void this.read(source).finally(() => {
+      if (this.source !== source || this.stopped) return;
       this.source = null;
       this.scheduleRetry();
     });
-    this.listen(source, "status", (data) => this.handlers.status(/** @type {BackendSummary} */ (data)));
-    this.listen(source, "output", (data) => this.handlers.output(/** @type {OutputEvent} */ (data)));
-    this.listen(source, "catalog", (data) => this.handlers.catalog(/** @type {CatalogEvent} */ (data)));
-    this.listen(source, "config", (data) => this.handlers.config(/** @type {ConfigStatus} */ (data)));
-    this.listen(source, "backends", (data) => this.handlers.backends(/** @type {BackendNamesEvent} */ (data)));
-    this.listen(source, "activity", (data) => this.handlers.activity(/** @type {ActivityRecord} */ (data)));
-    this.listen(source, "pins", (data) => this.handlers.pins(/** @type {import('./types.js').PinReport} */ (data)));
+  }
+
+  /**
+   * Reads the stream until it ends or fails, handing each event to its handler.
+   * @param {AbortController} source
+   */
+  async read(source) {
+    let response;
+    try {
+      response = await fetch(apiUrl("events"), {
+        credentials: "omit",
+        headers: { Accept: "text/event-stream", ...authorization() },
+        signal: source.signal,
+      });
+    } catch {
+      return;
+    }
+    if (response.status === 401) {
+      this.stopped = true;
+      refused();
+      return;
+    }
+    if (!response.ok || response.body === null) return;
+    this.attempt = 0;
+    this.connections += 1;
+    this.handlers.state({ phase: "live" });
+    this.handlers.opened(this.connections === 1);
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += value.replace(/\r\n?/g, "\n");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) !== -1) {
+          this.dispatch(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+        }
+      }
+    } catch {
+      // The stream broke: the caller schedules the next attempt.
+    }
+  }
+
+  /**
+   * One event of the stream: its `event:` type and its `data:` lines.
+   * @param {string} block
+   */
+  dispatch(block) {
+    let type = "message";
+    /** @type {string[]} */
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith("event:")) type = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (data.length === 0) return;
+    let parsed;
+    try {
+      parsed = JSON.parse(data.join("\n"));
+    } catch {
+      console.warn(`switchboard: ignoring a ${type} event that is not JSON`);
+      return;
+    }
+    const handle = /** @type {Record<string, (data: any) => void>} */ ({
+      status: this.handlers.status,
+      output: this.handlers.output,
+      catalog: this.handlers.catalog,
+      config: this.handlers.config,
+      backends: this.handlers.backends,
+      activity: this.handlers.activity,
+      pins: this.handlers.pins,
+    })[type];
+    handle?.(parsed);
   }
 
   scheduleRetry() {
@@ -88,23 +152,5 @@ export class EventFeed {
     this.attempt += 1;
     this.handlers.state({ phase: "reconnecting", retry_at_ms: Date.now() + delay, attempt: this.attempt });
     this.timer = window.setTimeout(() => this.connect(), delay);
-  }
-
-  /**
-   * @param {EventSource} source
-   * @param {string} type
-   * @param {(data: unknown) => void} handle
-   */
-  listen(source, type, handle) {
-    source.addEventListener(type, (event) => {
-      let data;
-      try {
-        data = JSON.parse(/** @type {MessageEvent<string>} */ (event).data);
-      } catch {
-        console.warn(`switchboard: ignoring a ${type} event that is not JSON`);
-        return;
-      }
-      handle(data);
-    });
   }
 }

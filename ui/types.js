@@ -239,6 +239,8 @@
  *   file with errors is refused, and the last valid config keeps running)
  * @property {boolean} missing whether the file is gone (the running config stays)
  * @property {Diagnostic[]} diagnostics
+ * @property {boolean} endpoint_open whether /mcp takes requests without a token because the
+ *   config predates it (Needs attention offers to require one)
  * @property {string[]} notes what the last reload could not apply, in plain words
  * @property {{notify_crash_loop: boolean}} desktop
  */
@@ -473,20 +475,29 @@ export {};
  */
 
 /**
- * Why a tool is held back from editors (`HeldReason` in src/hub/pins.rs): its definition changed
- * since it was approved, it is new and `approve_new_tools` is on, or its server's pin file cannot
- * be read.
- * @typedef {"changed" | "new" | "unreadable"} HeldReason
+ * Why something is held back from editors (`HeldReason` in src/hub/pins/): its definition
+ * changed since it was approved, it is new (from a server that already has pins, or with
+ * `approve_new_tools` on), its server's pin file cannot be read, or it cannot be checked.
+ * @typedef {"changed" | "new" | "unreadable" | "unchecked"} HeldReason
  */
 
 /**
- * A tool held back until someone approves it (`Held`). `pinned` and `current` are the pinned
- * parts of its definition (name, title, description, inputSchema, outputSchema, annotations),
- * keys sorted.
+ * What a pin is of (`PinnedKind`): a tool, a prompt, or the server's instructions.
+ * @typedef {"tool" | "prompt" | "instructions"} PinnedKind
+ */
+
+/**
+ * A tool, prompt or the instructions of a server, held back until someone approves it
+ * (`Held`). `pinned` and `current` are the pinned parts of its definition (a tool's name, title,
+ * description, inputSchema, outputSchema, annotations; a prompt's name, title, description,
+ * arguments; `{instructions}`), keys sorted.
  * @typedef {object} HeldTool
  * @property {string} server
- * @property {string} name the server's own name of the tool
+ * @property {PinnedKind} kind
+ * @property {string} name the server's own name of it
+ * @property {string} key what an approval names it by (`prompt:NAME`, `instructions`, a tool's name)
  * @property {HeldReason} reason
+ * @property {string} [detail] why it cannot be checked
  * @property {Record<string, unknown> | null} pinned the definition approved before, for a changed tool
  * @property {Record<string, unknown>} current the definition the server offers now
  * @property {string} sha256 of `current`: an approval names it, so that only what was shown is approved
@@ -500,7 +511,15 @@ export {};
  */
 
 /**
- * @typedef {"crash_loop" | "needs_sign_in" | "held_tools" | "pin_store" | "config" | "profile" | "activity"} AttentionKind
+ * @typedef {"crash_loop" | "needs_sign_in" | "held_tools" | "pin_store" | "config" | "open_endpoint" | "profile" | "activity"} AttentionKind
+ */
+
+/**
+ * What `POST /api/endpoint/require-token` did.
+ * @typedef {object} RequireTokenOutcome
+ * @property {ReloadOutcome} reload
+ * @property {{title: string, editor: string, path: string, entries: string[], backup: string}[]} updated the editors' files given the token
+ * @property {{title: string, message: string}[]} failed
  */
 
 /**

@@ -244,10 +244,17 @@ pub struct HttpClient {
     pub session: Option<String>,
     /// The tool a stateless client's `Mcp-Name` names.
     stateless_tool: String,
+    /// `/mcp`'s bearer token, when it requires one.
+    token: Option<String>,
 }
 
 impl HttpClient {
     pub async fn start(url: &str) -> HttpClient {
+        HttpClient::start_with(url, None).await
+    }
+
+    /// A session at `url`, every request carrying `token` as `Authorization: Bearer`.
+    pub async fn start_with(url: &str, token: Option<&str>) -> HttpClient {
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
             .build()
@@ -255,14 +262,14 @@ impl HttpClient {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{INITIALIZE_PARAMS}}}"#
         );
-        let response = client
+        let mut request = client
             .post(url)
             .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body)
-            .send()
-            .await
-            .expect("initialize");
+            .header("accept", "application/json, text/event-stream");
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.body(body).send().await.expect("initialize");
         let session = response.headers()["mcp-session-id"]
             .to_str()
             .expect("ascii")
@@ -272,6 +279,7 @@ impl HttpClient {
             url: url.to_owned(),
             session: Some(session),
             stateless_tool: String::new(),
+            token: token.map(str::to_owned),
         };
         let status = http
             .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned())
@@ -291,11 +299,14 @@ impl HttpClient {
     }
 
     pub async fn post(&self, body: String) -> (u16, String) {
-        let request = self
+        let mut request = self
             .client
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
         let request = match &self.session {
             Some(session) => request
                 .header("mcp-session-id", session)

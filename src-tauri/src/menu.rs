@@ -224,7 +224,7 @@ pub fn held_notices(previous: &PinReport, current: &PinReport) -> Vec<Notice> {
         let known = previous
             .held
             .iter()
-            .any(|before| before.server == held.server && before.name == held.name);
+            .any(|before| before.server == held.server && before.key == held.key);
         if known || held.reason == HeldReason::Unreadable {
             continue;
         }
@@ -234,10 +234,10 @@ pub fn held_notices(previous: &PinReport, current: &PinReport) -> Vec<Notice> {
             .find(|(server, ..)| *server == held.server)
         {
             Some((_, names, any_changed)) => {
-                names.push(&held.name);
+                names.push(&held.key);
                 *any_changed |= changed;
             }
-            None => by_server.push((&held.server, vec![&held.name], changed)),
+            None => by_server.push((&held.server, vec![&held.key], changed)),
         }
     }
     by_server
@@ -434,7 +434,7 @@ impl FromStr for MenuId {
 
 #[cfg(test)]
 mod tests {
-    use switchboard::hub::pins::Held;
+    use switchboard::hub::pins::{Definition, Held, PinnedKind};
 
     use super::*;
 
@@ -885,10 +885,16 @@ mod tests {
     fn held(server: &str, name: &str, reason: HeldReason) -> Held {
         Held {
             server: server.to_owned(),
+            kind: PinnedKind::Tool,
             name: name.to_owned(),
+            key: name.to_owned(),
             reason,
+            detail: None,
             pinned: None,
-            current: serde_json::json!({ "name": name }),
+            current: Definition::new(
+                serde_json::value::to_raw_value(&serde_json::json!({ "name": name }))
+                    .expect("JSON"),
+            ),
             sha256: String::new(),
         }
     }

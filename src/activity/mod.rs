@@ -155,8 +155,11 @@ struct Inner {
     /// `settings.enabled` and `settings.payloads`, read on every call without a lock.
     enabled: AtomicBool,
     payloads: AtomicBool,
-    /// Values never to store: secrets of the config (environment and header values).
+    /// Values never to store, in every form they may take (see [`redaction_forms`]): secrets
+    /// of the config (environment and header values)…
     redacted: Mutex<Arc<Vec<String>>>,
+    /// …and those that change while running (the tokens of signed-in remote servers).
+    changing: Mutex<Option<ChangingSecrets>>,
     recorded: AtomicU64,
     dropped: AtomicU64,
     failed: AtomicU64,
@@ -176,6 +179,7 @@ impl ActivityLog {
                 payloads: AtomicBool::new(settings.enabled && settings.payloads),
                 settings: Mutex::new(settings),
                 redacted: Mutex::new(Arc::new(Vec::new())),
+                changing: Mutex::new(None),
                 recorded: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
@@ -206,12 +210,28 @@ impl ActivityLog {
             .payloads
             .store(settings.enabled && settings.payloads, Ordering::Relaxed);
         *self.inner.settings.lock().expect("settings lock") = settings;
-        let mut redacted: Vec<String> = redacted
-            .into_iter()
-            .filter(|value| value.len() >= 4)
-            .collect();
-        redacted.sort_by_key(|value| std::cmp::Reverse(value.len()));
-        *self.inner.redacted.lock().expect("redacted lock") = Arc::new(redacted);
+        *self.inner.redacted.lock().expect("redacted lock") = Arc::new(redaction_forms(redacted));
+    }
+
+    /// Where the secrets that change while running come from (the sign-in's tokens): asked for
+    /// each batch the log writes.
+    pub fn redact_also(&self, changing: ChangingSecrets) {
+        *self.inner.changing.lock().expect("changing lock") = Some(changing);
+    }
+
+    /// Every value to redact from the next batch.
+    fn redactions(&self) -> Arc<Vec<String>> {
+        let configured = self.inner.redacted.lock().expect("redacted lock").clone();
+        let changing = self.inner.changing.lock().expect("changing lock").clone();
+        match changing.map(|changing| changing()) {
+            Some(values) if !values.is_empty() => {
+                let mut all = redaction_forms(values);
+                all.extend(configured.iter().cloned());
+                all.sort_by_key(|value| std::cmp::Reverse(value.len()));
+                Arc::new(all)
+            }
+            _ => configured,
+        }
     }
 
     /// Whether records are taken, and whether with payloads.
@@ -229,12 +249,19 @@ impl ActivityLog {
         }
     }
 
-    /// The record as it is kept, payloads redacted and cut; each one goes to the dashboard's
-    /// live view too (as a record of its own, made only when someone watches).
+    /// The record as it is kept, every text redacted and payloads cut; each one goes to the
+    /// dashboard's live view too (as a record of its own, made only when someone watches).
     fn finished<'a>(&self, view: View<'a>, redacted: &[String], live: bool) -> Entry<'a> {
         let entry = Entry {
+            client: view
+                .client
+                .map(|client| redact(Cow::Borrowed(client), redacted)),
+            name: view.name.map(|name| redact(Cow::Borrowed(name), redacted)),
             arguments: view.arguments.map(|payload| kept(payload, redacted)),
             result: view.result.map(|payload| kept(payload, redacted)),
+            error: view
+                .error
+                .map(|error| redact(Cow::Borrowed(error), redacted)),
             view,
         };
         if live {
@@ -274,7 +301,7 @@ impl ActivityLog {
             // What arrives within the window goes into the same transaction.
             std::thread::sleep(BATCH_WINDOW);
             self.inner.queue.take(&mut taken);
-            let redacted = self.inner.redacted.lock().expect("redacted lock").clone();
+            let redacted = self.redactions();
             let live = self.inner.live.receiver_count() > 0;
             let entries: Vec<Entry<'_>> = taken
                 .records()
@@ -375,15 +402,57 @@ pub(crate) fn is_tool_error(result: &str) -> bool {
     says_true && serde_json::from_str::<Flag>(result).is_ok_and(|flag| flag.is_error)
 }
 
-/// A payload as it is kept: secrets redacted, then cut to [`MAX_PAYLOAD_BYTES`] with its size
-/// said.
-fn kept<'a>(payload: Payload<'a>, redacted: &[String]) -> Cow<'a, str> {
-    let mut text = Cow::Borrowed(payload.text);
+/// Secrets that change while running, asked for when the log writes.
+pub type ChangingSecrets = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+
+/// Every form in which `values` may appear in what is stored, longest first: as they are, as a
+/// JSON string writes them (escaped), as an ASCII-only JSON writer does (`\uXXXX`, `\/`), and
+/// each long word of a value (the token of `Bearer TOKEN`). Forms shorter than 4 are left out:
+/// redacting them would only garble the log.
+fn redaction_forms(values: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut forms = std::collections::BTreeSet::new();
+    for value in values {
+        let escaped = serde_json::to_string(&value).expect("a string serializes");
+        let escaped = escaped[1..escaped.len() - 1].to_owned();
+        let ascii: String = escaped
+            .chars()
+            .map(|c| match c {
+                '/' => "\\/".to_owned(),
+                c if c.is_ascii() => c.to_string(),
+                c => c
+                    .encode_utf16(&mut [0; 2])
+                    .iter()
+                    .map(|unit| format!("\\u{unit:04x}"))
+                    .collect(),
+            })
+            .collect();
+        forms.extend(
+            value
+                .split_whitespace()
+                .filter(|word| word.len() >= 8)
+                .map(str::to_owned),
+        );
+        forms.extend([value, escaped, ascii]);
+    }
+    let mut forms: Vec<String> = forms.into_iter().filter(|form| form.len() >= 4).collect();
+    forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+    forms
+}
+
+/// `text` with every one of `redacted` replaced.
+fn redact<'a>(mut text: Cow<'a, str>, redacted: &[String]) -> Cow<'a, str> {
     for secret in redacted {
         if text.contains(secret.as_str()) {
             text = Cow::Owned(text.replace(secret.as_str(), "[redacted]"));
         }
     }
+    text
+}
+
+/// A payload as it is kept: secrets redacted, then cut to [`MAX_PAYLOAD_BYTES`] with its size
+/// said.
+fn kept<'a>(payload: Payload<'a>, redacted: &[String]) -> Cow<'a, str> {
+    let text = redact(Cow::Borrowed(payload.text), redacted);
     if text.len() <= MAX_PAYLOAD_BYTES && payload.size == payload.text.len() {
         return text;
     }
@@ -394,11 +463,15 @@ fn kept<'a>(payload: Payload<'a>, redacted: &[String]) -> Cow<'a, str> {
     Cow::Owned(format!("{}… [{} bytes in all]", &text[..end], payload.size))
 }
 
-/// A record ready for the database: its view, and its payloads as kept.
+/// A record ready for the database: its view, and what a client or server chose (its name for
+/// itself, the name it called, the payloads, the error) as kept.
 struct Entry<'a> {
     view: View<'a>,
+    client: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
     arguments: Option<Cow<'a, str>>,
     result: Option<Cow<'a, str>>,
+    error: Option<Cow<'a, str>>,
 }
 
 impl Entry<'_> {
@@ -408,15 +481,15 @@ impl Entry<'_> {
             at_ms: view.at_ms,
             duration_us: view.duration_us,
             session: view.session.map(Arc::from),
-            client: view.client.map(Arc::from),
+            client: self.client.as_deref().map(Arc::from),
             profile: Arc::from(view.profile),
             server: view.server.map(Arc::from),
             method: Cow::Owned(view.method.to_owned()),
-            name: view.name.map(Arc::from),
+            name: self.name.as_deref().map(Arc::from),
             original: view.original.map(Arc::from),
             outcome: view.outcome,
             error_code: view.error_code,
-            error: view.error.map(str::to_owned),
+            error: self.error.as_deref().map(str::to_owned),
             request_bytes: view.request_bytes,
             response_bytes: view.response_bytes,
             arguments: self.arguments.as_deref().map(str::to_owned),

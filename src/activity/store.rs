@@ -15,6 +15,19 @@ use super::{Entry, Outcome};
 /// How long a statement waits for a lock held by another connection.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// The most names the writer remembers the numbers of; past it, it starts over. A person's
+/// servers, tools and editors come to a few hundred; more are names a client made up (any client
+/// may call a million tools that do not exist), which must not grow the writer's memory.
+const NAMES_REMEMBERED: usize = 4096;
+
+/// Past this many names, retention also removes the names no record uses any more (which takes
+/// a pass over the records, so it is not done for the few hundred of everyday use).
+const NAMES_KEPT_WITHOUT_SWEEP: i64 = 10_000;
+
+/// The longest name kept whole (tool names are at most 128 characters by the spec; editors'
+/// names are shorter); a longer one is cut, with `…`, at a character boundary.
+const MAX_NAME_BYTES: usize = 512;
+
 /// Names (servers, tools, editors, methods, profiles, URIs) are kept once in `names` and
 /// referred to by number, which keeps rows small and inserts cheap. The one index is by time,
 /// and always grows at its end; it also holds what the per-tool figures read, so that they
@@ -110,7 +123,7 @@ impl Store {
         }
         // The file is made 0600 before SQLite opens it, so it is never readable by others.
         if !path.exists() {
-            let _ = crate::dirs::write_private(path, b"");
+            let _ = crate::atomic::write_private(path, b"");
         }
         let connection = Connection::open(path).map_err(error)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(error)?;
@@ -160,15 +173,15 @@ impl Store {
                     record.at_ms as i64,
                     record.duration_us as i64,
                     record.session,
-                    names.number_of(record.client)?,
+                    names.number_of(entry.client.as_deref())?,
                     names.number_of(Some(record.profile))?,
                     names.number_of(record.server)?,
                     names.number_of(Some(record.method))?,
-                    names.number_of(record.name)?,
+                    names.number_of(entry.name.as_deref())?,
                     names.number_of(record.original)?,
                     record.outcome.code(),
                     record.error_code,
-                    record.error,
+                    entry.error.as_deref(),
                     record.request_bytes as i64,
                     record.response_bytes as i64,
                     entry.arguments.as_deref(),
@@ -190,16 +203,28 @@ impl Store {
     /// Removes records older than `before_ms`, then the oldest tenth at a time until the file
     /// is under `max_bytes`; how many went.
     pub(super) fn retain(&mut self, before_ms: u64, max_bytes: u64) -> Result<usize, StoreError> {
+        let path = self.path.clone();
         let error = |source| StoreError {
-            path: self.path.clone(),
+            path: path.clone(),
             source,
         };
         let mut removed = self
             .connection
             .execute("DELETE FROM calls WHERE at_ms < ?1", [before_ms as i64])
             .map_err(error)?;
-        self.shrink().map_err(error)?;
-        while self.size_bytes().map_err(error)? > max_bytes {
+        let names: i64 = self
+            .connection
+            .query_row("SELECT COUNT(*) FROM names", [], |row| row.get(0))
+            .map_err(error)?;
+        let mut sweep = names > NAMES_KEPT_WITHOUT_SWEEP;
+        loop {
+            if sweep {
+                self.sweep_names().map_err(error)?;
+            }
+            self.shrink().map_err(error)?;
+            if self.size_bytes().map_err(error)? <= max_bytes {
+                break;
+            }
             let batch = self
                 .connection
                 .execute(
@@ -208,13 +233,32 @@ impl Store {
                     [],
                 )
                 .map_err(error)?;
-            self.shrink().map_err(error)?;
             if batch == 0 {
                 break;
             }
             removed += batch;
+            // The names of the records that went may be what fills the file.
+            sweep = true;
         }
         Ok(removed)
+    }
+
+    /// Removes the names no record uses, in one pass over the records.
+    fn sweep_names(&mut self) -> rusqlite::Result<()> {
+        self.connection.execute_batch(
+            "CREATE TEMP TABLE used (id INTEGER PRIMARY KEY);
+             INSERT OR IGNORE INTO used SELECT client FROM calls WHERE client IS NOT NULL;
+             INSERT OR IGNORE INTO used SELECT profile FROM calls;
+             INSERT OR IGNORE INTO used SELECT server FROM calls WHERE server IS NOT NULL;
+             INSERT OR IGNORE INTO used SELECT method FROM calls;
+             INSERT OR IGNORE INTO used SELECT name FROM calls WHERE name IS NOT NULL;
+             INSERT OR IGNORE INTO used SELECT original FROM calls WHERE original IS NOT NULL;
+             DELETE FROM names WHERE id NOT IN (SELECT id FROM used);
+             DROP TABLE used;",
+        )?;
+        // Numbers of removed names may be given again to other names.
+        self.names.clear();
+        Ok(())
     }
 
     /// Gives the file's free pages back, so that it shrinks.
@@ -296,6 +340,10 @@ impl Names<'_> {
         if let Some(number) = self.known.get(text) {
             return Ok(Some(*number));
         }
+        let text = &*cut_name(text);
+        if self.known.len() >= NAMES_REMEMBERED {
+            self.known.clear();
+        }
         self.connection
             .prepare_cached("INSERT OR IGNORE INTO names (text) VALUES (?1)")?
             .execute([text])?;
@@ -306,6 +354,18 @@ impl Names<'_> {
         self.known.insert(text.to_owned(), number);
         Ok(Some(number))
     }
+}
+
+/// `text`, cut to [`MAX_NAME_BYTES`] with `…` if it is longer.
+fn cut_name(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_NAME_BYTES {
+        return text.into();
+    }
+    let mut end = MAX_NAME_BYTES - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end]).into()
 }
 
 /// A read connection to the database, for queries.
@@ -521,5 +581,106 @@ fn where_sql(clauses: &[&str]) -> String {
     match clauses.is_empty() {
         true => String::new(),
         false => format!("WHERE {}", clauses.join(" AND ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::queue::View;
+    use super::*;
+
+    fn entry<'a>(at_ms: u64, client: &'a str, name: &'a str) -> Entry<'a> {
+        Entry {
+            view: View {
+                at_ms,
+                duration_us: 10,
+                session: None,
+                client: Some(client),
+                profile: "default",
+                server: None,
+                method: "tools/call",
+                name: Some(name),
+                original: None,
+                outcome: Outcome::Error,
+                error_code: Some(-32602),
+                error: None,
+                request_bytes: 80,
+                response_bytes: 90,
+                arguments: None,
+                result: None,
+            },
+            client: Some(client.into()),
+            name: Some(name.into()),
+            arguments: None,
+            result: None,
+            error: Some("unknown tool".into()),
+        }
+    }
+
+    fn count(store: &Store, table: &str) -> i64 {
+        store
+            .connection
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {
+                row.get(0)
+            })
+            .expect("a count")
+    }
+
+    #[test]
+    fn made_up_names_neither_grow_memory_nor_crowd_out_the_log() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut store, _) = Store::open(&dir.path().join("activity.db")).expect("opened");
+        // The person's own calls first, then a client's flood of tools that do not exist.
+        let own: Vec<Entry<'_>> = (0..100)
+            .map(|at| entry(at, "editor", "demo__add"))
+            .collect();
+        store.insert(&own).expect("inserted");
+        let names: Vec<String> = (0..200_000)
+            .map(|n| format!("made_up_tool_{n:07}"))
+            .collect();
+        for chunk in names.chunks(10_000) {
+            let flood: Vec<Entry<'_>> = chunk
+                .iter()
+                .map(|name| entry(1_000, "flooder", name))
+                .collect();
+            store.insert(&flood).expect("inserted");
+            assert!(
+                store.names.len() <= NAMES_REMEMBERED,
+                "{}",
+                store.names.len()
+            );
+        }
+        assert!(count(&store, "names") > 200_000);
+
+        // The size limit trims the oldest records and the names they took with them.
+        let limit = store.size_bytes().expect("a size") / 4;
+        store.retain(0, limit).expect("retained");
+        assert!(store.size_bytes().expect("a size") <= limit);
+        let calls = count(&store, "calls");
+        assert!(calls > 10_000, "the newest records stay: {calls}");
+        let used: i64 = store
+            .connection
+            .query_row(
+                "SELECT COUNT(*) FROM (SELECT client FROM calls UNION SELECT profile FROM calls \
+                 UNION SELECT method FROM calls UNION SELECT name FROM calls)",
+                [],
+                |row| row.get(0),
+            )
+            .expect("a count");
+        assert_eq!(count(&store, "names"), used, "only names in use are kept");
+
+        // A name far longer than any tool's is kept cut, once.
+        let long = "x".repeat(100_000);
+        store
+            .insert(&[entry(2_000, "editor", &long)])
+            .expect("inserted");
+        let kept: String = store
+            .connection
+            .query_row("SELECT text FROM names WHERE text LIKE 'xxx%'", [], |row| {
+                row.get(0)
+            })
+            .expect("the name");
+        assert_eq!(kept.len(), MAX_NAME_BYTES);
+        assert!(kept.ends_with('…'));
     }
 }

@@ -174,6 +174,28 @@ impl Auth {
         })
     }
 
+    /// The tokens and client secrets held in memory for signed-in servers: values the activity
+    /// log never stores.
+    pub fn secret_values(&self) -> Vec<String> {
+        let keepers = self
+            .keepers
+            .lock()
+            .expect("the keepers lock is never poisoned");
+        keepers
+            .values()
+            .filter_map(|keeper| keeper.record.as_ref()?.as_ref())
+            .flat_map(|record| {
+                [
+                    Some(&record.access_token),
+                    record.refresh_token.as_ref(),
+                    record.client_secret.as_ref(),
+                ]
+            })
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
     /// Sets where the browser comes back to, once the endpoint listens on `base`
     /// (`http://127.0.0.1:PORT`).
     pub fn set_callback_base(&self, base: &str) {
@@ -416,7 +438,7 @@ impl Auth {
             .clone()
             .ok_or(AuthError::NoCallback)?;
         let url = reqwest::Url::parse(&server.url)
-            .map_err(|error| AuthError::Metadata(format!("{}: {error}", server.url)))?;
+            .map_err(|error| AuthError::Metadata(format!("{}: {error}", server.shown_url())))?;
         let challenge = match self
             .challenges
             .lock()

@@ -1,5 +1,5 @@
 //! Edits of the config file the dashboard makes: turning a server or a tool on or off for a
-//! profile. The file stays the one truth: the edit is made to its text as a document, a TOML one
+//! profile, and requiring `/mcp`'s token. The file stays the one truth: the edit is made to its text as a document, a TOML one
 //! (`toml_edit`) or, for the JSON form, a JSON syntax tree (`jsonc-parser`), so comments, order
 //! and formatting survive, and the watcher applies it like any other save.
 
@@ -66,6 +66,21 @@ pub fn switch(
             Ok(root.to_string())
         }
     }
+}
+
+/// The TOML file `text` with `require_token = true` in its `[endpoint]` table, which is added
+/// if missing. Only the TOML form has an `[endpoint]`.
+pub fn require_token(text: &str) -> Result<String, EditError> {
+    let mut document: DocumentMut = text
+        .parse()
+        .map_err(|error| EditError::Shape(format!("the config file is not valid TOML: {error}")))?;
+    let endpoint = document
+        .entry("endpoint")
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(|| EditError::Shape("`endpoint` is not a table".to_owned()))?;
+    endpoint.insert("require_token", toml_edit::value(true));
+    Ok(document.to_string())
 }
 
 /// The string lists of one profile (`servers`, `tools`, `exclude_tools`), in either format.
@@ -297,6 +312,31 @@ mod tests {
 
     const FILE: &str = "# My servers.\n[servers.fs]\ncommand = \"fs\" # the files\n\n\
                         [servers.git]\ncommand = \"git-mcp\"\n";
+
+    #[test]
+    fn requiring_the_token_adds_one_line_and_keeps_the_rest() {
+        assert_eq!(
+            require_token(FILE).unwrap(),
+            format!("{FILE}\n[endpoint]\nrequire_token = true\n")
+        );
+        let with_endpoint =
+            "[endpoint] # mine\nlisten = \"127.0.0.1:9000\"\nrequire_token = false\n";
+        assert_eq!(
+            require_token(with_endpoint).unwrap(),
+            "[endpoint] # mine\nlisten = \"127.0.0.1:9000\"\nrequire_token = true\n"
+        );
+        let config = super::super::parse(
+            std::path::Path::new("config.toml"),
+            &require_token("# nothing yet\n").unwrap(),
+        )
+        .expect("valid");
+        assert_eq!(config.endpoint.require_token, Some(true));
+        assert!(config.diagnostics.is_empty(), "{:?}", config.diagnostics);
+        assert!(matches!(
+            require_token("endpoint = 3\n"),
+            Err(EditError::Shape(_))
+        ));
+    }
 
     #[test]
     fn turning_a_tool_off_and_on_keeps_every_comment_and_line() {

@@ -32,6 +32,8 @@ pub struct ProcessLaunch {
     pub args: Vec<String>,
     /// Added to the environment Switchboard passes on; references are expanded.
     pub env: BTreeMap<String, String>,
+    /// `args` and `env` as the config writes them, references unexpanded: what is shown.
+    pub written: Written,
     /// Absolute when the config gave one: `~` is expanded and a relative path is taken from the
     /// config file's directory.
     pub cwd: Option<PathBuf>,
@@ -41,15 +43,64 @@ pub struct ProcessLaunch {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct RemoteServer {
     /// Its MCP endpoint (for the HTTP+SSE transport, the URL of its event stream): an absolute
-    /// `http` or `https` URL.
+    /// `http` or `https` URL, references expanded (hosted servers often take a key in it).
     pub url: String,
     /// Sent with every request, references expanded.
     pub headers: BTreeMap<String, String>,
+    /// `url` and `headers` as the config writes them, references unexpanded: what is shown.
+    pub written: Written,
     /// How long to wait for a connection and for the headers of each answer.
     pub timeout: Duration,
     pub transport: RemoteTransport,
     /// How Switchboard signs in when the server asks for it (HTTP 401).
     pub oauth: OAuthClient,
+}
+
+/// Values as the config writes them, `${env:NAME}` and `${secret:NAME}` unexpanded: what the
+/// control API and the dashboard show, never the values they stand for.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Written {
+    pub args: Vec<String>,
+    pub url: String,
+    /// Environment values (a local server's) or header values (a remote server's), by name.
+    pub values: BTreeMap<String, String>,
+}
+
+impl Written {
+    /// A value fit to show: as written when it names what it stands for (`${…}`), masked when
+    /// the config writes the value itself (it may be a secret).
+    pub fn shown_value(value: &str) -> &str {
+        if value.contains("${") { value } else { MASKED }
+    }
+}
+
+/// What stands for a value that is not shown.
+pub const MASKED: &str = "••••••";
+
+/// What stands for a masked part of a URL (plain ASCII, so that it needs no escaping).
+const URL_MASK: &str = "***";
+
+/// `url` fit to show, log or keep: the value of every query parameter and a password masked, as
+/// hosted servers often take a key there.
+pub fn shown_url(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return url.split(['?', '#']).next().unwrap_or_default().to_owned();
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some(URL_MASK));
+    }
+    if parsed.query().is_some() {
+        let names: Vec<String> = parsed
+            .query_pairs()
+            .map(|(name, _)| name.into_owned())
+            .collect();
+        let mut query = parsed.query_pairs_mut();
+        query.clear();
+        for name in names {
+            query.append_pair(&name, URL_MASK);
+        }
+    }
+    parsed.to_string()
 }
 
 /// Which HTTP transport a remote server speaks.
@@ -87,10 +138,20 @@ impl Launch {
 }
 
 impl RemoteServer {
+    /// Its URL fit to show, log or keep (see [`shown_url`]).
+    pub fn shown_url(&self) -> String {
+        shown_url(&self.url)
+    }
+
     /// A server at `url` with every other setting at its default.
     pub fn new(url: impl Into<String>) -> RemoteServer {
+        let url = url.into();
         RemoteServer {
-            url: url.into(),
+            written: Written {
+                url: url.clone(),
+                ..Written::default()
+            },
+            url,
             headers: BTreeMap::new(),
             timeout: DEFAULT_REMOTE_TIMEOUT,
             transport: RemoteTransport::Auto,
@@ -114,7 +175,7 @@ impl fmt::Debug for ProcessLaunch {
 impl fmt::Debug for RemoteServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RemoteServer")
-            .field("url", &self.url)
+            .field("url", &shown_url(&self.url))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("timeout", &self.timeout)
             .field("transport", &self.transport)
@@ -141,15 +202,30 @@ const OAUTH_FIELDS: &[&str] = &["client_id", "client_secret", "scopes"];
 impl Reader<'_, '_> {
     /// A remote server's URL: absolute, `http` or `https`; plain `http` beyond this machine is
     /// allowed with a warning, since tokens would cross the network in clear.
-    pub(super) fn remote_url(&mut self, node: &Node, field: &str) -> Option<String> {
-        let text = self.string(node, field)?;
+    /// The URL with its references expanded (a secret may stand in it), and as written.
+    pub(super) fn remote_url(&mut self, node: &Node, field: &str) -> Option<(String, String)> {
+        let written = self.string(node, field)?;
+        let text = match values::expand_references(
+            &written,
+            &super::server::LOOKUPS,
+            values::Other::Refused,
+        ) {
+            Ok(text) => text,
+            Err(error) => {
+                self.value_error(node, field, &error);
+                return None;
+            }
+        };
         let url = match url::Url::parse(&text) {
             Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => url,
             Ok(_) | Err(_) => {
                 self.reporter.error(
                     node.offset,
                     field,
-                    format!("expected an http:// or https:// URL, found {text:?}"),
+                    format!(
+                        "expected an http:// or https:// URL, found {:?}",
+                        shown_url(&written)
+                    ),
                 );
                 return None;
             }
@@ -167,13 +243,19 @@ impl Reader<'_, '_> {
                  network unencrypted; use https://",
             );
         }
-        Some(text)
+        Some((text, written))
     }
 
-    /// Header names and values, values with `${env:NAME}` and `${secret:NAME}` expanded.
-    pub(super) fn headers(&mut self, node: &Node, field: &str) -> Option<BTreeMap<String, String>> {
+    /// Header names and values, values with `${env:NAME}` and `${secret:NAME}` expanded, and
+    /// as written.
+    pub(super) fn headers(
+        &mut self,
+        node: &Node,
+        field: &str,
+    ) -> Option<(BTreeMap<String, String>, BTreeMap<String, String>)> {
         let entries = self.table(node, field)?;
         let mut headers = BTreeMap::new();
+        let mut written_values = BTreeMap::new();
         for entry in self.unique_entries(entries, field) {
             let field = format!("{field}.{}", entry.key);
             if http::HeaderName::from_bytes(entry.key.as_bytes()).is_err() {
@@ -208,8 +290,9 @@ impl Reader<'_, '_> {
                 continue;
             }
             headers.insert(entry.key.clone(), value);
+            written_values.insert(entry.key.clone(), written);
         }
-        Some(headers)
+        Some((headers, written_values))
     }
 
     pub(super) fn remote_transport(&mut self, node: &Node, field: &str) -> Option<RemoteTransport> {

@@ -22,7 +22,8 @@ mod values;
 
 pub use glob::glob_match;
 pub use launch::{
-    DEFAULT_REMOTE_TIMEOUT, Launch, OAuthClient, ProcessLaunch, RemoteServer, RemoteTransport,
+    DEFAULT_REMOTE_TIMEOUT, Launch, MASKED, OAuthClient, ProcessLaunch, RemoteServer,
+    RemoteTransport, Written, shown_url,
 };
 pub use profile::{
     DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, Discovery, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern,
@@ -64,6 +65,12 @@ pub const MAX_SERVER_NAME_LEN: usize = 48;
 pub const MAX_PREFIX_LEN: usize = MAX_SERVER_NAME_LEN;
 /// Default address of the endpoint editors connect to.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
+/// What `check`, the log and the dashboard say of a config whose `/mcp` takes requests without a
+/// token (see [`Config::endpoint_open_by_default`]).
+pub const OPEN_ENDPOINT_WARNING: &str = "/mcp takes requests from any program on this machine, \
+    and through it uses every server here; set `require_token = true` under [endpoint] (Needs \
+    attention on the dashboard does it and updates your editors' entries)";
+
 /// Default limit of one request body sent to the endpoint.
 pub const DEFAULT_MAX_BODY_SIZE: usize = 16 * 1024 * 1024;
 
@@ -91,6 +98,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// Whether `/mcp` takes requests without a token only because this config predates the
+    /// token: a TOML config (the JSON form has no `[endpoint]`) that neither gives a token nor
+    /// says `require_token`. Not a mistake in the file, so not among its diagnostics.
+    pub fn endpoint_open_by_default(&self) -> bool {
+        Format::of(&self.path) == Format::Toml && self.endpoint.is_open_by_default()
+    }
+
     /// Every value that may be a secret: servers' environment and header values, their OAuth
     /// client secrets, the keychain's secrets referenced anywhere, and the endpoint's token. The
     /// activity log never stores them.
@@ -164,6 +178,10 @@ impl BackendConfig {
             name,
             Launch::Process(ProcessLaunch {
                 command: command.into(),
+                written: Written {
+                    args: args.clone(),
+                    ..Written::default()
+                },
                 args,
                 env: BTreeMap::new(),
                 cwd: None,
@@ -297,8 +315,21 @@ pub struct EndpointConfig {
     /// When set, every request to `/mcp` must carry `Authorization: Bearer <token>`.
     /// `${env:NAME}` references are expanded.
     pub token: Option<String>,
+    /// Without `token`, whether `/mcp` requires the token Switchboard generates (see
+    /// [`crate::token::endpoint_token`]). A new config says `true`; one from before says nothing
+    /// (`None`) and keeps working without a token, with a warning; `false` is a choice, and
+    /// gets none.
+    pub require_token: Option<bool>,
     /// Longest request body accepted, in bytes.
     pub max_body_size: usize,
+}
+
+impl EndpointConfig {
+    /// Whether `/mcp` takes requests without a token only because the config predates the
+    /// token (it neither gives one nor says `require_token`).
+    pub fn is_open_by_default(&self) -> bool {
+        self.token.is_none() && self.require_token.is_none()
+    }
 }
 
 impl Default for EndpointConfig {
@@ -308,6 +339,7 @@ impl Default for EndpointConfig {
                 .parse()
                 .expect("DEFAULT_LISTEN is a valid socket address"),
             token: None,
+            require_token: None,
             max_body_size: DEFAULT_MAX_BODY_SIZE,
         }
     }
@@ -528,12 +560,15 @@ pub fn default_config_text(switchboard_exe: &Path) -> String {
 # Every commented-out option below shows its default.
 
 # The endpoint editors connect to (MCP over Streamable HTTP, at /mcp).
-# [endpoint]
+[endpoint]
+# Every request to /mcp must carry `Authorization: Bearer TOKEN`, so that no other program on
+# this machine can use your servers. The token is one Switchboard made (the file mcp-token in
+# its data folder); `switchboard install` and `move`, and the dashboard, write it into your
+# editors' configs. `switchboard connect` needs none: its socket admits only you.
+require_token = true
+# token = "${{env:SWITCHBOARD_MCP_TOKEN}}"   # your own token instead; ${{env:NAME}} as in `env`
 # listen = "{listen}"     # other than 127.0.0.1 or ::1, it lets other machines connect
 # max_body_size = "{max_body_size}"       # largest request an editor may send
-# If set, every request to /mcp must carry `Authorization: Bearer TOKEN`; ${{env:NAME}} is
-# expanded as in `env` below.
-# token = "${{env:SWITCHBOARD_MCP_TOKEN}}"
 
 # The desktop app.
 # [desktop]

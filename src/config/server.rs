@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::launch::REMOTE_FIELDS;
+use super::launch::{REMOTE_FIELDS, Written};
 use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::values::{self, ValueError};
@@ -50,7 +50,7 @@ const RESTART_FIELDS: &[&str] = &[
     "stable_after",
 ];
 
-const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "max_body_size"];
+const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "require_token", "max_body_size"];
 const DESKTOP_FIELDS: &[&str] = &["notify_crash_loop"];
 const ACTIVITY_FIELDS: &[&str] = &["enabled", "payloads", "max_age", "max_size"];
 const SECURITY_FIELDS: &[&str] = &["approve_new_tools"];
@@ -179,6 +179,7 @@ impl Reader<'_, '_> {
             command: String::new(),
             args: Vec::new(),
             env: BTreeMap::new(),
+            written: Written::default(),
             cwd: None,
         };
         let mut remote = RemoteServer::new("");
@@ -207,11 +208,27 @@ impl Reader<'_, '_> {
                         }
                     }
                 }
-                "args" => set(&mut process.args, self.args(value, &field)),
-                "env" => set(&mut process.env, self.env(value, &field)),
+                "args" => {
+                    if let Some((args, written)) = self.args(value, &field) {
+                        (process.args, process.written.args) = (args, written);
+                    }
+                }
+                "env" => {
+                    if let Some((env, written)) = self.env(value, &field) {
+                        (process.env, process.written.values) = (env, written);
+                    }
+                }
                 "cwd" => process.cwd = self.cwd(value, &field),
-                "url" => set(&mut remote.url, self.remote_url(value, &field)),
-                "headers" => set(&mut remote.headers, self.headers(value, &field)),
+                "url" => {
+                    if let Some((url, written)) = self.remote_url(value, &field) {
+                        (remote.url, remote.written.url) = (url, written);
+                    }
+                }
+                "headers" => {
+                    if let Some((headers, written)) = self.headers(value, &field) {
+                        (remote.headers, remote.written.values) = (headers, written);
+                    }
+                }
                 "timeout" => set(
                     &mut remote.timeout,
                     self.duration(value, &field, Zero::Rejected),
@@ -367,6 +384,9 @@ impl Reader<'_, '_> {
             match entry.key.as_str() {
                 "listen" => set(&mut endpoint.listen, self.listen(value, &field)),
                 "token" => endpoint.token = self.token(value, &field),
+                "require_token" => {
+                    endpoint.require_token = self.boolean(value, &field).or(endpoint.require_token);
+                }
                 "max_body_size" => set(&mut endpoint.max_body_size, self.size(value, &field)),
                 _ => self.unknown_field(entry, &field, ENDPOINT_FIELDS),
             }
@@ -439,7 +459,7 @@ impl Reader<'_, '_> {
             self.reporter.error(
                 node.offset,
                 field,
-                "the token is empty; remove `token` to accept requests without one",
+                "the token is empty; remove `token` to use the one Switchboard makes",
             );
             return None;
         }
@@ -522,9 +542,15 @@ impl Reader<'_, '_> {
         Some(restart)
     }
 
-    fn env(&mut self, node: &Node, field: &str) -> Option<BTreeMap<String, String>> {
+    /// The environment's values with their references expanded, and as written.
+    fn env(
+        &mut self,
+        node: &Node,
+        field: &str,
+    ) -> Option<(BTreeMap<String, String>, BTreeMap<String, String>)> {
         let entries = self.table(node, field)?;
         let mut env = BTreeMap::new();
+        let mut written = BTreeMap::new();
         for entry in self.unique_entries(entries, field) {
             let field = format!("{field}.{}", entry.key);
             if entry.key.is_empty() || entry.key.contains(['=', '\0']) {
@@ -545,16 +571,18 @@ impl Reader<'_, '_> {
             match values::expand_references(&raw_value, &LOOKUPS, values::Other::Refused) {
                 Ok(value) => {
                     env.insert(entry.key.clone(), value);
+                    written.insert(entry.key.clone(), raw_value);
                 }
                 Err(error) => self.value_error(&entry.value, &field, &error),
             }
         }
-        Some(env)
+        Some((env, written))
     }
 
-    /// The arguments with their `${env:NAME}` and `${secret:NAME}` expanded; any other `${…}`
-    /// is the program's to read, and stays.
-    fn args(&mut self, node: &Node, field: &str) -> Option<Vec<String>> {
+    /// The arguments with their `${env:NAME}` and `${secret:NAME}` expanded (any other `${…}`
+    /// is the program's to read, and stays), and as written. A secret in an argument is a
+    /// warning: every local user sees a process's arguments.
+    fn args(&mut self, node: &Node, field: &str) -> Option<(Vec<String>, Vec<String>)> {
         let written = self.strings(node, field)?;
         let NodeValue::Array(items) = &node.value else {
             return None;
@@ -562,14 +590,24 @@ impl Reader<'_, '_> {
         let mut args = Vec::with_capacity(written.len());
         for (arg, item) in written.iter().zip(items) {
             match values::expand_references(arg, &LOOKUPS, values::Other::Kept) {
-                Ok(arg) => args.push(arg),
+                Ok(expanded) => {
+                    if arg.contains("${secret:") {
+                        self.reporter.warning(
+                            item.offset,
+                            field,
+                            "a secret in `args` is visible to every user of this machine in the \
+                             process list; give it to the server in `env` instead",
+                        );
+                    }
+                    args.push(expanded);
+                }
                 Err(error) => {
                     self.value_error(item, field, &error);
                     return None;
                 }
             }
         }
-        Some(args)
+        Some((args, written))
     }
 
     fn cwd(&mut self, node: &Node, field: &str) -> Option<PathBuf> {

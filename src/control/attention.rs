@@ -1,6 +1,6 @@
 //! What needs a person: one list computed from what runs (servers in a crash loop or waiting
-//! for a sign-in, tools held back, the config's errors, profiles past a client's limits, activity
-//! records lost), each entry with the action that resolves it. The dashboard shows it, and the
+//! for a sign-in, tools held back, the config's errors, `/mcp` open to every local program,
+//! profiles past a client's limits, activity records lost), each entry with the action that resolves it. The dashboard shows it, and the
 //! tray's first line sums it up.
 
 use serde::Serialize;
@@ -10,7 +10,7 @@ use crate::activity::{ActivityLog, LogHealth};
 use crate::config::Severity;
 use crate::hub::Hub;
 use crate::hub::budget::Budget;
-use crate::hub::pins::{HeldReason, PinReport};
+use crate::hub::pins::{Held, HeldReason, PinReport, PinnedKind};
 use crate::supervisor::Engine;
 use crate::supervisor::status::{BackendState, BackendStatus};
 
@@ -23,6 +23,8 @@ pub enum Kind {
     HeldTools,
     PinStore,
     Config,
+    /// `/mcp` takes requests without a token because the config predates it.
+    OpenEndpoint,
     Profile,
     Activity,
 }
@@ -109,28 +111,30 @@ pub fn list(inputs: &Inputs<'_>) -> Vec<Attention> {
             // Said once below, with the reason.
             continue;
         }
-        let held: Vec<&str> = inputs
+        let of_server: Vec<&Held> = inputs
             .pins
             .held
             .iter()
             .filter(|held| held.server == server)
-            .map(|held| held.name.as_str())
             .collect();
-        let changed = inputs
-            .pins
-            .held
-            .iter()
-            .any(|held| held.server == server && held.reason == HeldReason::Changed);
-        let what = if changed {
+        let held: Vec<&str> = of_server.iter().map(|held| held.key.as_str()).collect();
+        let reasons = |reason| of_server.iter().any(|held| held.reason == reason);
+        let what = if reasons(HeldReason::Changed) {
             "changed since approved"
+        } else if reasons(HeldReason::Unchecked) {
+            "that cannot be checked"
         } else {
             "new"
+        };
+        let noun = match of_server.iter().all(|held| held.kind == PinnedKind::Tool) {
+            true => "tool(s)",
+            false => "definition(s)",
         };
         list.push(Attention {
             kind: Kind::HeldTools,
             subject: Some(server.to_owned()),
             message: format!(
-                "{} tool(s) of {server} {what}, held back from editors: {}",
+                "{} {noun} of {server} {what}, held back from editors: {}",
                 held.len(),
                 held.join(", ")
             ),
@@ -182,6 +186,18 @@ pub fn list(inputs: &Inputs<'_>) -> Vec<Attention> {
                 label: "Show the errors".to_owned(),
                 post: None,
                 page: "#/".to_owned(),
+            },
+        });
+    }
+    if config.endpoint_open {
+        list.push(Attention {
+            kind: Kind::OpenEndpoint,
+            subject: None,
+            message: "/mcp takes requests from any program on this machine".to_owned(),
+            action: Action {
+                label: "Require a token".to_owned(),
+                post: Some("/api/endpoint/require-token".to_owned()),
+                page: "#/connect".to_owned(),
             },
         });
     }
@@ -265,6 +281,7 @@ fn url_segment(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::hub::pins::Definition;
     use std::collections::BTreeMap;
 
     use serde_json::json;
@@ -278,9 +295,14 @@ mod tests {
         status
     }
 
+    /// A config of this version: `/mcp` requires its token.
     fn config() -> ConfigState {
+        config_of("[endpoint]\nrequire_token = true\n")
+    }
+
+    fn config_of(text: &str) -> ConfigState {
         let path = std::path::Path::new("config.toml");
-        ConfigState::loaded(&crate::config::parse(path, "").expect("an empty config is valid"))
+        ConfigState::loaded(&crate::config::parse(path, text).expect("a valid config"))
     }
 
     #[test]
@@ -294,10 +316,15 @@ mod tests {
         ];
         let held = |server: &str, name: &str, reason| Held {
             server: server.to_owned(),
+            kind: PinnedKind::Tool,
             name: name.to_owned(),
+            key: name.to_owned(),
             reason,
+            detail: None,
             pinned: None,
-            current: json!({"name": name}),
+            current: Definition::new(
+                serde_json::value::to_raw_value(&json!({"name": name})).expect("JSON"),
+            ),
             sha256: String::new(),
         };
         let pins = PinReport {
@@ -368,6 +395,40 @@ mod tests {
         });
         assert!(list.is_empty());
         assert_eq!(summary(&list), None);
+    }
+
+    #[test]
+    fn a_config_from_before_the_token_is_told_to_require_one() {
+        let told = list(&Inputs {
+            statuses: &[status("ok", BackendState::Ready)],
+            config: &config_of(""),
+            pins: &PinReport::default(),
+            budgets: &[],
+            activity: None,
+        });
+        assert_eq!(told.len(), 1);
+        assert_eq!(told[0].kind, Kind::OpenEndpoint);
+        assert_eq!(
+            told[0].message,
+            "/mcp takes requests from any program on this machine"
+        );
+        assert_eq!(
+            told[0].action.post.as_deref(),
+            Some("/api/endpoint/require-token")
+        );
+        for chosen in [
+            "[endpoint]\nrequire_token = false\n",
+            "[endpoint]\ntoken = \"own-token\"\n",
+        ] {
+            let quiet = list(&Inputs {
+                statuses: &[],
+                config: &config_of(chosen),
+                pins: &PinReport::default(),
+                budgets: &[],
+                activity: None,
+            });
+            assert!(quiet.is_empty(), "a choice is not told again: {chosen}");
+        }
     }
 
     #[test]

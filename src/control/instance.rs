@@ -1,11 +1,12 @@
-//! The record a running instance keeps in the runtime directory (`instance.json`, 0600), so
-//! that commands such as `switchboard reload` can find its control API.
+//! The record a running instance keeps in the runtime directory (`instance.json`, 0600): which
+//! process it is and where its HTTP endpoint listens, for the person and their tools (its port
+//! may have been chosen by the system). Switchboard's own commands do not trust it: they talk to
+//! the instance over its socket, which checks that the peer is the same user.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-/// What a running instance records in the runtime directory, so that commands such as
-/// `switchboard reload` can reach its control API.
+/// What a running instance records in the runtime directory.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Instance {
     pub pid: u32,
@@ -26,7 +27,7 @@ impl Instance {
     }
 
     /// Records this process, listening at `address`, in the runtime directory; returns the
-    /// file's path. A failure is logged: only `switchboard reload` needs the file.
+    /// file's path. A failure is logged: nothing of Switchboard's own needs the file.
     pub(crate) fn record(runtime_dir: &Path, address: SocketAddr) -> PathBuf {
         let path = Instance::path(runtime_dir);
         let instance = Instance {
@@ -42,6 +43,6 @@ impl Instance {
     /// Writes the file (owner-only) by renaming a complete temporary file into place.
     fn write(&self, path: &Path) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
-        crate::dirs::write_private(path, &bytes)
+        crate::atomic::write_private(path, &bytes)
     }
 }

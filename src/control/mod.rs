@@ -6,5 +6,4 @@ pub mod attention;
 pub mod client;
 pub mod instance;
 pub mod reload;
-pub(crate) mod token;
 pub(crate) mod ui;

@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig};
+use crate::guard::EndpointToken;
 use crate::hub::Hub;
 use crate::supervisor::ApplyReport;
 use crate::supervisor::Engine;
@@ -44,6 +45,9 @@ pub struct ConfigState {
     /// Whether the file is gone; the running config stays until it is back.
     pub missing: bool,
     pub diagnostics: Vec<Diagnostic>,
+    /// Whether `/mcp` takes requests without a token because the config predates it (see
+    /// [`Config::endpoint_open_by_default`]).
+    pub endpoint_open: bool,
     /// Plain statements about the last reload a person should know, such as a setting that
     /// takes effect only when Switchboard restarts.
     pub notes: Vec<String>,
@@ -66,6 +70,7 @@ impl ConfigState {
             applied: true,
             missing: false,
             diagnostics: config.diagnostics.clone(),
+            endpoint_open: config.endpoint_open_by_default(),
             notes: Vec::new(),
             desktop: config.desktop.clone(),
             backend_order: config
@@ -107,6 +112,10 @@ struct Inner {
     state: watch::Sender<ConfigState>,
     /// The endpoint settings the listeners were started with.
     endpoint: EndpointConfig,
+    /// The token `/mcp` requires, which a reload changes at once.
+    mcp_token: EndpointToken,
+    /// Where the token Switchboard generates for `/mcp` is kept.
+    data_dir: PathBuf,
     /// Whether `--listen` overrode `endpoint.listen` (then a change in the file does not matter).
     listen_overridden: bool,
     /// The bytes of the file as last read; held while a reload runs, so reloads never overlap.
@@ -115,13 +124,16 @@ struct Inner {
 
 impl Reloader {
     /// A reloader for `config`, which `engine` runs and `hub` serves, with listeners started
-    /// from `endpoint`.
+    /// from `endpoint`; `/mcp` requires `mcp_token`, generated in `data_dir` when it is
+    /// Switchboard's own.
     pub fn new(
         engine: Arc<Engine>,
         hub: Hub,
         config: &Config,
         endpoint: EndpointConfig,
         listen_overridden: bool,
+        mcp_token: EndpointToken,
+        data_dir: PathBuf,
     ) -> Reloader {
         Reloader {
             inner: Arc::new(Inner {
@@ -130,6 +142,8 @@ impl Reloader {
                 hub,
                 state: watch::channel(ConfigState::loaded(config)).0,
                 endpoint,
+                mcp_token,
+                data_dir,
                 listen_overridden,
                 last_read: Mutex::new(std::fs::read(&config.path).ok()),
             }),
@@ -138,6 +152,11 @@ impl Reloader {
 
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Where Switchboard's own files are, its generated tokens among them.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
     }
 
     /// The config state, updated after every reload.
@@ -210,7 +229,8 @@ impl Reloader {
                 return ReloadOutcome::Missing { message };
             }
         };
-        let notes = self.endpoint_notes(&config.endpoint);
+        let mut notes = self.endpoint_notes(&config.endpoint);
+        notes.extend(self.apply_token(&config.endpoint));
         let report = self.inner.engine.apply(config.backends.clone()).await;
         self.inner.hub.set_profiles(config.profiles.clone());
         if let Some(activity) = self.inner.hub.activity() {
@@ -261,12 +281,6 @@ impl Reloader {
                 new.listen, running.listen
             ));
         }
-        if new.token != running.token {
-            notes.push(
-                "endpoint.token changed; /mcp keeps the old one until Switchboard restarts"
-                    .to_owned(),
-            );
-        }
         if new.max_body_size != running.max_body_size {
             notes.push(format!(
                 "endpoint.max_body_size changed to {} bytes; the limit stays {} until Switchboard restarts",
@@ -274,6 +288,31 @@ impl Reloader {
             ));
         }
         notes
+    }
+
+    /// Makes the token `endpoint` asks for the one `/mcp` requires, at once; what changed.
+    fn apply_token(&self, endpoint: &EndpointConfig) -> Option<String> {
+        let token = match crate::token::endpoint_token(
+            endpoint,
+            &self.inner.data_dir,
+            crate::token::Missing::Make,
+        ) {
+            Ok(token) => token,
+            Err(error) => return Some(format!("{error}; /mcp keeps the token it had")),
+        };
+        let required = token.is_some();
+        let had = self.inner.mcp_token.get().is_some();
+        if !self.inner.mcp_token.set(token) {
+            return None;
+        }
+        Some(
+            match (had, required) {
+                (false, _) => "/mcp now requires its token",
+                (true, false) => "/mcp now takes requests without a token",
+                (true, true) => "/mcp's token changed; editors need the new one",
+            }
+            .to_owned(),
+        )
     }
 
     /// Watches the config file's folder and reloads after each burst of changes to the file

@@ -45,6 +45,7 @@ const EMBEDDED: &[(&str, &[u8])] = embed![
     "dom.js",
     "events.js",
     "format.js",
+    "session.js",
     "store.js",
     "types.js",
     "views/activity.js",

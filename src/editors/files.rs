@@ -4,7 +4,6 @@
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use jsonc_parser::ParseOptions;
@@ -279,42 +278,6 @@ pub(super) fn cst_value(value: &Value) -> CstInputValue {
     }
 }
 
-/// Replaces the file at `path` with `bytes` so that no reader (the editor, our own config
-/// watcher) ever sees half of it: a temporary file beside it, then a rename. The new file gets
-/// the permissions of the one it replaces (its owner's only if there was none, since it may hold
-/// a token); a symlink is followed, so the file it points to is the one replaced. On Windows a
-/// file another program holds open is retried a short while (`platform::files::replace`).
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let target = match fs::symlink_metadata(path) {
-        Ok(metadata) if metadata.file_type().is_symlink() => fs::canonicalize(path)?,
-        _ => path.to_path_buf(),
-    };
-    let permissions = crate::platform::files::permissions_for_replacement(&target)?;
-    if let Some(dir) = target.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        fs::create_dir_all(dir)?;
-    }
-    // Unique within this process too: the dashboard may ask for two writes at once.
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let serial = WRITES.fetch_add(1, Ordering::Relaxed);
-    let temporary = sibling(
-        &target,
-        &format!("switchboard-{}-{serial}.tmp", std::process::id()),
-    );
-    let result = (|| {
-        let mut file = crate::platform::files::create_private_file(&temporary)?;
-        file.write_all(bytes)?;
-        if let Some(permissions) = permissions {
-            file.set_permissions(permissions)?;
-        }
-        file.sync_all()?;
-        crate::platform::files::replace(&temporary, &target)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    result
-}
-
 /// Copies `bytes` (the file's content as read) to `<path>.switchboard-backup-<UTC time>` with
 /// the permissions of `path`, never overwriting an earlier backup; returns the copy's path.
 pub(super) fn back_up(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
@@ -341,12 +304,6 @@ pub(super) fn back_up(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
         }
     }
     unreachable!("some attempt finds a free name before u32 runs out")
-}
-
-/// `.<file name>.<suffix>` in the same folder.
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    path.with_file_name(format!(".{name}.{suffix}"))
 }
 
 /// `time` as `YYYYMMDDTHHMMSSZ`.
@@ -518,7 +475,7 @@ mod tests {
     }
 
     #[test]
-    fn writes_replace_the_file_keeping_its_mode_and_backups_never_overwrite() {
+    fn backups_keep_the_mode_and_never_overwrite() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("config.json");
         fs::write(&path, "old").expect("write");
@@ -536,31 +493,6 @@ mod tests {
             name.starts_with("config.json.switchboard-backup-"),
             "{name}"
         );
-
-        write_atomically(&path, b"new").expect("write");
-        assert_eq!(fs::read(&path).expect("read"), b"new");
-        assert_eq!(mode(&path), 0o640);
-
-        let link = dir.path().join("link.json");
-        std::os::unix::fs::symlink(&path, &link).expect("symlink");
-        write_atomically(&link, b"through the link").expect("write");
-        assert!(
-            fs::symlink_metadata(&link)
-                .expect("stat")
-                .file_type()
-                .is_symlink()
-        );
-        assert_eq!(fs::read(&path).expect("read"), b"through the link");
-
-        let fresh = dir.path().join("new/folder/mcp.json");
-        write_atomically(&fresh, b"{}").expect("write");
-        assert_eq!(mode(&fresh), 0o600);
-        let leftovers: Vec<_> = fs::read_dir(dir.path())
-            .expect("list")
-            .map(|entry| entry.expect("entry").file_name())
-            .filter(|name| name.to_string_lossy().ends_with(".tmp"))
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 
     fn mode(path: &Path) -> u32 {

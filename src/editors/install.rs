@@ -137,8 +137,82 @@ pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError
     if let Some(original) = file.original() {
         report.backup = Some(files::back_up(&report.path, original).map_err(write_error)?);
     }
-    files::write_atomically(&report.path, &file.encode(&text)).map_err(write_error)?;
+    crate::atomic::write_keeping_permissions(&report.path, &file.encode(&text))
+        .map_err(write_error)?;
     Ok(report)
+}
+
+/// What [`update_entries`] changed in one editor's config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EntriesUpdate {
+    #[serde(serialize_with = "serialize_client_id")]
+    pub editor: Editor,
+    pub path: PathBuf,
+    /// The entries given the new endpoint, by their names in the file.
+    pub entries: Vec<String>,
+    /// The copy of the file as it was before.
+    pub backup: PathBuf,
+}
+
+/// Gives every entry of the editor's config (at `path`) that reaches `/mcp`, or one of its
+/// profiles, at `destination`'s address what `destination` makes now (say, with a new token),
+/// keeping each entry's name and profile; after a backup. `None` when no entry needs it, or
+/// there is no file. Entries that launch `switchboard connect` need nothing: the socket checks
+/// the peer instead.
+pub fn update_entries(
+    editor: Editor,
+    path: &Path,
+    destination: &Destination,
+) -> Result<Option<EntriesUpdate>, EditorError> {
+    let Some(mut file) = EditorFile::read(path, editor.format())? else {
+        return Ok(None);
+    };
+    let mut entries = Vec::new();
+    for (name, value) in file.entries(editor.servers_key())? {
+        let Some(profile) = profile_reached(&value, &destination.url) else {
+            continue;
+        };
+        let target = match profile {
+            Some(profile) => destination.clone().for_profile(profile)?,
+            None => destination.clone(),
+        };
+        let entry = editor.switchboard_entry(&target);
+        if entry != value {
+            file.set_entry(editor.servers_key(), &name, &entry)?;
+            entries.push(name);
+        }
+    }
+    let Some(original) = file.original().filter(|_| !entries.is_empty()) else {
+        return Ok(None);
+    };
+    let write_error = |source| EditorError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let backup = files::back_up(path, original).map_err(write_error)?;
+    let text = file.current_text();
+    crate::atomic::write_keeping_permissions(path, &file.encode(&text)).map_err(write_error)?;
+    Ok(Some(EntriesUpdate {
+        editor,
+        path: path.to_path_buf(),
+        entries,
+        backup,
+    }))
+}
+
+/// Whether the entry `value` reaches `mcp_url` (`Some(None)`) or one of its profiles
+/// (`Some(Some(name))`), by any of its string fields (editors name the URL differently).
+fn profile_reached<'v>(value: &'v serde_json::Value, mcp_url: &str) -> Option<Option<&'v str>> {
+    value.as_object()?.values().find_map(|field| {
+        let rest = field.as_str()?.strip_prefix(mcp_url)?;
+        match rest {
+            "" => Some(None),
+            _ => rest
+                .strip_prefix('/')
+                .filter(|profile| crate::config::is_valid_profile_name(profile))
+                .map(Some),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -301,5 +375,97 @@ mod tests {
                 "backup": null,
             })
         );
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    use std::fs;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn destination(token: Option<&str>) -> Destination {
+        Destination {
+            exe: PathBuf::from("/opt/sb/switchboard"),
+            url: "http://127.0.0.1:8765/mcp".to_owned(),
+            token: token.map(str::to_owned),
+            profile: None,
+        }
+    }
+
+    #[test]
+    fn entries_that_reach_mcp_get_the_token_under_their_own_names() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("mcp.json");
+        let original = r#"{
+  // the person's comment
+  "servers": {
+    "mine": { "type": "http", "url": "http://127.0.0.1:8765/mcp" },
+    "reading": { "type": "http", "url": "http://127.0.0.1:8765/mcp/reading" },
+    "elsewhere": { "type": "http", "url": "http://127.0.0.1:9999/mcp" },
+    "local": { "command": "/opt/sb/switchboard", "args": ["connect"] }
+  }
+}
+"#;
+        fs::write(&path, original).expect("write");
+        let update = update_entries(Editor::VsCode, &path, &destination(Some("t0ken")))
+            .expect("updated")
+            .expect("something to update");
+        assert_eq!(update.entries, ["mine", "reading"]);
+        assert_eq!(
+            fs::read_to_string(&update.backup).expect("backup"),
+            original
+        );
+        let text = fs::read_to_string(&path).expect("read");
+        assert!(text.contains("// the person's comment"), "{text}");
+        let file = EditorFile::read(&path, Editor::VsCode.format())
+            .expect("read")
+            .expect("a file");
+        let entries: std::collections::BTreeMap<String, Value> = file
+            .entries("servers")
+            .expect("entries")
+            .into_iter()
+            .collect();
+        let headers = json!({ "Authorization": "Bearer t0ken" });
+        assert_eq!(
+            entries["mine"],
+            json!({ "type": "http", "url": "http://127.0.0.1:8765/mcp", "headers": headers })
+        );
+        assert_eq!(
+            entries["reading"],
+            json!({ "type": "http", "url": "http://127.0.0.1:8765/mcp/reading", "headers": headers })
+        );
+        assert_eq!(entries["elsewhere"]["headers"], Value::Null);
+        assert_eq!(entries["local"]["args"], json!(["connect"]));
+
+        // Done twice, nothing more changes; no file, nothing to do.
+        let again = update_entries(Editor::VsCode, &path, &destination(Some("t0ken")));
+        assert_eq!(again.expect("read"), None);
+        let missing = dir.path().join("none.json");
+        assert_eq!(
+            update_entries(Editor::VsCode, &missing, &destination(Some("t0ken"))).expect("fine"),
+            None
+        );
+    }
+
+    #[test]
+    fn codex_gets_its_own_header_table() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("config.toml");
+        fs::write(
+            &path,
+            "model = \"o3\"\n\n[mcp_servers.switchboard]\nurl = \"http://127.0.0.1:8765/mcp\"\n",
+        )
+        .expect("write");
+        let update = update_entries(Editor::Codex, &path, &destination(Some("t0ken")))
+            .expect("updated")
+            .expect("something to update");
+        assert_eq!(update.entries, ["switchboard"]);
+        let text = fs::read_to_string(&path).expect("read");
+        assert!(text.starts_with("model = \"o3\""), "{text}");
+        assert!(text.contains("Bearer t0ken"), "{text}");
+        assert!(text.contains("http_headers"), "{text}");
     }
 }

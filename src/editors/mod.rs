@@ -20,17 +20,20 @@ mod moving;
 mod places;
 
 use std::io;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::config::{Config, ConfigError, EndpointConfig, Severity};
+use crate::config::{ConfigError, EndpointConfig, Severity};
+use crate::token::Missing;
 
 pub use clients::{ClientSetup, client_setups};
 pub use editor_file::FileFormat;
-pub(crate) use files::write_atomically;
 pub use import::{ImportAction, ImportReport, ImportRequest, ServerImport, SkipReason, import};
-pub use install::{InstallOutcome, InstallReport, InstallRequest, install};
+pub use install::{
+    EntriesUpdate, InstallOutcome, InstallReport, InstallRequest, install, update_entries,
+};
 pub use moving::{
     EntryChange, Fate, MoveReport, MoveRequest, MovedEntry, UndoReport, UndoRequest, can_undo,
     move_editor, undo_move,
@@ -234,7 +237,7 @@ pub struct Destination {
     pub exe: PathBuf,
     /// `/mcp`'s URL, like `http://127.0.0.1:8765/mcp`.
     pub url: String,
-    /// `/mcp`'s bearer token, when the config sets one.
+    /// `/mcp`'s bearer token, when it requires one.
     pub token: Option<String>,
     /// The profile the editor is given (see `[profiles.NAME]`): `url` is then `/mcp/NAME`, and
     /// stdio editors launch `switchboard connect --profile NAME`.
@@ -243,18 +246,26 @@ pub struct Destination {
 
 impl Destination {
     /// The endpoint the config file at `path` describes (its `[endpoint]` table, defaults for
-    /// what it leaves out, and for everything when there is no file).
+    /// what it leaves out), with the token `/mcp` requires under it, generated in `data_dir` if
+    /// it is Switchboard's (see [`Missing`] for one not made yet). Without a file, the endpoint of the config Switchboard writes on its
+    /// first start, which requires that token.
     ///
     /// A setting with an error (say, a token from an unset `${env:…}`) is refused rather than
     /// left at its default: an editor given no token, or the wrong port, would only fail.
-    pub fn for_config_file(path: &Path, exe: PathBuf) -> Result<Destination, EditorError> {
+    pub fn for_config_file(
+        path: &Path,
+        exe: PathBuf,
+        data_dir: &Path,
+        missing: Missing,
+    ) -> Result<Destination, EditorError> {
         if !path.exists() {
-            return Ok(Destination::new(exe, &EndpointConfig::default()));
+            let endpoint = EndpointConfig {
+                require_token: Some(true),
+                ..EndpointConfig::default()
+            };
+            return Destination::for_endpoint(exe, &endpoint, data_dir, missing);
         }
-        Destination::for_config(&crate::config::load(path)?, exe)
-    }
-
-    fn for_config(config: &Config, exe: PathBuf) -> Result<Destination, EditorError> {
+        let config = crate::config::load(path)?;
         let invalid = config.diagnostics.iter().any(|diagnostic| {
             diagnostic.severity == Severity::Error && diagnostic.field.starts_with("endpoint")
         });
@@ -263,18 +274,29 @@ impl Destination {
                 path: config.path.clone(),
             });
         }
-        Ok(Destination::new(exe, &config.endpoint))
+        Destination::for_endpoint(exe, &config.endpoint, data_dir, missing)
     }
 
-    pub fn new(exe: PathBuf, endpoint: &EndpointConfig) -> Destination {
+    fn for_endpoint(
+        exe: PathBuf,
+        endpoint: &EndpointConfig,
+        data_dir: &Path,
+        missing: Missing,
+    ) -> Result<Destination, EditorError> {
+        let token = crate::token::endpoint_token(endpoint, data_dir, missing)?;
+        Ok(Destination::new(exe, endpoint.listen, token))
+    }
+
+    /// `/mcp` of an endpoint listening on `listen`, which requires `token` if there is one.
+    pub fn new(exe: PathBuf, listen: SocketAddr, token: Option<String>) -> Destination {
         Destination {
             exe,
             url: format!(
                 "{}{}",
-                crate::transport::http::local_base_url(endpoint.listen),
+                crate::transport::http::local_base_url(listen),
                 crate::transport::http::MCP_PATH
             ),
-            token: endpoint.token.clone(),
+            token,
             profile: None,
         }
     }
@@ -361,6 +383,8 @@ pub enum EditorError {
         path.display()
     )]
     EndpointInvalid { path: PathBuf },
+    #[error(transparent)]
+    Token(#[from] crate::token::TokenError),
     #[error(
         "{profile:?} cannot be a profile's name: use ASCII letters, digits, `_` or `-`, as in \
          [profiles.NAME]"
@@ -427,11 +451,8 @@ mod tests {
     fn entries_point_at_the_binary_or_the_url_with_the_token() {
         let endpoint = Destination::new(
             PathBuf::from("/opt/switchboard"),
-            &EndpointConfig {
-                listen: "0.0.0.0:9000".parse().expect("an address"),
-                token: Some("s3cret".to_owned()),
-                max_body_size: 1,
-            },
+            "0.0.0.0:9000".parse().expect("an address"),
+            Some("s3cret".to_owned()),
         );
         assert_eq!(endpoint.url, "http://127.0.0.1:9000/mcp");
         assert_eq!(
@@ -456,26 +477,41 @@ mod tests {
     fn the_endpoint_comes_from_the_config_file_and_an_invalid_token_is_refused() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("config.toml");
+        let data = dir.path().join("data");
         let exe = || PathBuf::from("/sb");
-        let endpoint = Destination::for_config_file(&path, exe()).expect("defaults");
+        let destination =
+            |path: &Path| Destination::for_config_file(path, exe(), &data, Missing::Make);
+        // No config yet: the one Switchboard will write requires its token.
+        let endpoint = destination(&path).expect("defaults");
         assert_eq!(endpoint.url, "http://127.0.0.1:8765/mcp");
+        let generated = std::fs::read_to_string(data.join(crate::token::MCP_TOKEN_FILE))
+            .expect("the generated token");
+        assert_eq!(endpoint.token.as_deref(), Some(generated.trim()));
 
+        // A config from before the token says nothing, and gets none.
         std::fs::write(&path, "[endpoint]\nlisten = \"127.0.0.1:4000\"\n").expect("write");
-        let endpoint = Destination::for_config_file(&path, exe()).expect("valid");
+        let endpoint = destination(&path).expect("valid");
         assert_eq!(endpoint.url, "http://127.0.0.1:4000/mcp");
         assert_eq!(endpoint.token, None);
+        std::fs::write(&path, "[endpoint]\nrequire_token = true\n").expect("write");
+        assert_eq!(
+            destination(&path).expect("valid").token.as_deref(),
+            Some(generated.trim())
+        );
+        std::fs::write(&path, "[endpoint]\nrequire_token = false\n").expect("write");
+        assert_eq!(destination(&path).expect("valid").token, None);
 
         std::fs::write(
             &path,
             "[endpoint]\ntoken = \"${env:SWITCHBOARD_EDITORS_TEST_UNSET_VARIABLE}\"\n",
         )
         .expect("write");
-        let error = Destination::for_config_file(&path, exe()).expect_err("refused");
+        let error = destination(&path).expect_err("refused");
         assert!(matches!(error, EditorError::EndpointInvalid { .. }));
         assert!(error.to_string().contains("switchboard check"));
 
         std::fs::write(&path, "[endpoint\n").expect("write");
-        let error = Destination::for_config_file(&path, exe()).expect_err("refused");
+        let error = destination(&path).expect_err("refused");
         assert!(matches!(error, EditorError::Config(_)), "{error}");
     }
 }

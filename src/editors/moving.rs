@@ -105,6 +105,9 @@ pub struct MoveReport {
     pub config_diff: String,
     /// The copy of the editor's file as it was.
     pub backup: Option<PathBuf>,
+    /// The secrets moved to the keychain, which the backup names instead of holding.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets_in_backup: Vec<String>,
     /// Why the move cannot be undone, if its record could not be written.
     pub record_problem: Option<String>,
 }
@@ -147,6 +150,88 @@ struct Record {
     /// what the move wrote: unchanged since, it goes back byte for byte.
     config_before: Option<String>,
     config_written: Option<String>,
+    /// The secrets the move kept in the keychain: the backup has `${secret:NAME}` where the
+    /// file had each one's value, and an undo puts the value back from the keychain.
+    #[serde(default)]
+    secrets: Vec<String>,
+}
+
+/// The editor's file as its backup keeps it, with the values of `secrets` put back from the
+/// keychain where the backup names them.
+fn backed_up_file(
+    backup: &Path,
+    editor: Editor,
+    secrets: &[String],
+) -> Result<Vec<u8>, EditorError> {
+    let gone = || EditorError::Unsupported {
+        path: backup.to_path_buf(),
+        reason: "the backup of the editor's file is gone; nothing was changed".to_owned(),
+    };
+    if secrets.is_empty() {
+        return files::read_if_exists(backup)?.ok_or_else(gone);
+    }
+    let file = EditorFile::read(backup, editor.format())?.ok_or_else(gone)?;
+    let mut text = file.text().to_owned();
+    for name in secrets {
+        let value = crate::secrets::Keychain::secrets()
+            .get(name)?
+            .ok_or_else(|| EditorError::Unsupported {
+                path: backup.to_path_buf(),
+                reason: format!(
+                    "the keychain no longer has {name}, whose value the backup names; nothing \
+                     was changed"
+                ),
+            })?;
+        text = text.replace(&format!("${{secret:{name}}}"), &json_escaped(&value));
+    }
+    Ok(file.encode(&text))
+}
+
+/// `text` with each moved secret's value (as a JSON string writes it) named `${secret:NAME}`.
+fn with_references(text: &str, moved: &[(&str, &str)]) -> String {
+    let mut text = text.to_owned();
+    for (name, value) in moved {
+        text = text.replace(&json_escaped(value), &format!("${{secret:{name}}}"));
+    }
+    text
+}
+
+/// A value as a JSON string writes it, without its quotes.
+fn json_escaped(value: &str) -> String {
+    let quoted = serde_json::to_string(value).expect("a string serializes");
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// The values of the editor's entries' `env` and `headers` (and their kin), which a preview
+/// does not show.
+fn entry_values(entries: &[(String, Value)]) -> Vec<String> {
+    let mut values: Vec<String> = entries
+        .iter()
+        .flat_map(|(_, entry)| {
+            ["env", "headers", "http_headers"]
+                .iter()
+                .filter_map(|key| entry.get(*key)?.as_object())
+                .flat_map(|object| object.values().filter_map(Value::as_str))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|value| value.len() >= 4)
+        .collect();
+    values.sort_by_key(|value| std::cmp::Reverse(value.len()));
+    values
+}
+
+/// `diff` with every one of `values` masked.
+fn masked(diff: &str, values: &[String]) -> String {
+    let mut diff = diff.to_owned();
+    for value in values {
+        for form in [value.clone(), json_escaped(value)] {
+            if diff.contains(&form) {
+                diff = diff.replace(&form, crate::config::MASKED);
+            }
+        }
+    }
+    diff
 }
 
 /// Moves the editor's local servers over (see the module's documentation).
@@ -224,6 +309,8 @@ pub fn move_editor(request: MoveRequest<'_>) -> Result<MoveReport, EditorError> 
         },
     };
     let text = file.current_text();
+    // The values of the editor's entries never show in a preview: they may be secrets.
+    let hidden = entry_values(&existing);
     let mut report = MoveReport {
         editor,
         path: path.clone(),
@@ -233,9 +320,13 @@ pub fn move_editor(request: MoveRequest<'_>) -> Result<MoveReport, EditorError> 
         entries,
         switchboard,
         fingerprint,
-        editor_diff: files::diff(&path.display().to_string(), file.text(), &text),
-        config_diff: plan.report.diff.clone(),
+        editor_diff: masked(
+            &files::diff(&path.display().to_string(), file.text(), &text),
+            &hidden,
+        ),
+        config_diff: masked(&plan.report.diff, &hidden),
         backup: None,
+        secrets_in_backup: Vec::new(),
         record_problem: None,
     };
     if request.dry_run || (report.editor_diff.is_empty() && plan.merged.is_none()) {
@@ -246,8 +337,15 @@ pub fn move_editor(request: MoveRequest<'_>) -> Result<MoveReport, EditorError> 
         let path = path.to_path_buf();
         move |source| EditorError::Write { path, source }
     };
-    // The backup first: without it, nothing is written.
-    let backup = files::back_up(&path, &original).map_err(write_error(&path))?;
+    // The backup first: without it, nothing is written. Secrets moved to the keychain are not
+    // left in it: it names them instead, as the config does.
+    let moved: Vec<(&str, &str)> = plan.moved_secrets().collect();
+    let backed_up = match moved.is_empty() {
+        true => original.clone(),
+        false => file.encode(&with_references(file.text(), &moved)),
+    };
+    let backup = files::back_up(&path, &backed_up).map_err(write_error(&path))?;
+    report.secrets_in_backup = moved.iter().map(|(name, _)| (*name).to_owned()).collect();
     report.backup = Some(backup.clone());
     plan.commit()?;
     let bytes = file.encode(&text);
@@ -256,7 +354,7 @@ pub fn move_editor(request: MoveRequest<'_>) -> Result<MoveReport, EditorError> 
         if files::read_if_exists(&path)?.as_deref() != Some(original.as_slice()) {
             return Err(changed_since(&path, "this move read it"));
         }
-        files::write_atomically(&path, &bytes).map_err(write_error(&path))
+        crate::atomic::write_keeping_permissions(&path, &bytes).map_err(write_error(&path))
     })();
     if let Err(error) = written {
         if plan.merged.is_some() {
@@ -291,10 +389,11 @@ pub fn move_editor(request: MoveRequest<'_>) -> Result<MoveReport, EditorError> 
             .merged
             .as_deref()
             .map(|merged| digest(merged.as_bytes())),
+        secrets: moved.iter().map(|(name, _)| (*name).to_owned()).collect(),
     };
     let record_path = record_path(request.records, editor);
     let text = serde_json::to_vec_pretty(&record).expect("records serialize");
-    if let Err(error) = crate::dirs::write_private(&record_path, &text) {
+    if let Err(error) = crate::atomic::write_private(&record_path, &text) {
         report.record_problem = Some(format!(
             "cannot keep the record that undoes this move ({}: {error}); the backup {} has the \
              file as it was",
@@ -326,15 +425,7 @@ pub fn undo_move(request: UndoRequest<'_>) -> Result<UndoReport, EditorError> {
         });
     }
     let before = match &record.backup {
-        Some(backup) => {
-            Some(
-                files::read_if_exists(backup)?.ok_or_else(|| EditorError::Unsupported {
-                    path: backup.clone(),
-                    reason: "the backup of the editor's file is gone; nothing was changed"
-                        .to_owned(),
-                })?,
-            )
-        }
+        Some(backup) => Some(backed_up_file(backup, editor, &record.secrets)?),
         None => None,
     };
 
@@ -369,23 +460,24 @@ pub fn undo_move(request: UndoRequest<'_>) -> Result<UndoReport, EditorError> {
     match (untouched, &record.config_before) {
         // Nobody changed our config since: it goes back as it was, byte for byte.
         (true, Some(before)) => {
-            files::write_atomically(request.config_path, before.as_bytes())
+            crate::atomic::write_keeping_permissions(request.config_path, before.as_bytes())
                 .map_err(config_error)?;
         }
         _ if !removed.is_empty() => {
             let text = config.current_text();
-            files::write_atomically(request.config_path, &config.encode(&text))
+            crate::atomic::write_keeping_permissions(request.config_path, &config.encode(&text))
                 .map_err(config_error)?;
         }
         _ => {}
     }
     let restored = match &before {
-        Some(bytes) => files::write_atomically(&record.path, bytes),
+        Some(bytes) => crate::atomic::write_keeping_permissions(&record.path, bytes),
         None => std::fs::remove_file(&record.path),
     };
     if let Err(source) = restored {
         if !removed.is_empty() {
-            files::write_atomically(request.config_path, &config_before).map_err(config_error)?;
+            crate::atomic::write_keeping_permissions(request.config_path, &config_before)
+                .map_err(config_error)?;
         }
         return Err(EditorError::Write {
             path: record.path.clone(),
@@ -422,12 +514,16 @@ fn lock(records: &Path) -> Result<File, EditorError> {
         source,
     };
     crate::dirs::create_private_dir(records).map_err(io_error)?;
-    let file = std::fs::OpenOptions::new()
+    let file = crate::platform::files::private_options(&mut std::fs::OpenOptions::new())
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
         .map_err(io_error)?;
+    // One made by an earlier version was open to others.
+    if crate::platform::files::open_to_others(&path).map_err(io_error)? {
+        crate::platform::files::restrict_to_owner(&path).map_err(io_error)?;
+    }
     file.lock().map_err(io_error)?;
     Ok(file)
 }
@@ -448,7 +544,7 @@ fn our_entries(config_path: &Path) -> Result<Vec<(String, Value)>, EditorError> 
 fn restore_config(path: &Path, text: &str, created: bool) -> Result<(), EditorError> {
     let restored = match created {
         true => std::fs::remove_file(path),
-        false => files::write_atomically(path, text.as_bytes()),
+        false => crate::atomic::write_keeping_permissions(path, text.as_bytes()),
     };
     restored.map_err(|source| EditorError::Write {
         path: path.to_path_buf(),
@@ -564,6 +660,14 @@ impl fmt::Display for MoveReport {
         match &self.backup {
             Some(backup) => {
                 writeln!(f, "The file as it was is in {}.", backup.display())?;
+                if !self.secrets_in_backup.is_empty() {
+                    writeln!(
+                        f,
+                        "It names the secrets moved to the keychain ({}) instead of holding their \
+                         values; an undo puts the values back from the keychain.",
+                        self.secrets_in_backup.join(", ")
+                    )?;
+                }
                 match &self.record_problem {
                     Some(problem) => writeln!(f, "{problem}.")?,
                     None => writeln!(

@@ -504,7 +504,7 @@ impl CatalogCache {
             resource_templates: catalog.resource_templates.clone(),
         };
         let text = serde_json::to_string(&cached).expect("raw JSON values serialize");
-        if let Err(error) = crate::dirs::write_private(&path, text.as_bytes()) {
+        if let Err(error) = crate::atomic::write_private(&path, text.as_bytes()) {
             tracing::warn!(%error, path = %path.display(), "could not cache the catalog");
         }
     }

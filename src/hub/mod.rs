@@ -459,6 +459,15 @@ fn rebuild_catalog(
     let configs: Vec<_> = handles.iter().map(|handle| handle.config()).collect();
     for (handle, status) in handles.iter().zip(&statuses) {
         let name = handle.name();
+        if let Some(instructions) = status
+            .server
+            .as_ref()
+            .and_then(|server| server.instructions.as_deref())
+            .filter(|text| !text.trim().is_empty())
+        {
+            // Vetted here too, so that held instructions show before an editor asks for them.
+            hub.pins.vet_instructions(name, instructions);
+        }
         if status.state == BackendState::Ready {
             let changed = known
                 .get(name)

@@ -606,8 +606,8 @@ pub(super) fn server_info() -> serde_json::Value {
     serde_json::json!({ "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") })
 }
 
-/// A word on names, then the instructions of every server of `profile` that gave some, one
-/// section each.
+/// A word on names, then the instructions of every server of `profile` that gave some (and
+/// whose instructions are not held back, see `pins`), one section each.
 pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
     let profiles = hub.profiles();
     let offered = |backend: &str| {
@@ -629,11 +629,15 @@ pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
             .server
             .as_ref()
             .and_then(|server| server.instructions.as_deref())
-            .map(str::trim)
-            .filter(|text| !text.is_empty())
+            .filter(|text| !text.trim().is_empty())
         else {
             continue;
         };
+        // Instructions that changed since they were approved stay out until approved again.
+        if !hub.pins.vet_instructions(backend.name(), text) {
+            continue;
+        }
+        let text = text.trim();
         let prefix = super::names::exposed_prefix(&backend.config().prefix);
         instructions.push_str(&format!(
             "\n\n## {name}\nFrom the server {name}, whose names start with `{prefix}`:\n{text}",

@@ -44,12 +44,12 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Sets `options` to create a file for its owner only (the mode it is created with on Unix;
-/// see [`made_private`] for Windows).
+/// see [`made_private`] for Windows), and on Unix never to open a symlink in its place.
 pub fn private_options(options: &mut OpenOptions) -> &mut OpenOptions {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600)
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW)
     }
     #[cfg(windows)]
     {
@@ -65,16 +65,6 @@ fn made_private(file: File, path: &Path) -> io::Result<File> {
     #[cfg(unix)]
     let _ = path;
     Ok(file)
-}
-
-/// Opens `path` for writing from its start, created for its owner only if it is new.
-pub fn create_private_file(path: &Path) -> io::Result<File> {
-    let file = private_options(&mut OpenOptions::new())
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)?;
-    made_private(file, path)
 }
 
 /// Creates `path`, which must not exist yet (not even as a symlink), for its owner only.

@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -422,11 +421,7 @@ impl GroupRegistry {
             text.push_str(&tree.to_string());
             text.push('\n');
         }
-        let temporary = record.with_extension("tmp");
-        let written = crate::platform::files::create_private_file(&temporary)
-            .and_then(|mut file| file.write_all(text.as_bytes()))
-            .and_then(|()| crate::platform::files::replace(&temporary, record));
-        if let Err(error) = written {
+        if let Err(error) = crate::atomic::write_private(record, text.as_bytes()) {
             tracing::warn!(%error, path = %record.display(), "could not record process groups");
         }
     }

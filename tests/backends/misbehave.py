@@ -16,6 +16,12 @@ Flags:
   --pidfile PATH            atomically write "<pid> <grandchild pid or empty>" to PATH
   --print-env NAME          write "NAME=<its value>" to stderr at startup
   --describe-from PATH      echo's description is the text of PATH, read at startup
+  --tools-from PATH         tools/list answers with the bytes of PATH as its `tools`, unpaged
+                            and unchecked, so they may hold what Python cannot write (1e400, a
+                            lone surrogate escape, nesting deeper than any parser's default)
+  --instructions-from PATH  initialize's `instructions` are the text of PATH
+  --prompt-from PATH        the prompt hello's description is the text of PATH
+  --label TEXT              ignored: an argument for tests of how arguments are shown
 
 Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   echo {text}        -> text (result also has top-level "x-extra": 1)
@@ -312,13 +318,17 @@ def initialize(req_id, params):
     if args.no_initialize:
         return
     version = args.protocol_version or params.get("protocolVersion") or DEFAULT_PROTOCOL
-    reply(req_id, {
+    result = {
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": True},
                          "resources": {"subscribe": True, "listChanged": True},
                          "prompts": {"listChanged": True},
                          "logging": {}, "completions": {}},
-        "serverInfo": SERVER_INFO})
+        "serverInfo": SERVER_INFO}
+    if args.instructions_from:
+        with open(args.instructions_from) as f:
+            result["instructions"] = f.read()
+    reply(req_id, result)
     if args.banner:
         write_raw(b"noise\n")
 
@@ -373,6 +383,10 @@ def handle(msg):
         return  # notifications/initialized and any other notification
     if method == "initialize":
         initialize(req_id, params)
+    elif method == "tools/list" and args.tools_from:
+        with open(args.tools_from, "rb") as f:
+            tools = f.read().strip().replace(b"\n", b" ")  # one message, one line
+        write_raw(b'{"jsonrpc":"2.0","id":' + encode(req_id) + b',"result":{"tools":' + tools + b'}}\n')
     elif method == "tools/call":
         with state_lock:
             crashed = args.crash_after is not None and answered_calls >= args.crash_after
@@ -424,6 +438,10 @@ def main():
     p.add_argument("--pidfile", metavar="PATH", help='write "<pid> <grandchild pid>"')
     p.add_argument("--print-env", metavar="NAME", help="write NAME=<value> to stderr")
     p.add_argument("--describe-from", metavar="PATH", help="echo's description, from a file")
+    p.add_argument("--tools-from", metavar="PATH", help="the raw JSON of tools/list's tools")
+    p.add_argument("--instructions-from", metavar="PATH", help="initialize's instructions")
+    p.add_argument("--prompt-from", metavar="PATH", help="the prompt hello's description")
+    p.add_argument("--label", metavar="TEXT", help="ignored")
     args = p.parse_args()
 
     if args.ignore_sigterm:
@@ -437,6 +455,9 @@ def main():
     if args.describe_from:
         with open(args.describe_from) as f:
             TOOLS[0]["description"] = f.read()
+    if args.prompt_from:
+        with open(args.prompt_from) as f:
+            PROMPTS[0]["description"] = f.read()
     if args.print_env:
         log("%s=%s" % (args.print_env, os.environ.get(args.print_env, "")))
     for i in range(args.stderr_spam):

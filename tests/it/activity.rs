@@ -369,6 +369,102 @@ async fn the_log_filters_pages_sums_up_and_exports() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn every_text_kept_is_redacted_in_every_form_a_secret_takes() {
+    // A value a JSON writer escapes: a quote, a slash, a letter outside ASCII.
+    let secret = "pa\"ss/wörd-7731";
+    let config = format!(
+        "[servers.demo]\ncommand = {exe:?}\nargs = [\"demo-server\"]\n\
+         env = {{ DEMO_API_KEY = {secret:?} }}\n\n[activity]\npayloads = true\n",
+        exe = switchboard_exe().to_string_lossy(),
+    );
+    let serve = ServeOptions::new(&config).ready(&["demo"]).start();
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp
+        .open_session(&format!("editor {secret}"))
+        .await
+        .expect("a session");
+    // As a JSON writer escapes it, as an ASCII-only one does, and raw in an error's text.
+    let ascii = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"pa\"ss\/w\u00f6rd-7731"}}}"#;
+    let reply = mcp
+        .post(Some(&session), ascii.to_owned())
+        .await
+        .expect("an answer");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    mcp.call_tool(&session, 2, "demo__echo", json!({ "text": secret }))
+        .await;
+    let unknown = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": format!("demo__{secret}"), "arguments": {} } });
+    let reply = mcp
+        .post(Some(&session), unknown.to_string())
+        .await
+        .expect("an answer");
+    assert!(reply.body.contains("unknown tool"), "{}", reply.body);
+    let kept = records(&serve, "?limit=10", 3).await;
+    let text = serde_json::to_string(&kept).unwrap();
+    for form in [secret, r#"pa\"ss"#, r"\u00f6rd-7731", "wörd-7731"] {
+        assert!(!text.contains(form), "{form} is kept: {text}");
+    }
+    let error = kept
+        .iter()
+        .find(|record| record["outcome"] == "error")
+        .expect("the unknown tool's record");
+    assert!(
+        error["error"].as_str().unwrap().contains("[redacted]"),
+        "{error}"
+    );
+    assert!(
+        error["name"].as_str().unwrap().contains("[redacted]"),
+        "{error}"
+    );
+    assert!(
+        kept.iter()
+            .all(|record| record["client"] == "editor [redacted]")
+    );
+    let file = std::fs::read(serve.dir().join("data/activity.db")).expect("the database");
+    for form in ["wörd-7731", r"w\u00f6rd-7731"] {
+        assert!(
+            !file
+                .windows(form.len())
+                .any(|window| window == form.as_bytes()),
+            "{form} is in the database file"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_csv_export_never_hands_a_spreadsheet_a_formula() {
+    let serve = ServeOptions::new(&config("")).ready(&["demo"]).start();
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let client = r#"=HYPERLINK("http://evil.example","open")"#;
+    let session = mcp.open_session(client).await.expect("a session");
+    mcp.call_tool(&session, 1, "@SUM(A1:A9)", json!({})).await;
+    mcp.call_tool(&session, 2, "demo__add", json!({ "a": 1, "b": 1 }))
+        .await;
+    records(&serve, "?limit=10", 2).await;
+    let (status, csv) = get_status(&serve, "/api/activity/export?format=csv").await;
+    assert_eq!(status, 200);
+    assert!(
+        csv.contains(r#""'=HYPERLINK(""http://evil.example"",""open"")""#),
+        "{csv}"
+    );
+    assert!(csv.contains(r#""'@SUM(A1:A9)""#), "{csv}");
+    for row in csv.lines() {
+        for cell in row.split(",\"").skip(1) {
+            assert!(
+                !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                "a cell a spreadsheet would run: {row}"
+            );
+        }
+    }
+    // The JSON export is data, not a sheet: it keeps the names as they were.
+    let (_, jsonl) = get_status(&serve, "/api/activity/export?format=jsonl").await;
+    assert!(
+        jsonl.contains(r#""client":"=HYPERLINK(\"http://evil.example\",\"open\")""#),
+        "{jsonl}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn bad_queries_are_refused_with_the_reason() {
     let serve = ServeOptions::new(&config("")).ready(&["demo"]).start();
     for (query, reason) in [

@@ -252,79 +252,57 @@ async fn strangers_are_refused() {
         .expect("a response");
     assert_eq!(response.status(), 403, "foreign Origin");
 
-    // The cookie as the dashboard link sets it.
-    let response = serve
-        .client()
-        .get(serve.dashboard_link())
-        .send()
-        .await
-        .expect("a response");
-    assert_eq!(response.status(), 303);
-    assert_eq!(response.headers()["location"], "/");
-    let cookie = response.headers()["set-cookie"]
-        .to_str()
-        .expect("ASCII")
-        .to_owned();
-    assert_eq!(
-        cookie,
-        format!("switchboard_token={SERVE_TOKEN}; HttpOnly; SameSite=Strict; Path=/")
-    );
-    let cookie_pair = cookie.split(';').next().expect("name=value").to_owned();
-    let response = serve
-        .client()
-        .get(serve.http_url("/api/backends"))
-        .header("cookie", &cookie_pair)
-        .send()
-        .await
-        .expect("a response");
-    assert_eq!(response.status(), 200, "the cookie opens the API");
-
-    // A foreign page's form, posted by a browser that attaches the cookie.
-    let response = serve
-        .client()
-        .post(serve.http_url("/api/backends/demo/stop"))
-        .header("cookie", &cookie_pair)
-        .header("origin", "http://evil.example")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("x=1")
-        .send()
-        .await
-        .expect("a response");
-    assert_eq!(response.status(), 403);
-    // The same without Origin (older browsers), and as text/plain.
-    for content_type in ["application/x-www-form-urlencoded", "text/plain"] {
-        let response = serve
-            .client()
-            .post(serve.http_url("/api/backends/demo/restart"))
-            .header("cookie", &cookie_pair)
-            .header("content-type", content_type)
-            .body("x=1")
-            .send()
-            .await
-            .expect("a response");
-        assert_eq!(response.status(), 415, "{content_type}");
-    }
-    let demo = &serve.api_get("/api/backends").await[0];
-    assert_eq!(demo["state"], "ready");
-    assert_eq!(pid_of(demo), pid, "nothing was stopped or restarted");
-
-    let response = serve
-        .client()
-        .get(serve.http_url("/?token=wrong-token-0123456789abcdef"))
-        .send()
-        .await
-        .expect("a response");
-    assert_eq!(response.status(), 401);
-    assert!(response.headers().get("set-cookie").is_none());
+    // The dashboard link carries this run's key in its fragment, which no browser sends.
+    let link = serve.dashboard_link();
+    let (base, key) = link.split_once("/#key=").expect("the key in the fragment");
+    assert_eq!(base, serve.http_url(""));
+    assert_ne!(key, SERVE_TOKEN, "the dashboard key is not the API token");
     let response = serve
         .client()
         .get(serve.http_url("/"))
         .send()
         .await
         .expect("a response");
-    assert_eq!(response.status(), 401);
-    let page = response.text().await.expect("a page");
-    assert!(page.contains("Open the dashboard link"), "{page}");
+    assert_eq!(response.status(), 200, "the dashboard's page needs nothing");
+    assert!(response.headers().get("set-cookie").is_none());
+    assert!(
+        response
+            .text()
+            .await
+            .expect("a page")
+            .contains("Switchboard")
+    );
+    let response = get(&serve, "/api/backends", key).await;
+    assert_eq!(response.status(), 200, "the key opens the API");
+    for cookie in [
+        format!("switchboard_token={SERVE_TOKEN}"),
+        format!("switchboard_key={key}"),
+    ] {
+        let response = serve
+            .client()
+            .get(serve.http_url("/api/backends"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .expect("a response");
+        assert_eq!(response.status(), 401, "no cookie opens the API: {cookie}");
+    }
+
+    // A foreign page's script that somehow had the key still cannot use it.
+    let response = serve
+        .client()
+        .post(serve.http_url("/api/backends/demo/stop"))
+        .bearer_auth(key)
+        .header("origin", "http://evil.example")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("a response");
+    assert_eq!(response.status(), 403);
+    let demo = &serve.api_get("/api/backends").await[0];
+    assert_eq!(demo["state"], "ready");
+    assert_eq!(pid_of(demo), pid, "nothing was stopped or restarted");
 }
 
 #[tokio::test]
@@ -357,7 +335,7 @@ async fn secrets_never_leave_and_the_token_file_is_private() {
     assert_eq!(mode(&token_file), 0o600);
     assert_eq!(mode(&data), 0o700);
     let dashboard = serve.dashboard_link();
-    assert_eq!(dashboard, format!("{}/?token={token}", serve.http_url("")));
+    assert!(!dashboard.contains(&token), "{dashboard}");
 
     let mut events = events(&serve, &token).await;
     let detail = get(&serve, "/api/backends/vault", &token).await;
@@ -391,10 +369,15 @@ async fn secrets_never_leave_and_the_token_file_is_private() {
 
     let log = serve.log();
     assert!(!log.contains(SECRET), "{log}");
-    let mentions: Vec<&str> = log.lines().filter(|line| line.contains(&token)).collect();
+    assert!(
+        !log.contains(&token),
+        "the API token is never printed: {log}"
+    );
+    let (_, key) = dashboard.split_once("#key=").expect("the key");
+    let mentions: Vec<&str> = log.lines().filter(|line| line.contains(key)).collect();
     assert_eq!(
         mentions,
         [format!("dashboard: {dashboard}")],
-        "the token is printed once, in the dashboard link, and never logged"
+        "the dashboard key is printed once, in the link, and never logged"
     );
 }

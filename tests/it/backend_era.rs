@@ -143,6 +143,8 @@ async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stre
         .call_tool(&session, 2, "modern__add_tool", json!({}))
         .await;
     assert_eq!(added["content"][0]["text"], "added extra");
+    // A server that has pins has a new tool approved before editors see it.
+    serve.approve_when_held("modern", "extra").await;
 
     // The session may also have been told of the catalog built as it opened; the list that
     // follows the last notification has the new tool.

@@ -814,6 +814,84 @@ fn secrets_written_out_in_an_editor_are_moved_to_the_keychain_on_request() {
     assert!(!other.exists());
 }
 
+#[test]
+fn a_move_of_secrets_leaves_no_plain_value_behind_and_its_undo_brings_them_back() {
+    let home = Home::new();
+    let (editor_file, original) = home.place(
+        "claude_desktop_tokens.json",
+        ".config/Claude/claude_desktop_config.json",
+    );
+    let config_path = home.path("config.toml");
+    let service = keychain_service();
+    let keychain = [("SWITCHBOARD_KEYCHAIN_SERVICE", service.as_str())];
+    let token = "ghp_sample0123456789abcdef";
+    let secret = "github_github_personal_access_token";
+    let move_args = [
+        "move",
+        "claude",
+        "--move-secrets",
+        "--config",
+        arg(&config_path),
+    ];
+
+    let preview = home.succeed(&[&move_args[..], &["--dry-run"]].concat(), &keychain);
+    assert!(!preview.contains(token), "the preview masks it: {preview}");
+    assert!(
+        preview.contains("GITHUB_PERSONAL_ACCESS_TOKEN"),
+        "{preview}"
+    );
+    assert!(preview.contains("••••••"), "{preview}");
+
+    let moved = home.succeed(&move_args, &keychain);
+    assert!(
+        moved.contains(&format!(
+            "It names the secrets moved to the keychain ({secret}) instead of holding their values"
+        )),
+        "{moved}"
+    );
+    assert!(!moved.contains(token), "{moved}");
+    // Nowhere on disk: not the editor's file, not its backup, not our config or records.
+    let mut pending = vec![home.dir.path().to_path_buf()];
+    let mut files = 0;
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            pending.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path()),
+            );
+        } else {
+            files += 1;
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes
+                    .windows(token.len())
+                    .any(|window| window == token.as_bytes()),
+                "{} holds the token",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        files >= 4,
+        "the editor's file, its backup, our config, the move's record"
+    );
+    let backup = std::fs::read_dir(editor_file.parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().contains(".switchboard-backup-"))
+        .expect("a backup");
+    assert!(read(&backup).contains(&format!("${{secret:{secret}}}")));
+
+    // The undo puts the file back as it was, the value read back from the keychain.
+    home.succeed(
+        &["move", "claude", "--undo", "--config", arg(&config_path)],
+        &keychain,
+    );
+    assert_eq!(std::fs::read(&editor_file).unwrap(), original);
+    home.succeed(&["secret", "delete", secret], &keychain);
+}
+
 /// `switchboard move` and its undo for every editor: (editor, sample, entries moved or taken out
 /// as duplicates, entries that stay with the reason said).
 const MOVES: [(&str, &str, &[&str], &[&str]); 8] = [

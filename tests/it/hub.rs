@@ -72,6 +72,26 @@ async fn ready(hub: &Wired, name: &str) {
     session.close();
 }
 
+/// Approves `key` of `server` once it is held back (a tool added by a server that has pins), as
+/// the Review page would.
+async fn approve_when_held(hub: &Hub, server: &str, key: &str) {
+    eventually(&format!("{key} of {server} held"), EVENT_LIMIT, || async {
+        let report = hub.pins().report();
+        match report
+            .held
+            .iter()
+            .any(|held| held.server == server && held.key == key)
+        {
+            true => Ok(()),
+            false => Err(format!("{:?}", report.held)),
+        }
+    })
+    .await;
+    hub.pins()
+        .approve(server, Some(&[key.to_owned()]), None)
+        .expect("approved");
+}
+
 /// Sends one message; returns every message of its reply (the response last).
 async fn exchange(session: &Session, message: Value) -> Vec<Value> {
     match session.receive(message.to_string().as_bytes()) {
@@ -616,6 +636,7 @@ async fn list_changed_and_subscribed_updates_reach_the_right_sessions() {
         json!({"name": "mis__change_tools"}),
     )
     .await;
+    approve_when_held(&hub, "mis", "added_later").await;
     for events in [&mut subscriber_events, &mut other_events] {
         let changed = next_event(events).await;
         assert_eq!(changed["method"], "notifications/tools/list_changed");

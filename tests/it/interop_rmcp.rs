@@ -646,6 +646,8 @@ async fn tool_list_changes_are_announced(transport: Transport) {
     assert!(!before.iter().any(|name| name == "mis__added_later"));
 
     call(&client, "mis__change_tools", json!({})).await;
+    // A tool added by a server that has pins is offered once approved.
+    serve.approve_when_held("mis", "added_later").await;
     // An announcement left over from startup may come first; the one that counts is followed
     // by a list with the new tool.
     let deadline = tokio::time::Instant::now() + EVENT_LIMIT;

@@ -16,6 +16,7 @@ mod hub;
 mod installing;
 mod interop_js;
 mod interop_rmcp;
+mod mcp_token;
 mod parity;
 mod pins;
 mod profiles;

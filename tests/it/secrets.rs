@@ -183,3 +183,101 @@ fn a_missing_secret_or_keychain_is_named_and_the_other_servers_run() {
     assert!(!stored, "{said}");
     assert!(said.contains("no keychain is available"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_in_arguments_urls_and_headers_come_back_as_written() {
+    let service = keychain_service();
+    let env = [("SWITCHBOARD_KEYCHAIN_SERVICE", service.clone())];
+    let value = "sk-in-args-5b1f0e77";
+    let (stored, said) = secret_command(&["set", "api_key"], value, &env);
+    assert!(stored, "{said}");
+    let config = format!(
+        "[servers.demo]\ncommand = {demo:?}\nargs = [\"demo-server\"]\n\n\
+         [servers.labelled]\ncommand = \"python3\"\n\
+         args = [{script:?}, \"--label\", \"key=${{secret:api_key}}\"]\n\n\
+         [servers.hosted]\nurl = \"https://hosted.invalid/mcp?api_key=${{secret:api_key}}&plan=pro\"\n\
+         headers = {{ Authorization = \"Bearer ${{secret:api_key}}\" }}\n",
+        demo = switchboard_exe().to_string_lossy(),
+        script = misbehave_script().to_string_lossy(),
+    );
+    let serve = ServeOptions::new(&config)
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+        .ready(&["demo", "labelled"])
+        .start();
+
+    let labelled = serve.api_get("/api/backends/labelled").await;
+    assert_eq!(
+        labelled["config"]["args"][2], "key=${secret:api_key}",
+        "as written: {labelled}"
+    );
+    let hosted = eventually("hosted has tried to connect", EVENT_LIMIT, || async {
+        let hosted = serve.api_get("/api/backends/hosted").await;
+        match hosted["last_error"].is_string() {
+            true => Ok(hosted),
+            false => Err(hosted),
+        }
+    })
+    .await;
+    assert_eq!(
+        hosted["config"]["url"],
+        "https://hosted.invalid/mcp?api_key=***&plan=***"
+    );
+    assert_eq!(
+        hosted["config"]["headers"]["Authorization"],
+        "Bearer ${secret:api_key}"
+    );
+    for path in [
+        "/api/backends",
+        "/api/backends/labelled",
+        "/api/backends/hosted",
+    ] {
+        let answer = serve.api_get(path).await.to_string();
+        assert!(!answer.contains(value), "{path}: {answer}");
+    }
+    let (_, events) = events_until_config(&serve).await;
+    assert!(!events.contains(value), "{events}");
+    let log = serve.log();
+    let logged: Vec<&str> = log.lines().filter(|line| line.contains(value)).collect();
+    assert!(logged.is_empty(), "the log never has it: {logged:?}");
+
+    // `check` says where the secret in `args` can be seen, and where it belongs.
+    let output = Command::new(switchboard_exe())
+        .args(["check", "--config"])
+        .arg(serve.config_path())
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+        .output()
+        .expect("check runs");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains(
+            "warning: servers.labelled.args: a secret in `args` is visible to every user of \
+             this machine in the process list; give it to the server in `env` instead"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains(value), "{said}");
+    let (deleted, said) = secret_command(&["delete", "api_key"], "", &env);
+    assert!(deleted, "{said}");
+}
+
+/// The event stream's text up to its first `config` event, which follows every `status`.
+async fn events_until_config(serve: &ServeProcess) -> (u16, String) {
+    let mut response = serve
+        .client()
+        .get(serve.http_url("/api/events"))
+        .bearer_auth(SERVE_TOKEN)
+        .send()
+        .await
+        .expect("the stream opens");
+    let status = response.status().as_u16();
+    let mut seen = String::new();
+    while !seen.contains("event: config") {
+        let chunk = tokio::time::timeout(EVENT_LIMIT, response.chunk())
+            .await
+            .expect("events in time")
+            .expect("a chunk")
+            .expect("the stream stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    (status, seen)
+}

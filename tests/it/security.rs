@@ -5,7 +5,7 @@
 //!
 //! Requests whose headers must be exactly as written go over raw TCP.
 
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -229,6 +229,9 @@ async fn foreign_origins_are_refused_and_own_or_absent_ones_served() {
 async fn each_endpoint_takes_its_own_token_only() {
     let serve = start("info");
     let port = serve.port();
+    let link = serve.dashboard_link();
+    let (_, key) = link.split_once("#key=").expect("the key in the link");
+    let key = key.to_owned();
     let host = format!("Host: 127.0.0.1:{port}");
     let unauthorized = Expect::Refused(401, "unauthorized");
     let with = |line: String| vec![host.clone(), line];
@@ -265,26 +268,15 @@ async fn each_endpoint_takes_its_own_token_only() {
             unauthorized,
         ),
         ("the /mcp token", with(bearer(MCP_TOKEN)), unauthorized),
+        ("the dashboard key", with(bearer(&key)), Expect::Served),
         (
-            "the cookie",
+            "the token as a cookie",
             with(format!("Cookie: switchboard_token={SERVE_TOKEN}")),
-            Expect::Served,
-        ),
-        (
-            "the cookie among others",
-            with(format!(
-                "Cookie: theme=dark; switchboard_token={SERVE_TOKEN}"
-            )),
-            Expect::Served,
-        ),
-        (
-            "a wrong cookie",
-            with("Cookie: switchboard_token=wrong-0123456789".to_owned()),
             unauthorized,
         ),
         (
-            "the token in another cookie",
-            with(format!("Cookie: other={SERVE_TOKEN}")),
+            "the key as a cookie",
+            with(format!("Cookie: theme=dark; switchboard_key={key}")),
             unauthorized,
         ),
     ];
@@ -317,8 +309,9 @@ async fn each_endpoint_takes_its_own_token_only() {
             with(bearer(SERVE_TOKEN)),
             unauthorized,
         ),
+        ("the dashboard key", with(bearer(&key)), unauthorized),
         (
-            "the dashboard cookie",
+            "the API token as a cookie",
             with(format!("Cookie: switchboard_token={SERVE_TOKEN}")),
             unauthorized,
         ),
@@ -345,14 +338,15 @@ async fn backend(port: u16, name: &str) -> Value {
 }
 
 #[tokio::test]
-async fn a_cross_site_request_riding_on_the_cookie_changes_nothing() {
+async fn a_cross_site_request_changes_nothing() {
     let serve = start("info");
     let port = serve.port();
     let before = backend(port, "mis").await;
     assert_eq!(before["state"], "ready");
+    // Even a request that carries the credential (which no form can) is refused.
     let stop = format!(
-        "POST /api/backends/mis/stop HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
-         Cookie: switchboard_token={SERVE_TOKEN}"
+        "POST /api/backends/mis/stop HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{}",
+        bearer(SERVE_TOKEN)
     );
     let form = "Content-Type: application/x-www-form-urlencoded";
     let json = "Content-Type: application/json";
@@ -397,7 +391,7 @@ async fn a_cross_site_request_riding_on_the_cookie_changes_nothing() {
     assert_eq!(after["state"], "ready", "nothing was stopped: {after}");
     assert_eq!(after["pid"], before["pid"], "nothing was restarted");
 
-    // The dashboard's own request, with the same cookie, does stop it.
+    // The dashboard's own request, with the same credential, does stop it.
     let own = [
         format!("Origin: http://127.0.0.1:{port}"),
         "Sec-Fetch-Site: same-origin".to_owned(),
@@ -678,7 +672,7 @@ async fn secrets_stay_out_of_answers_pages_logs_and_history() {
     let port = serve.port();
     let host = format!("Host: 127.0.0.1:{port}");
 
-    // Tokens in headers, right and wrong, and a wrong dashboard link.
+    // Tokens in headers and cookies, right and wrong.
     let wrong = "wrong-token-in-a-header-5b9e03";
     for headers in [
         vec![host.clone(), bearer(wrong)],
@@ -695,12 +689,6 @@ async fn secrets_stay_out_of_answers_pages_logs_and_history() {
         .await;
         assert_eq!(reply.status, if token == MCP_TOKEN { 200 } else { 401 });
     }
-    let link = request(
-        &format!("GET /?token={wrong} HTTP/1.1"),
-        std::slice::from_ref(&host),
-    );
-    assert_eq!(exchange(port, &link, "").await.status, 401);
-
     // A crash, and handshakes that fail, make history.
     let crash = request(
         "POST /api/backends/mis/tools/crash/call HTTP/1.1",
@@ -793,15 +781,11 @@ async fn secrets_stay_out_of_answers_pages_logs_and_history() {
         "{seen}"
     );
 
-    // The dashboard's files.
-    let cookie = format!("Cookie: switchboard_token={SERVE_TOKEN}");
+    // The dashboard's files, which anyone who passes the guard may load.
     for path in ui_paths() {
         let reply = exchange(
             port,
-            &request(
-                &format!("GET {path} HTTP/1.1"),
-                &[host.clone(), cookie.clone()],
-            ),
+            &request(&format!("GET {path} HTTP/1.1"), std::slice::from_ref(&host)),
             "",
         )
         .await;
@@ -812,15 +796,14 @@ async fn secrets_stay_out_of_answers_pages_logs_and_history() {
     }
 
     // The log: the backend's stderr is relayed at debug level as it came; nothing else carries
-    // a secret, and the dashboard token is printed once, in the link.
+    // a secret, and the API token is never printed.
     let log = serve.log();
     for line in log.lines() {
         if line.contains(SECRET) {
             assert!(line.ends_with(&format!(": {own_line}")), "{line}");
         }
-        assert!(!line.contains(MCP_TOKEN) && !line.contains(wrong), "{line}");
-        if line.contains(SERVE_TOKEN) {
-            assert!(line.starts_with("dashboard: "), "{line}");
+        for token in [MCP_TOKEN, wrong, SERVE_TOKEN] {
+            assert!(!line.contains(token), "{line}");
         }
     }
     assert!(
@@ -888,12 +871,47 @@ async fn files_switchboard_writes_are_for_its_owner_only() {
     })
     .await;
 
+    // A move writes its lock and its record; an old lock open to others is narrowed.
+    let editor_file = serve.dir().join("vscode-mcp.json");
+    std::fs::write(
+        &editor_file,
+        r#"{"servers": {"notes": {"command": "python3", "args": ["-V"]}}}"#,
+    )
+    .unwrap();
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(data.join("moves"))
+        .unwrap();
+    std::fs::write(data.join("moves/lock"), "").unwrap();
+    std::fs::set_permissions(
+        data.join("moves/lock"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let moved = std::process::Command::new(switchboard_exe())
+        .args(["move", "vscode", "--from"])
+        .arg(&editor_file)
+        .arg("--config")
+        .arg(serve.config_path())
+        .env("SWITCHBOARD_DATA_DIR", &data)
+        .env("SWITCHBOARD_RUNTIME_DIR", &runtime)
+        .output()
+        .expect("move runs");
+    assert!(
+        moved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&moved.stderr)
+    );
+
     let roots = [data.clone(), runtime.clone()];
     let (exposed, seen) = exposed_files(&roots);
     assert!(exposed.is_empty(), "while serving:\n{}", exposed.join("\n"));
     for expected in [
         data.join("token"),
         catalog.clone(),
+        data.join("pins/mis.json"),
+        data.join("moves/lock"),
+        data.join("moves/vscode.json"),
         runtime.join("switchboard.sock"),
     ] {
         assert!(

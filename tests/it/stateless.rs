@@ -492,6 +492,8 @@ async fn a_listen_stream_is_acknowledged_then_told_of_list_changes() {
         "{}",
         changed.last()
     );
+    // A tool added by a server that has pins is offered once approved.
+    serve.approve_when_held("mis", "added_later").await;
     // A rebuild of the catalog already under way may announce itself first: each announcement
     // is checked, until the list has the new tool.
     for id in 11.. {

@@ -41,6 +41,25 @@ function requiredEnv(name) {
   return value;
 }
 
+/**
+ * Approves `key` of `server` through the control API once it is held back.
+ * @param {string} server
+ * @param {string} key
+ */
+async function approveWhenHeld(server, key) {
+  const api = new URL("/api/", URL_);
+  const headers = { Authorization: `Bearer ${requiredEnv("SWITCHBOARD_TOKEN")}`, "Content-Type": "application/json" };
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const report = await (await fetch(new URL("pins", api), { headers })).json();
+    if (report.held.some((held) => held.server === server && held.key === key)) break;
+    assert.ok(Date.now() < deadline, `${key} of ${server} was never held: ${JSON.stringify(report)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const answer = await fetch(new URL(`pins/${server}/approve`, api), { method: "POST", headers, body: JSON.stringify({ tools: [key] }) });
+  assert.equal(answer.status, 200, await answer.text());
+}
+
 /** A queue of events with bounded waits. */
 class Inbox {
   constructor(name) {
@@ -428,6 +447,8 @@ describe("several editors at once", () => {
     http.toolsChanged.drain();
     stdio.toolsChanged.drain();
     await call(http, "mis__change_tools");
+    // A tool added by a server that has pins is offered once approved, as the Review page does.
+    await approveWhenHeld("mis", "added_later");
     await Promise.all([
       waitForTools(http, ["mis__added_later"]),
       waitForTools(stdio, ["mis__added_later"]),

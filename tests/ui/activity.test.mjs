@@ -63,7 +63,8 @@ async function expectRows(count, what) {
  */
 async function logged() {
   await eventually(`${total} calls in the log`, () => page.evaluate(async (count) => {
-    const answer = await fetch("/api/activity?limit=1000");
+    const key = sessionStorage.getItem("switchboard.key");
+    const answer = await fetch("/api/activity?limit=1000", { headers: { Authorization: `Bearer ${key}` } });
     return (await answer.json()).records.length === count;
   }, total));
 }

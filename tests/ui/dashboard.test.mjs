@@ -10,6 +10,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import http from "node:http";
 import path from "node:path";
 
 import {
@@ -29,12 +30,14 @@ let context;
 /** @type {import("playwright-core").Page} */
 let page;
 let closeBrowser;
+/** The run's dashboard key, which the page keeps in its tab's sessionStorage. */
+let key;
 /** Errors the page reported; every test ends with none. */
 const pageErrors = [];
 
 before(async () => {
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  ({ context, page, close: closeBrowser } = await openDashboard(DASHBOARD_URL, pageErrors));
+  ({ context, page, close: closeBrowser, key } = await openDashboard(DASHBOARD_URL, pageErrors));
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE });
 });
 
@@ -409,6 +412,80 @@ test("the live feed reconnects with backoff and shows it meanwhile", async () =>
   assert.ok(refused > 0);
   pageErrors.splice(0, pageErrors.length, ...pageErrors.filter((text) => !/ERR_CONNECTION_FAILED|ERR_FAILED/.test(text)));
   assertNoPageErrors();
+});
+
+test("another program on 127.0.0.1 receives no credential of the dashboard's", async () => {
+  /** @type {{url: string | undefined, headers: import("node:http").IncomingHttpHeaders}[]} */
+  const seen = [];
+  const listener = http.createServer((request, response) => {
+    seen.push({ url: request.url, headers: request.headers });
+    response.writeHead(200, { "content-type": "text/html" });
+    response.end("<!doctype html><title>another program</title><p>another program</p>");
+  });
+  await new Promise((resolve) => listener.listen(0, "127.0.0.1", resolve));
+  const other = `http://127.0.0.1:${/** @type {import("node:net").AddressInfo} */ (listener.address()).port}`;
+  try {
+    await open("#/");
+    await waitForState("demo", "ready");
+    // What the browser sends another port after the dashboard was opened: a new tab there, its
+    // subresource and its fetch with credentials, and this very tab navigating away. (The
+    // dashboard's own page cannot even try: its Content-Security-Policy allows only itself.)
+    const tab = await context.newPage();
+    await tab.goto(`${other}/tab`);
+    await tab.evaluate(async () => {
+      const image = new Image();
+      image.src = "/image";
+      await fetch("/fetch", { credentials: "include" });
+    });
+    const inTab = await tab.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }) + document.cookie);
+    await tab.close();
+    await page.goto(`${other}/same-tab`);
+    const inSameTab = await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }) + document.cookie);
+    await eventually("the image request", () => seen.some((request) => request.url === "/image"));
+    const asked = seen.map((request) => request.url).filter((url) => url !== "/favicon.ico");
+    assert.deepEqual(asked.sort(), ["/fetch", "/image", "/same-tab", "/tab"]);
+    for (const request of seen) {
+      assert.equal(request.headers.cookie, undefined, `${request.url} carries no cookie`);
+      assert.equal(request.headers.authorization, undefined, `${request.url} carries no authorization`);
+      assert.ok(!JSON.stringify(request.headers).includes(key), `${request.url} carries the key`);
+    }
+    for (const storage of [inTab, inSameTab]) assert.ok(!storage.includes(key), "the other origin's storage holds no key");
+    // Back on the dashboard, the tab still has its key: the page and its live feed work.
+    await open("#/");
+    await waitForState("demo", "ready");
+    await page.locator('[data-testid="feed-status"][data-phase="live"]').waitFor();
+  } finally {
+    listener.close();
+  }
+  assertNoPageErrors();
+});
+
+test("a tab opened without the link says where the link is, and asks the API for nothing it gets", async () => {
+  const tab = await context.newPage();
+  /** @type {number[]} */
+  const statuses = [];
+  /** @type {string[]} */
+  const errors = [];
+  tab.on("pageerror", (error) => errors.push(error.message));
+  tab.on("response", (response) => {
+    if (new URL(response.url()).pathname.startsWith("/api/")) statuses.push(response.status());
+  });
+  try {
+    await tab.goto(`${BASE}/#/`);
+    const locked = tab.getByTestId("locked");
+    await locked.waitFor();
+    assert.match(await locked.textContent(), /Open dashboard in the tray menu, or open the link that switchboard serve printed/);
+    assert.deepEqual(statuses, [], "no API request without a key");
+    // A key from an earlier run is refused, and the page says so instead of retrying forever.
+    await tab.evaluate(() => sessionStorage.setItem("switchboard.key", "a-key-from-an-earlier-run-0123456789"));
+    await tab.reload();
+    await locked.waitFor();
+    assert.ok(statuses.length > 0 && statuses.every((status) => status === 401), JSON.stringify(statuses));
+    await takeScreenshots(tab, SCREENSHOTS, "locked");
+    assert.deepEqual(errors, [], "the page threw nothing");
+  } finally {
+    await tab.close();
+  }
 });
 
 test("every control is reachable from the keyboard and focus is visible", async () => {

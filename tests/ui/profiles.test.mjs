@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 
-import { assertNoPageErrors, eventually, openDashboard, requiredEnv, screenshots } from "./browser.mjs";
+import { assertNoPageErrors, authorization, eventually, openDashboard, requiredEnv, screenshots } from "./browser.mjs";
 
 const DASHBOARD_URL = requiredEnv("SWITCHBOARD_URL");
 const SCREENSHOTS = requiredEnv("SWITCHBOARD_SCREENSHOTS");
@@ -17,11 +17,13 @@ const BASE = new URL(DASHBOARD_URL).origin;
 /** @type {import("playwright-core").Page} */
 let page;
 let closeBrowser;
+/** The run's dashboard key. */
+let key;
 const pageErrors = [];
 
 before(async () => {
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  ({ page, close: closeBrowser } = await openDashboard(DASHBOARD_URL, pageErrors));
+  ({ page, close: closeBrowser, key } = await openDashboard(DASHBOARD_URL, pageErrors));
 });
 
 after(async () => {
@@ -38,14 +40,9 @@ function toolRow(profile, tool) {
 
 /** The tools `review` offers, as an editor sees them at /mcp/review. */
 async function servedTools() {
-  const response = await fetch(`${BASE}/api/profiles`, { headers: { cookie: await cookieHeader() } });
+  const response = await fetch(`${BASE}/api/profiles`, { headers: authorization(key) });
   const budgets = await response.json();
   return budgets.find((budget) => budget.profile === "review").tool_costs.map((tool) => tool.name).sort();
-}
-
-async function cookieHeader() {
-  const cookies = await page.context().cookies(BASE);
-  return cookies.map((cookie) => `${cookie.name}=${cookie.value}`).join("; ");
 }
 
 test("each profile shows its cost, its servers and its tools with both names", async () => {

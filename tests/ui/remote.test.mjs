@@ -14,7 +14,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 
-import { assertNoPageErrors, eventually, openDashboard, requiredEnv, screenshots } from "./browser.mjs";
+import { assertNoPageErrors, authorization, eventually, openDashboard, requiredEnv, screenshots } from "./browser.mjs";
 
 const DASHBOARD_URL = requiredEnv("SWITCHBOARD_URL");
 const SCREENSHOTS = requiredEnv("SWITCHBOARD_SCREENSHOTS");
@@ -31,11 +31,13 @@ let context;
 /** @type {import("playwright-core").Page} */
 let page;
 let closeBrowser;
+/** The run's dashboard key. */
+let key;
 const pageErrors = [];
 
 before(async () => {
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  ({ context, page, close: closeBrowser } = await openDashboard(DASHBOARD_URL, pageErrors));
+  ({ context, page, close: closeBrowser, key } = await openDashboard(DASHBOARD_URL, pageErrors));
 });
 
 after(async () => {
@@ -61,8 +63,7 @@ function secretRow(name) {
 
 /** The backends the API lists, by name. */
 async function backends() {
-  const cookies = await context.cookies(BASE);
-  const response = await fetch(`${BASE}/api/backends`, { headers: { cookie: cookies.map((cookie) => `${cookie.name}=${cookie.value}`).join("; ") } });
+  const response = await fetch(`${BASE}/api/backends`, { headers: authorization(key) });
   return Object.fromEntries((await response.json()).map((summary) => [summary.name, summary]));
 }
 

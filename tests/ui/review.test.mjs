@@ -42,10 +42,11 @@ async function open(hash) {
   await page.locator("h1").first().waitFor();
 }
 
-/** A control API call from the page, with its session cookie. */
+/** A control API call from the page, with the key the page keeps. */
 function api(path, init) {
   return page.evaluate(async ([path, init]) => {
-    const answer = await fetch(path, init);
+    const key = sessionStorage.getItem("switchboard.key");
+    const answer = await fetch(path, { ...init, headers: { ...init.headers, Authorization: `Bearer ${key}` } });
     return { status: answer.status, body: await answer.json() };
   }, [path, init ?? {}]);
 }
@@ -237,7 +238,8 @@ test("with approve_new_tools on, a server added live has its tools held as new u
   const valid = fs.readFileSync(CONFIG, "utf8");
   await open("#/");
   await page.locator('tr[data-backend="files"]').waitFor();
-  fs.writeFileSync(CONFIG, `[security]\napprove_new_tools = true\n\n${valid}\n${valid.replace("[servers.files]", "[servers.fresh]")}`);
+  const files = valid.slice(0, valid.indexOf("[endpoint]"));
+  fs.writeFileSync(CONFIG, `[security]\napprove_new_tools = true\n\n${valid}\n${files.replace("[servers.files]", "[servers.fresh]")}`);
   const notice = page.getByTestId("held-notice");
   await notice.waitFor();
   assert.match(await notice.textContent(), /\d+ tools of fresh are new and held back from editors/);
@@ -247,7 +249,7 @@ test("with approve_new_tools on, a server added live has its tools held as new u
 
   const server = page.locator('.review-server[data-server="fresh"]');
   await server.waitFor();
-  assert.match(await server.locator(".review-reasons").textContent(), /New\. approve_new_tools is on/);
+  assert.match(await server.locator(".review-reasons").textContent(), /New\. fresh offers something never seen from it before/);
   const echo = server.locator('.review-tool[data-tool="echo"]');
   assert.equal((await echo.locator(".chip").textContent()).trim(), "new");
   assert.equal(await echo.locator(".review-text-plain .review-prose").textContent(), "Repeats what it is given.");

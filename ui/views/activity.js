@@ -9,7 +9,7 @@ import { h, icon, replace, setText, announce, copyButton } from "../dom.js";
 import * as api from "../api.js";
 import { asApiError } from "../store.js";
 import { byteSize, clockTime, logTime, micros, plural } from "../format.js";
-import { empty, failure, loading } from "./common.js";
+import { empty, failure, loading, toast } from "./common.js";
 import { toolHref } from "./tools.js";
 
 /** @typedef {import('../store.js').Store} Store */
@@ -955,26 +955,34 @@ export class ActivityView {
   }
 
   /**
-   * A link that downloads what the filters select; its address is made when it is followed, so
-   * that the window ends then.
+   * A button that downloads what the filters select; the window ends when it is pressed.
    * @param {"jsonl" | "csv"} format
    * @param {string} label
-   * @returns {HTMLAnchorElement}
+   * @returns {HTMLButtonElement}
    */
   exportLink(format, label) {
-    const link = h("a", {
+    const button = h("button", {
       class: "btn btn-small",
-      attrs: { href: "#", download: `switchboard-activity.${format}`, "aria-label": `Export the calls as ${label}` },
+      attrs: { type: "button", "aria-label": `Export the calls as ${label}` },
       data: { testid: `export-${format}` },
     }, icon("download"), label);
-    const update = () => {
-      link.href = api.activityExportUrl(format, apiQuery(this.filters, Date.now() - WINDOWS[this.filters.window].ms));
-    };
-    link.addEventListener("click", update);
-    link.addEventListener("focus", update);
-    link.addEventListener("pointerenter", update);
-    update();
-    return link;
+    button.addEventListener("click", async () => {
+      const query = apiQuery(this.filters, Date.now() - WINDOWS[this.filters.window].ms);
+      let blob;
+      try {
+        blob = await api.activityExport(format, query);
+      } catch (error) {
+        toast("Could not export the calls", asApiError(error).message, "error");
+        return;
+      }
+      const url = URL.createObjectURL(blob);
+      const save = h("a", { attrs: { href: url, download: `switchboard-activity.${format}` } });
+      document.body.append(save);
+      save.click();
+      save.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    });
+    return button;
   }
 
   destroy() {

@@ -23,6 +23,7 @@ const KINDS = {
   held_tools: { icon: "shield", tone: "warn" },
   pin_store: { icon: "shield", tone: "bad" },
   config: { icon: "alert", tone: "bad" },
+  open_endpoint: { icon: "key", tone: "warn" },
   profile: { icon: "list", tone: "warn" },
   activity: { icon: "activity", tone: "warn" },
 };
@@ -127,6 +128,8 @@ export class AttentionPanel {
       if (entry.kind === "needs_sign_in" && subject !== null) {
         const url = await startSignIn(this.store, subject);
         if (url !== null) toast(`Signing in to ${subject}`, signInOpenedNote(subject, url));
+      } else if (entry.kind === "open_endpoint" && action.post !== null) {
+        tokenRequired(/** @type {import('../types.js').RequireTokenOutcome} */ (await api.postAction(action.post)));
       } else if (action.post !== null) {
         await api.postAction(action.post);
         announce(`Asked to ${what}`);
@@ -143,6 +146,22 @@ export class AttentionPanel {
   destroy() {
     this.unsubscribe();
   }
+}
+
+/**
+ * Says what turning the token on did: which editors now carry it (and must reconnect), and
+ * which could not be changed.
+ * @param {import('../types.js').RequireTokenOutcome} outcome
+ */
+function tokenRequired(outcome) {
+  const titles = outcome.updated.map((update) => update.title);
+  const updated = titles.length === 0
+    ? "No editor had an entry for /mcp to update."
+    : `Gave the token to ${titles.join(", ")}; restart ${titles.length === 1 ? "it" : "them"} (or reload ${titles.length === 1 ? "its" : "their"} MCP servers) to reconnect.`;
+  const failed = outcome.failed.map((failure) => `${failure.title}: ${failure.message}`);
+  const applied = outcome.reload.outcome === "applied";
+  toast(applied ? "/mcp now requires its token" : "The config was written but not applied",
+    [updated, ...failed].join(" "), applied && failed.length === 0 ? "info" : "error");
 }
 
 /**

@@ -1,6 +1,7 @@
-// #/review — the tools held back from editors until someone approves them: each tool whose
-// definition changed since it was approved (or that is new, with `approve_new_tools` on, or whose
-// server's pin file cannot be read), grouped by server, with what changed: the old and the new
+// #/review — what is held back from editors until someone approves it: each tool, prompt or
+// server's instructions whose definition changed since it was approved (or that is new from a
+// server that has pins or with `approve_new_tools` on, cannot be checked, or whose server's pin
+// file cannot be read), grouped by server, with what changed: the old and the new
 // description in plain text, then a line diff of the two definitions as pretty JSON. "Approve"
 // pins a tool as it is now and offers it to editors again; the `pins` event confirms it.
 
@@ -32,6 +33,14 @@ const REASONS = {
   changed: { chip: "chip-warn", label: "changed" },
   new: { chip: "", label: "new" },
   unreadable: { chip: "chip-bad", label: "pin file unreadable" },
+  unchecked: { chip: "chip-bad", label: "cannot be checked" },
+};
+
+/** What each kind of held thing is called on its card. */
+const KINDS = {
+  tool: "tool",
+  prompt: "prompt",
+  instructions: "instructions",
 };
 
 /**
@@ -191,7 +200,7 @@ function descriptionOf(definition) {
  * @returns {string}
  */
 function keyOf(tool) {
-  return `${tool.server}\u0000${tool.name}`;
+  return `${tool.server}\u0000${tool.key}`;
 }
 
 /**
@@ -298,8 +307,8 @@ export class ReviewView {
     if (servers.size === 0) {
       replace(this.body, problemList, empty("Nothing is held back", h("span", {},
         "Every tool editors could be offered matches the definition approved for it. ",
-        "When a server changes a tool's description or schema after it was pinned, or offers a new tool while ",
-        h("code", { text: "approve_new_tools" }), " is on, the tool is left out of every editor's list and waits here for your approval.")));
+        "When a server changes a tool's description or schema, a prompt or its instructions after they were pinned, or offers something new once it has pins (or at first sight while ",
+        h("code", { text: "approve_new_tools" }), " is on), that is left out of every editor's list and waits here for your approval.")));
     } else {
       replace(this.body, problemList, [...servers].map(([server, tools]) => this.serverCard(server, tools, report.problems[server] ?? null)));
     }
@@ -346,13 +355,15 @@ export class ReviewView {
   toolCard(tool, unreadable) {
     const key = keyOf(tool);
     const reason = REASONS[tool.reason];
-    const approveKey = `approve:${tool.server}:${tool.name}`;
-    const titleId = `review-tool-${encodeURIComponent(tool.server)}-${encodeURIComponent(tool.name)}`;
+    const approveKey = `approve:${tool.server}:${tool.key}`;
+    const titleId = `review-tool-${encodeURIComponent(tool.server)}-${encodeURIComponent(tool.key)}`;
     const fields = tool.pinned ? changedFields(tool.pinned, tool.current) : [];
-    return h("article", { class: "review-tool", data: { tool: tool.name, reason: tool.reason }, attrs: { "aria-labelledby": titleId } },
+    return h("article", { class: "review-tool", data: { tool: tool.key, kind: tool.kind, reason: tool.reason }, attrs: { "aria-labelledby": titleId } },
       h("div", { class: "review-tool-head" },
         h("h3", { class: "review-tool-title", attrs: { id: titleId } }, icon("tool"), h("code", { text: tool.name })),
+        tool.kind === "tool" ? null : h("span", { class: "chip", text: KINDS[tool.kind] }),
         h("span", { class: `chip ${reason.chip}`, text: reason.label }),
+        tool.detail ? h("span", { class: "muted review-detail", text: tool.detail }) : null,
         fields.length ? h("span", { class: "review-fields" }, h("span", { class: "muted", text: "in" }), fields.map((field) => h("span", { class: "tag", text: field }))) : null,
         h("span", { class: "toolbar-spacer" }),
         unreadable ? null : this.approveButton({
@@ -484,13 +495,13 @@ export class ReviewView {
     // Where focus goes once they are gone: the control that takes the button's place.
     const controls = [...this.body.querySelectorAll(".review-approve")];
     const at = controls.findIndex((element) => /** @type {HTMLElement} */ (element).dataset.focus === focusKey);
-    const names = tools.map((tool) => tool.name);
-    const what = names.length === 1 ? `${names[0]} of ${server}` : `${plural(names.length, "tool")} of ${server}`;
+    const names = tools.map((tool) => tool.key);
+    const what = names.length === 1 ? `${tools[0].name} of ${server}` : `${plural(names.length, "definition")} of ${server}`;
     this.busy.add(focusKey);
     this.render();
     let approved = false;
     try {
-      await api.approvePins(server, all ? null : names, Object.fromEntries(tools.map((tool) => [tool.name, tool.sha256])));
+      await api.approvePins(server, all ? null : names, Object.fromEntries(tools.map((tool) => [tool.key, tool.sha256])));
       for (const tool of tools) this.approved.add(heldKey(tool));
       approved = true;
       toast(`Approved ${what}`, names.length === 1 ? "Pinned as it is now; editors are offered it again." : "Pinned as they are now; editors are offered them again.");
@@ -531,9 +542,11 @@ function reasonText(reason, server) {
     case "changed":
       return h("span", {}, h("strong", { text: "Changed since approved. " }), `What ${server} offers now differs from the definition approved. Read the change before you approve it.`);
     case "new":
-      return h("span", {}, h("strong", { text: "New. " }), h("code", { text: "approve_new_tools" }), " is on, so a tool never seen before waits for your approval before editors are offered it.");
+      return h("span", {}, h("strong", { text: "New. " }), `${server} offers something never seen from it before. It waits for your approval before editors are offered it.`);
     case "unreadable":
       return h("span", {}, h("strong", { text: "Pin file unreadable. " }), `None of ${server}'s tools can be checked against what was approved. Approving pins every tool of ${server} as it is now and writes its pin file again.`);
+    case "unchecked":
+      return h("span", {}, h("strong", { text: "Cannot be checked. " }), `Switchboard cannot tell later whether this definition from ${server} changed. Approve it only if you trust it as it is.`);
   }
 }
 

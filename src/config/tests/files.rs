@@ -21,6 +21,7 @@ command = "sh"
         EndpointConfig {
             listen: SocketAddr::from((Ipv6Addr::LOCALHOST, 9000)),
             token: Some("s3cret-${env:literally}".to_owned()),
+            require_token: None,
             max_body_size: 1024 * 1024,
         }
     );
@@ -71,9 +72,9 @@ port = 80
         [
             "expected an IP address and a port like \"127.0.0.1:8765\" (not a host name), \
              found \"localhost:8765\"",
-            "the token is empty; remove `token` to accept requests without one",
+            "the token is empty; remove `token` to use the one Switchboard makes",
             "must be larger than zero",
-            "unknown field `port`, expected one of `listen`, `token`, `max_body_size`",
+            "unknown field `port`, expected one of `listen`, `token`, `require_token`, `max_body_size`",
         ]
     );
 }
@@ -226,10 +227,13 @@ fn a_claude_desktop_file_is_accepted_unchanged() {
         ["files", "remote", "events", "cline", "typed"]
     );
     let mut files = BackendConfig::new("files", SHELL, strings(&["-c", "exec cat"]));
-    files
-        .process_mut()
-        .expect("a local server")
+    let process = files.process_mut().expect("a local server");
+    process
         .env
+        .insert("GREETING".to_owned(), "hello".to_owned());
+    process
+        .written
+        .values
         .insert("GREETING".to_owned(), "hello".to_owned());
     assert_eq!(config.backends[0], files);
     assert_eq!(
@@ -364,7 +368,6 @@ fn the_default_config_shows_the_true_defaults() {
     let exe = std::env::current_exe().expect("test binary path");
     // Uncomment every option whose value can apply anywhere (not the env and cwd examples).
     let options = [
-        "[endpoint]",
         "listen",
         "max_body_size",
         "enabled",
@@ -405,7 +408,15 @@ fn the_default_config_shows_the_true_defaults() {
     let config = parse_toml(&text);
     let command = exe.to_str().expect("test binary path is UTF-8");
     assert_eq!(config.diagnostics, vec![]);
-    assert_eq!(config.endpoint, EndpointConfig::default());
+    assert_eq!(
+        config.endpoint,
+        EndpointConfig {
+            require_token: Some(true),
+            ..EndpointConfig::default()
+        },
+        "a new config requires /mcp's token"
+    );
+    assert!(!config.endpoint_open_by_default());
     assert_eq!(
         config.backends,
         vec![BackendConfig::new(

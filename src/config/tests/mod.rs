@@ -87,6 +87,7 @@ fn a_minimal_backend_gets_every_default() {
         EndpointConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8765)),
             token: None,
+            require_token: None,
             max_body_size: 16 * 1024 * 1024,
         }
     );
@@ -138,6 +139,15 @@ stable_after = "0s"
                 ("SEARCH".to_owned(), path_variable),
                 ("LITERAL".to_owned(), "${env:PATH}".to_owned()),
             ]),
+            written: Written {
+                args: strings(&["-c", "exec cat"]),
+                url: String::new(),
+                values: BTreeMap::from([
+                    ("GREETING".to_owned(), "hello".to_owned()),
+                    ("SEARCH".to_owned(), "${env:PATH}".to_owned()),
+                    ("LITERAL".to_owned(), "$${env:PATH}".to_owned()),
+                ]),
+            },
             cwd: Some(dir.path().join("work")),
         }),
         enabled: false,

@@ -18,6 +18,10 @@ fn every_remote_field_is_read() {
     linear
         .headers
         .insert("X-Api-Key".to_owned(), "k-123".to_owned());
+    linear.written.values.insert(
+        "X-Api-Key".to_owned(),
+        "${env:SWITCHBOARD_TEST_REMOTE_KEY}".to_owned(),
+    );
     linear.timeout = Duration::from_secs(5);
     linear.transport = RemoteTransport::StreamableHttp;
     linear.oauth = OAuthClient {

@@ -190,7 +190,7 @@ fn csv_header() -> String {
 fn csv_line(row: &Row) -> String {
     let text = |value: Option<&str>| match value {
         None => String::new(),
-        Some(value) => format!("\"{}\"", value.replace('"', "\"\"")),
+        Some(value) => format!("\"{}\"", inert(value).replace('"', "\"\"")),
     };
     let fields = [
         row.id.to_string(),
@@ -214,6 +214,17 @@ fn csv_line(row: &Row) -> String {
         text(row.result.as_deref()),
     ];
     fields.join(",") + "\n"
+}
+
+/// `value` as a spreadsheet shows it and never runs it: a text that a spreadsheet would take
+/// for a formula (any client may name itself `=HYPERLINK(…)`, any server a tool `@SUM`) gets a
+/// leading `'`, as OWASP advises for CSV files.
+fn inert(value: &str) -> std::borrow::Cow<'_, str> {
+    const FORMULA_STARTS: &[char] = &['=', '+', '-', '@', '\t', '\r', '\n', '＝', '＋', '－', '＠'];
+    match value.starts_with(FORMULA_STARTS) {
+        true => format!("'{value}").into(),
+        false => value.into(),
+    }
 }
 
 fn log_of(api: &ApiState) -> Result<ActivityLog, ApiError> {
@@ -289,4 +300,27 @@ async fn blocking<T: Send + 'static>(
         .await
         .expect("a query does not panic")
         .map_err(|error| ApiError::Conflict(format!("the activity log cannot be read: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inert;
+
+    #[test]
+    fn text_a_spreadsheet_would_run_is_made_inert() {
+        for formula in [
+            "=HYPERLINK(\"http://evil.example\",\"x\")",
+            "+cmd|' /C calc'!A0",
+            "-2+3",
+            "@SUM(A1:A9)",
+            "\t=1",
+            "\r=1",
+            "＝1+1",
+        ] {
+            assert_eq!(inert(formula), format!("'{formula}"));
+        }
+        for plain in ["demo__add", "a=b", "", "'quoted", "1e400"] {
+            assert_eq!(inert(plain), plain);
+        }
+    }
 }

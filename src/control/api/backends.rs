@@ -14,7 +14,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::{ApiError, ApiState, bad_path, json_ok};
-use crate::config::{BackendConfig, DEFAULT_PROFILE, Launch, Profile, RemoteTransport};
+use crate::config::{
+    BackendConfig, DEFAULT_PROFILE, Launch, MASKED, Profile, RemoteTransport, Written, shown_url,
+};
 use crate::guard::json_response;
 use crate::hub::catalog::{self, Source};
 use crate::hub::rewrite::ObjectEntries;
@@ -27,9 +29,6 @@ use crate::supervisor::status::{
 
 /// How many of a backend's recent output lines its detail carries.
 const OUTPUT_LINES: usize = 500;
-
-/// What a masked environment value reads as.
-pub(super) const MASKED: &str = "••••••";
 
 pub(super) async fn list_backends(State(api): State<ApiState>) -> Response {
     let now_ms = unix_millis(SystemTime::now());
@@ -264,11 +263,16 @@ pub(super) struct BackendDetail<'a> {
 #[derive(Serialize, Default)]
 pub(super) struct ConfigView<'a> {
     pub(super) command: Option<&'a str>,
+    /// As written: a secret stands as its `${secret:NAME}`.
     pub(super) args: &'a [String],
     pub(super) cwd: Option<&'a FilePath>,
-    pub(super) env: BTreeMap<&'a str, &'static str>,
-    pub(super) url: Option<&'a str>,
-    pub(super) headers: BTreeMap<&'a str, &'static str>,
+    /// As written where the config names what a value stands for, masked where it writes the
+    /// value itself.
+    pub(super) env: BTreeMap<&'a str, &'a str>,
+    /// As written, the value of every query parameter masked.
+    pub(super) url: Option<String>,
+    /// As `env`.
+    pub(super) headers: BTreeMap<&'a str, &'a str>,
     /// `auto`, `streamable-http` or `sse`, for a remote server.
     pub(super) transport: Option<&'static str>,
     pub(super) enabled: bool,
@@ -278,8 +282,18 @@ pub(super) struct ConfigView<'a> {
 
 impl<'a> ConfigView<'a> {
     pub(super) fn new(config: &'a BackendConfig) -> ConfigView<'a> {
-        let masked = |values: &'a BTreeMap<String, String>| {
-            values.keys().map(|name| (name.as_str(), MASKED)).collect()
+        // Every name the server is given; a value as written where the config has one.
+        let shown = |values: &'a BTreeMap<String, String>, written: &'a Written| {
+            values
+                .keys()
+                .map(|name| {
+                    let value = written
+                        .values
+                        .get(name)
+                        .map_or(MASKED, |value| Written::shown_value(value));
+                    (name.as_str(), value)
+                })
+                .collect()
         };
         let view = ConfigView {
             enabled: config.enabled,
@@ -290,14 +304,14 @@ impl<'a> ConfigView<'a> {
         match &config.launch {
             Launch::Process(process) => ConfigView {
                 command: Some(&process.command),
-                args: &process.args,
+                args: &process.written.args,
                 cwd: process.cwd.as_deref(),
-                env: masked(&process.env),
+                env: shown(&process.env, &process.written),
                 ..view
             },
             Launch::Remote(remote) => ConfigView {
-                url: Some(&remote.url),
-                headers: masked(&remote.headers),
+                url: Some(shown_url(&remote.written.url)),
+                headers: shown(&remote.headers, &remote.written),
                 transport: Some(match remote.transport {
                     RemoteTransport::Auto => "auto",
                     RemoteTransport::StreamableHttp => "streamable-http",

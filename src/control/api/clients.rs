@@ -18,7 +18,7 @@ use crate::editors::{
 use crate::guard::ErrorResponse;
 
 pub(super) async fn clients(State(api): State<ApiState>) -> Response {
-    json_ok(&editors::client_setups(&api.inner.destination))
+    json_ok(&editors::client_setups(&api.destination()))
 }
 
 /// `POST /api/clients/{editor}/install`: writes the entry that points the editor (an id of
@@ -38,7 +38,7 @@ pub(super) async fn install_client(
         ))
         .into_response();
     };
-    let destination = api.inner.destination.clone();
+    let destination = api.destination();
     let request = move || {
         editors::install(InstallRequest {
             editor,
@@ -122,7 +122,7 @@ pub(super) async fn moves(
     let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
     let asked = query.read.as_deref().map(editor_by_id).transpose()?;
     let config_path = api.inner.reloader.path().to_path_buf();
-    let destination = api.inner.destination.clone();
+    let destination = api.destination();
     let first_run = api.engine().backends().iter().all(|backend| {
         let config = backend.config();
         matches!(&config.launch, Launch::Process(process)
@@ -211,7 +211,7 @@ pub(super) async fn move_client(
     let editor = editor_of(path)?;
     let body: MoveBody = json_body(body)?;
     let config_path = api.inner.reloader.path().to_path_buf();
-    let destination = api.inner.destination.clone();
+    let destination = api.destination();
     let report = tokio::task::spawn_blocking(move || {
         editors::move_editor(MoveRequest {
             editor,

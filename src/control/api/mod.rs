@@ -16,33 +16,38 @@
 //! | `GET /api/clients/moves` | per editor found here: what moving it over would do, and whether a move can be undone |
 //! | `POST /api/clients/{editor}/move`, `/undo` | the move (or only its duplicates taken out), or its undo; then a reload |
 //! | `GET /api/activity`, `/stats`, `/export` | the activity log's records, figures per tool, all of them as JSONL or CSV |
-//! | `GET /api/pins` | the tools held back (changed, new, or of an unreadable pin file), with both definitions |
-//! | `POST /api/pins/{server}/approve` | those tools (all, or `{"tools": [...]}`) pinned as they are now |
+//! | `GET /api/pins` | what is held back (tools, prompts, instructions: changed, new, unchecked, or of an unreadable pin file), with both definitions |
+//! | `POST /api/pins/{server}/approve` | those (all, or `{"tools": [KEY, ...]}`) pinned as they are now |
 //! | `GET /api/attention` | what needs a person, each with the action that resolves it |
+//! | `POST /api/endpoint/require-token` | `/mcp`'s token turned on: editors' entries given it, then the config |
 //! | `GET /api/events` | Server-Sent Events: `status`, `output`, `catalog`, `config`, `pins`, `activity` |
 //!
 //! Errors are `{code, message}` with the matching HTTP status (see [`ApiError`]).
 //!
 //! Security:
 //!
-//! - Every request, on every path this router serves (the API, the token exchange, the
-//!   dashboard's files), first passes the same [`Guard`] as `/mcp`: `Host` must be this
-//!   endpoint's loopback address and `Origin`, when sent, one of its own origins. No CORS headers
-//!   are ever sent.
-//! - The API can start processes, so it always needs the dashboard token (see [`super::token`]),
-//!   as `Authorization: Bearer <token>` or as the cookie `switchboard_token`. `/mcp`'s own
-//!   optional token is a different one.
-//! - `GET /?token=<token>` (the link `switchboard serve` prints) sets the cookie (`HttpOnly;
-//!   SameSite=Strict; Path=/`) and redirects to `/`, so the token leaves the address bar at once.
+//! - Every request, on every path this router serves (the API and the dashboard's files), first
+//!   passes the same [`Guard`] as `/mcp`: `Host` must be this endpoint's loopback address and
+//!   `Origin`, when sent, one of its own origins. No CORS headers are ever sent.
+//! - The API can start processes, so it always needs a credential, as
+//!   `Authorization: Bearer <credential>`: the API token (see [`super::token`]), for scripts, or
+//!   the dashboard key. Nothing is ever read from a cookie, and none is ever set: browsers send
+//!   a cookie of `127.0.0.1` to every port of it, so any other local listener a page can be
+//!   made to load would receive it.
+//! - The dashboard key is made at random each time Switchboard starts and lives only in memory.
+//!   The dashboard link carries it in the fragment (`/#key=…`), which a browser never sends to
+//!   any server; the dashboard moves it into `sessionStorage`, which is per origin and so per
+//!   port, takes it out of the address bar, and sends it as the header. A leaked key opens
+//!   nothing after a restart and is never the API token.
 //! - A request other than `GET` or `HEAD` must also say `Content-Type: application/json`, which
 //!   no HTML form can send, and which makes a browser ask (in vain: no CORS) before a foreign
-//!   page's script may send it. With SameSite=Strict and the Origin check that makes three
-//!   independent defences against a cross-site request riding on the cookie.
-//! - The dashboard's files are served only with a valid cookie (or bearer token); without one
-//!   every other path gets a small page that says where the link is.
-//! - Environment values of backends are never returned (their names are, masked), and no token
-//!   is logged. The one deliberate exception: the snippets of `/api/clients` carry `/mcp`'s
-//!   bearer token when one is configured, since that is what an editor must be given.
+//!   page's script may send it.
+//! - The dashboard's files hold nothing secret and are served to any request that passes the
+//!   guard; everything they show comes from the API.
+//! - Environment values of backends are never returned (their names are, masked), arguments,
+//!   URLs and headers come back as written (secret references, not their values), and no
+//!   credential is logged. The one deliberate exception: the snippets of `/api/clients` carry
+//!   `/mcp`'s bearer token, since that is what an editor must be given.
 //!
 //! The event stream starts with the current state (one `status` event per backend, in config
 //! order, one `config` and one `pins` event), so a client that loaded `/api/backends` first misses nothing
@@ -52,6 +57,7 @@
 mod activity;
 mod backends;
 mod clients;
+mod endpoint;
 mod events;
 mod profiles;
 mod review;
@@ -78,41 +84,32 @@ use self::backends::{backend_detail, call_tool, control_backend, list_backends};
 use self::clients::{clients, install_client, move_client, moves, undo_client};
 use self::events::events;
 use self::profiles::{profiles, switch};
-use super::token::ApiToken;
 use crate::auth::{Auth, CALLBACK_PATH};
 use crate::control::reload::{ConfigState, Reloader};
 use crate::editors::Destination;
-use crate::guard::{ContentType, ErrorResponse, Guard, bearer_tokens, content_type, json_response};
+use crate::guard::{
+    ContentType, EndpointToken, ErrorResponse, Guard, bearer_tokens, content_type, json_response,
+};
 use crate::hub::Hub;
 use crate::supervisor::{BackendHandle, ControlError, Engine};
+use crate::token::Token;
 use crate::transport::http::{MCP_PATH, local_base_url};
 
 /// Every API route starts with this.
 pub const API_PREFIX: &str = "/api";
 
-/// The cookie that carries the dashboard token.
-pub const TOKEN_COOKIE: &str = "switchboard_token";
-
 /// Events queued for one event stream before its producers wait for the client.
 pub(super) const EVENTS_CAPACITY: usize = 256;
-
-/// What the page without a valid cookie says.
-const LOGIN_MESSAGE: &str =
-    "Open the dashboard link printed by <code>switchboard serve</code> (or from the tray).";
-
-/// What the page after a wrong dashboard link says.
-const INVALID_LINK_MESSAGE: &str = "This dashboard link is not valid. Open the dashboard link \
-    printed by <code>switchboard serve</code> (or from the tray).";
 
 /// What the API needs besides the hub.
 #[derive(Debug, Clone)]
 pub struct ApiOptions {
     /// The address the endpoint is bound to.
     pub address: SocketAddr,
-    /// The dashboard token, always required.
-    pub token: ApiToken,
-    /// `/mcp`'s own bearer token, if the config sets one (for the editors' snippets).
-    pub mcp_token: Option<String>,
+    /// The API token, which scripts present.
+    pub token: Token,
+    /// `/mcp`'s own bearer token as it is now (for the editors' snippets and installs).
+    pub mcp_token: EndpointToken,
     /// Origins allowed besides the endpoint's own (e.g. the desktop window's).
     pub extra_origins: Vec<String>,
     /// The `switchboard` binary, which stdio editors launch as `switchboard connect`.
@@ -135,9 +132,13 @@ struct ApiInner {
     reloader: Reloader,
     config: watch::Receiver<ConfigState>,
     guard: Guard,
-    token: ApiToken,
-    /// What editors are given to reach `/mcp`: the snippets and installs use it.
+    token: Token,
+    /// This run's dashboard key (see the module's notes).
+    dashboard_key: Token,
+    /// What editors are given to reach `/mcp` (with the token as it is when they ask; see
+    /// [`ApiState::destination`]).
     destination: Destination,
+    mcp_token: EndpointToken,
     base_url: String,
     auth: Arc<Auth>,
     shutdown: CancellationToken,
@@ -153,7 +154,11 @@ impl ApiState {
         options: ApiOptions,
         shutdown: CancellationToken,
     ) -> ApiState {
-        let guard = Guard::new(options.address.port(), None, options.extra_origins);
+        let guard = Guard::new(
+            options.address.port(),
+            EndpointToken::default(),
+            options.extra_origins,
+        );
         ApiState {
             inner: Arc::new(ApiInner {
                 hub,
@@ -162,12 +167,14 @@ impl ApiState {
                 reloader,
                 guard,
                 token: options.token,
+                dashboard_key: Token::generate(),
                 destination: Destination {
                     exe: options.exe,
                     url: format!("{}{MCP_PATH}", local_base_url(options.address)),
-                    token: options.mcp_token,
+                    token: None,
                     profile: None,
                 },
+                mcp_token: options.mcp_token,
                 base_url: local_base_url(options.address),
                 auth: options.auth,
                 shutdown,
@@ -176,24 +183,32 @@ impl ApiState {
         }
     }
 
-    /// Serves the dashboard's files from `ui` behind the cookie: every path outside `/api` that
-    /// is not the token exchange goes there once the request carries the token.
+    /// Serves the dashboard's files from `ui`: every path outside `/api` goes there.
     ///
     /// Give the files here rather than adding a fallback to what [`router`] returns: a fallback
-    /// added afterwards would not be behind the guard and the cookie.
+    /// added afterwards would not be behind the guard.
     pub fn with_ui(mut self, ui: Router) -> ApiState {
         self.ui = Some(ui);
         self
     }
 
-    /// The link that opens the dashboard: `http://127.0.0.1:PORT/?token=…`. It carries the
-    /// token, so it is shown once, to the person who started Switchboard, and never logged.
+    /// The link that opens the dashboard: `http://127.0.0.1:PORT/#key=…`. It carries this run's
+    /// dashboard key, so it is shown once, to the person who started Switchboard, and never
+    /// logged.
     pub fn dashboard_url(&self) -> String {
         format!(
-            "{}/?token={}",
+            "{}/#key={}",
             self.inner.base_url,
-            self.inner.token.expose()
+            self.inner.dashboard_key.expose()
         )
+    }
+
+    /// What an editor is given to reach `/mcp` now: a reload may have turned its token on.
+    fn destination(&self) -> Destination {
+        Destination {
+            token: self.inner.mcp_token.get().map(|token| token.to_string()),
+            ..self.inner.destination.clone()
+        }
     }
 
     fn hub(&self) -> &Hub {
@@ -229,16 +244,20 @@ impl ApiState {
         backends
     }
 
-    /// Whether the request carries the token, as a bearer token or as the cookie.
+    /// Whether the request carries the API token or the dashboard key as its bearer token.
     fn authorized(&self, headers: &HeaderMap) -> bool {
-        let token = &self.inner.token;
-        let bearer = bearer_tokens(headers).any(|presented| token.matches(presented));
-        bearer || cookie_values(headers, TOKEN_COOKIE).any(|presented| token.matches(presented))
+        let inner = &self.inner;
+        bearer_tokens(headers).any(|presented| {
+            // Both are compared, so the time taken says nothing about which one was close.
+            let token = inner.token.matches(presented);
+            let key = inner.dashboard_key.matches(presented);
+            token | key
+        })
     }
 }
 
-/// The control API, the token exchange, and the dashboard's files (see [`ApiState::with_ui`]),
-/// all behind the guard and the token. Merge it beside `/mcp`; add no fallback to it.
+/// The control API behind the guard and a credential, and the dashboard's files behind the
+/// guard (see [`ApiState::with_ui`]). Merge it beside `/mcp`; add no fallback to it.
 pub fn router(state: ApiState) -> Router {
     let routes = Router::new()
         .route("/api/backends", get(list_backends))
@@ -251,6 +270,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/profiles", get(profiles))
         .route("/api/profiles/{profile}/switch", post(switch))
         .route("/api/config/reload", post(reload_config))
+        .route("/api/endpoint/require-token", post(endpoint::require_token))
         .route("/api/clients", get(clients))
         .route("/api/clients/moves", get(moves))
         .route("/api/clients/{editor}/install", post(install_client))
@@ -348,12 +368,12 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Runs before every route: the guard, then the token (or the exchange of a dashboard link),
-/// then, for requests that change something, the content type.
+/// Runs before every route: the guard, then for the API a credential and, for requests that
+/// change something, the content type.
 async fn gate(State(api): State<ApiState>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     // The browser comes back from an authorization server's page: a cross-site navigation
-    // without the dashboard's cookie. Only the `state` of a sign-in in progress lets it in.
+    // without the dashboard's key. Only the `state` of a sign-in in progress lets it in.
     if request.uri().path() == CALLBACK_PATH && request.method() == Method::GET {
         return match api.inner.guard.check_host(headers) {
             Ok(()) => next.run(request).await,
@@ -368,56 +388,22 @@ async fn gate(State(api): State<ApiState>, request: Request, next: Next) -> Resp
         return rejection.into_response();
     }
     let path = request.uri().path();
-    let is_api = path == API_PREFIX || path.starts_with("/api/");
-    if !is_api
-        && path == "/"
-        && request.method() == Method::GET
-        && let Some(presented) = query_token(request.uri())
-    {
-        return exchange_link(&api, presented);
+    if path != API_PREFIX && !path.starts_with("/api/") {
+        return next.run(request).await;
     }
     if !api.authorized(headers) {
-        if is_api {
-            return ApiError::Unauthorized(
-                "the control API needs the dashboard token, as `Authorization: Bearer <token>` \
-                 or as the cookie the dashboard link sets"
-                    .to_owned(),
-            )
-            .into_response();
-        }
-        return html_page(StatusCode::UNAUTHORIZED, LOGIN_MESSAGE);
+        return ApiError::Unauthorized(
+            "the control API needs `Authorization: Bearer` with the API token, or the key \
+             of the dashboard link"
+                .to_owned(),
+        )
+        .into_response();
     }
     let safe_method = matches!(*request.method(), Method::GET | Method::HEAD);
     if !safe_method && content_type(headers) != ContentType::Json {
         return ApiError::UnsupportedMediaType.into_response();
     }
     next.run(request).await
-}
-
-/// `GET /?token=…`: a valid token becomes the cookie and the address bar loses it.
-fn exchange_link(api: &ApiState, presented: &str) -> Response {
-    if !api.inner.token.matches(presented) {
-        tracing::info!("refused a dashboard link with a wrong token");
-        return html_page(StatusCode::UNAUTHORIZED, INVALID_LINK_MESSAGE);
-    }
-    let cookie = format!(
-        "{TOKEN_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-        api.inner.token.expose()
-    );
-    let mut response = Response::new(Body::empty());
-    *response.status_mut() = StatusCode::SEE_OTHER;
-    let headers = response.headers_mut();
-    headers.insert(header::LOCATION, HeaderValue::from_static("/"));
-    headers.insert(
-        header::SET_COOKIE,
-        HeaderValue::from_str(&cookie).expect("a token is made of header-safe characters"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    response
 }
 
 async fn config_state(State(api): State<ApiState>) -> Response {
@@ -476,26 +462,6 @@ fn html_page(status: StatusCode, message: &str) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     response
-}
-
-/// Every value of the cookie `name` in the request's `Cookie` headers.
-fn cookie_values<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(move |pair| {
-            let (key, value) = pair.trim().split_once('=')?;
-            (key.trim() == name).then_some(value.trim())
-        })
-}
-
-/// The `token` parameter of the query, as sent (tokens need no percent-decoding).
-fn query_token(uri: &Uri) -> Option<&str> {
-    uri.query()?
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("token="))
 }
 
 #[cfg(test)]

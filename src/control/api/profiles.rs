@@ -96,7 +96,7 @@ pub(super) async fn switch(
     .map_err(|error| match error {
         EditError::Shape(_) | EditError::Pattern(_) => ApiError::Conflict(error.to_string()),
     })?;
-    crate::editors::write_atomically(&config, edited.as_bytes()).map_err(|error| {
+    crate::atomic::write_keeping_permissions(&config, edited.as_bytes()).map_err(|error| {
         ApiError::Conflict(format!("cannot write {}: {error}", config.display()))
     })?;
     Ok(json_ok(&reloader.reload().await))

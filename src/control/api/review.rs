@@ -1,5 +1,6 @@
-//! `/api/pins`: the tools held back because their definitions changed (or are new, or their pin
-//! file cannot be read), with the definitions to compare, and their approval; `/api/attention`:
+//! `/api/pins`: what is held back (tools, prompts, a server's instructions) because it changed, is
+//! new, cannot be checked, or its pin file cannot be read, with the definitions to compare, and
+//! its approval; `/api/attention`:
 //! the list of what needs a person.
 
 use std::collections::BTreeMap;
@@ -22,13 +23,14 @@ pub(super) async fn list(State(api): State<ApiState>) -> Response {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ApproveRequest {
-    /// The server's own names of the tools approved; every held tool of the server if absent.
+    /// The keys of what is approved (a tool's own name, `prompt:NAME`, or `instructions`);
+    /// everything held of the server if absent.
     tools: Option<Vec<String>>,
-    /// Each tool's `sha256` as the reviewer saw it: a tool that changed since is refused.
+    /// Each one's `sha256` as the reviewer saw it, by key: one that changed since is refused.
     seen: Option<BTreeMap<String, String>>,
 }
 
-/// `POST /api/pins/{server}/approve`, with `{"tools": [...]}` or nothing for all of them.
+/// `POST /api/pins/{server}/approve`, with `{"tools": [KEY, …]}` or nothing for all of them.
 pub(super) async fn approve(
     State(api): State<ApiState>,
     path: Result<Path<String>, PathRejection>,

@@ -5,9 +5,8 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use super::backends::MASKED;
 use super::*;
-use crate::config::BackendConfig;
+use crate::config::{BackendConfig, MASKED};
 use crate::hub::HubOptions;
 use crate::supervisor::status::{BackendState, BackendStatus, StopReason};
 
@@ -19,6 +18,8 @@ const SECRET: &str = "sk-secret-value";
 
 struct Fixture {
     app: Router,
+    /// This run's dashboard key, from the dashboard link.
+    dashboard_key: String,
     engine: Arc<Engine>,
     /// Holds the config file, which starts out missing.
     folder: tempfile::TempDir,
@@ -52,17 +53,20 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         crate::supervisor::spawn::GroupRegistry::in_memory(),
         HubOptions::default(),
     );
+    let mcp_token = EndpointToken::new(mcp_token.map(str::to_owned));
     let reloader = Reloader::new(
         engine.clone(),
         hub.clone(),
         &config,
         config.endpoint.clone(),
         false,
+        mcp_token.clone(),
+        folder.path().join("data"),
     );
     let options = ApiOptions {
         address: SocketAddr::from(([127, 0, 0, 1], PORT)),
-        token: ApiToken::new(TOKEN).expect("a valid token"),
-        mcp_token: mcp_token.map(str::to_owned),
+        token: Token::new(TOKEN).expect("a valid token"),
+        mcp_token,
         extra_origins: Vec::new(),
         exe: PathBuf::from("/opt/switchboard/bin/switchboard"),
         auth: crate::auth::Auth::new(),
@@ -76,7 +80,11 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         CancellationToken::new(),
     )
     .with_ui(ui);
+    let link = state.dashboard_url();
+    let (base, dashboard_key) = link.split_once("/#key=").expect("the key in the fragment");
+    assert_eq!(base, format!("http://127.0.0.1:{PORT}"));
     Fixture {
+        dashboard_key: dashboard_key.to_owned(),
         app: router(state),
         engine,
         folder,
@@ -166,38 +174,57 @@ fn header(response: &Response, name: header::HeaderName) -> &str {
 }
 
 #[tokio::test]
-async fn requests_without_the_token_are_refused() {
+async fn requests_without_the_token_or_the_key_are_refused() {
     let fixture = fixture(Vec::new(), None);
     let host = host();
-    let cases: [&[(&str, &str)]; 5] = [
+    let key = fixture.dashboard_key.clone();
+    let cookies = [
+        format!("switchboard_token={TOKEN}"),
+        format!("switchboard_key={key}"),
+    ];
+    let cases: [&[(&str, &str)]; 6] = [
         &[("host", &host)],
         &[
             ("host", &host),
             ("authorization", "Bearer wrong-token-0123456789"),
         ],
         &[("host", &host), ("authorization", TOKEN)],
-        &[("host", &host), ("cookie", "switchboard_token=wrong")],
-        &[("host", &host), ("cookie", &format!("other={TOKEN}"))],
+        &[("host", &host), ("authorization", &key)],
+        &[("host", &host), ("cookie", &cookies[0])],
+        &[("host", &host), ("cookie", &cookies[1])],
     ];
     for headers in cases {
         let response = send(&fixture, request(Method::GET, "/api/backends", headers, "")).await;
         assert_eq!(header(&response, header::WWW_AUTHENTICATE), "Bearer");
         let message = expect_error(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
-        assert!(!message.contains(TOKEN));
+        assert!(!message.contains(TOKEN) && !message.contains(&key));
     }
-    let cookie = format!("theme=dark; switchboard_token={TOKEN}");
-    for headers in [
-        [("host", host.as_str()), ("authorization", &bearer())],
-        [("host", host.as_str()), ("cookie", &cookie)],
-    ] {
+    for credential in [TOKEN, key.as_str()] {
+        let bearer = format!("Bearer {credential}");
+        let headers = [("host", host.as_str()), ("authorization", &bearer)];
         let response = send(
             &fixture,
             request(Method::GET, "/api/backends", &headers, ""),
         )
         .await;
         assert_eq!(response.status(), StatusCode::OK);
+        assert!(response.headers().get(header::SET_COOKIE).is_none());
         assert_eq!(body_json(response).await, json!([]));
     }
+}
+
+#[tokio::test]
+async fn each_run_has_a_dashboard_key_of_its_own() {
+    let first = fixture(Vec::new(), None);
+    let second = fixture(Vec::new(), None);
+    assert_ne!(first.dashboard_key, second.dashboard_key);
+    assert_ne!(first.dashboard_key, TOKEN);
+    assert!(first.dashboard_key.len() >= 64, "{}", first.dashboard_key);
+    let bearer = format!("Bearer {}", first.dashboard_key);
+    let headers = [("host", host()), ("authorization", bearer)];
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let response = send(&second, request(Method::GET, "/api/backends", &headers, "")).await;
+    expect_error(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
 }
 
 #[tokio::test]
@@ -211,7 +238,7 @@ async fn foreign_hosts_and_origins_are_refused_even_with_the_token() {
         "127.0.0.1:4243",
         "127.0.0.1",
     ] {
-        for path in ["/api/backends", "/", "/?token=x", "/app.js"] {
+        for path in ["/api/backends", "/", "/app.js"] {
             let headers = [("host", bad_host), ("authorization", &bearer)];
             let response = send(&fixture, request(Method::GET, path, &headers, "")).await;
             expect_error(response, StatusCode::FORBIDDEN, "forbidden_host").await;
@@ -259,15 +286,15 @@ async fn foreign_hosts_and_origins_are_refused_even_with_the_token() {
 }
 
 #[tokio::test]
-async fn a_cross_site_form_post_carrying_the_cookie_changes_nothing() {
+async fn a_cross_site_form_post_changes_nothing() {
     let fixture = fixture(vec![misbehave("mis")], None);
     let pid = ready(&fixture, "mis").await.pid.expect("a pid");
     let host = host();
-    let cookie = format!("{TOKEN_COOKIE}={TOKEN}");
+    let bearer = bearer();
     let form = "application/x-www-form-urlencoded";
     let cross_site = [
         ("host", host.as_str()),
-        ("cookie", &cookie),
+        ("authorization", &bearer),
         ("origin", "http://evil.example"),
         ("content-type", form),
     ];
@@ -277,9 +304,9 @@ async fn a_cross_site_form_post_carrying_the_cookie_changes_nothing() {
     )
     .await;
     expect_error(response, StatusCode::FORBIDDEN, "forbidden_origin").await;
-    // A browser that sends no Origin still cannot send JSON from a form.
+    // Even with the credential, a request without Origin cannot say it sends JSON.
     for content_type in [form, "multipart/form-data; boundary=x", "text/plain", ""] {
-        let mut headers = vec![("host", host.as_str()), ("cookie", cookie.as_str())];
+        let mut headers = vec![("host", host.as_str()), ("authorization", bearer.as_str())];
         if !content_type.is_empty() {
             headers.push(("content-type", content_type));
         }
@@ -296,49 +323,15 @@ async fn a_cross_site_form_post_carrying_the_cookie_changes_nothing() {
 }
 
 #[tokio::test]
-async fn the_dashboard_link_becomes_a_strict_cookie_and_a_clean_url() {
+async fn the_dashboards_files_need_no_credential_and_set_none() {
     let fixture = fixture(Vec::new(), None);
     let host = host();
-    let link = format!("/?token={TOKEN}");
-    let response = send(
-        &fixture,
-        request(Method::GET, &link, &[("host", &host)], ""),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    assert_eq!(header(&response, header::LOCATION), "/");
-    assert_eq!(
-        header(&response, header::SET_COOKIE),
-        format!("switchboard_token={TOKEN}; HttpOnly; SameSite=Strict; Path=/")
-    );
-    assert_eq!(header(&response, header::REFERRER_POLICY), "no-referrer");
-
-    let wrong = "/?token=wrong-token-0123456789abcdef";
-    let response = send(
-        &fixture,
-        request(Method::GET, wrong, &[("host", &host)], ""),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
-    assert!(response.headers().get(header::SET_COOKIE).is_none());
-    assert!(body_text(response).await.contains("not valid"));
-
-    for path in ["/", "/app.js", "/index.html"] {
+    for path in ["/", "/app.js", "/index.html", &format!("/?token={TOKEN}")] {
         let response = send(&fixture, request(Method::GET, path, &[("host", &host)], "")).await;
-        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path}");
-        assert!(header(&response, header::CONTENT_TYPE).starts_with("text/html"));
-        let page = body_text(response).await;
-        assert!(
-            page.contains("Open the dashboard link printed by"),
-            "{page}"
-        );
-        assert!(!page.contains("the dashboard's files"));
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert!(response.headers().get(header::SET_COOKIE).is_none());
+        assert_eq!(body_text(response).await, "the dashboard's files");
     }
-    let cookie = format!("{TOKEN_COOKIE}={TOKEN}");
-    let headers = [("host", host.as_str()), ("cookie", cookie.as_str())];
-    let response = send(&fixture, request(Method::GET, "/app.js", &headers, "")).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(body_text(response).await, "the dashboard's files");
 }
 
 #[tokio::test]

@@ -214,6 +214,13 @@ pub(super) struct ImportPlan {
 }
 
 impl ImportPlan {
+    /// The secrets it moves to the keychain: their names and values.
+    pub(super) fn moved_secrets(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.moves
+            .iter()
+            .map(|one| (one.name.as_str(), one.value.as_str()))
+    }
+
     /// Keeps the secrets in the keychain, then writes our config.
     pub(super) fn commit(&self) -> Result<(), EditorError> {
         let Some(merged) = &self.merged else {
@@ -222,9 +229,11 @@ impl ImportPlan {
         // The keychain first: a config naming secrets that are not there would not run.
         secrets::store(&self.moves)?;
         let path = &self.report.config_path;
-        files::write_atomically(path, merged.as_bytes()).map_err(|source| EditorError::Write {
-            path: path.clone(),
-            source,
+        crate::atomic::write_keeping_permissions(path, merged.as_bytes()).map_err(|source| {
+            EditorError::Write {
+                path: path.clone(),
+                source,
+            }
         })
     }
 }

@@ -119,7 +119,7 @@ impl RemoteLink {
         options: LinkOptions,
     ) -> Result<(RemoteLink, LinkSink, LinkSource), String> {
         let url = reqwest::Url::parse(&server.url)
-            .map_err(|error| format!("{} is not a URL: {error}", server.url))?;
+            .map_err(|error| format!("{} is not a URL: {error}", server.shown_url()))?;
         let client = reqwest::Client::builder()
             .connect_timeout(server.timeout)
             // A redirect would carry the token to wherever it points: none is followed.
@@ -438,14 +438,14 @@ impl Shared {
             *self.use_legacy.lock().expect("transport lock") = true;
             self.note(&format!(
                 "{} answered HTTP {} to a POST: trying the HTTP+SSE transport of 2024-11-05",
-                self.server.url,
+                self.server.shown_url(),
                 status.as_u16()
             ));
             return self.send_legacy(line).await;
         }
         let had_session = self.session.lock().expect("session lock").is_some();
         if status == StatusCode::NOT_FOUND && had_session {
-            let reason = format!("{} ended the session (HTTP 404)", self.server.url);
+            let reason = format!("{} ended the session (HTTP 404)", self.server.shown_url());
             self.finish(LinkEnd::Lost(reason.clone()));
             return Err(Failure::Error(reason));
         }
@@ -456,7 +456,7 @@ impl Shared {
         if outgoing.id.is_some() && !answered {
             return Err(Failure::Error(format!(
                 "{} ended its answer to {} without answering",
-                self.server.url,
+                self.server.shown_url(),
                 outgoing.method.as_deref().unwrap_or("the request")
             )));
         }
@@ -489,7 +489,7 @@ impl Shared {
         let Some(auth) = &self.auth else {
             return Err(Failure::NeedsSignIn(format!(
                 "{} asks for a sign-in (HTTP 401), which this Switchboard cannot do",
-                self.server.url
+                self.server.shown_url()
             )));
         };
         let fresh = auth
@@ -507,7 +507,8 @@ impl Shared {
             auth.forget_token(&self.backend, challenge.as_deref()).await;
             return Err(Failure::NeedsSignIn(format!(
                 "{} refused a fresh token (HTTP 401); sign in to {} again",
-                self.server.url, self.backend
+                self.server.shown_url(),
+                self.backend
             )));
         }
         Ok(response)
@@ -591,12 +592,12 @@ impl Shared {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(error)) => Err(Failure::Error(format!(
                 "cannot reach {}: {}",
-                self.server.url,
+                self.server.shown_url(),
                 error_chain(&error)
             ))),
             Err(_) => Err(Failure::Error(format!(
                 "{} did not answer within {} ms",
-                self.server.url,
+                self.server.shown_url(),
                 self.server.timeout.as_millis()
             ))),
         }
@@ -637,7 +638,8 @@ impl Shared {
                 let events = parser.feed(&chunk).map_err(|too_large| {
                     Failure::Error(format!(
                         "{} sent a message over the limit of {} bytes",
-                        self.server.url, too_large.limit
+                        self.server.shown_url(),
+                        too_large.limit
                     ))
                 })?;
                 for event in events {
@@ -658,7 +660,7 @@ impl Shared {
         }
         Err(Failure::Error(format!(
             "{} answered HTTP {} ({}) instead of JSON-RPC: {}",
-            self.server.url,
+            self.server.shown_url(),
             status.as_u16(),
             if content_type.is_empty() {
                 "no content type"
@@ -805,14 +807,14 @@ impl Shared {
                 StatusCode::NOT_FOUND if session.is_some() => {
                     self.finish(LinkEnd::Lost(format!(
                         "{} ended the session (HTTP 404)",
-                        self.server.url
+                        self.server.shown_url()
                     )));
                     return;
                 }
                 status => {
                     self.note(&format!(
                         "{} answered HTTP {} to the GET stream",
-                        self.server.url,
+                        self.server.shown_url(),
                         status.as_u16()
                     ));
                     if self.wait(delay).await {
@@ -892,7 +894,7 @@ impl Shared {
             return Err(Failure::Error(format!(
                 "{} speaks neither Streamable HTTP nor HTTP+SSE: its event stream answered HTTP \
                  {} ({content_type})",
-                self.server.url,
+                self.server.shown_url(),
                 response.status().as_u16()
             )));
         }
@@ -901,13 +903,13 @@ impl Shared {
             let chunk = self.next_chunk(&mut response).await?.ok_or_else(|| {
                 Failure::Error(format!(
                     "{} closed its event stream before naming an endpoint",
-                    self.server.url
+                    self.server.shown_url()
                 ))
             })?;
             let events = parser.feed(&chunk).map_err(|_| {
                 Failure::Error(format!(
                     "{} sent an event over the size limit",
-                    self.server.url
+                    self.server.shown_url()
                 ))
             })?;
             if let Some(event) = events
@@ -917,7 +919,7 @@ impl Shared {
                 break self.url.join(event.data.trim()).map_err(|error| {
                     Failure::Error(format!(
                         "{} named an endpoint that is not a URL ({error})",
-                        self.server.url
+                        self.server.shown_url()
                     ))
                 })?;
             }
@@ -925,7 +927,7 @@ impl Shared {
         if endpoint.origin() != self.url.origin() {
             return Err(Failure::Error(format!(
                 "{} named an endpoint on another origin ({endpoint}); refused",
-                self.server.url
+                self.server.shown_url()
             )));
         }
         let span = tracing::Span::current();
@@ -959,7 +961,7 @@ impl Shared {
         }
         self.finish(LinkEnd::Lost(format!(
             "{} closed its event stream",
-            self.server.url
+            self.server.shown_url()
         )));
     }
 
@@ -971,7 +973,7 @@ impl Shared {
         response.chunk().await.map_err(|error| {
             Failure::Error(format!(
                 "the answer of {} broke off: {}",
-                self.server.url,
+                self.server.shown_url(),
                 error_chain(&error)
             ))
         })
@@ -984,7 +986,8 @@ impl Shared {
             if body.len() + chunk.len() > self.max_message_size {
                 return Err(Failure::Error(format!(
                     "{} sent an answer over the limit of {} bytes",
-                    self.server.url, self.max_message_size
+                    self.server.shown_url(),
+                    self.max_message_size
                 )));
             }
             body.extend_from_slice(&chunk);

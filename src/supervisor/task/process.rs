@@ -166,7 +166,7 @@ impl BackendTask {
                 };
                 match RemoteLink::open(&self.config.name, server, link_options) {
                     Ok((link, sink, source)) => {
-                        tracing::info!(url = %server.url, "connecting");
+                        tracing::info!(url = %server.shown_url(), "connecting");
                         let started = Connection::start(&self.config.name, sink, source, options);
                         Some((Link::Remote(link), started))
                     }

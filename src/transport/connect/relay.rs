@@ -287,8 +287,10 @@ impl Relay {
         }
         let drain = tokio::time::sleep(DRAIN_LIMIT);
         tokio::pin!(drain);
+        // Whether the instance took the session; until it says so it may still refuse it.
+        let mut accepted = false;
         loop {
-            if self.input_ended && self.in_flight.is_empty() {
+            if accepted && self.input_ended && self.in_flight.is_empty() {
                 return Ended::EditorDone;
             }
             tokio::select! {
@@ -313,8 +315,13 @@ impl Relay {
                 },
                 frame = instance.next_frame() => match frame {
                     Ok(Some(Frame::Line(mut line))) => {
-                        if let Some(Record::Refused(reason)) = Record::parse(&line) {
-                            return Ended::Refused(reason.to_owned());
+                        match Record::parse(&line) {
+                            Some(Record::Refused(reason)) => return Ended::Refused(reason.to_owned()),
+                            Some(Record::Accepted) => {
+                                accepted = true;
+                                continue;
+                            }
+                            _ => {}
                         }
                         if !self.note_received(&line) {
                             continue;
@@ -433,6 +440,13 @@ mod tests {
             self.writer.write_all(&line).await.expect("write");
         }
 
+        /// Says the session is taken, as an instance does after the header.
+        async fn take_session(&mut self) {
+            let mut line = Vec::new();
+            Record::Accepted.encode(&mut line);
+            self.writer.write_all(&line).await.expect("write");
+        }
+
         async fn next(&mut self) -> Value {
             let line = tokio::time::timeout(Duration::from_secs(10), self.reader.next_line())
                 .await
@@ -486,6 +500,7 @@ mod tests {
         let header = first.next().await;
         assert_eq!(header["switchboard"], "relay");
         assert_eq!(header["profile"], "work");
+        first.take_session().await;
         assert_eq!(
             first.next().await,
             initialize,
@@ -523,6 +538,7 @@ mod tests {
 
         let mut second = accept(&mut listener).await;
         assert_eq!(second.next().await["switchboard"], "relay");
+        second.take_session().await;
         let replayed = second.next().await;
         assert_eq!(replayed["method"], "initialize");
         assert_eq!(replayed["id"], "switchboard-connect-replay");
@@ -583,5 +599,29 @@ mod tests {
         );
         let ended = relay.await.expect("the relay ran");
         assert!(ended.is_err(), "a refusal ends the shim with an error");
+    }
+
+    #[tokio::test]
+    async fn an_editor_that_leaves_at_once_still_learns_of_a_refusal() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = ipc::endpoint(dir.path());
+        let mut listener = ipc::Listener::bind(&path).expect("binds");
+        let dial = TestDial { path };
+        let relay = tokio::spawn(async move {
+            Relay::new(Some("nope".to_owned()))
+                .run(tokio::io::empty(), tokio::io::sink(), &dial)
+                .await
+        });
+        let mut instance = accept(&mut listener).await;
+        assert_eq!(instance.next().await["profile"], "nope");
+        tokio::task::yield_now().await;
+        instance
+            .writer
+            .write_all(b"Rno profile nope is configured\n")
+            .await
+            .expect("write");
+        let ended = relay.await.expect("the relay ran");
+        let error = ended.expect_err("the refusal is the shim's error");
+        assert!(error.to_string().contains("no profile nope"), "{error}");
     }
 }

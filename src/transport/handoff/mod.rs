@@ -57,6 +57,18 @@ pub struct Header {
     /// The profile the editor asked for (`connect --profile`); the default one when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// For [`Tag::Control`]: what the command line asks of the running instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Command>,
+}
+
+/// What the command line may ask of the running instance over the socket, whose peer is known
+/// to be this user (no token, no address from a file).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    /// Read the config file again now; the answer is the reload's outcome.
+    Reload,
 }
 
 /// The value of [`Header::switchboard`].
@@ -68,6 +80,8 @@ pub enum Tag {
     /// The shim relays the editor's lines over this connection; no prefix, no replay (the shim
     /// replays the handshake itself).
     Relay,
+    /// A command of the command line ([`Header::command`]), answered with one line.
+    Control,
 }
 
 impl Header {
@@ -78,6 +92,7 @@ impl Header {
             replay,
             prefix,
             profile,
+            command: None,
         }
     }
 
@@ -89,6 +104,19 @@ impl Header {
             replay: None,
             prefix: 0,
             profile,
+            command: None,
+        }
+    }
+
+    /// The only line of a command from the command line.
+    pub fn control(command: Command) -> Header {
+        Header {
+            switchboard: Tag::Control,
+            version: VERSION,
+            replay: None,
+            prefix: 0,
+            profile: None,
+            command: Some(command),
         }
     }
 

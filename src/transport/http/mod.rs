@@ -87,7 +87,7 @@ use self::body::DeadlineBody;
 use self::legacy_sse::{get_legacy_sse, post_legacy_message};
 use self::sessions::{SessionLimits, Sessions};
 use self::streamable::{delete_mcp, delete_profile, get_mcp, get_profile, post_mcp, post_profile};
-use crate::guard::Guard;
+use crate::guard::{EndpointToken, Guard};
 use crate::hub::Hub;
 
 /// The path of the MCP endpoint.
@@ -129,8 +129,8 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 pub struct HttpOptions {
     /// The port actually bound; the only one `Host` and `Origin` may name.
     pub port: u16,
-    /// When set, every request needs `Authorization: Bearer <token>`.
-    pub token: Option<String>,
+    /// When set, every request needs `Authorization: Bearer <token>`; a reload may change it.
+    pub token: EndpointToken,
     /// The largest request body taken, in bytes.
     pub max_body_size: usize,
     /// Origins allowed besides the endpoint's own loopback origins (e.g. `tauri://localhost`).
@@ -141,7 +141,7 @@ impl fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpOptions")
             .field("port", &self.port)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token", &self.token)
             .field("max_body_size", &self.max_body_size)
             .field("extra_origins", &self.extra_origins)
             .finish()

@@ -5,7 +5,8 @@
 //! MCP over stdio, after an optional [`handoff::Header`] naming the profile (`connect` relaying
 //! an editor's lines sends one); or, on Unix, when `switchboard connect` hands over the editor's
 //! stdio with its first bytes ([`handoff`]), the session reads and writes those directly and the
-//! socket carries the ledger.
+//! socket carries the ledger; or one command of the command line ([`handoff::Command`]), whose
+//! answer is one line.
 
 #[cfg(unix)]
 mod ledger;
@@ -14,8 +15,11 @@ mod ledger;
 mod ledger;
 mod session;
 
+use std::future::Future;
 use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -39,6 +43,14 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 /// Pause after a failed accept (for example, out of file descriptors) before trying again.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+/// Carries out a command of the command line and gives its answer (the control plane's, above
+/// this layer, supplies it).
+pub type Commands = Arc<
+    dyn Fn(handoff::Command) -> Pin<Box<dyn Future<Output = serde_json::Value> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// A connection's reading and writing halves.
 type ReadHalf = tokio::io::ReadHalf<Connection>;
@@ -65,6 +77,7 @@ pub fn bind(path: &Path) -> io::Result<Listener> {
 pub async fn serve_socket(
     mut listener: Listener,
     hub: Hub,
+    commands: Commands,
     max_message_size: usize,
     shutdown: CancellationToken,
 ) {
@@ -77,6 +90,7 @@ pub async fn serve_socket(
                     let connection = serve_connection(
                         stream,
                         hub.clone(),
+                        commands.clone(),
                         max_message_size,
                         shutdown.child_token(),
                     );
@@ -110,13 +124,14 @@ pub async fn serve_socket(
 async fn serve_connection(
     mut stream: Connection,
     hub: Hub,
+    commands: Commands,
     max_message_size: usize,
     cancel: CancellationToken,
 ) {
-    let mut opening = vec![0; SOCKET_BUFFER];
+    let mut first_bytes = vec![0; SOCKET_BUFFER];
     let received = tokio::select! {
         _ = cancel.cancelled() => return,
-        received = read_opening(&mut stream, &mut opening) => received,
+        received = read_opening(&mut stream, &mut first_bytes) => received,
     };
     let (n_read, passed) = match received {
         Ok(received) => received,
@@ -125,12 +140,23 @@ async fn serve_connection(
             return;
         }
     };
-    opening.truncate(n_read);
+    first_bytes.truncate(n_read);
     let (read_half, write_half) = tokio::io::split(stream);
-    let mut socket = BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(opening).chain(read_half));
+    let mut socket =
+        BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(first_bytes).chain(read_half));
     let Some(passed) = passed else {
-        let profile = match relay_profile(&mut socket, max_message_size).await {
-            Ok(profile) => profile,
+        let (profile, relayed) = match opening(&mut socket, max_message_size).await {
+            Ok(Opening::Plain) => (None, false),
+            Ok(Opening::Relay(profile)) => (profile, true),
+            Ok(Opening::Command(command)) => {
+                let answer = commands(command).await;
+                let mut line = serde_json::to_vec(&answer).expect("JSON values serialize");
+                line.push(b'\n');
+                let mut write_half = write_half;
+                let _ = write_half.write_all(&line).await;
+                let _ = write_half.shutdown().await;
+                return;
+            }
             Err(reason) => {
                 tracing::warn!(%reason, "refused a connection from switchboard connect");
                 refuse(write_half, &reason).await;
@@ -139,7 +165,19 @@ async fn serve_connection(
         };
         let profile = profile.as_deref().unwrap_or(DEFAULT_PROFILE);
         match LineSession::new(hub, profile, max_message_size, cancel) {
-            Some(session) => session.run(socket, write_half, None).await,
+            Some(session) => {
+                let mut write_half = write_half;
+                if relayed {
+                    // Told before anything else, so that a relay whose editor left at once still
+                    // learns its session was taken (and not refused).
+                    let mut accepted = Vec::new();
+                    handoff::Record::Accepted.encode(&mut accepted);
+                    if write_half.write_all(&accepted).await.is_err() {
+                        return;
+                    }
+                }
+                session.run(socket, write_half, None).await
+            }
             None => refuse(write_half, &no_profile(profile)).await,
         }
         return;
@@ -162,17 +200,24 @@ pub(super) async fn refuse(mut write_half: WriteHalf, reason: &str) {
     let _ = write_half.shutdown().await;
 }
 
-/// The profile a relay header names, when the connection starts with one (which is then read);
-/// anything else is left to the session. A header that cannot be served is the reason to refuse
-/// the connection.
-async fn relay_profile(
-    socket: &mut SocketReader,
-    max_message_size: usize,
-) -> Result<Option<String>, String> {
+/// What a connection without a handoff starts with.
+enum Opening {
+    /// A session of the default profile, in JSON-RPC from the first byte.
+    Plain,
+    /// A relay's session, of this profile (the default one for `None`), told when it is taken.
+    Relay(Option<String>),
+    /// One command of the command line.
+    Command(handoff::Command),
+}
+
+/// What the connection opens with: a relay header naming the profile, or a command (either is
+/// then read), or JSON-RPC, which is left to the session. A header that cannot be served is the
+/// reason to refuse the connection.
+async fn opening(socket: &mut SocketReader, max_message_size: usize) -> Result<Opening, String> {
     let unreadable = |error: io::Error| format!("the connection could not be read: {error}");
     let first = socket.fill_buf().await.map_err(unreadable)?;
     if !first.starts_with(br#"{"switchboard""#) {
-        return Ok(None);
+        return Ok(Opening::Plain);
     }
     let mut line = Vec::new();
     (&mut *socket)
@@ -189,10 +234,14 @@ async fn relay_profile(
             handoff::VERSION
         ));
     }
-    if header.switchboard != handoff::Tag::Relay {
-        return Err("a handoff header came without the editor's stdio".to_owned());
+    match (header.switchboard, header.command) {
+        (handoff::Tag::Relay, _) => Ok(Opening::Relay(header.profile)),
+        (handoff::Tag::Control, Some(command)) => Ok(Opening::Command(command)),
+        (handoff::Tag::Control, None) => Err("a control header without a command".to_owned()),
+        (handoff::Tag::Handoff, _) => {
+            Err("a handoff header came without the editor's stdio".to_owned())
+        }
     }
-    Ok(header.profile)
 }
 
 #[cfg(test)]
@@ -265,9 +314,11 @@ mod tests {
                 Default::default(),
             );
             let shutdown = CancellationToken::new();
+            let commands: Commands = Arc::new(|_| Box::pin(async { serde_json::json!("done") }));
             let server = tokio::spawn(serve_socket(
                 listener,
                 hub.clone(),
+                commands,
                 max_message_size,
                 shutdown.clone(),
             ));

@@ -419,6 +419,25 @@ impl ServeProcess {
         answer
     }
 
+    /// Waits until `key` of `server` is held back (a tool the server added while it has pins,
+    /// say), then approves it as it is now, as the Review page would.
+    pub async fn approve_when_held(&self, server: &str, key: &str) {
+        eventually(&format!("{key} of {server} held"), EVENT_LIMIT, || async {
+            let report = self.api_get("/api/pins").await;
+            let held = report["held"].as_array().is_some_and(|held| {
+                held.iter()
+                    .any(|one| one["server"] == server && one["key"] == key)
+            });
+            if held { Ok(()) } else { Err(report) }
+        })
+        .await;
+        let body = serde_json::json!({ "tools": [key] }).to_string();
+        let (status, answer) = self
+            .api_post_body(&format!("/api/pins/{server}/approve"), &body)
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+
     /// Everything serve has logged so far.
     pub fn log(&self) -> String {
         self.log.lock().expect("log lock").join("\n")

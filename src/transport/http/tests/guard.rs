@@ -201,6 +201,39 @@ async fn right_token_is_allowed() {
 }
 
 #[tokio::test]
+async fn a_token_turned_on_changed_or_off_applies_to_the_next_request() {
+    let token = EndpointToken::default();
+    let app = guarded_app(HttpOptions {
+        token: token.clone(),
+        ..options()
+    });
+    let without = || probe(&[("host", &loopback())]);
+    let with = |token: &str| {
+        let authorization = format!("Bearer {token}");
+        probe(&[("host", &loopback()), ("authorization", &authorization)])
+    };
+    assert_reaches_handler(&app, without()).await;
+    assert!(token.set(Some("first-token".to_owned())));
+    assert!(!token.set(Some("first-token".to_owned())), "no change");
+    assert_refused(&app, without(), StatusCode::UNAUTHORIZED, "unauthorized").await;
+    assert_reaches_handler(&app, with("first-token")).await;
+    assert!(token.set(Some("second-token".to_owned())));
+    assert_refused(
+        &app,
+        with("first-token"),
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    assert_reaches_handler(&app, with("second-token")).await;
+    assert!(token.set(None));
+    assert_reaches_handler(&app, without()).await;
+    assert_eq!(format!("{token:?}"), "EndpointToken(none)");
+    token.set(Some("second-token".to_owned()));
+    assert!(!format!("{token:?}").contains("second"));
+}
+
+#[tokio::test]
 async fn foreign_host_is_rejected_before_the_token_is_looked_at() {
     let app = guarded_app(token_options());
     let request = probe(&[

@@ -121,9 +121,11 @@ async fn legacy_initialize_list_and_call_are_answered_on_the_stream() {
 
 #[tokio::test]
 async fn legacy_session_events_reach_the_stream() {
-    let app = app(misbehave_hub().await, options());
+    let hub = misbehave_hub().await;
+    let app = app(hub.clone(), options());
     let (mut stream, uri) = initialize_legacy(&app).await;
     legacy_send(&app, &uri, &call(1, "mis__change_tools", json!({}), None)).await;
+    approve_when_held(&hub, "mis", "added_later").await;
     let mut methods = Vec::new();
     while methods.len() < 2 {
         let message = stream.next().await.expect("a message");

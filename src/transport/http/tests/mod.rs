@@ -43,7 +43,7 @@ fn hub(configs: Vec<BackendConfig>) -> Hub {
 fn options() -> HttpOptions {
     HttpOptions {
         port: PORT,
-        token: None,
+        token: EndpointToken::default(),
         max_body_size: 64 * 1024,
         extra_origins: Vec::new(),
     }
@@ -54,6 +54,27 @@ fn loopback() -> String {
 }
 
 /// A hub over the misbehaving test server, once the hub lists its tools.
+/// Approves `key` of `server` once it is held back (a tool added by a server that has pins).
+async fn approve_when_held(hub: &Hub, server: &str, key: &str) {
+    let deadline = Instant::now() + EVENT_LIMIT;
+    while !hub
+        .pins()
+        .report()
+        .held
+        .iter()
+        .any(|held| held.server == server && held.key == key)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{key} of {server} was never held"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    hub.pins()
+        .approve(server, Some(&[key.to_owned()]), None)
+        .expect("approved");
+}
+
 async fn misbehave_hub() -> Hub {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/backends/misbehave.py");
     let mut config = BackendConfig::new("mis", "python3", vec![script.to_owned()]);
@@ -302,7 +323,7 @@ fn call(id: u64, tool: &str, arguments: Value, progress_token: Option<u64>) -> S
 
 fn token_options() -> HttpOptions {
     HttpOptions {
-        token: Some("s3cret-token".to_owned()),
+        token: EndpointToken::new(Some("s3cret-token".to_owned())),
         ..options()
     }
 }

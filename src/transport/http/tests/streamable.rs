@@ -415,12 +415,14 @@ async fn progress_of_a_call_answered_as_json_goes_to_the_get_stream() {
 
 #[tokio::test]
 async fn session_events_reach_the_get_stream() {
-    let app = app(misbehave_hub().await, options());
+    let hub = misbehave_hub().await;
+    let app = app(hub.clone(), options());
     let session = initialize(&app).await;
     let mut stream = SseReader::new(send(&app, get_stream(&session)).await);
     let request = call(1, "mis__change_tools", json!({}), None);
     let response = send(&app, post(Some(&session), "application/json", &request)).await;
     assert_eq!(response.status(), StatusCode::OK);
+    approve_when_held(&hub, "mis", "added_later").await;
     let changed = stream.next().await.expect("an event");
     assert_eq!(changed["method"], "notifications/tools/list_changed");
 }

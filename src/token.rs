@@ -1,20 +1,30 @@
-//! The control API's token: 32 random bytes as hex, made on first run and kept in the data
-//! directory (`token`, 0600, in a 0700 directory); `SWITCHBOARD_TOKEN` overrides it.
+//! The tokens Switchboard makes: 32 random bytes as hex, made on first use and kept in the data
+//! directory (0600, in a 0700 directory), one file each:
 //!
-//! The token goes into a cookie, a header and a URL, so a token given in the environment must be
-//! made of URL- and cookie-safe characters (`A-Z a-z 0-9 - . _ ~`) and be at least
-//! [`MIN_TOKEN_LEN`] long. Its value never appears in a log or in `Debug` output.
+//! - `token`, the control API's, which scripts present (`SWITCHBOARD_TOKEN` overrides it);
+//! - `mcp-token`, `/mcp`'s when the config says `require_token = true` without a token of its
+//!   own, which `install` and `move` write into editors' configs.
+//!
+//! They are different tokens on purpose: an editor's config is read by the editor and its
+//! plugins, and what it holds must not open the control API. A token goes into headers, so one
+//! given in the environment must be made of URL-safe characters (`A-Z a-z 0-9 - . _ ~`) and be
+//! at least [`MIN_TOKEN_LEN`] long. No value ever appears in a log or in `Debug` output.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
+use crate::config::EndpointConfig;
+
 /// Environment variable whose value, when set, is the token (the file is then not looked at).
 pub const TOKEN_ENV: &str = "SWITCHBOARD_TOKEN";
 
-/// The token file's name inside the data directory.
+/// The control API's token file, in the data directory.
 pub const TOKEN_FILE: &str = "token";
+
+/// `/mcp`'s generated token file, in the data directory.
+pub const MCP_TOKEN_FILE: &str = "mcp-token";
 
 /// The shortest token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -22,9 +32,9 @@ pub const MIN_TOKEN_LEN: usize = 16;
 /// Random bytes in a generated token.
 const TOKEN_BYTES: usize = 32;
 
-/// The secret that opens the control API and the dashboard.
+/// A secret that opens something: the control API, `/mcp`, or a run's dashboard.
 #[derive(Clone, PartialEq, Eq)]
-pub struct ApiToken(String);
+pub struct Token(String);
 
 /// Why no token could be had.
 #[derive(Debug, thiserror::Error)]
@@ -41,9 +51,9 @@ pub enum TokenError {
     },
 }
 
-impl ApiToken {
+impl Token {
     /// Takes `text` as a token if it is long enough and made of safe characters.
-    pub fn new(text: &str) -> Result<ApiToken, String> {
+    pub fn new(text: &str) -> Result<Token, String> {
         if text.len() < MIN_TOKEN_LEN {
             return Err(format!(
                 "it must be at least {MIN_TOKEN_LEN} characters long"
@@ -53,16 +63,17 @@ impl ApiToken {
         if !text.chars().all(safe) {
             return Err("only letters, digits, `-`, `.`, `_` and `~` may be used".to_owned());
         }
-        Ok(ApiToken(text.to_owned()))
+        Ok(Token(text.to_owned()))
     }
 
     /// A new random token: 32 bytes from the thread's cryptographically secure generator, as hex.
-    pub fn generate() -> ApiToken {
+    pub fn generate() -> Token {
         let bytes: [u8; TOKEN_BYTES] = rand::random();
-        ApiToken(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+        Token(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
     }
 
-    /// The token itself, for the one place that shows it: the dashboard link.
+    /// The token itself, for the places that must carry it: the dashboard link, editors'
+    /// configs, a request's header.
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -73,27 +84,72 @@ impl ApiToken {
     }
 }
 
-impl fmt::Debug for ApiToken {
+impl fmt::Debug for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiToken(<redacted>)")
+        f.write_str("Token(<redacted>)")
     }
 }
 
-/// The token from `SWITCHBOARD_TOKEN`, else from `data_dir/token`, made there if absent.
-pub fn load_or_create(data_dir: &Path) -> Result<ApiToken, TokenError> {
+/// The API token: from `SWITCHBOARD_TOKEN`, else from `data_dir/token`, made there if absent.
+pub fn api_token(data_dir: &Path) -> Result<Token, TokenError> {
     resolve(std::env::var_os(TOKEN_ENV), data_dir)
 }
 
-/// [`load_or_create`] with the environment variable's value given (for tests).
-pub fn resolve(env_value: Option<OsString>, data_dir: &Path) -> Result<ApiToken, TokenError> {
+/// What stands for the generated `/mcp` token where it is only shown and not made yet (a dry
+/// run, `check`).
+pub const TOKEN_NOT_MADE: &str = "<the token Switchboard makes when this is written>";
+
+/// Whether the generated `/mcp` token may be made when it has no file yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// Made there and then: it is about to be used.
+    Make,
+    /// Left unmade, and shown as [`TOKEN_NOT_MADE`]: nothing is to be written.
+    Show,
+}
+
+/// The token `/mcp` requires under `endpoint`, if any: the config's own `token`, else with
+/// `require_token` the generated one from `data_dir/mcp-token` (made there if absent and
+/// `missing` allows it).
+pub fn endpoint_token(
+    endpoint: &EndpointConfig,
+    data_dir: &Path,
+    missing: Missing,
+) -> Result<Option<String>, TokenError> {
+    if let Some(token) = &endpoint.token {
+        return Ok(Some(token.clone()));
+    }
+    if endpoint.require_token != Some(true) {
+        return Ok(None);
+    }
+    if missing == Missing::Show {
+        return match read_token_file(&data_dir.join(MCP_TOKEN_FILE)) {
+            Ok(token) => Ok(Some(token.0)),
+            Err(TokenError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                Ok(Some(TOKEN_NOT_MADE.to_owned()))
+            }
+            Err(error) => Err(error),
+        };
+    }
+    let token = load_or_create(data_dir, MCP_TOKEN_FILE)?;
+    Ok(Some(token.0))
+}
+
+/// [`api_token`] with the environment variable's value given (for tests).
+pub fn resolve(env_value: Option<OsString>, data_dir: &Path) -> Result<Token, TokenError> {
     if let Some(value) = env_value {
         let text = value.into_string().map_err(|_| TokenError::InvalidEnv {
             reason: "it is not valid UTF-8".to_owned(),
         })?;
-        return ApiToken::new(&text).map_err(|reason| TokenError::InvalidEnv { reason });
+        return Token::new(&text).map_err(|reason| TokenError::InvalidEnv { reason });
     }
+    load_or_create(data_dir, TOKEN_FILE)
+}
+
+/// The token in `data_dir/file`, made there if absent.
+fn load_or_create(data_dir: &Path, file: &str) -> Result<Token, TokenError> {
     private_dir(data_dir)?;
-    let path = data_dir.join(TOKEN_FILE);
+    let path = data_dir.join(file);
     match read_token_file(&path) {
         Ok(token) => return Ok(token),
         Err(TokenError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
@@ -119,7 +175,7 @@ fn private_dir(dir: &Path) -> Result<(), TokenError> {
     Ok(())
 }
 
-fn read_token_file(path: &Path) -> Result<ApiToken, TokenError> {
+fn read_token_file(path: &Path) -> Result<Token, TokenError> {
     let io_error = |action, source| TokenError::Io {
         action,
         path: path.to_path_buf(),
@@ -136,7 +192,7 @@ fn read_token_file(path: &Path) -> Result<ApiToken, TokenError> {
         crate::platform::files::restrict_to_owner(path)
             .map_err(|source| io_error("restrict the permissions of", source))?;
     }
-    ApiToken::new(text.trim()).map_err(|reason| TokenError::InvalidFile {
+    Token::new(text.trim()).map_err(|reason| TokenError::InvalidFile {
         path: path.to_path_buf(),
         reason,
     })
@@ -144,19 +200,21 @@ fn read_token_file(path: &Path) -> Result<ApiToken, TokenError> {
 
 /// Writes a new token to a private temporary file and links it into place, so that two
 /// Switchboards starting at once agree on one token and neither reads a half-written file.
-fn create_token_file(path: &Path) -> Result<ApiToken, TokenError> {
-    let token = ApiToken::generate();
-    let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
+fn create_token_file(path: &Path) -> Result<Token, TokenError> {
+    let token = Token::generate();
     let io_error = |action, path: &Path, source| TokenError::Io {
         action,
         path: path.to_path_buf(),
         source,
     };
-    let written = crate::dirs::create_private_file(&temporary).and_then(|mut file| {
+    let (temporary, mut file) =
+        crate::atomic::temporary_beside(path).map_err(|source| io_error("write", path, source))?;
+    let written = (|| {
         file.write_all(token.0.as_bytes())?;
         file.write_all(b"\n")?;
         file.sync_all()
-    });
+    })();
+    drop(file);
     if let Err(source) = written {
         let _ = std::fs::remove_file(&temporary);
         return Err(io_error("write", &temporary, source));
@@ -165,7 +223,7 @@ fn create_token_file(path: &Path) -> Result<ApiToken, TokenError> {
     let _ = std::fs::remove_file(&temporary);
     match linked {
         Ok(()) => {
-            tracing::info!(path = %path.display(), "made a new dashboard token");
+            tracing::debug!(path = %path.display(), "made a new token");
             Ok(token)
         }
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => read_token_file(path),
@@ -197,9 +255,44 @@ mod tests {
         assert_eq!(mode(&data.join(TOKEN_FILE)), 0o600);
         assert_eq!(mode(&data), 0o700);
         assert_eq!(resolve(None, &data).expect("token read"), token);
-        assert_ne!(ApiToken::generate(), token);
+        assert_ne!(Token::generate(), token);
         let leftovers: Vec<_> = std::fs::read_dir(&data).expect("list").collect();
         assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+    }
+
+    #[test]
+    fn mcp_gets_a_token_of_its_own_only_when_the_config_asks() {
+        use Missing::{Make, Show};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let mut endpoint = EndpointConfig::default();
+        assert_eq!(endpoint_token(&endpoint, &data, Make).expect("none"), None);
+        assert!(!data.join(MCP_TOKEN_FILE).exists());
+        endpoint.require_token = Some(false);
+        assert_eq!(endpoint_token(&endpoint, &data, Make).expect("none"), None);
+        endpoint.require_token = Some(true);
+        assert_eq!(
+            endpoint_token(&endpoint, &data, Show).expect("shown"),
+            Some(TOKEN_NOT_MADE.to_owned())
+        );
+        assert!(!data.join(MCP_TOKEN_FILE).exists(), "only shown, not made");
+        let generated = endpoint_token(&endpoint, &data, Make)
+            .expect("made")
+            .expect("a token");
+        assert_eq!(mode(&data.join(MCP_TOKEN_FILE)), 0o600);
+        for missing in [Make, Show] {
+            assert_eq!(
+                endpoint_token(&endpoint, &data, missing).expect("read"),
+                Some(generated.clone())
+            );
+        }
+        let api = resolve(None, &data).expect("the API's");
+        assert_ne!(api.expose(), generated, "never the API token");
+        endpoint.token = Some("written-in-the-config".to_owned());
+        assert_eq!(
+            endpoint_token(&endpoint, &data, Show).expect("the config's"),
+            Some("written-in-the-config".to_owned())
+        );
     }
 
     #[test]
@@ -235,7 +328,7 @@ mod tests {
 
     #[test]
     fn matching_is_exact_and_debug_hides_the_value() {
-        let token = ApiToken::new("0123456789abcdef").expect("valid");
+        let token = Token::new("0123456789abcdef").expect("valid");
         assert!(token.matches("0123456789abcdef"));
         assert!(!token.matches("0123456789abcdeF"));
         assert!(!token.matches("0123456789abcde"));
