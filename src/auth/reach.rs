@@ -36,7 +36,9 @@ impl Reach {
 
     /// Where the host of `url` is: an address as it is; `localhost` (and its subdomains) is this
     /// machine; another name by what it resolves to, the nearest of its addresses (a server
-    /// reachable on a private network is on it), the internet if it resolves to nothing.
+    /// reachable on a private network is on it), the internet if it resolves to nothing. A
+    /// name is never this machine: whoever answers for the name could otherwise make a remote
+    /// server look local for a moment, and open this machine to its discovery.
     pub(crate) async fn of_host(url: &reqwest::Url) -> Reach {
         if let Some(reach) = literal(url) {
             return reach;
@@ -46,12 +48,17 @@ impl Reach {
         };
         let port = url.port_or_known_default().unwrap_or(443);
         match tokio::net::lookup_host((name, port)).await {
-            Ok(addresses) => addresses
-                .map(|address| Reach::of_address(address.ip()))
-                .min()
-                .unwrap_or(Reach::Public),
+            Ok(addresses) => Reach::of_name(addresses.map(|address| address.ip())),
             Err(_) => Reach::Public,
         }
+    }
+
+    /// Where a server is whose name resolves to `addresses`.
+    fn of_name(addresses: impl Iterator<Item = IpAddr>) -> Reach {
+        addresses
+            .map(Reach::of_address)
+            .min()
+            .map_or(Reach::Public, |nearest| nearest.max(Reach::Private))
     }
 
     fn describe(self) -> &'static str {
@@ -265,6 +272,22 @@ mod tests {
         }
         assert_eq!(reach("93.184.216.34"), Reach::Public);
         assert_eq!(reach("2606:4700::1111"), Reach::Public);
+    }
+
+    #[test]
+    fn a_server_named_by_a_name_is_never_on_this_machine() {
+        let name = |addresses: &[&str]| {
+            Reach::of_name(
+                addresses
+                    .iter()
+                    .map(|text| text.parse().expect("an address")),
+            )
+        };
+        assert_eq!(name(&["93.184.216.34"]), Reach::Public);
+        assert_eq!(name(&["93.184.216.34", "10.0.0.5"]), Reach::Private);
+        // A name that resolves to this machine (now) may resolve elsewhere the next moment.
+        assert_eq!(name(&["127.0.0.1"]), Reach::Private);
+        assert_eq!(name(&[]), Reach::Public);
     }
 
     #[test]
