@@ -1,23 +1,37 @@
 //! Signing in to remote servers (the MCP authorization spec, 2026-07-28, with what clients of
-//! 2025-11-25 servers need): discovery of the server's authorization server, dynamic client
-//! registration or a client id from the config, PKCE (S256), resource indicators, the `iss` of
-//! the authorization response, and tokens kept in the OS keychain and refreshed before they
-//! expire and after a 401.
+//! the 2025-11-25, 2025-06-18 and 2025-03-26 servers need): discovery of the server's
+//! authorization server, within bounds ([`reach`]); dynamic client registration, a Client ID
+//! Metadata Document, or a client from the config; PKCE (S256), resource indicators, the `iss`
+//! of the authorization response; client authentication as the authorization server takes it
+//! (none, `client_secret_basic`, `client_secret_post`, `private_key_jwt`); DPoP-bound tokens
+//! where the authorization server offers them; step-up to wider scopes on a 403; and grants
+//! that need no person (client credentials, a JWT assertion, an enterprise identity assertion).
+//! Tokens are kept in the OS keychain, refreshed before they expire and after a 401.
 //!
-//! The browser comes back to Switchboard's own loopback endpoint
-//! (`http://127.0.0.1:PORT/oauth/callback`), one callback for every server, so sign-ins never
-//! race for a port. A sign-in in progress is known by its `state` only, in memory, for ten
-//! minutes.
+//! A person's sign-in comes back to Switchboard's own loopback endpoint, on a path of its
+//! authorization server's own (`http://127.0.0.1:PORT/oauth/callback/ID`), so sign-ins never
+//! race for a port and an answer coming back on another authorization server's path is refused
+//! (the mix-up defence does not rest on the optional `iss` alone). A sign-in in progress is
+//! known by its `state` only, in memory, for ten minutes.
+//!
+//! A client secret or key goes only to the authorization server `oauth.issuer` pins: metadata
+//! naming another is refused.
 //!
 //! Tokens are read from the keychain once and kept in memory; a refresh is done once however
 //! many requests want it at that moment. No token, code or secret is ever logged or put in an
 //! error.
 
+mod browser;
 mod discovery;
+mod dpop;
+mod grants;
+mod jws;
+mod reach;
+mod token;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -27,11 +41,16 @@ use tokio::sync::watch;
 
 use crate::config::RemoteServer;
 use crate::secrets::{Keychain, SecretError};
+pub use browser::CallbackQuery;
 pub(crate) use discovery::Challenge;
-use discovery::{ResourceMetadata, ServerMetadata};
+use dpop::DpopKey;
+use reach::Reach;
+use token::TokenAuth;
 
-/// The path of the callback every sign-in comes back to.
+/// The path every sign-in comes back under, followed by its authorization server's id.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
+/// The route of the callback, its last segment naming the authorization server.
+pub const CALLBACK_ROUTE: &str = "/oauth/callback/{server}";
 /// How long a sign-in may take, from its start to the browser's return.
 const SIGN_IN_LIFETIME: Duration = Duration::from_secs(600);
 /// How many sign-ins may be in progress at once.
@@ -55,6 +74,9 @@ pub enum AuthError {
     /// The callback does not belong to any sign-in in progress, or fails its checks.
     #[error("{0}")]
     Callback(String),
+    /// The server's config gets its tokens without a person: nothing to open in a browser.
+    #[error("{0}")]
+    NoBrowser(String),
     #[error(transparent)]
     Keychain(#[from] SecretError),
     /// Switchboard's endpoint is not listening, so the browser cannot come back to it.
@@ -67,36 +89,95 @@ pub enum AuthError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unauthorized(pub String);
 
+/// What a server's 403 for want of a scope (`insufficient_scope`) leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// A person must sign in again, for the wider scopes (which the next sign-in asks for).
+    SignIn(String),
+    /// Signing in again cannot help: the scopes were asked for already.
+    Final(String),
+}
+
+/// An access token to send, and the DPoP key it is bound to, if any.
+#[derive(Clone)]
+pub(crate) struct Credential {
+    token: String,
+    proof_key: Option<Arc<DpopKey>>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("dpop", &self.proof_key.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credential {
+    /// The access token, to tell which one a server refused.
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// `request` (a `method` request to `url`) carrying the token: as a bearer token, or for a
+    /// DPoP-bound one with the `DPoP` scheme and a fresh proof, with the server's `nonce` when
+    /// it asked for one.
+    pub(crate) fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        method: &reqwest::Method,
+        url: &reqwest::Url,
+        nonce: Option<&str>,
+    ) -> reqwest::RequestBuilder {
+        match &self.proof_key {
+            None => request.bearer_auth(&self.token),
+            Some(key) => request
+                .header(
+                    reqwest::header::AUTHORIZATION,
+                    format!("DPoP {}", self.token),
+                )
+                .header(
+                    "dpop",
+                    key.proof(method.as_str(), url, Some(&self.token), nonce),
+                ),
+        }
+    }
+}
+
 /// Signs Switchboard in to remote servers and keeps their tokens.
 pub struct Auth {
-    http: reqwest::Client,
+    /// One HTTP client per [`Reach`] of the servers signed in to, made when first needed.
+    http: [OnceLock<reqwest::Client>; 3],
     tokens: Arc<Keychain>,
     clients: Arc<Keychain>,
-    /// The redirect URI: `http://127.0.0.1:PORT/oauth/callback`, once the endpoint listens.
-    callback: Mutex<Option<String>>,
-    pending: Mutex<HashMap<String, PendingSignIn>>,
+    /// `http://127.0.0.1:PORT`, once the endpoint listens.
+    callback_base: Mutex<Option<String>>,
+    pending: Mutex<HashMap<String, browser::PendingSignIn>>,
     keepers: Mutex<HashMap<String, Keeper>>,
-    /// The last challenge each server sent, to sign in where it says.
+    /// The last challenge each server sent, to sign in where (and for what) it says.
     challenges: Mutex<HashMap<String, Challenge>>,
+    /// The DPoP nonce each token endpoint last gave.
+    token_nonces: Mutex<HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auth")
-            .field("callback", &self.callback)
+            .field("callback_base", &self.callback_base)
             .finish_non_exhaustive()
     }
 }
 
-/// One server's token, as read from the keychain (once), and a refresh under way.
+/// One server's token, as read from the keychain (once), and a renewal under way.
 #[derive(Default)]
 struct Keeper {
     /// `None` until read; `Some(None)` when there is none.
     record: Option<Option<TokenRecord>>,
-    refreshing: Option<watch::Receiver<Option<Result<String, Unauthorized>>>>,
+    renewing: Option<watch::Receiver<Option<Result<Credential, Unauthorized>>>>,
 }
 
-/// What a sign-in leaves in the keychain for one server.
+/// What a sign-in leaves in the keychain for one server. Fields added since the first version
+/// have defaults, so records written before them still read.
 #[derive(Clone, Serialize, Deserialize)]
 struct TokenRecord {
     /// The server URL the token was issued for: a changed URL needs a new sign-in.
@@ -112,65 +193,63 @@ struct TokenRecord {
     expires_at: Option<u64>,
     /// Seconds the access token was given.
     lifetime: Option<u64>,
+    /// How the client proves itself at the token endpoint.
+    #[serde(default)]
+    token_auth: Option<TokenAuth>,
+    /// The scopes asked for.
+    #[serde(default)]
+    scopes: Vec<String>,
+    /// The DPoP key (PKCS#8, base64url) the tokens are bound to.
+    #[serde(default)]
+    dpop_key: Option<String>,
+    #[serde(skip)]
+    proof_key: Option<Arc<DpopKey>>,
 }
 
-/// A sign-in between its start and the browser's return.
-struct PendingSignIn {
-    backend: String,
-    url: String,
-    issuer: String,
-    iss_supported: bool,
-    token_endpoint: String,
-    client_id: String,
-    client_secret: Option<String>,
-    resource: String,
-    redirect_uri: String,
-    verifier: String,
-    started: Instant,
-}
+impl TokenRecord {
+    /// The record with its DPoP key read, once, from its kept form.
+    fn with_proof_key(mut self) -> TokenRecord {
+        self.proof_key = self
+            .dpop_key
+            .as_deref()
+            .and_then(DpopKey::from_kept)
+            .map(Arc::new);
+        self
+    }
 
-/// What a client registration leaves in the keychain, per authorization server and redirect.
-#[derive(Serialize, Deserialize)]
-struct Registration {
-    client_id: String,
-    client_secret: Option<String>,
-}
+    fn credential(&self) -> Credential {
+        Credential {
+            token: self.access_token.clone(),
+            proof_key: self.proof_key.clone(),
+        }
+    }
 
-/// The query of the browser's return.
-#[derive(Debug, Default, Deserialize)]
-pub struct CallbackQuery {
-    pub code: Option<String>,
-    pub state: Option<String>,
-    pub iss: Option<String>,
-    pub error: Option<String>,
-    pub error_description: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct TokenAnswer {
-    access_token: String,
-    refresh_token: Option<String>,
-    expires_in: Option<u64>,
+    /// The client that proves itself at the token endpoint; records from before
+    /// `token_auth` sent their secret in the form.
+    fn client(&self) -> token::ClientIdentity {
+        let auth = self.token_auth.unwrap_or(match self.client_secret {
+            Some(_) => TokenAuth::ClientSecretPost,
+            None => TokenAuth::None,
+        });
+        token::ClientIdentity {
+            id: self.client_id.clone(),
+            secret: self.client_secret.clone(),
+            auth,
+        }
+    }
 }
 
 impl Auth {
     pub fn new() -> Arc<Auth> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(REQUEST_TIMEOUT)
-            // Metadata and tokens come from where they were asked for, never via a redirect.
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .expect("an HTTP client with no unusual settings builds");
         Arc::new(Auth {
-            http,
+            http: Default::default(),
             tokens: Arc::new(Keychain::of_sign_in("tokens")),
             clients: Arc::new(Keychain::of_sign_in("clients")),
-            callback: Mutex::new(None),
+            callback_base: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
             keepers: Mutex::new(HashMap::new()),
             challenges: Mutex::new(HashMap::new()),
+            token_nonces: Mutex::new(HashMap::new()),
         })
     }
 
@@ -199,7 +278,17 @@ impl Auth {
     /// Sets where the browser comes back to, once the endpoint listens on `base`
     /// (`http://127.0.0.1:PORT`).
     pub fn set_callback_base(&self, base: &str) {
-        *self.callback.lock().expect("callback lock") = Some(format!("{base}{CALLBACK_PATH}"));
+        *self.callback_base.lock().expect("callback lock") = Some(base.to_owned());
+    }
+
+    /// The HTTP client for sign-in requests of a server at `nearest`.
+    fn http(&self, nearest: Reach) -> &reqwest::Client {
+        let slot = match nearest {
+            Reach::Machine => &self.http[0],
+            Reach::Private => &self.http[1],
+            Reach::Public => &self.http[2],
+        };
+        slot.get_or_init(|| reach::client(nearest))
     }
 
     /// Whether Switchboard holds a token for `backend` at `server` (read from the keychain once).
@@ -207,63 +296,112 @@ impl Auth {
         self.record(backend, server).await.is_some()
     }
 
-    /// The access token to send to `server`, refreshed first when it is about to expire; `None`
-    /// if Switchboard holds none (the server may need none).
+    /// The credential to send to `server`, renewed first when it is about to expire; `None` if
+    /// Switchboard holds none (the server may need none).
     pub(crate) async fn token(
         &self,
         backend: &str,
         server: &RemoteServer,
-    ) -> Result<Option<String>, Unauthorized> {
+    ) -> Result<Option<Credential>, Unauthorized> {
         let Some(record) = self.record(backend, server).await else {
             return Ok(None);
         };
         if !needs_refresh(&record, SystemTime::now()) {
-            return Ok(Some(record.access_token));
+            return Ok(Some(record.credential()));
         }
-        self.refresh(backend, server, record).await.map(Some)
+        self.renew(backend, server, Some(record)).await.map(Some)
     }
 
     /// After `server` refused `sent` (401, with the `challenge` it gave): a fresh token if a
-    /// refresh gives one, else what the person must do.
+    /// refresh (or, for a grant that needs no person, a new token) gives one, else what the
+    /// person must do.
     pub(crate) async fn after_refusal(
         &self,
         backend: &str,
         server: &RemoteServer,
         sent: Option<&str>,
         challenge: Option<&str>,
-    ) -> Result<String, Unauthorized> {
+    ) -> Result<Credential, Unauthorized> {
         if let Some(challenge) = challenge {
-            self.challenges
-                .lock()
-                .expect("challenges lock")
-                .insert(backend.to_owned(), Challenge::parse(challenge));
+            self.remember_challenge(backend, Challenge::parse(challenge));
         }
-        let not_signed_in = || {
-            Unauthorized(format!(
-                "{backend} asks for a sign-in: open Switchboard's dashboard (or its tray menu) \
-                 and choose \"Sign in to {backend}\""
-            ))
+        let Some(record) = self.record(backend, server).await else {
+            if server.oauth.grant.needs_a_person() {
+                return Err(Unauthorized(format!(
+                    "{backend} asks for a sign-in: open Switchboard's dashboard (or its tray \
+                     menu) and choose \"Sign in to {backend}\""
+                )));
+            }
+            return self.renew(backend, server, None).await;
         };
-        let record = self
-            .record(backend, server)
-            .await
-            .ok_or_else(not_signed_in)?;
         // Another request may have refreshed it already.
         if sent != Some(record.access_token.as_str()) && !needs_refresh(&record, SystemTime::now())
         {
-            return Ok(record.access_token);
+            return Ok(record.credential());
         }
-        self.refresh(backend, server, record).await
+        self.renew(backend, server, Some(record)).await
+    }
+
+    /// After `server` answered 403 with `challenge`: for want of a scope, whether a new sign-in
+    /// for the wider scopes (the granted ones and those asked for) can help; `None` for any
+    /// other 403, which is the server's answer to pass on.
+    pub(crate) async fn after_forbidden(
+        &self,
+        backend: &str,
+        server: &RemoteServer,
+        challenge: &str,
+    ) -> Option<Refusal> {
+        let challenge = Challenge::parse(challenge);
+        if challenge.error.as_deref() != Some("insufficient_scope") {
+            return None;
+        }
+        let granted = self
+            .record(backend, server)
+            .await
+            .map(|record| record.scopes)
+            .unwrap_or_default();
+        let missing: Vec<String> = challenge
+            .scopes()
+            .into_iter()
+            .filter(|scope| !granted.contains(scope))
+            .collect();
+        let asked = challenge.scope.clone().unwrap_or_default();
+        if missing.is_empty() {
+            return Some(Refusal::Final(format!(
+                "{backend} refused the request for want of the scope \"{asked}\", which its \
+                 sign-in asked for already: signing in again cannot help; the authorization \
+                 server does not grant it"
+            )));
+        }
+        if !server.oauth.grant.needs_a_person() {
+            return Some(Refusal::Final(format!(
+                "{backend} refused the request for want of the scope \"{}\", which the {} \
+                 grant did not ask for: add it to `oauth.scopes`",
+                missing.join(" "),
+                server.oauth.grant.name()
+            )));
+        }
+        let mut wider = granted;
+        wider.extend(missing.iter().cloned());
+        self.remember_challenge(
+            backend,
+            Challenge {
+                scope: Some(wider.join(" ")),
+                ..challenge
+            },
+        );
+        Some(Refusal::SignIn(format!(
+            "{backend} asks for more permission (\"{}\") than its sign-in gave: open \
+             Switchboard's dashboard (or its tray menu) and choose \"Sign in to {backend}\"",
+            missing.join(" ")
+        )))
     }
 
     /// Forgets the token of `backend` (the server refused even a fresh one), in memory and in
     /// the keychain.
     pub(crate) async fn forget_token(&self, backend: &str, challenge: Option<&str>) {
         if let Some(challenge) = challenge {
-            self.challenges
-                .lock()
-                .expect("challenges lock")
-                .insert(backend.to_owned(), Challenge::parse(challenge));
+            self.remember_challenge(backend, Challenge::parse(challenge));
         }
         let _ = self.sign_out(backend).await;
     }
@@ -274,7 +412,7 @@ impl Auth {
             backend.to_owned(),
             Keeper {
                 record: Some(None),
-                refreshing: None,
+                renewing: None,
             },
         );
         let name = keychain_name(backend);
@@ -285,8 +423,22 @@ impl Auth {
         Ok(())
     }
 
+    /// Keeps `challenge` for the next sign-in of `backend`; a step-up's scopes stay until
+    /// someone signs in again.
+    fn remember_challenge(&self, backend: &str, challenge: Challenge) {
+        let mut challenges = self.challenges.lock().expect("challenges lock");
+        let stepping_up = challenges
+            .get(backend)
+            .is_some_and(|kept| kept.error.as_deref() == Some("insufficient_scope"));
+        if stepping_up && challenge.error.as_deref() != Some("insufficient_scope") {
+            return;
+        }
+        challenges.insert(backend.to_owned(), challenge);
+    }
+
     /// The token record of `backend`, read from the keychain the first time; `None` if there is
-    /// none, or it was issued for another URL.
+    /// none, or it was issued for another URL or by another authorization server than the one
+    /// the config pins.
     async fn record(&self, backend: &str, server: &RemoteServer) -> Option<TokenRecord> {
         let known = self
             .keepers
@@ -303,7 +455,9 @@ impl Auth {
                     .await
                     .expect("the keychain call does not panic");
                 let record = match read {
-                    Ok(Some(text)) => serde_json::from_str::<TokenRecord>(&text).ok(),
+                    Ok(Some(text)) => serde_json::from_str::<TokenRecord>(&text)
+                        .ok()
+                        .map(TokenRecord::with_proof_key),
                     Ok(None) => None,
                     Err(error) => {
                         tracing::warn!(backend, "cannot read its sign-in: {error}");
@@ -320,84 +474,136 @@ impl Auth {
                     .clone()
             }
         };
-        record.filter(|record| record.url == server.url)
+        let pinned = server.oauth.issuer.as_deref();
+        record.filter(|record| {
+            record.url == server.url
+                && pinned.is_none_or(|pinned| same_issuer(pinned, &record.issuer))
+        })
     }
 
-    /// Refreshes `record`'s token, once for everyone asking at the same time.
-    async fn refresh(
+    /// Renews `record`'s token (or gets a first one, for a grant that needs no person), once
+    /// for everyone asking at the same time.
+    async fn renew(
         &self,
         backend: &str,
         server: &RemoteServer,
-        record: TokenRecord,
-    ) -> Result<String, Unauthorized> {
+        record: Option<TokenRecord>,
+    ) -> Result<Credential, Unauthorized> {
         let (sender, receiver) = watch::channel(None);
         let waiting = {
             let mut keepers = self.keepers.lock().expect("keepers lock");
             let keeper = keepers.entry(backend.to_owned()).or_default();
-            match &keeper.refreshing {
-                Some(refreshing) => Some(refreshing.clone()),
+            match &keeper.renewing {
+                Some(renewing) => Some(renewing.clone()),
                 None => {
-                    keeper.refreshing = Some(receiver);
+                    keeper.renewing = Some(receiver);
                     None
                 }
             }
         };
-        if let Some(mut refreshing) = waiting {
-            let answer = refreshing
+        if let Some(mut renewing) = waiting {
+            let answer = renewing
                 .wait_for(Option::is_some)
                 .await
                 .map(|answer| answer.clone());
             return match answer {
                 Ok(Some(result)) => result,
                 _ => Err(Unauthorized(format!(
-                    "the refresh of {backend}'s token stopped"
+                    "the renewal of {backend}'s token stopped"
                 ))),
             };
         }
-        let result = self.refresh_now(backend, server, record).await;
+        let result = self.renew_now(backend, server, record).await;
         {
             let mut keepers = self.keepers.lock().expect("keepers lock");
             let keeper = keepers.entry(backend.to_owned()).or_default();
-            keeper.refreshing = None;
+            keeper.renewing = None;
             match &result {
-                Ok((stored, _)) => keeper.record = Some(Some(stored.clone())),
+                Ok(stored) => keeper.record = Some(Some(stored.clone())),
                 Err(_) => keeper.record = Some(None),
             }
         }
-        let result = result.map(|(record, _)| record.access_token);
+        let result = result.map(|record| record.credential());
         sender.send_replace(Some(result.clone()));
         result
     }
 
-    async fn refresh_now(
+    async fn renew_now(
         &self,
         backend: &str,
         server: &RemoteServer,
-        record: TokenRecord,
-    ) -> Result<(TokenRecord, ()), Unauthorized> {
-        let expired = |why: String| {
-            Unauthorized(format!(
-                "the sign-in to {backend} has expired ({why}): open Switchboard's dashboard (or \
+        record: Option<TokenRecord>,
+    ) -> Result<TokenRecord, Unauthorized> {
+        let grant = server.oauth.grant;
+        let first = record.is_none();
+        let renewed = match record {
+            Some(record) if record.refresh_token.is_some() => {
+                match self.refresh(server, record).await {
+                    Ok(refreshed) => Ok(refreshed),
+                    // A grant that needs no person just asks again.
+                    Err(_) if !grant.needs_a_person() => self.acquire(backend, server).await,
+                    Err(error) => Err(error),
+                }
+            }
+            _ if !grant.needs_a_person() => self.acquire(backend, server).await,
+            _ => Err(AuthError::Request("no refresh token was issued".to_owned())),
+        };
+        let renewed = match renewed {
+            Ok(record) => self.store(backend, &record).await.map(|()| record),
+            Err(error) => Err(error),
+        };
+        match renewed {
+            Ok(record) => {
+                match first {
+                    true => tracing::info!(backend, grant = grant.name(), "got an access token"),
+                    false => tracing::info!(backend, "refreshed its access token"),
+                }
+                Ok(record)
+            }
+            Err(error) if grant.needs_a_person() => Err(Unauthorized(format!(
+                "the sign-in to {backend} has expired ({error}): open Switchboard's dashboard (or \
                  its tray menu) and choose \"Sign in to {backend}\""
-            ))
-        };
-        let Some(refresh_token) = record.refresh_token.clone() else {
-            return Err(expired("no refresh token was issued".to_owned()));
-        };
-        let mut form = vec![
-            ("grant_type", "refresh_token".to_owned()),
-            ("refresh_token", refresh_token.clone()),
-            ("client_id", record.client_id.clone()),
-            ("resource", record.resource.clone()),
-        ];
-        if let Some(secret) = &record.client_secret {
-            form.push(("client_secret", secret.clone()));
+            ))),
+            Err(error) => Err(Unauthorized(format!(
+                "Switchboard could not get a token for {backend} with the {} grant ({error}); \
+                 fix its `oauth` settings (or the file they name) and start {backend} again",
+                grant.name()
+            ))),
         }
+    }
+
+    /// The refresh grant for `record`'s tokens.
+    async fn refresh(
+        &self,
+        server: &RemoteServer,
+        record: TokenRecord,
+    ) -> Result<TokenRecord, AuthError> {
+        let refresh_token = record
+            .refresh_token
+            .clone()
+            .expect("only a record with a refresh token is refreshed");
+        let url = reqwest::Url::parse(&server.url)
+            .map_err(|error| AuthError::Metadata(format!("{}: {error}", server.shown_url())))?;
+        let reach = reach::Bounds::of(&url).await.reach();
+        let client = record.client();
         let answer = self
-            .token_request(&record.token_endpoint, &form)
-            .await
-            .map_err(|error| expired(error.to_string()))?;
-        let refreshed = TokenRecord {
+            .token_request(
+                self.http(reach),
+                token::TokenRequest {
+                    endpoint: &record.token_endpoint,
+                    issuer: &record.issuer,
+                    client: &client,
+                    private_key: server.oauth.private_key.as_deref(),
+                    form: vec![
+                        ("grant_type", "refresh_token".to_owned()),
+                        ("refresh_token", refresh_token.clone()),
+                        ("resource", record.resource.clone()),
+                    ],
+                    dpop: record.proof_key.as_deref(),
+                },
+            )
+            .await?;
+        Ok(TokenRecord {
             access_token: answer.access_token,
             refresh_token: answer.refresh_token.or(Some(refresh_token)),
             expires_at: answer
@@ -406,12 +612,7 @@ impl Auth {
             lifetime: answer.expires_in,
             url: server.url.clone(),
             ..record
-        };
-        self.store(backend, &refreshed)
-            .await
-            .map_err(|error| expired(error.to_string()))?;
-        tracing::info!(backend, "refreshed its access token");
-        Ok((refreshed, ()))
+        })
     }
 
     async fn store(&self, backend: &str, record: &TokenRecord) -> Result<(), AuthError> {
@@ -424,418 +625,22 @@ impl Auth {
         Ok(())
     }
 
-    /// Starts signing in to `backend` at `server`: finds its authorization server, registers
-    /// with it if needed, and returns the URL to open in the browser.
-    pub async fn begin_sign_in(
-        &self,
-        backend: &str,
-        server: &RemoteServer,
-    ) -> Result<String, AuthError> {
-        let redirect_uri = self
-            .callback
-            .lock()
-            .expect("callback lock")
-            .clone()
-            .ok_or(AuthError::NoCallback)?;
-        let url = reqwest::Url::parse(&server.url)
-            .map_err(|error| AuthError::Metadata(format!("{}: {error}", server.shown_url())))?;
-        let challenge = match self
-            .challenges
-            .lock()
-            .expect("challenges lock")
-            .get(backend)
-        {
-            Some(challenge) => challenge.clone(),
-            None => Challenge::default(),
-        };
-        let challenge = match challenge.resource_metadata {
-            Some(_) => challenge,
-            None => self.probe(server).await.unwrap_or(challenge),
-        };
-        let resource_metadata = self.resource_metadata(&url, &challenge).await?;
-        let resource = canonical_resource(&url, resource_metadata.resource.as_deref())?;
-        let issuer = resource_metadata
-            .authorization_servers
-            .first()
-            .cloned()
-            .ok_or_else(|| {
-                AuthError::Metadata(format!(
-                    "{}'s protected resource metadata names no authorization server",
-                    server.url
-                ))
-            })?;
-        let metadata = self.server_metadata(&issuer).await?;
-        let (client_id, client_secret) = match &server.oauth.client_id {
-            Some(client_id) => (client_id.clone(), server.oauth.client_secret.clone()),
-            None => self.registration(&metadata, &redirect_uri).await?,
-        };
-        let mut scopes: Vec<String> = match (&server.oauth.scopes, &challenge.scope) {
-            (Some(scopes), _) => scopes.clone(),
-            (None, Some(scope)) => scope.split_whitespace().map(str::to_owned).collect(),
-            (None, None) => resource_metadata
-                .scopes_supported
-                .clone()
-                .unwrap_or_default(),
-        };
-        // A refresh token needs offline_access where the server offers it.
-        let offline = metadata
-            .scopes_supported
-            .as_ref()
-            .is_some_and(|supported| supported.iter().any(|scope| scope == "offline_access"));
-        if offline && !scopes.iter().any(|scope| scope == "offline_access") {
-            scopes.push("offline_access".to_owned());
-        }
-        let verifier = random_text();
-        let state = random_text();
-        let challenge_code = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
-        let mut authorize = reqwest::Url::parse(&metadata.authorization_endpoint)
-            .map_err(|error| AuthError::Metadata(format!("authorization_endpoint: {error}")))?;
-        {
-            let mut query = authorize.query_pairs_mut();
-            query
-                .append_pair("response_type", "code")
-                .append_pair("client_id", &client_id)
-                .append_pair("redirect_uri", &redirect_uri)
-                .append_pair("code_challenge", &challenge_code)
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state)
-                .append_pair("resource", &resource);
-            if !scopes.is_empty() {
-                query.append_pair("scope", &scopes.join(" "));
-            }
-            if offline {
-                // Some servers issue refresh tokens only after consent was asked for.
-                query.append_pair("prompt", "consent");
-            }
-        }
-        let pending = PendingSignIn {
-            backend: backend.to_owned(),
-            url: server.url.clone(),
-            issuer: metadata.issuer.clone(),
-            iss_supported: metadata.authorization_response_iss_parameter_supported,
-            token_endpoint: metadata.token_endpoint.clone(),
-            client_id,
-            client_secret,
-            resource,
-            redirect_uri,
-            verifier,
-            started: Instant::now(),
-        };
-        let mut sign_ins = self.pending.lock().expect("pending lock");
-        sign_ins.retain(|_, sign_in| sign_in.started.elapsed() < SIGN_IN_LIFETIME);
-        if sign_ins.len() >= MAX_PENDING {
-            return Err(AuthError::Callback(format!(
-                "{MAX_PENDING} sign-ins are in progress already; finish one, or wait ten minutes"
-            )));
-        }
-        sign_ins.insert(state, pending);
-        Ok(authorize.into())
-    }
-
-    /// Finishes the sign-in the browser came back from: checks it, trades the code for tokens
-    /// and keeps them. Returns the backend signed in to.
-    pub async fn complete_sign_in(&self, query: &CallbackQuery) -> Result<String, AuthError> {
-        let state = query.state.as_deref().unwrap_or_default();
-        let pending = self
-            .pending
-            .lock()
-            .expect("pending lock")
-            .remove(state)
-            .filter(|pending| pending.started.elapsed() < SIGN_IN_LIFETIME)
-            .ok_or_else(|| {
-                AuthError::Callback(
-                    "this sign-in is unknown or has expired (it is good for ten minutes, once); \
-                     start it again from Switchboard's dashboard"
-                        .to_owned(),
-                )
-            })?;
-        // RFC 9207: an `iss` must be the issuer asked; a server that says it sends one must.
-        match (&query.iss, pending.iss_supported) {
-            (Some(iss), _) if *iss != pending.issuer => {
-                return Err(AuthError::Callback(format!(
-                    "the answer says it comes from {iss:?}, not from {:?}, where the sign-in was \
-                     sent; refused",
-                    pending.issuer
-                )));
-            }
-            (None, true) => {
-                return Err(AuthError::Callback(format!(
-                    "the answer lacks the `iss` that {} says it always sends; refused",
-                    pending.issuer
-                )));
-            }
-            _ => {}
-        }
-        if let Some(error) = &query.error {
-            return Err(AuthError::Callback(format!(
-                "{} refused the sign-in: {error}{}",
-                pending.issuer,
-                query
-                    .error_description
-                    .as_deref()
-                    .map(|description| format!(" ({description})"))
-                    .unwrap_or_default()
-            )));
-        }
-        let code = query.code.as_deref().ok_or_else(|| {
-            AuthError::Callback("the answer carries no authorization code".to_owned())
-        })?;
-        let mut form = vec![
-            ("grant_type", "authorization_code".to_owned()),
-            ("code", code.to_owned()),
-            ("redirect_uri", pending.redirect_uri.clone()),
-            ("client_id", pending.client_id.clone()),
-            ("code_verifier", pending.verifier.clone()),
-            ("resource", pending.resource.clone()),
-        ];
-        if let Some(secret) = &pending.client_secret {
-            form.push(("client_secret", secret.clone()));
-        }
-        let answer = self.token_request(&pending.token_endpoint, &form).await?;
-        let record = TokenRecord {
-            url: pending.url,
-            issuer: pending.issuer,
-            token_endpoint: pending.token_endpoint,
-            client_id: pending.client_id,
-            client_secret: pending.client_secret,
-            resource: pending.resource,
-            access_token: answer.access_token,
-            refresh_token: answer.refresh_token,
-            expires_at: answer
-                .expires_in
-                .map(|seconds| unix_seconds(SystemTime::now()) + seconds),
-            lifetime: answer.expires_in,
-        };
-        self.store(&pending.backend, &record).await?;
+    /// Keeps `record` as the token of `backend`, in the keychain and in memory.
+    async fn keep(&self, backend: &str, record: TokenRecord) -> Result<(), AuthError> {
+        self.store(backend, &record).await?;
         self.keepers.lock().expect("keepers lock").insert(
-            pending.backend.clone(),
+            backend.to_owned(),
             Keeper {
                 record: Some(Some(record)),
-                refreshing: None,
+                renewing: None,
             },
         );
-        tracing::info!(backend = pending.backend, "signed in");
-        Ok(pending.backend)
-    }
-
-    /// POSTs a token request; the answer, or why there is none (never with a token in it).
-    async fn token_request(
-        &self,
-        endpoint: &str,
-        form: &[(&str, String)],
-    ) -> Result<TokenAnswer, AuthError> {
-        let response = self
-            .http
-            .post(endpoint)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .form(form)
-            .send()
-            .await
-            .map_err(|error| {
-                AuthError::Request(format!(
-                    "the token endpoint {endpoint} did not answer: {}",
-                    plain_error(&error)
-                ))
-            })?;
-        let status = response.status();
-        let body = response.bytes().await.map_err(|error| {
-            AuthError::Request(format!("the token endpoint's answer broke off: {error}"))
-        })?;
-        if !status.is_success() {
-            #[derive(Deserialize)]
-            struct OAuthError {
-                error: String,
-                error_description: Option<String>,
-            }
-            let why = match serde_json::from_slice::<OAuthError>(&body) {
-                Ok(error) => match error.error_description {
-                    Some(description) => format!("{}: {description}", error.error),
-                    None => error.error,
-                },
-                Err(_) => format!("HTTP {}", status.as_u16()),
-            };
-            return Err(AuthError::Request(format!(
-                "the token endpoint {endpoint} refused: {why}"
-            )));
-        }
-        serde_json::from_slice(&body).map_err(|_| {
-            AuthError::Request(format!(
-                "the token endpoint {endpoint} answered something other than a token"
-            ))
-        })
-    }
-
-    /// The challenge of an unauthenticated request to the server, if it answers 401 with one.
-    async fn probe(&self, server: &RemoteServer) -> Option<Challenge> {
-        let probe = serde_json::json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": crate::wire::era::LEGACY_PROTOCOL_VERSIONS[0],
-                "capabilities": {},
-                "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
-            },
-        });
-        let response = self
-            .http
-            .post(&server.url)
-            .header(
-                reqwest::header::ACCEPT,
-                "application/json, text/event-stream",
-            )
-            .json(&probe)
-            .send()
-            .await
-            .ok()?;
-        let header = response.headers().get(reqwest::header::WWW_AUTHENTICATE)?;
-        Some(Challenge::parse(header.to_str().ok()?))
-    }
-
-    async fn resource_metadata(
-        &self,
-        url: &reqwest::Url,
-        challenge: &Challenge,
-    ) -> Result<ResourceMetadata, AuthError> {
-        let candidates = match &challenge.resource_metadata {
-            Some(from_challenge) => vec![reqwest::Url::parse(from_challenge).map_err(|_| {
-                AuthError::Metadata(format!(
-                    "{url} named resource metadata at {from_challenge:?}, which is not a URL"
-                ))
-            })?],
-            None => discovery::resource_metadata_urls(url),
-        };
-        for candidate in &candidates {
-            if let Some(metadata) = self.fetch_json::<ResourceMetadata>(candidate).await? {
-                return Ok(metadata);
-            }
-        }
-        Err(AuthError::Metadata(format!(
-            "{url} publishes no protected resource metadata (tried {}), so Switchboard cannot \
-             tell where to sign in",
-            candidates
-                .iter()
-                .map(reqwest::Url::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )))
-    }
-
-    async fn server_metadata(&self, issuer: &str) -> Result<ServerMetadata, AuthError> {
-        let issuer_url = reqwest::Url::parse(issuer).map_err(|_| {
-            AuthError::Metadata(format!("the authorization server {issuer:?} is not a URL"))
-        })?;
-        if !http_url_is_safe(&issuer_url) {
-            return Err(AuthError::Metadata(format!(
-                "the authorization server {issuer} is not https:// (nor on this machine); refused"
-            )));
-        }
-        for candidate in discovery::server_metadata_urls(&issuer_url) {
-            if let Some(metadata) = self.fetch_json::<ServerMetadata>(&candidate).await? {
-                return metadata.checked(issuer);
-            }
-        }
-        Err(AuthError::Metadata(format!(
-            "the authorization server {issuer} publishes no metadata where OAuth and OpenID \
-             Connect say it should"
-        )))
-    }
-
-    /// The client id (and secret) Switchboard has at this authorization server for this
-    /// redirect, registering (RFC 7591) if it has none yet.
-    async fn registration(
-        &self,
-        metadata: &ServerMetadata,
-        redirect_uri: &str,
-    ) -> Result<(String, Option<String>), AuthError> {
-        let name = keychain_name(&format!("{}\n{redirect_uri}", metadata.issuer));
-        let clients = self.clients.clone();
-        let lookup = name.clone();
-        let known = tokio::task::spawn_blocking(move || clients.get(&lookup))
-            .await
-            .expect("the keychain call does not panic")?;
-        if let Some(registration) =
-            known.and_then(|text| serde_json::from_str::<Registration>(&text).ok())
-        {
-            return Ok((registration.client_id, registration.client_secret));
-        }
-        let endpoint = metadata.registration_endpoint.as_deref().ok_or_else(|| {
-            AuthError::Metadata(format!(
-                "{} offers no dynamic client registration: register Switchboard with it (redirect \
-                 URI {redirect_uri}) and give the client id as `oauth.client_id`",
-                metadata.issuer
-            ))
-        })?;
-        let request = serde_json::json!({
-            "client_name": "Switchboard",
-            "redirect_uris": [redirect_uri],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            "application_type": "native",
-        });
-        let response = self
-            .http
-            .post(endpoint)
-            .json(&request)
-            .send()
-            .await
-            .map_err(|error| {
-                AuthError::Request(format!(
-                    "the registration endpoint {endpoint} did not answer: {}",
-                    plain_error(&error)
-                ))
-            })?;
-        let status = response.status();
-        let body = response.bytes().await.unwrap_or_default();
-        let registration = serde_json::from_slice::<Registration>(&body)
-            .ok()
-            .filter(|_| status.is_success())
-            .ok_or_else(|| {
-                AuthError::Request(format!(
-                    "the registration endpoint {endpoint} refused Switchboard (HTTP {})",
-                    status.as_u16()
-                ))
-            })?;
-        let text = serde_json::to_string(&registration).expect("a registration serializes");
-        let clients = self.clients.clone();
-        tokio::task::spawn_blocking(move || clients.set(&name, &text))
-            .await
-            .expect("the keychain call does not panic")?;
-        Ok((registration.client_id, registration.client_secret))
-    }
-
-    /// GETs JSON from `url`: `None` if there is none there (404 and the like), an error if
-    /// what is there is unusable.
-    async fn fetch_json<T: serde::de::DeserializeOwned>(
-        &self,
-        url: &reqwest::Url,
-    ) -> Result<Option<T>, AuthError> {
-        let response = self
-            .http
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|error| {
-                AuthError::Request(format!("{url} did not answer: {}", plain_error(&error)))
-            })?;
-        let status = response.status();
-        if status.is_redirection() {
-            return Err(AuthError::Metadata(format!(
-                "{url} redirects elsewhere (HTTP {}), and metadata is taken only from where it \
-                 was asked for; refused",
-                status.as_u16()
-            )));
-        }
-        if !status.is_success() {
-            return Ok(None);
-        }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|error| AuthError::Request(format!("{url}: {error}")))?;
-        serde_json::from_slice(&body)
-            .map(Some)
-            .map_err(|error| AuthError::Metadata(format!("{url} is not valid metadata: {error}")))
+        // A sign-in for the scopes a step-up asked for is done.
+        self.challenges
+            .lock()
+            .expect("challenges lock")
+            .remove(backend);
+        Ok(())
     }
 }
 
@@ -877,18 +682,24 @@ fn canonical_resource(url: &reqwest::Url, named: Option<&str>) -> Result<String,
     Ok(named.to_owned())
 }
 
-/// Whether `url` may carry codes, tokens and secrets: https, or http to this machine.
-fn http_url_is_safe(url: &reqwest::Url) -> bool {
-    match url.scheme() {
-        "https" => true,
-        "http" => match url.host() {
-            Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
-            Some(url::Host::Ipv4(address)) => address.is_loopback(),
-            Some(url::Host::Ipv6(address)) => address.is_loopback(),
-            None => false,
-        },
-        _ => false,
-    }
+/// Whether two issuer identifiers name the same authorization server: the same text, but for
+/// a trailing slash a person may or may not type.
+fn same_issuer(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
+/// The id of an authorization server in its callback path: 16 hex digits of its issuer's
+/// SHA-256.
+fn callback_id(issuer: &str) -> String {
+    keychain_name(issuer)[..16].to_owned()
+}
+
+/// Whether `path` is a sign-in's callback, which the browser reaches without the dashboard's
+/// cookie.
+pub fn is_callback_path(path: &str) -> bool {
+    path.strip_prefix(CALLBACK_PATH)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
 }
 
 /// A keychain entry name for any key: the first 32 hex digits of its SHA-256.
@@ -900,7 +711,7 @@ fn keychain_name(key: &str) -> String {
         .collect()
 }
 
-/// 32 random bytes as base64url: a PKCE verifier, or a `state`.
+/// 32 random bytes as base64url: a PKCE verifier, a `state`, a JWT id.
 fn random_text() -> String {
     let bytes: [u8; 32] = rand::random();
     URL_SAFE_NO_PAD.encode(bytes)
@@ -927,77 +738,4 @@ fn plain_error(error: &reqwest::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(expires_in: Option<u64>, lifetime: Option<u64>, now: SystemTime) -> TokenRecord {
-        TokenRecord {
-            url: "https://mcp.example/mcp".to_owned(),
-            issuer: "https://auth.example".to_owned(),
-            token_endpoint: "https://auth.example/token".to_owned(),
-            client_id: "c".to_owned(),
-            client_secret: None,
-            resource: "https://mcp.example/mcp".to_owned(),
-            access_token: "a".to_owned(),
-            refresh_token: Some("r".to_owned()),
-            expires_at: expires_in.map(|seconds| unix_seconds(now) + seconds),
-            lifetime,
-        }
-    }
-
-    #[test]
-    fn a_token_is_refreshed_in_the_last_fifth_of_its_life_or_minute() {
-        let now = SystemTime::now();
-        assert!(!needs_refresh(&record(Some(3000), Some(3600), now), now));
-        assert!(needs_refresh(&record(Some(700), Some(3600), now), now));
-        assert!(!needs_refresh(&record(Some(100), Some(120), now), now));
-        assert!(needs_refresh(&record(Some(59), Some(120), now), now));
-        // After a sleep the wall clock has moved on: an expired token is refreshed first.
-        let later = now + Duration::from_secs(7200);
-        assert!(needs_refresh(&record(Some(3000), Some(3600), now), later));
-        assert!(!needs_refresh(&record(None, None, now), later));
-    }
-
-    #[test]
-    fn the_resource_must_be_where_the_server_is() {
-        let url = reqwest::Url::parse("https://mcp.example/api/mcp").expect("a URL");
-        assert_eq!(
-            canonical_resource(&url, None).as_deref(),
-            Ok("https://mcp.example/api/mcp")
-        );
-        assert_eq!(
-            canonical_resource(&url, Some("https://mcp.example")).as_deref(),
-            Ok("https://mcp.example")
-        );
-        assert!(canonical_resource(&url, Some("https://evil.example/api/mcp")).is_err());
-        assert!(canonical_resource(&url, Some("https://mcp.example/other")).is_err());
-    }
-
-    #[test]
-    fn only_https_or_this_machine_may_carry_secrets() {
-        let safe = |text: &str| http_url_is_safe(&reqwest::Url::parse(text).expect("a URL"));
-        assert!(safe("https://auth.example/token"));
-        assert!(safe("http://127.0.0.1:9000/token"));
-        assert!(safe("http://localhost:9000/token"));
-        assert!(safe("http://[::1]:9000/token"));
-        assert!(!safe("http://auth.example/token"));
-        assert!(!safe("http://127.0.0.1.evil.example/token"));
-        assert!(!safe("ftp://auth.example/token"));
-    }
-
-    #[tokio::test]
-    async fn a_callback_with_an_unknown_state_is_refused() {
-        let auth = Auth::new();
-        let refused = auth
-            .complete_sign_in(&CallbackQuery {
-                code: Some("c".to_owned()),
-                state: Some("forged".to_owned()),
-                ..CallbackQuery::default()
-            })
-            .await;
-        assert!(
-            matches!(&refused, Err(AuthError::Callback(message)) if message.contains("unknown or has expired")),
-            "{refused:?}"
-        );
-    }
-}
+mod tests;

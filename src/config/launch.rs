@@ -52,8 +52,9 @@ pub struct RemoteServer {
     /// How long to wait for a connection and for the headers of each answer.
     pub timeout: Duration,
     pub transport: RemoteTransport,
-    /// How Switchboard signs in when the server asks for it (HTTP 401).
-    pub oauth: OAuthClient,
+    /// How Switchboard signs in when the server asks for it (HTTP 401); boxed, since it is
+    /// large and most servers leave it at its default.
+    pub oauth: Box<OAuthClient>,
 }
 
 /// Values as the config writes them, `${env:NAME}` and `${secret:NAME}` unexpanded: what the
@@ -125,6 +126,81 @@ pub struct OAuthClient {
     pub client_secret: Option<String>,
     /// Scopes to ask for; by default those the server names, else all it supports.
     pub scopes: Option<Vec<String>>,
+    /// The authorization server the client was registered with: the only one its secret, key or
+    /// assertions go to. Required with a `client_secret` or `private_key`.
+    pub issuer: Option<String>,
+    /// A Client ID Metadata Document (an https URL) used as the client id where the
+    /// authorization server accepts one, instead of registering.
+    pub client_metadata_url: Option<String>,
+    /// How Switchboard gets a token: through a person in the browser, or on its own.
+    pub grant: OAuthGrant,
+    /// A PEM private key (PKCS#8, or SEC 1 for EC) that signs client assertions
+    /// (`private_key_jwt`) instead of sending a secret (references expanded).
+    pub private_key: Option<String>,
+    /// For `grant = "jwt_bearer"`: the file holding the JWT assertion (a workload identity
+    /// token), read at each token request since such tokens are rotated.
+    pub assertion_file: Option<PathBuf>,
+    /// For `grant = "identity_assertion"`: the enterprise identity provider.
+    pub identity_provider: Option<IdentityProvider>,
+}
+
+/// How Switchboard gets a token for a remote server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum OAuthGrant {
+    /// A person signs in in the browser (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// The client's own credentials (OAuth client credentials).
+    ClientCredentials,
+    /// A JWT assertion from a file (RFC 7523), such as a workload identity token.
+    JwtBearer,
+    /// An ID token from the enterprise identity provider, exchanged there for an identity
+    /// assertion grant (RFC 8693) that the authorization server takes as a JWT bearer grant.
+    IdentityAssertion,
+}
+
+/// The enterprise identity provider of `grant = "identity_assertion"`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct IdentityProvider {
+    /// Its token endpoint, where the ID token is exchanged.
+    pub token_endpoint: String,
+    /// Switchboard's client id there.
+    pub client_id: Option<String>,
+    /// Its secret there (references expanded).
+    pub client_secret: Option<String>,
+    /// The file holding the person's ID token from that provider.
+    pub id_token_file: PathBuf,
+}
+
+impl OAuthGrant {
+    /// Whether a person must sign in in the browser, rather than Switchboard on its own.
+    pub fn needs_a_person(self) -> bool {
+        self == OAuthGrant::AuthorizationCode
+    }
+
+    /// As written in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            OAuthGrant::AuthorizationCode => "authorization_code",
+            OAuthGrant::ClientCredentials => "client_credentials",
+            OAuthGrant::JwtBearer => "jwt_bearer",
+            OAuthGrant::IdentityAssertion => "identity_assertion",
+        }
+    }
+}
+
+impl OAuthClient {
+    /// The values of these settings that are secrets.
+    pub fn secret_values(&self) -> impl Iterator<Item = &String> {
+        let identity = self
+            .identity_provider
+            .as_ref()
+            .and_then(|provider| provider.client_secret.as_ref());
+        self.client_secret
+            .iter()
+            .chain(self.private_key.iter())
+            .chain(identity)
+    }
 }
 
 impl Launch {
@@ -155,7 +231,7 @@ impl RemoteServer {
             headers: BTreeMap::new(),
             timeout: DEFAULT_REMOTE_TIMEOUT,
             transport: RemoteTransport::Auto,
-            oauth: OAuthClient::default(),
+            oauth: Box::default(),
         }
     }
 }
@@ -190,6 +266,23 @@ impl fmt::Debug for OAuthClient {
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
             .field("scopes", &self.scopes)
+            .field("issuer", &self.issuer)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("grant", &self.grant)
+            .field("private_key", &self.private_key.as_ref().map(|_| "…"))
+            .field("assertion_file", &self.assertion_file)
+            .field("identity_provider", &self.identity_provider)
+            .finish()
+    }
+}
+
+impl fmt::Debug for IdentityProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdentityProvider")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("id_token_file", &self.id_token_file)
             .finish()
     }
 }
@@ -197,7 +290,20 @@ impl fmt::Debug for OAuthClient {
 /// The fields of a remote server's entry; the others (`command`, `args`, `env`, `cwd`) belong to
 /// a local one.
 pub(super) const REMOTE_FIELDS: &[&str] = &["url", "headers", "timeout", "transport", "oauth"];
-const OAUTH_FIELDS: &[&str] = &["client_id", "client_secret", "scopes"];
+const OAUTH_FIELDS: &[&str] = &[
+    "client_id",
+    "client_secret",
+    "scopes",
+    "issuer",
+    "client_metadata_url",
+    "grant",
+    "private_key",
+    "assertion_file",
+    "idp_token_endpoint",
+    "idp_client_id",
+    "idp_client_secret",
+    "id_token_file",
+];
 
 impl Reader<'_, '_> {
     /// A remote server's URL: absolute, `http` or `https`; plain `http` beyond this machine is
@@ -315,39 +421,280 @@ impl Reader<'_, '_> {
         }
     }
 
-    pub(super) fn oauth(&mut self, node: &Node, field: &str) -> Option<OAuthClient> {
+    pub(super) fn oauth(&mut self, node: &Node, field: &str) -> Option<Box<OAuthClient>> {
         let entries = self.table(node, field)?;
+        let errors_before = self.reporter.n_errors();
         let mut oauth = OAuthClient::default();
+        let mut idp_token_endpoint = None;
+        let mut idp_client_id = None;
+        let mut idp_client_secret = None;
+        let mut id_token_file = None;
+        // Where each field's key is, to point at the one that does not fit the others.
+        let mut keys: BTreeMap<&str, usize> = BTreeMap::new();
         for entry in self.unique_entries(entries, field) {
             let field = format!("{field}.{}", entry.key);
             let value = &entry.value;
+            keys.insert(entry.key.as_str(), entry.key_offset);
             match entry.key.as_str() {
                 "client_id" => oauth.client_id = self.string(value, &field),
-                "client_secret" => {
-                    let Some(written) = self.string(value, &field) else {
-                        continue;
-                    };
-                    match values::expand_references(
-                        &written,
-                        &super::server::LOOKUPS,
-                        values::Other::Refused,
-                    ) {
-                        Ok(secret) => oauth.client_secret = Some(secret),
-                        Err(error) => self.value_error(value, &field, &error),
+                "client_secret" => oauth.client_secret = self.expanded(value, &field),
+                "scopes" => oauth.scopes = self.strings(value, &field),
+                "issuer" => oauth.issuer = self.secure_url(value, &field, "the issuer"),
+                "client_metadata_url" => {
+                    oauth.client_metadata_url = self.client_metadata_url(value, &field);
+                }
+                "grant" => {
+                    if let Some(grant) = self.grant(value, &field) {
+                        oauth.grant = grant;
                     }
                 }
-                "scopes" => oauth.scopes = self.strings(value, &field),
+                "private_key" => oauth.private_key = self.private_key(value, &field),
+                "assertion_file" => oauth.assertion_file = self.file(value, &field),
+                "idp_token_endpoint" => {
+                    idp_token_endpoint = self.secure_url(value, &field, "a token endpoint");
+                }
+                "idp_client_id" => idp_client_id = self.string(value, &field),
+                "idp_client_secret" => idp_client_secret = self.expanded(value, &field),
+                "id_token_file" => id_token_file = self.file(value, &field),
                 _ => self.unknown_field(entry, &field, OAUTH_FIELDS),
             }
         }
-        if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+        if self.reporter.n_errors() > errors_before {
+            return Some(Box::new(oauth));
+        }
+        if let (Some(token_endpoint), Some(id_token_file)) = (&idp_token_endpoint, &id_token_file) {
+            oauth.identity_provider = Some(IdentityProvider {
+                token_endpoint: token_endpoint.clone(),
+                client_id: idp_client_id.clone(),
+                client_secret: idp_client_secret.clone(),
+                id_token_file: id_token_file.clone(),
+            });
+        }
+        if let Some(message) = oauth_mismatch(&oauth, &keys) {
+            let offset = message.key.and_then(|key| keys.get(key)).copied();
+            let field = match message.key {
+                Some(key) if offset.is_some() => format!("{field}.{key}"),
+                _ => field.to_owned(),
+            };
+            self.reporter
+                .error(offset.unwrap_or(node.offset), &field, message.text);
+        }
+        Some(Box::new(oauth))
+    }
+
+    /// A string with `${env:NAME}` and `${secret:NAME}` expanded.
+    fn expanded(&mut self, node: &Node, field: &str) -> Option<String> {
+        let written = self.string(node, field)?;
+        match values::expand_references(&written, &super::server::LOOKUPS, values::Other::Refused) {
+            Ok(value) => Some(value),
+            Err(error) => {
+                self.value_error(node, field, &error);
+                None
+            }
+        }
+    }
+
+    /// A URL that secrets go to: https, or http on this machine; no query or fragment.
+    fn secure_url(&mut self, node: &Node, field: &str, what: &str) -> Option<String> {
+        let text = self.string(node, field)?;
+        let secure = url::Url::parse(&text).is_ok_and(|url| {
+            let scheme_ok =
+                url.scheme() == "https" || (url.scheme() == "http" && is_loopback_host(&url));
+            scheme_ok && url.has_host() && url.query().is_none() && url.fragment().is_none()
+        });
+        if !secure {
             self.reporter.error(
                 node.offset,
                 field,
-                "a `client_secret` needs the `client_id` it belongs to",
+                format!(
+                    "expected {what}, an https:// URL (http:// only on this machine) without a \
+                     query, found {text:?}"
+                ),
             );
+            return None;
         }
-        Some(oauth)
+        Some(text)
+    }
+
+    /// A Client ID Metadata Document's URL: https, with a path (the client id it stands for).
+    fn client_metadata_url(&mut self, node: &Node, field: &str) -> Option<String> {
+        let text = self.string(node, field)?;
+        let valid = url::Url::parse(&text).is_ok_and(|url| {
+            url.scheme() == "https"
+                && url.has_host()
+                && url.path() != "/"
+                && url.fragment().is_none()
+        });
+        if !valid {
+            self.reporter.error(
+                node.offset,
+                field,
+                format!(
+                    "expected the https:// URL of Switchboard's client metadata document, with a \
+                     path, found {text:?}"
+                ),
+            );
+            return None;
+        }
+        Some(text)
+    }
+
+    fn grant(&mut self, node: &Node, field: &str) -> Option<OAuthGrant> {
+        let text = self.string(node, field)?;
+        let grants = [
+            OAuthGrant::AuthorizationCode,
+            OAuthGrant::ClientCredentials,
+            OAuthGrant::JwtBearer,
+            OAuthGrant::IdentityAssertion,
+        ];
+        if let Some(grant) = grants.into_iter().find(|grant| grant.name() == text) {
+            return Some(grant);
+        }
+        self.reporter.error(
+            node.offset,
+            field,
+            format!(
+                "unknown grant {text:?}; expected {}",
+                grants
+                    .iter()
+                    .map(|grant| format!("\"{}\"", grant.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+        None
+    }
+
+    /// A PEM private key, references expanded; checked for its markers only (never shown).
+    fn private_key(&mut self, node: &Node, field: &str) -> Option<String> {
+        let key = self.expanded(node, field)?;
+        let pem = [
+            "-----BEGIN PRIVATE KEY-----",
+            "-----BEGIN EC PRIVATE KEY-----",
+        ]
+        .iter()
+        .any(|marker| key.contains(marker));
+        if !pem {
+            self.reporter.error(
+                node.offset,
+                field,
+                "expected a PEM private key: PKCS#8 (`-----BEGIN PRIVATE KEY-----`) or SEC 1 \
+                 (`-----BEGIN EC PRIVATE KEY-----`); `openssl pkcs8 -topk8 -nocrypt` converts \
+                 others",
+            );
+            return None;
+        }
+        Some(key)
+    }
+
+    /// A file's path: `~` expanded, a relative path taken from the config file's directory. It
+    /// need not exist yet: it is read when a token is requested.
+    fn file(&mut self, node: &Node, field: &str) -> Option<PathBuf> {
+        let written = self.string(node, field)?;
+        let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+        match values::expand_home(&written, home.as_deref()) {
+            Ok(expanded) => Some(self.config_dir.join(expanded)),
+            Err(error) => {
+                self.value_error(node, field, &error);
+                None
+            }
+        }
+    }
+}
+
+/// What does not fit together in an `oauth` table, and at which field's key (else the table).
+struct Mismatch {
+    key: Option<&'static str>,
+    text: String,
+}
+
+fn oauth_mismatch(oauth: &OAuthClient, keys: &BTreeMap<&str, usize>) -> Option<Mismatch> {
+    let at = |key: &'static str, text: String| {
+        Some(Mismatch {
+            key: Some(key),
+            text,
+        })
+    };
+    let table = |text: &str| {
+        Some(Mismatch {
+            key: None,
+            text: text.to_owned(),
+        })
+    };
+    let grant = oauth.grant;
+    if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+        return table("a `client_secret` needs the `client_id` it belongs to");
+    }
+    if oauth.private_key.is_some() && oauth.client_id.is_none() {
+        return table("a `private_key` needs the `client_id` whose assertions it signs");
+    }
+    if (oauth.client_secret.is_some() || oauth.private_key.is_some()) && oauth.issuer.is_none() {
+        return table(
+            "a client's secret or key goes only to the authorization server it was registered \
+             with: add `issuer = \"https://…\"`, that server's issuer (the `issuer` of its \
+             metadata)",
+        );
+    }
+    if oauth.client_metadata_url.is_some() && oauth.client_id.is_some() {
+        return at(
+            "client_metadata_url",
+            "a server has a `client_id` or a `client_metadata_url` (which is a client id), not \
+             both"
+                .to_owned(),
+        );
+    }
+    let only_for = |key: &'static str, wanted: OAuthGrant| {
+        (keys.contains_key(key) && grant != wanted).then(|| Mismatch {
+            key: Some(key),
+            text: format!("`{key}` is for `grant = \"{}\"`", wanted.name()),
+        })
+    };
+    let misplaced = [
+        only_for("client_metadata_url", OAuthGrant::AuthorizationCode),
+        only_for("assertion_file", OAuthGrant::JwtBearer),
+        only_for("idp_token_endpoint", OAuthGrant::IdentityAssertion),
+        only_for("idp_client_id", OAuthGrant::IdentityAssertion),
+        only_for("idp_client_secret", OAuthGrant::IdentityAssertion),
+        only_for("id_token_file", OAuthGrant::IdentityAssertion),
+    ];
+    if let Some(mismatch) = misplaced.into_iter().flatten().next() {
+        return Some(mismatch);
+    }
+    let needs = |what: &str| table(&format!("`grant = \"{}\"` needs {what}", grant.name()));
+    match grant {
+        OAuthGrant::AuthorizationCode => None,
+        OAuthGrant::ClientCredentials => {
+            let credential = oauth.client_secret.is_some() || oauth.private_key.is_some();
+            match oauth.client_id.is_some() && credential {
+                true => None,
+                false => needs("`client_id` and its `client_secret` or `private_key`"),
+            }
+        }
+        OAuthGrant::JwtBearer => match oauth.assertion_file {
+            Some(_) => None,
+            None => needs("`assertion_file`, the file holding the JWT assertion"),
+        },
+        OAuthGrant::IdentityAssertion => {
+            let provider = oauth.identity_provider.as_ref();
+            if provider.is_none() {
+                return needs(
+                    "`idp_token_endpoint` (the identity provider's token endpoint) and \
+                     `id_token_file` (the file holding your ID token from it)",
+                );
+            }
+            if provider.is_some_and(|provider| {
+                provider.client_secret.is_some() && provider.client_id.is_none()
+            }) {
+                return at(
+                    "idp_client_secret",
+                    "an `idp_client_secret` needs the `idp_client_id` it belongs to".to_owned(),
+                );
+            }
+            match oauth.client_id {
+                Some(_) => None,
+                None => needs("`client_id`, Switchboard's client at the authorization server"),
+            }
+        }
     }
 }
 

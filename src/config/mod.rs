@@ -22,8 +22,8 @@ mod values;
 
 pub use glob::glob_match;
 pub use launch::{
-    DEFAULT_REMOTE_TIMEOUT, Launch, MASKED, OAuthClient, ProcessLaunch, RemoteServer,
-    RemoteTransport, Written, shown_url,
+    DEFAULT_REMOTE_TIMEOUT, IdentityProvider, Launch, MASKED, OAuthClient, OAuthGrant,
+    ProcessLaunch, RemoteServer, RemoteTransport, Written, shown_url,
 };
 pub use profile::{
     DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, Discovery, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern,
@@ -116,7 +116,7 @@ impl Config {
                 Launch::Process(process) => values.extend(process.env.values().cloned()),
                 Launch::Remote(remote) => {
                     values.extend(remote.headers.values().cloned());
-                    values.extend(remote.oauth.client_secret.iter().cloned());
+                    values.extend(remote.oauth.secret_values().cloned());
                 }
             }
         }

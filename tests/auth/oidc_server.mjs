@@ -1,11 +1,14 @@
 // A real OAuth 2.1 / OpenID Connect authorization server for Switchboard's sign-in tests:
 // `oidc-provider` (a certified OpenID provider) with what the MCP authorization spec asks of one.
 //
-//   node tests/auth/oidc_server.mjs [--port N] [--access-ttl SECONDS] [--resource URL]...
+//   node tests/auth/oidc_server.mjs [--port N] [--host ADDRESS] [--access-ttl SECONDS]
+//        [--resource URL]... [--protected-resource] [--point FIELD=URL]...
 //
-// It listens on 127.0.0.1 (`--port 0`, the default, takes any free port); its issuer is
-// `http://127.0.0.1:PORT`. Once it listens it prints exactly one line on stdout,
-//   {"issuer":"http://127.0.0.1:PORT","introspection":{"client_id":"...","client_secret":"..."}}
+// It listens on 127.0.0.1, or on --host (`--port 0`, the default, takes any free port); its
+// issuer is `http://HOST:PORT`. Once it listens it prints exactly one line on stdout,
+//   {"issuer":"http://HOST:PORT","introspection":{"client_id":"...","client_secret":"..."},
+//    "url":"http://HOST:PORT/mcp"}
+// (`url` with --protected-resource only).
 // and logs only to stderr after that. The introspection credentials are those of a static
 // confidential client that a resource server sends, as HTTP Basic (client_secret_basic), to the
 // introspection endpoint; its secret is new on every start.
@@ -16,7 +19,7 @@
 //   only code challenge method, and `authorization_response_iss_parameter_supported: true`;
 // - open dynamic client registration (RFC 7591) at /reg, no initial access token: public
 //   clients (`token_endpoint_auth_method: "none"`) and `application_type: "native"` clients
-//   with loopback http redirect URIs (`http://127.0.0.1:PORT/oauth/callback`) are accepted.
+//   with loopback http redirect URIs (`http://127.0.0.1:PORT/oauth/callback/ID`) are accepted.
 //   A client that omits `grant_types` gets authorization_code and refresh_token;
 // - the authorization code flow with PKCE (S256) required of every client, and the RFC 9207
 //   `iss` parameter in every authorization response;
@@ -36,6 +39,14 @@
 // - token introspection (RFC 7662) at /token/introspection and revocation (RFC 7009) at
 //   /token/revocation.
 // Scopes: `openid`, `offline_access`, `mcp:tools`. Everything is kept in memory.
+//
+// With --protected-resource it is also, on its own origin, a protected MCP resource that
+// serves no MCP: every request to /mcp is answered 401 with a Bearer challenge naming its
+// protected resource metadata, /.well-known/oauth-protected-resource/mcp, which names this
+// server as the authorization server. Each --point FIELD=URL makes discovery point elsewhere:
+// `resource_metadata` (the challenge's), `authorization_servers` (the protected resource
+// metadata's), or any field of the authorization server's metadata (`registration_endpoint`,
+// `token_endpoint`…), for tests of where Switchboard lets discovery lead it.
 
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -46,10 +57,19 @@ import Provider, { errors } from 'oidc-provider';
 const { values: args } = parseArgs({
   options: {
     port: { type: 'string', default: '0' },
+    host: { type: 'string', default: '127.0.0.1' },
     'access-ttl': { type: 'string', default: '3600' },
     resource: { type: 'string', multiple: true, default: [] },
+    'protected-resource': { type: 'boolean', default: false },
+    point: { type: 'string', multiple: true, default: [] },
   },
 });
+const pointed = Object.fromEntries(
+  args.point.map((assignment) => {
+    const separator = assignment.indexOf('=');
+    return [assignment.slice(0, separator), assignment.slice(separator + 1)];
+  }),
+);
 const accessTtl = Number(args['access-ttl']);
 const extraResources = new Set(args.resource);
 
@@ -116,12 +136,57 @@ function rsaJwk() {
   return privateKey.export({ format: 'jwk' });
 }
 
+// The protected MCP resource of --protected-resource, in front of the provider.
+function protectedResource(issuer, provider) {
+  const providerCallback = provider.callback();
+  const metadataPath = '/.well-known/oauth-protected-resource/mcp';
+  return (request, response) => {
+    const path = new URL(request.url, issuer).pathname;
+    if (path === '/mcp') {
+      const metadata = pointed.resource_metadata ?? `${issuer}${metadataPath}`;
+      response.writeHead(401, { 'www-authenticate': `Bearer resource_metadata="${metadata}"` });
+      response.end();
+      return;
+    }
+    if (path === metadataPath) {
+      const document = {
+        resource: `${issuer}/mcp`,
+        authorization_servers: [pointed.authorization_servers ?? issuer],
+        scopes_supported: ['mcp:tools'],
+      };
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(document));
+      return;
+    }
+    providerCallback(request, response);
+  };
+}
+
 // The issuer names the port, so the provider is made once the socket is bound.
 const server = createServer();
-server.listen(Number(args.port), '127.0.0.1', () => {
-  const issuer = `http://127.0.0.1:${server.address().port}`;
+server.listen(Number(args.port), args.host, () => {
+  const host = args.host.includes(':') ? `[${args.host}]` : args.host;
+  const issuer = `http://${host}:${server.address().port}`;
   const provider = makeProvider(issuer);
   provider.on('server_error', (ctx, error) => console.error('server_error', error));
-  server.on('request', provider.callback());
-  process.stdout.write(`${JSON.stringify({ issuer, introspection })}\n`);
+  // Fields of the authorization server's metadata that --point sends elsewhere.
+  const metadataFields = Object.entries(pointed).filter(
+    ([field]) => field !== 'resource_metadata' && field !== 'authorization_servers',
+  );
+  if (metadataFields.length > 0) {
+    provider.use(async (ctx, next) => {
+      await next();
+      if (ctx.path.startsWith('/.well-known/') && ctx.body && typeof ctx.body === 'object') {
+        Object.assign(ctx.body, Object.fromEntries(metadataFields));
+      }
+    });
+  }
+  const ready = { issuer, introspection };
+  if (args['protected-resource']) {
+    server.on('request', protectedResource(issuer, provider));
+    ready.url = `${issuer}/mcp`;
+  } else {
+    server.on('request', provider.callback());
+  }
+  process.stdout.write(`${JSON.stringify(ready)}\n`);
 });

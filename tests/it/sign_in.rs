@@ -71,6 +71,18 @@ fn sign_in_as(url: &str, login: &str) -> Value {
     serde_json::from_slice(&output.stdout).expect("a JSON line")
 }
 
+/// The path of the callback of the authorization server `issuer`: 16 hex digits of the
+/// SHA-256 of its issuer.
+fn callback_path(issuer: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(issuer.as_bytes());
+    let id: String = digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("/oauth/callback/{id}")
+}
+
 async fn until_state(serve: &ServeProcess, name: &str, state: &str) -> Value {
     eventually(&format!("{name} is {state}"), EVENT_LIMIT, || async {
         let entry = serve.backend_summary(name).await;
@@ -130,15 +142,15 @@ async fn a_sign_in_is_kept_refreshed_survives_a_restart_and_its_loss_is_told_to_
         query["resource"], url,
         "the resource indicator names the server"
     );
+    let callback = serve.http_url(&callback_path(&oidc.field("issuer")));
     assert_eq!(
-        query["redirect_uri"],
-        serve.http_url("/oauth/callback"),
-        "one callback, on Switchboard's own endpoint"
+        query["redirect_uri"], callback,
+        "a callback per authorization server, on Switchboard's own endpoint"
     );
     assert!(query["scope"].contains("mcp:tools"), "{query:?}");
 
     // A forged callback is refused and changes nothing.
-    let forged = reqwest::get(serve.http_url("/oauth/callback?code=x&state=forged"))
+    let forged = reqwest::get(format!("{callback}?code=x&state=forged"))
         .await
         .expect("an answer");
     assert_eq!(forged.status(), 400);
@@ -238,6 +250,12 @@ async fn authorization_servers_that_lie_are_refused_and_the_honest_one_still_sig
             "oauth = { client_id = \"switchboard\" }",
         );
     }
+    // The honest server, for a client whose secret belongs to another authorization server.
+    config += &remote_entry(
+        "pinned",
+        &remote.field("url"),
+        "oauth = { client_id = \"switchboard\", client_secret = \"s\", issuer = \"https://elsewhere.example\" }",
+    );
     let serve = ServeOptions::new(&config)
         .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
         .start();
@@ -253,10 +271,130 @@ async fn authorization_servers_that_lie_are_refused_and_the_honest_one_still_sig
             "{name}: {answer}"
         );
     }
+    // The secret goes nowhere but to the authorization server it is pinned to.
+    until_state(&serve, "pinned", "needs_sign_in").await;
+    let (status, answer) = serve
+        .api_post_body("/api/backends/pinned/sign-in", "{}")
+        .await;
+    assert_eq!(status, 502, "{answer}");
+    let message = answer["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`oauth.issuer` pins") && message.contains("refused"),
+        "{answer}"
+    );
     // The honest one still signs in, beside them.
     let begun = serve.api_post("/api/backends/remote/sign-in").await;
     let back = sign_in_as(begun["url"].as_str().expect("a URL"), "bob");
     assert_eq!(back["status"], 200, "{back}");
     until_state(&serve, "remote", "ready").await;
     assert_eq!(first_text(&whoami(&serve).await), "bob");
+}
+
+/// An address of this machine's that is not loopback: where a remote server is not "on this
+/// machine" to Switchboard, though it is.
+fn outward_address() -> std::net::IpAddr {
+    // A UDP socket "connected" to an outside address sends nothing, and is bound to the
+    // address the system would send from.
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").expect("a UDP socket");
+    socket
+        .connect("192.0.2.1:9")
+        .expect("this test needs a network interface besides loopback (and a route)");
+    let address = socket.local_addr().expect("an address").ip();
+    assert!(!address.is_loopback(), "{address}");
+    address
+}
+
+/// A listener on this machine's loopback that counts the connections it gets.
+struct Trap {
+    url: String,
+    connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn trap() -> Trap {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let url = format!(
+        "127.0.0.1:{}",
+        listener.local_addr().expect("an address").port()
+    );
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    Trap { url, connections }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_that_points_into_this_machine_is_refused_and_reaches_nothing_there() {
+    let service = keychain_service();
+    let address = outward_address().to_string();
+    let trap = trap();
+    let trap_port = trap.url.rsplit(':').next().unwrap_or_default().to_owned();
+    // oidc-provider in front of a protected resource on the same origin, on an address that is
+    // not loopback, with one step of discovery pointed at a listener on loopback: blind SSRF
+    // into this machine, unless Switchboard refuses.
+    let pointed = [
+        (
+            "challenge",
+            format!("resource_metadata=http://{}/prm", trap.url),
+        ),
+        (
+            "named",
+            format!("authorization_servers=http://{}", trap.url),
+        ),
+        (
+            "by_name",
+            format!("authorization_servers=https://localhost:{trap_port}"),
+        ),
+        (
+            "registration",
+            format!("registration_endpoint=http://{}/reg", trap.url),
+        ),
+        (
+            "token",
+            format!("token_endpoint=https://{}/token", trap.url),
+        ),
+    ];
+    let servers: Vec<(&str, Fixture)> = pointed
+        .iter()
+        .map(|(name, point)| {
+            let fixture = oidc_server(&[
+                "--host",
+                &address,
+                "--protected-resource",
+                &format!("--point={point}"),
+            ]);
+            (*name, fixture)
+        })
+        .collect();
+    let mut config = String::new();
+    for (name, fixture) in &servers {
+        config += &remote_entry(name, &fixture.field("url"), "");
+    }
+    let serve = ServeOptions::new(&config)
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+        .start();
+    for (name, _) in &servers {
+        until_state(&serve, name, "needs_sign_in").await;
+        let (status, answer) = serve
+            .api_post_body(&format!("/api/backends/{name}/sign-in"), "{}")
+            .await;
+        assert_eq!(status, 502, "{name}: {answer}");
+        let message = answer["message"].as_str().unwrap_or_default();
+        // Refused for the URL that points at the listener, before any request to it.
+        assert!(
+            message.contains(&format!(":{trap_port}/"))
+                && message.contains("refused")
+                && (message.contains("is on this machine") || message.contains("not an https://")),
+            "{name}: {answer}"
+        );
+    }
+    assert_eq!(
+        trap.connections.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no request reached the listener on loopback"
+    );
 }

@@ -84,7 +84,7 @@ use self::backends::{backend_detail, call_tool, control_backend, list_backends};
 use self::clients::{clients, install_client, move_client, moves, undo_client};
 use self::events::events;
 use self::profiles::{profiles, switch};
-use crate::auth::{Auth, CALLBACK_PATH};
+use crate::auth::{Auth, CALLBACK_ROUTE, is_callback_path};
 use crate::control::reload::{ConfigState, Reloader};
 use crate::editors::Destination;
 use crate::guard::{
@@ -288,7 +288,7 @@ pub fn router(state: ApiState) -> Router {
             "/api/secrets/{name}",
             put(secrets::set).delete(secrets::delete),
         )
-        .route(CALLBACK_PATH, get(sign_in::callback))
+        .route(CALLBACK_ROUTE, get(sign_in::callback))
         .route("/api", any(unknown_api_path))
         .route("/api/{*rest}", any(unknown_api_path))
         .with_state(state.clone());
@@ -374,7 +374,7 @@ async fn gate(State(api): State<ApiState>, request: Request, next: Next) -> Resp
     let headers = request.headers();
     // The browser comes back from an authorization server's page: a cross-site navigation
     // without the dashboard's key. Only the `state` of a sign-in in progress lets it in.
-    if request.uri().path() == CALLBACK_PATH && request.method() == Method::GET {
+    if is_callback_path(request.uri().path()) && request.method() == Method::GET {
         return match api.inner.guard.check_host(headers) {
             Ok(()) => next.run(request).await,
             Err(rejection) => rejection.into_response(),

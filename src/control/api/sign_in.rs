@@ -1,6 +1,6 @@
 //! Signing in to remote servers from the dashboard, and the callback the browser comes back to:
-//! `POST /api/backends/{name}/sign-in` answers the URL to open; `GET /oauth/callback` finishes
-//! the sign-in and starts the server; `POST /api/backends/{name}/sign-out` forgets its tokens.
+//! `POST /api/backends/{name}/sign-in` answers the URL to open; `GET /oauth/callback/{server}`
+//! (a path per authorization server) finishes the sign-in and starts the server; `POST /api/backends/{name}/sign-out` forgets its tokens.
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -23,7 +23,10 @@ pub(super) async fn begin(
         .auth()
         .begin_sign_in(&name, &server)
         .await
-        .map_err(|error| ApiError::Backend(format!("cannot sign in to {name}: {error}")))?;
+        .map_err(|error| match error {
+            AuthError::NoBrowser(message) => ApiError::BadRequest(message),
+            error => ApiError::Backend(format!("cannot sign in to {name}: {error}")),
+        })?;
     tracing::info!(backend = %name, "sign-in started");
     #[derive(Serialize)]
     struct Started {
@@ -54,18 +57,20 @@ pub(super) async fn sign_out(
     Ok(json_ok(&Done { ok: true }))
 }
 
-/// `GET /oauth/callback`: the browser's return from the authorization server.
+/// `GET /oauth/callback/{server}`: the browser's return from the authorization server whose
+/// path it is.
 pub(super) async fn callback(
     State(api): State<ApiState>,
+    path: Result<Path<String>, PathRejection>,
     query: Result<Query<CallbackQuery>, QueryRejection>,
 ) -> Response {
-    let Ok(Query(query)) = query else {
+    let (Ok(Path(server)), Ok(Query(query))) = (path, query) else {
         return html_page(
             StatusCode::BAD_REQUEST,
             "This is not a sign-in answer Switchboard can read.",
         );
     };
-    match api.auth().complete_sign_in(&query).await {
+    match api.auth().complete_sign_in(&server, &query).await {
         Ok(backend) => {
             // Started in the background: the page need not wait for the handshake.
             if let Some(handle) = api.engine().backend(&backend) {

@@ -12,8 +12,11 @@
 //!
 //! One `reqwest` client per backend holds its connection pool: every editor's calls to that
 //! server share it. An upstream 401 never reaches an editor: the link asks sign-in for a fresh
-//! token and tries once more, and otherwise ends as [`LinkEnd::NeedsSignIn`].
+//! token and tries once more, and otherwise ends as [`LinkEnd::NeedsSignIn`]; so does a 403 for
+//! want of a scope that a new sign-in can ask for. A DPoP-bound token goes with a fresh proof
+//! on every request, carrying the server's nonce once it has given one.
 
+mod authorized;
 mod sse;
 
 use std::collections::HashMap;
@@ -32,7 +35,7 @@ use tokio::sync::{OnceCell, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::auth::{Auth, Unauthorized};
+use crate::auth::{Auth, Credential};
 use crate::config::{RemoteServer, RemoteTransport};
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::status::OutputStream;
@@ -109,6 +112,8 @@ struct Shared {
     /// The arguments each tool (by the server's own name) mirrors into `Mcp-Param-*` headers,
     /// as its `tools/list` said.
     mirrored: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    /// The DPoP nonce the server last gave, for the next proof.
+    dpop_nonce: Mutex<Option<String>>,
 }
 
 impl RemoteLink {
@@ -145,6 +150,7 @@ impl RemoteLink {
             legacy_endpoint: OnceCell::new(),
             use_legacy: Mutex::new(server.transport == RemoteTransport::Sse),
             mirrored: Mutex::new(HashMap::new()),
+            dpop_nonce: Mutex::new(None),
         });
         let sink = LinkSink {
             shared: shared.clone(),
@@ -191,7 +197,7 @@ impl RemoteLink {
         let shared = &self.shared;
         let session = shared.session.lock().expect("session lock").clone();
         if let Some(session) = session {
-            let token = match &shared.auth {
+            let credential = match &shared.auth {
                 Some(auth) => auth
                     .token(&shared.backend, &shared.server)
                     .await
@@ -200,7 +206,7 @@ impl RemoteLink {
                 None => None,
             };
             let request = shared
-                .request(Method::DELETE, shared.url.clone(), token)
+                .request(Method::DELETE, shared.url.clone(), credential.as_ref())
                 .header(SESSION_HEADER, session);
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, request.send()).await;
         }
@@ -423,7 +429,7 @@ impl Shared {
             return self.send_legacy(line).await;
         }
         let response = self
-            .authorized(|token| self.post_streamable(line, outgoing, token))
+            .authorized(|credential| self.post_streamable(line, outgoing, credential))
             .await?;
         let status = response.status();
         let first = outgoing.method.as_deref() == Some("initialize");
@@ -467,61 +473,14 @@ impl Shared {
         Ok(())
     }
 
-    /// Runs `request` with the server's access token, if sign-in holds one; on a 401, once
-    /// more with a fresh token. Without a token that works, the server needs a sign-in.
-    async fn authorized<F, Fut>(&self, request: F) -> Result<reqwest::Response, Failure>
-    where
-        F: Fn(Option<String>) -> Fut,
-        Fut: std::future::Future<Output = Result<reqwest::Response, Failure>>,
-    {
-        let token = match &self.auth {
-            Some(auth) => auth
-                .token(&self.backend, &self.server)
-                .await
-                .map_err(|Unauthorized(message)| Failure::NeedsSignIn(message))?,
-            None => None,
-        };
-        let response = request(token.clone()).await?;
-        if response.status() != StatusCode::UNAUTHORIZED {
-            return Ok(response);
-        }
-        let challenge = header_text(response.headers(), "www-authenticate");
-        let Some(auth) = &self.auth else {
-            return Err(Failure::NeedsSignIn(format!(
-                "{} asks for a sign-in (HTTP 401), which this Switchboard cannot do",
-                self.server.shown_url()
-            )));
-        };
-        let fresh = auth
-            .after_refusal(
-                &self.backend,
-                &self.server,
-                token.as_deref(),
-                challenge.as_deref(),
-            )
-            .await
-            .map_err(|Unauthorized(message)| Failure::NeedsSignIn(message))?;
-        let response = request(Some(fresh)).await?;
-        if response.status() == StatusCode::UNAUTHORIZED {
-            let challenge = header_text(response.headers(), "www-authenticate");
-            auth.forget_token(&self.backend, challenge.as_deref()).await;
-            return Err(Failure::NeedsSignIn(format!(
-                "{} refused a fresh token (HTTP 401); sign in to {} again",
-                self.server.shown_url(),
-                self.backend
-            )));
-        }
-        Ok(response)
-    }
-
     async fn post_streamable(
         &self,
         line: &[u8],
         outgoing: &Outgoing,
-        token: Option<String>,
+        credential: Option<Credential>,
     ) -> Result<reqwest::Response, Failure> {
         let mut request = self
-            .request(Method::POST, self.url.clone(), token)
+            .request(Method::POST, self.url.clone(), credential.as_ref())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(line.to_vec());
@@ -601,23 +560,6 @@ impl Shared {
                 self.server.timeout.as_millis()
             ))),
         }
-    }
-
-    /// A request to `url` with the server's configured headers and the access token.
-    fn request(
-        &self,
-        method: Method,
-        url: reqwest::Url,
-        token: Option<String>,
-    ) -> reqwest::RequestBuilder {
-        let mut request = self.client.request(method, url);
-        for (name, value) in &self.server.headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        request
     }
 
     /// Puts on the pipe what a Streamable HTTP answer carries (JSON, or an SSE stream);
@@ -770,9 +712,9 @@ impl Shared {
                 .clone();
             let last = last_event.clone();
             let opened = self
-                .authorized(|token| {
+                .authorized(|credential| {
                     let mut request = self
-                        .request(Method::GET, self.url.clone(), token)
+                        .request(Method::GET, self.url.clone(), credential.as_ref())
                         .header(ACCEPT, "text/event-stream");
                     if let Some(session) = &session {
                         request = request.header(SESSION_HEADER, session.as_str());
@@ -856,9 +798,9 @@ impl Shared {
             .await?
             .clone();
         let response = self
-            .authorized(|token| {
+            .authorized(|credential| {
                 let request = self
-                    .request(Method::POST, endpoint.clone(), token)
+                    .request(Method::POST, endpoint.clone(), credential.as_ref())
                     .header(CONTENT_TYPE, "application/json")
                     .body(line.to_vec());
                 self.send_request(request)
@@ -881,9 +823,9 @@ impl Shared {
     /// then reads the stream, delivering each message, until it ends (and with it the link).
     async fn open_legacy_stream(self: Arc<Self>) -> Result<reqwest::Url, Failure> {
         let mut response = self
-            .authorized(|token| {
+            .authorized(|credential| {
                 let request = self
-                    .request(Method::GET, self.url.clone(), token)
+                    .request(Method::GET, self.url.clone(), credential.as_ref())
                     .header(ACCEPT, "text/event-stream");
                 self.send_request(request)
             })
