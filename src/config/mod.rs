@@ -23,6 +23,7 @@ mod values;
 pub use glob::glob_match;
 pub use launch::{
     DEFAULT_REMOTE_TIMEOUT, Launch, OAuthClient, ProcessLaunch, RemoteServer, RemoteTransport,
+    Sandbox, SandboxDraft,
 };
 pub use profile::{
     DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, Discovery, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern,
@@ -167,6 +168,7 @@ impl BackendConfig {
                 args,
                 env: BTreeMap::new(),
                 cwd: None,
+                sandbox: None,
             }),
         )
     }

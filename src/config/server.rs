@@ -40,6 +40,7 @@ const SERVER_FIELDS: &[&str] = &[
     "tools_deny",
     "start_on_demand",
     "protocol",
+    "sandbox",
 ];
 
 const RESTART_FIELDS: &[&str] = &[
@@ -56,7 +57,7 @@ const ACTIVITY_FIELDS: &[&str] = &["enabled", "payloads", "max_age", "max_size"]
 const SECURITY_FIELDS: &[&str] = &["approve_new_tools"];
 
 /// The fields of a local server's entry.
-const PROCESS_FIELDS: &[&str] = &["command", "args", "env", "cwd"];
+const PROCESS_FIELDS: &[&str] = &["command", "args", "env", "cwd", "sandbox"];
 
 /// The backend `server` describes, or `None` if it has any error (each one reported) or is a
 /// kind of server that is skipped with a warning.
@@ -180,6 +181,7 @@ impl Reader<'_, '_> {
             args: Vec::new(),
             env: BTreeMap::new(),
             cwd: None,
+            sandbox: None,
         };
         let mut remote = RemoteServer::new("");
         // Offset of the command's value, kept to point at it if the command cannot be found.
@@ -210,6 +212,7 @@ impl Reader<'_, '_> {
                 "args" => set(&mut process.args, self.args(value, &field)),
                 "env" => set(&mut process.env, self.env(value, &field)),
                 "cwd" => process.cwd = self.cwd(value, &field),
+                "sandbox" => process.sandbox = self.sandbox(entry, &field),
                 "url" => set(&mut remote.url, self.remote_url(value, &field)),
                 "headers" => set(&mut remote.headers, self.headers(value, &field)),
                 "timeout" => set(

@@ -3,6 +3,7 @@
 mod files;
 mod profiles;
 mod remote;
+mod sandbox;
 
 use std::net::{Ipv6Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt as _;
@@ -139,6 +140,7 @@ stable_after = "0s"
                 ("LITERAL".to_owned(), "${env:PATH}".to_owned()),
             ]),
             cwd: Some(dir.path().join("work")),
+            sandbox: None,
         }),
         enabled: false,
         request_timeout: Duration::from_secs(90),
