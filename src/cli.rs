@@ -58,6 +58,10 @@ enum Command {
         /// and name them in Switchboard's config as `${secret:NAME}`.
         #[arg(long)]
         move_secrets: bool,
+        /// Give each server a sandbox: only the folders its command line names (and a package
+        /// runner's cache and registry port) besides what it needs to run. Edit it to taste.
+        #[arg(long)]
+        sandbox: bool,
         /// Switchboard's config file, which gets the servers.
         #[arg(long, env = crate::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
@@ -100,6 +104,9 @@ enum Command {
         /// Keep secrets written out in the editor's config in the OS keychain instead.
         #[arg(long, conflicts_with = "undo")]
         move_secrets: bool,
+        /// Give each server moved a sandbox (as `import --sandbox` does).
+        #[arg(long, conflicts_with = "undo")]
+        sandbox: bool,
         /// Give the editor this profile ([profiles.NAME]).
         #[arg(long, conflicts_with = "undo")]
         profile: Option<String>,
@@ -171,8 +178,9 @@ pub fn main() -> ExitCode {
             from,
             dry_run,
             move_secrets,
+            sandbox,
             config,
-        } => import(editor, from, dry_run, move_secrets, config),
+        } => import(editor, from, dry_run, move_secrets, sandbox, config),
         Command::Install {
             editor,
             to,
@@ -187,6 +195,7 @@ pub fn main() -> ExitCode {
             keep_originals,
             expect,
             move_secrets,
+            sandbox,
             profile,
             undo,
             force,
@@ -202,6 +211,7 @@ pub fn main() -> ExitCode {
                     keep_originals,
                     expect,
                     move_secrets,
+                    sandbox,
                     profile,
                     config,
                 }),
@@ -413,6 +423,7 @@ fn print_duplicates(path: &Path) {
             dry_run: true,
             keep_originals: false,
             move_secrets: false,
+            sandbox: false,
             only_duplicates: true,
             records: &crate::dirs::data_dir().join("moves"),
             expect: None,
@@ -507,6 +518,7 @@ fn import(
     from: Option<PathBuf>,
     dry_run: bool,
     move_secrets: bool,
+    sandbox: bool,
     config_path: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(crate::dirs::default_config_path);
@@ -521,6 +533,7 @@ fn import(
         exe: &exe,
         dry_run,
         move_secrets,
+        sandbox,
     })?;
     eprint!("{report}");
     Ok(ExitCode::SUCCESS)
@@ -534,6 +547,7 @@ struct MoveOptions {
     keep_originals: bool,
     expect: Option<String>,
     move_secrets: bool,
+    sandbox: bool,
     profile: Option<String>,
     config: PathBuf,
 }
@@ -556,6 +570,7 @@ fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
         dry_run: options.dry_run,
         keep_originals: options.keep_originals,
         move_secrets: options.move_secrets,
+        sandbox: options.sandbox,
         only_duplicates: false,
         records: &crate::dirs::data_dir().join("moves"),
         expect: options.expect.as_deref(),
