@@ -21,6 +21,7 @@ mod pins;
 mod profiles;
 mod reload;
 mod remote;
+mod sandbox;
 mod sdk_clients;
 mod search;
 mod secrets;
