@@ -59,6 +59,10 @@ enum Command {
         /// and name them in Switchboard's config as `${secret:NAME}`.
         #[arg(long)]
         move_secrets: bool,
+        /// Give each server a sandbox: only the folders its command line names (and a package
+        /// runner's cache and registry port) besides what it needs to run. Edit it to taste.
+        #[arg(long)]
+        sandbox: bool,
         /// Switchboard's config file, which gets the servers.
         #[arg(long, env = crate::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
@@ -101,6 +105,9 @@ enum Command {
         /// Keep secrets written out in the editor's config in the OS keychain instead.
         #[arg(long, conflicts_with = "undo")]
         move_secrets: bool,
+        /// Give each server moved a sandbox (as `import --sandbox` does).
+        #[arg(long, conflicts_with = "undo")]
+        sandbox: bool,
         /// Give the editor this profile ([profiles.NAME]).
         #[arg(long, conflicts_with = "undo")]
         profile: Option<String>,
@@ -172,8 +179,9 @@ pub fn main() -> ExitCode {
             from,
             dry_run,
             move_secrets,
+            sandbox,
             config,
-        } => import(editor, from, dry_run, move_secrets, config),
+        } => import(editor, from, dry_run, move_secrets, sandbox, config),
         Command::Install {
             editor,
             to,
@@ -188,6 +196,7 @@ pub fn main() -> ExitCode {
             keep_originals,
             expect,
             move_secrets,
+            sandbox,
             profile,
             undo,
             force,
@@ -203,6 +212,7 @@ pub fn main() -> ExitCode {
                     keep_originals,
                     expect,
                     move_secrets,
+                    sandbox,
                     profile,
                     config,
                 }),
@@ -422,6 +432,7 @@ fn print_duplicates(path: &Path) {
             dry_run: true,
             keep_originals: false,
             move_secrets: false,
+            sandbox: false,
             only_duplicates: true,
             records: &crate::dirs::data_dir().join("moves"),
             expect: None,
@@ -516,6 +527,7 @@ fn import(
     from: Option<PathBuf>,
     dry_run: bool,
     move_secrets: bool,
+    sandbox: bool,
     config_path: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(crate::dirs::default_config_path);
@@ -530,6 +542,7 @@ fn import(
         exe: &exe,
         dry_run,
         move_secrets,
+        sandbox,
     })?;
     eprint!("{report}");
     Ok(ExitCode::SUCCESS)
@@ -543,6 +556,7 @@ struct MoveOptions {
     keep_originals: bool,
     expect: Option<String>,
     move_secrets: bool,
+    sandbox: bool,
     profile: Option<String>,
     config: PathBuf,
 }
@@ -570,6 +584,7 @@ fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
         dry_run: options.dry_run,
         keep_originals: options.keep_originals,
         move_secrets: options.move_secrets,
+        sandbox: options.sandbox,
         only_duplicates: false,
         records: &crate::dirs::data_dir().join("moves"),
         expect: options.expect.as_deref(),

@@ -188,7 +188,7 @@ export async function listMoves(read) {
  * Moves the editor's servers over; refused (409) if its file changed since the preview whose
  * `fingerprint` is given. The config is then read again.
  * @param {string} id an editor's id of `listMoves`
- * @param {{fingerprint: string, keep_originals: boolean, only_duplicates: boolean}} choice
+ * @param {{fingerprint: string, keep_originals: boolean, only_duplicates: boolean, sandbox: boolean}} choice
  * @returns {Promise<import('./types.js').MoveResult>}
  */
 export async function moveEditor(id, choice) {

@@ -163,6 +163,24 @@
  * @property {boolean} enabled
  * @property {string} prefix Exposed tool and prompt names start with it and "__".
  * @property {boolean} start_on_demand
+ * @property {SandboxView | null} sandbox A local server's sandbox.
+ * @property {string | null} suggested_sandbox For a local server without a sandbox: the TOML of a first one.
+ */
+
+/**
+ * What a sandboxed server may reach (`SandboxView`), and what becomes of it on this system.
+ * @typedef {object} SandboxView
+ * @property {string[]} read
+ * @property {string[]} write
+ * @property {number[]} connect TCP ports it may connect to.
+ * @property {boolean} network
+ * @property {boolean} required
+ * @property {string[]} also_read The system's folders and its program's installation.
+ * @property {string[]} also_write
+ * @property {string[]} environment The names of its environment's variables.
+ * @property {"enforced" | "partial" | "unenforced" | "refused"} enforcement
+ * @property {number | null} landlock_abi
+ * @property {string[]} shortfalls What this system cannot enforce, each with why.
  */
 
 /**

@@ -23,7 +23,7 @@ mod values;
 pub use glob::glob_match;
 pub use launch::{
     DEFAULT_REMOTE_TIMEOUT, IdentityProvider, Launch, MASKED, OAuthClient, OAuthGrant,
-    ProcessLaunch, RemoteServer, RemoteTransport, Written, shown_url,
+    ProcessLaunch, RemoteServer, RemoteTransport, Sandbox, SandboxDraft, Written, shown_url,
 };
 pub use profile::{
     DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, Discovery, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern,
@@ -185,6 +185,7 @@ impl BackendConfig {
                 args,
                 env: BTreeMap::new(),
                 cwd: None,
+                sandbox: None,
             }),
         )
     }

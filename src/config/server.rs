@@ -40,6 +40,7 @@ const SERVER_FIELDS: &[&str] = &[
     "tools_deny",
     "start_on_demand",
     "protocol",
+    "sandbox",
 ];
 
 const RESTART_FIELDS: &[&str] = &[
@@ -56,7 +57,7 @@ const ACTIVITY_FIELDS: &[&str] = &["enabled", "payloads", "max_age", "max_size"]
 const SECURITY_FIELDS: &[&str] = &["approve_new_tools"];
 
 /// The fields of a local server's entry.
-const PROCESS_FIELDS: &[&str] = &["command", "args", "env", "cwd"];
+const PROCESS_FIELDS: &[&str] = &["command", "args", "env", "cwd", "sandbox"];
 
 /// The backend `server` describes, or `None` if it has any error (each one reported) or is a
 /// kind of server that is skipped with a warning.
@@ -181,6 +182,7 @@ impl Reader<'_, '_> {
             env: BTreeMap::new(),
             written: Written::default(),
             cwd: None,
+            sandbox: None,
         };
         let mut remote = RemoteServer::new("");
         // Offset of the command's value, kept to point at it if the command cannot be found.
@@ -219,6 +221,7 @@ impl Reader<'_, '_> {
                     }
                 }
                 "cwd" => process.cwd = self.cwd(value, &field),
+                "sandbox" => process.sandbox = self.sandbox(entry, &field),
                 "url" => {
                     if let Some((url, written)) = self.remote_url(value, &field) {
                         (remote.url, remote.written.url) = (url, written);

@@ -39,6 +39,8 @@ pub struct MoveRequest<'a> {
     pub keep_originals: bool,
     /// Keep secrets written out in the editor's `env` in the keychain instead.
     pub move_secrets: bool,
+    /// Give each server moved a first sandbox (see [`ImportRequest::sandbox`]).
+    pub sandbox: bool,
     /// Only take out the entries Switchboard runs already: import nothing, and leave the
     /// editor's entry for Switchboard as it is.
     pub only_duplicates: bool,
@@ -260,6 +262,7 @@ pub fn move_editor(request: MoveRequest<'_>) -> Result<MoveReport, EditorError> 
         exe: request.exe,
         dry_run: request.dry_run,
         move_secrets: request.move_secrets,
+        sandbox: request.sandbox,
     })?;
 
     if request.only_duplicates {

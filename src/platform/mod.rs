@@ -10,6 +10,7 @@ pub mod keychain;
 pub mod passing;
 pub mod priority;
 pub mod process;
+pub mod sandbox;
 pub mod shutdown;
 mod system;
 pub mod terminal;

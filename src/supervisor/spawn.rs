@@ -7,6 +7,10 @@
 //! directory so that a later run can reap what a run that died left behind, and a guardian
 //! process kills every recorded tree the moment Switchboard itself disappears; on Windows the
 //! system does both, closing each job (and so killing its processes) when Switchboard ends.
+//!
+//! A backend with a sandbox starts in it (`platform::sandbox`), with only `PATH`, `HOME`, the
+//! locale and its own `env` for an environment; one whose sandbox this system cannot enforce in
+//! full does not start, unless its config allows it to run with what can be enforced.
 
 // This module is the one place allowed to create processes (see clippy.toml).
 #![allow(clippy::disallowed_methods)]
@@ -21,6 +25,7 @@ use std::time::Duration;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use crate::platform::process::{self as os, Guardian, Tree};
+use crate::platform::sandbox::{self, Confinement, Enforcement, Rules};
 use crate::supervisor::status::ExitDescription;
 
 /// The PATH used to find backend commands: the session's PATH (the login shell's on Unix, the
@@ -63,6 +68,15 @@ pub struct SpawnSpec<'a> {
     pub args: &'a [String],
     pub env: &'a BTreeMap<String, String>,
     pub cwd: Option<&'a Path>,
+    pub sandbox: Option<SandboxSpec<'a>>,
+}
+
+/// The sandbox a backend starts in.
+#[derive(Debug, Clone, Copy)]
+pub struct SandboxSpec<'a> {
+    pub rules: Rules<'a>,
+    /// Whether a sandbox this system cannot enforce in full keeps the backend from starting.
+    pub required: bool,
 }
 
 /// A backend's pipes, handed to the connection and the stderr reader.
@@ -153,6 +167,17 @@ pub enum SpawnError {
         command: String,
         source: std::io::Error,
     },
+    #[error(
+        "not started: its sandbox cannot be enforced here, because {shortfalls}; run it on a \
+         system that can, or set `required = false` in its sandbox to run it with what this one \
+         can enforce"
+    )]
+    SandboxUnavailable { shortfalls: String },
+    #[error("could not start `{command}` in its sandbox: {source}")]
+    Sandbox {
+        command: String,
+        source: std::io::Error,
+    },
     #[error("switchboard is shutting down")]
     ShuttingDown,
 }
@@ -189,7 +214,20 @@ pub fn spawn_backend(
             path: path.to_string_lossy().into_owned(),
         }
     })?;
+    let confinement = match &spec.sandbox {
+        Some(sandbox) => confine(spec, sandbox, &resolved.program, &path)?,
+        None => None,
+    };
+    let sandboxed = confinement.is_some();
     let mut command = tokio::process::Command::new(&resolved.program);
+    if let Some(confinement) = confinement {
+        // Only PATH, HOME and the locale of our own environment; the config's `env` (below) gives
+        // the server what else it needs.
+        command
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| sandbox::kept_variable(name)));
+        confinement.install(&mut command);
+    }
     command
         .args(&resolved.leading_args)
         .args(spec.args)
@@ -204,9 +242,15 @@ pub fn spawn_backend(
         command.current_dir(cwd);
     }
     os::prepare(&mut command);
-    let io_error = |source| SpawnError::Io {
-        command: spec.command.to_owned(),
-        source,
+    let io_error = |source| match sandboxed {
+        true => SpawnError::Sandbox {
+            command: spec.command.to_owned(),
+            source,
+        },
+        false => SpawnError::Io {
+            command: spec.command.to_owned(),
+            source,
+        },
     };
     let mut child = command.spawn().map_err(io_error)?;
     let tree = match Tree::adopt(&child) {
@@ -239,6 +283,40 @@ pub fn spawn_backend(
         },
         pipes,
     ))
+}
+
+/// The sandbox `spec` starts in, made ready for `program`; `None` when it runs without one (none
+/// is built for this system and its config allows that). Refused when this system cannot
+/// enforce all of a required sandbox.
+fn confine(
+    spec: &SpawnSpec<'_>,
+    sandbox: &SandboxSpec<'_>,
+    program: &Path,
+    search_path: &OsStr,
+) -> Result<Option<Confinement>, SpawnError> {
+    let assessment = sandbox::assess(&sandbox.rules);
+    match assessment.enforcement(sandbox.required) {
+        Enforcement::Full => {}
+        Enforcement::Refused => {
+            return Err(SpawnError::SandboxUnavailable {
+                shortfalls: assessment.shortfalls.join("; "),
+            });
+        }
+        Enforcement::Partial | Enforcement::Unenforced => tracing::warn!(
+            backend = spec.backend,
+            shortfalls = ?assessment.shortfalls,
+            "starting without all of its sandbox, as its config allows"
+        ),
+    }
+    if !assessment.applicable {
+        return Ok(None);
+    }
+    Confinement::prepare(&sandbox.rules, &assessment, program, search_path)
+        .map(Some)
+        .map_err(|source| SpawnError::Sandbox {
+            command: spec.command.to_owned(),
+            source,
+        })
 }
 
 impl BackendProcess {

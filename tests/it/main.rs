@@ -22,6 +22,7 @@ mod pins;
 mod profiles;
 mod reload;
 mod remote;
+mod sandbox;
 mod sdk_clients;
 mod search;
 mod secrets;

@@ -13,6 +13,7 @@ import { ToolsTab } from "./tools.js";
 /** @typedef {import('../store.js').Change} Change */
 /** @typedef {import('../types.js').BackendDetail} BackendDetail */
 /** @typedef {import('../types.js').BackendConfigView} BackendConfigView */
+/** @typedef {import('../types.js').SandboxView} SandboxView */
 /** @typedef {"overview" | "history" | "output" | "tools"} Tab */
 
 /** @type {{tab: Tab, label: string}[]} */
@@ -22,6 +23,14 @@ const TABS = [
   { tab: "output", label: "Output" },
   { tab: "tools", label: "Tools" },
 ];
+
+/** @type {Record<SandboxView["enforcement"], string>} */
+const ENFORCEMENT_LABELS = {
+  enforced: "Enforced",
+  partial: "Partly enforced",
+  unenforced: "Not enforced",
+  refused: "Cannot be enforced here: the server does not start",
+};
 
 /** @type {Record<"auto" | "streamable-http" | "sse", string>} */
 const TRANSPORT_LABELS = {
@@ -268,6 +277,7 @@ export class BackendView {
     const capabilities = server ? Object.keys(server.capabilities ?? {}) : [];
     return h("div", { class: "overview-grid" },
       this.configCard(config),
+      config && config.url === null ? this.sandboxCard(config) : null,
       h("section", { class: "card" },
         h("h2", { class: "card-title", text: "Server" }),
         server ? h("dl", { class: "kv" },
@@ -335,6 +345,47 @@ export class BackendView {
         h("dt", { text: "Directory" }), h("dd", {}, config.cwd ? h("code", { text: config.cwd }) : h("span", { class: "muted", text: "Switchboard's own" })),
         h("dt", { text: "Environment" }), h("dd", {}, masked(config.env, "=", "nothing added")),
         common));
+  }
+
+  /**
+   * What a local server may reach: its sandbox, enforced or not and why; or, without one, that it
+   * runs with the person's full rights, and a first sandbox to add to the config.
+   * @param {BackendConfigView} config
+   * @returns {HTMLElement}
+   */
+  sandboxCard(config) {
+    const sandbox = config.sandbox;
+    if (!sandbox) {
+      return h("section", { class: "card", data: { testid: "sandbox" } },
+        h("h2", { class: "card-title", text: "Sandbox" }),
+        h("p", { text: "None: this server runs with your full rights, and can read, write and reach whatever you can." }),
+        config.suggested_sandbox
+          ? h("div", {},
+            h("p", { class: "muted", text: "Add this to the config to give it only what its command line names (edit to taste):" }),
+            h("pre", { class: "log", data: { testid: "suggested-sandbox" }, text: config.suggested_sandbox }))
+          : null);
+    }
+    /**
+     * @param {string[]} paths
+     * @param {string} none
+     */
+    const paths = (paths, none) => paths.length === 0
+      ? h("span", { class: "muted", text: none })
+      : h("ul", { class: "env-list" }, paths.map((path) => h("li", {}, h("code", { text: path }))));
+    const abi = sandbox.landlock_abi === null ? "no Landlock" : `Landlock ABI ${sandbox.landlock_abi}`;
+    return h("section", { class: "card", data: { testid: "sandbox" } },
+      h("h2", { class: "card-title", text: "Sandbox" }),
+      h("dl", { class: "kv" },
+        h("dt", { text: "Enforcement" }), h("dd", { data: { testid: "sandbox-enforcement" } }, h("strong", { text: ENFORCEMENT_LABELS[sandbox.enforcement] }), h("span", { class: "muted", text: ` (${abi})` })),
+        sandbox.shortfalls.length ? h("dt", { text: "Not enforced" }) : null,
+        sandbox.shortfalls.length ? h("dd", {}, h("ul", { class: "plain-list" }, sandbox.shortfalls.map((why) => h("li", { text: why })))) : null,
+        h("dt", { text: "May read" }), h("dd", { data: { testid: "sandbox-read" } }, paths(sandbox.read, "nothing of yours")),
+        h("dt", { text: "May write" }), h("dd", { data: { testid: "sandbox-write" } }, paths(sandbox.write, "nothing")),
+        h("dt", { text: "May connect to" }), h("dd", { data: { testid: "sandbox-connect" }, text: !sandbox.network ? "nothing: it has no network" : sandbox.connect.length ? `TCP ${sandbox.connect.length === 1 ? "port" : "ports"} ${sandbox.connect.join(", ")}` : "no TCP port" }),
+        h("dt", { text: "Network" }), h("dd", { data: { testid: "sandbox-network" }, text: sandbox.network ? "yes" : "none (a network namespace of its own)" }),
+        h("dt", { text: "Environment" }), h("dd", {}, h("code", { class: "wrap", text: sandbox.environment.join(" ") })),
+        h("dt", { text: "Also readable" }), h("dd", {}, h("details", {}, h("summary", { text: `${plural(sandbox.also_read.length, "system folder")} it needs to run` }), paths(sandbox.also_read, "none"))),
+        h("dt", { text: "Required" }), h("dd", { text: sandbox.required ? "yes: it does not start without all of it" : "no: it runs with what this system enforces" })));
   }
 
   destroy() {

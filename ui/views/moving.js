@@ -71,7 +71,7 @@ export function moveLabel(preview) {
  * Moves `editor` over as its preview showed it, and keeps what happened as its outcome.
  * @param {EditorMove} editor
  * @param {MoveReport} preview
- * @param {{keepOriginals?: boolean, onlyDuplicates?: boolean}} [choice]
+ * @param {{keepOriginals?: boolean, onlyDuplicates?: boolean, sandbox?: boolean}} [choice]
  * @returns {Promise<Outcome>}
  */
 export async function moveOver(editor, preview, choice = {}) {
@@ -82,6 +82,7 @@ export async function moveOver(editor, preview, choice = {}) {
       fingerprint: preview.fingerprint,
       keep_originals: choice.keepOriginals ?? false,
       only_duplicates: choice.onlyDuplicates ?? false,
+      sandbox: choice.sandbox ?? false,
     });
     outcome = { kind: "moved", message: [movedLead(editor, moved), ...afterEntries(moved.message)].join("\n") };
   } catch (error) {
@@ -386,7 +387,8 @@ export class MoveCards {
       diffView(preview.config_diff, "Changes to Switchboard's config")));
 
     const moveButton = h("button", { class: "btn btn-primary", attrs: { type: "button" }, data: { action: "move" } }, icon("download"), h("span", { class: "btn-text", text: moveLabel(preview) }));
-    moveButton.addEventListener("click", () => void this.move(editor, preview, moveButton, { keepOriginals: keep.checked }));
+    const sandbox = h("input", { class: "checkbox", attrs: { type: "checkbox", id: `sandbox-${editor.id}` }, data: { testid: "sandbox-servers" } });
+    moveButton.addEventListener("click", () => void this.move(editor, preview, moveButton, { keepOriginals: keep.checked, sandbox: sandbox.checked }));
     const onlyDuplicates = duplicates.length > 0
       ? h("button", { class: "btn", attrs: { type: "button" }, data: { action: "only-duplicates" } }, icon("trash"), h("span", { class: "btn-text", text: "Take out duplicates only" }))
       : null;
@@ -401,6 +403,9 @@ export class MoveCards {
       moveButton,
       moved.length > 0 || duplicates.length > 0
         ? h("label", { class: "move-keep", attrs: { for: keep.id } }, keep, "Keep the originals in the editor")
+        : null,
+      moved.length > 0
+        ? h("label", { class: "move-keep", attrs: { for: sandbox.id, title: "Each server may then read and write only the folders its command line names (and a package runner's cache), besides what it needs to run; see its Sandbox card after the move" } }, sandbox, "Sandbox each server")
         : null,
       onlyDuplicates));
     return parts;
@@ -420,7 +425,7 @@ export class MoveCards {
    * @param {EditorMove} editor
    * @param {MoveReport} preview
    * @param {HTMLButtonElement} button
-   * @param {{keepOriginals?: boolean, onlyDuplicates?: boolean}} choice
+   * @param {{keepOriginals?: boolean, onlyDuplicates?: boolean, sandbox?: boolean}} choice
    */
   async move(editor, preview, button, choice) {
     busy(button, "Moving…");

@@ -3,6 +3,7 @@
 mod files;
 mod profiles;
 mod remote;
+mod sandbox;
 
 use std::net::{Ipv6Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt as _;
@@ -149,6 +150,7 @@ stable_after = "0s"
                 ]),
             },
             cwd: Some(dir.path().join("work")),
+            sandbox: None,
         }),
         enabled: false,
         request_timeout: Duration::from_secs(90),

@@ -2,7 +2,7 @@
 //! of a backend's tools.
 
 use std::collections::BTreeMap;
-use std::path::Path as FilePath;
+use std::path::{Path as FilePath, PathBuf};
 use std::time::SystemTime;
 
 use axum::body::Bytes;
@@ -15,11 +15,13 @@ use serde_json::value::RawValue;
 
 use super::{ApiError, ApiState, bad_path, json_ok};
 use crate::config::{
-    BackendConfig, DEFAULT_PROFILE, Launch, MASKED, Profile, RemoteTransport, Written, shown_url,
+    BackendConfig, DEFAULT_PROFILE, Launch, MASKED, ProcessLaunch, Profile, RemoteTransport,
+    Sandbox, SandboxDraft, Written, shown_url,
 };
 use crate::guard::json_response;
 use crate::hub::catalog::{self, Source};
 use crate::hub::rewrite::ObjectEntries;
+use crate::platform::sandbox;
 use crate::supervisor::Engine;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{
@@ -278,6 +280,73 @@ pub(super) struct ConfigView<'a> {
     pub(super) enabled: bool,
     pub(super) prefix: &'a str,
     pub(super) start_on_demand: bool,
+    /// A local server's sandbox, and how much of it this system enforces.
+    pub(super) sandbox: Option<SandboxView<'a>>,
+    /// For a local server without a sandbox: a first one, as the TOML to add to the config.
+    pub(super) suggested_sandbox: Option<String>,
+}
+
+/// What a sandboxed server may reach, and what becomes of it here.
+#[derive(Serialize)]
+pub(super) struct SandboxView<'a> {
+    pub(super) read: &'a [PathBuf],
+    pub(super) write: &'a [PathBuf],
+    pub(super) connect: &'a [u16],
+    pub(super) network: bool,
+    pub(super) required: bool,
+    /// Readable too, for it to run at all: the system's folders and its program's installation.
+    pub(super) also_read: Vec<PathBuf>,
+    /// Writable too: the null device.
+    pub(super) also_write: Vec<PathBuf>,
+    /// Its environment's variables: `PATH`, `HOME`, the locale and what its `env` adds.
+    pub(super) environment: Vec<String>,
+    /// `enforced` (every rule), `partial` (it runs with what this system enforces),
+    /// `unenforced` (it runs without a sandbox: none is built here) or `refused` (it does not
+    /// start: its sandbox is required and this system cannot enforce all of it).
+    pub(super) enforcement: &'static str,
+    /// The Landlock ABI the kernel offers (Linux).
+    pub(super) landlock_abi: Option<u32>,
+    /// What this system cannot enforce of it, each with why.
+    pub(super) shortfalls: Vec<String>,
+}
+
+impl<'a> SandboxView<'a> {
+    fn new(sandbox: &'a Sandbox, process: &ProcessLaunch) -> SandboxView<'a> {
+        let assessment = sandbox::assess(&sandbox.rules());
+        let search_path = match process.env.get("PATH") {
+            Some(path) => std::ffi::OsStr::new(path),
+            None => crate::supervisor::spawn::search_path(),
+        };
+        let (mut also_read, also_write) = sandbox::system_grants();
+        if let Some(program) = crate::supervisor::spawn::find_command(&process.command, search_path)
+        {
+            also_read.extend(sandbox::program_roots(&program, search_path));
+        }
+        let mut environment: Vec<String> = ["PATH", "HOME", "LANG", "LC_*"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        environment.extend(
+            process
+                .env
+                .keys()
+                .filter(|name| !sandbox::kept_variable(std::ffi::OsStr::new(name)))
+                .cloned(),
+        );
+        SandboxView {
+            read: &sandbox.read,
+            write: &sandbox.write,
+            connect: &sandbox.connect,
+            network: sandbox.network,
+            required: sandbox.required,
+            also_read,
+            also_write,
+            environment,
+            enforcement: assessment.enforcement(sandbox.required).as_str(),
+            landlock_abi: assessment.landlock_abi,
+            shortfalls: assessment.shortfalls,
+        }
+    }
 }
 
 impl<'a> ConfigView<'a> {
@@ -307,6 +376,15 @@ impl<'a> ConfigView<'a> {
                 args: &process.written.args,
                 cwd: process.cwd.as_deref(),
                 env: shown(&process.env, &process.written),
+                sandbox: process
+                    .sandbox
+                    .as_ref()
+                    .map(|sandbox| SandboxView::new(sandbox, process)),
+                // From the arguments as written: an expanded secret is never shown.
+                suggested_sandbox: process.sandbox.is_none().then(|| {
+                    SandboxDraft::for_command(&process.command, &process.written.args)
+                        .to_toml(&config.name)
+                }),
                 ..view
             },
             Launch::Remote(remote) => ConfigView {

@@ -158,6 +158,7 @@ pub(super) async fn moves(
                     dry_run: true,
                     keep_originals: false,
                     move_secrets: false,
+                    sandbox: false,
                     only_duplicates: false,
                     records: &records,
                     expect: None,
@@ -192,6 +193,9 @@ struct MoveBody {
     keep_originals: bool,
     #[serde(default)]
     only_duplicates: bool,
+    /// Give each server moved a first sandbox.
+    #[serde(default)]
+    sandbox: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -222,6 +226,7 @@ pub(super) async fn move_client(
             dry_run: false,
             keep_originals: body.keep_originals,
             move_secrets: false,
+            sandbox: body.sandbox,
             only_duplicates: body.only_duplicates,
             records: &records(),
             expect: body.fingerprint.as_deref(),

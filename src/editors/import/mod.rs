@@ -20,7 +20,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table};
 use super::editor_file::EditorFile;
 use super::files::{self, JsonFile};
 use super::{Editor, EditorError};
-use crate::config::{self, Diagnostic, Format, MAX_SERVER_NAME_LEN};
+use crate::config::{self, Diagnostic, Format, MAX_SERVER_NAME_LEN, SandboxDraft};
 
 /// What to import, from where, into which config.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +39,8 @@ pub struct ImportRequest<'a> {
     /// Keep secrets written out in the editor's config (tokens in `env`) in the OS keychain,
     /// and name them in our config as `${secret:NAME}`.
     pub move_secrets: bool,
+    /// Give each server a first sandbox: what its command line names (see [`SandboxDraft`]).
+    pub sandbox: bool,
 }
 
 /// What an import did (or, in a dry run, would do), server by server.
@@ -254,6 +256,7 @@ pub(super) fn plan(request: ImportRequest<'_>) -> Result<ImportPlan, EditorError
         editor,
         exe: request.exe,
         port: target.port,
+        sandbox: request.sandbox,
     };
     let (servers, mut added) = reader.sort_out(entries, target.servers.clone());
     let mut report = ImportReport {
@@ -390,6 +393,7 @@ struct Server {
     /// Values in our config's syntax (`${env:NAME}` references, `$${` for a literal `${`).
     env: BTreeMap<String, String>,
     cwd: Option<String>,
+    sandbox: Option<SandboxDraft>,
     notes: Vec<String>,
 }
 
@@ -405,6 +409,8 @@ struct EntryReader<'a> {
     exe: &'a Path,
     /// The port of our own endpoint, to recognise entries that point at it.
     port: u16,
+    /// Whether each server gets a first sandbox.
+    sandbox: bool,
 }
 
 impl EntryReader<'_> {
@@ -561,11 +567,15 @@ impl EntryReader<'_> {
             .map(|key| format!("`{key}`"))
             .collect();
         left_out.sort();
-        let notes = if left_out.is_empty() {
+        let mut notes = if left_out.is_empty() {
             Vec::new()
         } else {
             vec![format!("left out {}", left_out.join(", "))]
         };
+        let sandbox = self
+            .sandbox
+            .then(|| SandboxDraft::for_command(&command, &args));
+        notes.extend(sandbox.as_ref().map(SandboxDraft::describe));
         // Our config reads `${env:…}` and `${secret:…}` in arguments; this editor passes them on
         // as written, so they are written as literal text.
         let args = match self.editor.expands_references() {
@@ -577,6 +587,7 @@ impl EntryReader<'_> {
             args,
             env,
             cwd,
+            sandbox,
             notes,
         })
     }
@@ -805,6 +816,9 @@ impl Target {
                     if let Some(cwd) = &server.cwd {
                         entry["cwd"] = json!(cwd);
                     }
+                    if let Some(sandbox) = &server.sandbox {
+                        entry["sandbox"] = sandbox.to_json();
+                    }
                     object.append(name, files::cst_value(&entry));
                 }
                 Ok(file.current_text())
@@ -842,6 +856,9 @@ impl Target {
             }
             if let Some(cwd) = &server.cwd {
                 table.insert("cwd", toml_edit::value(cwd));
+            }
+            if let Some(sandbox) = &server.sandbox {
+                table.insert("sandbox", Item::Table(sandbox.to_table()));
             }
             tables.insert(name, Item::Table(table));
         }

@@ -171,6 +171,7 @@ mod tests {
                 .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
                 .collect::<BTreeMap<_, _>>(),
             cwd: None,
+            sandbox: None,
             notes: Vec::new(),
         }
     }

@@ -5,6 +5,7 @@ fn reader(editor: Editor) -> EntryReader<'static> {
         editor,
         exe: Path::new("/opt/switchboard/bin/switchboard"),
         port: 8765,
+        sandbox: false,
     }
 }
 
@@ -219,6 +220,7 @@ fn server(command: &str, args: &[&str]) -> Server {
         args: args.iter().map(|arg| arg.to_string()).collect(),
         env: BTreeMap::new(),
         cwd: None,
+        sandbox: None,
         notes: Vec::new(),
     }
 }
@@ -252,6 +254,38 @@ fn tables_are_appended_after_every_byte_of_the_file() {
         empty,
         "# Imported from Cursor (\"/home/ada/.cursor/mcp.json\").\n[servers.c]\ncommand = \"uvx\"\n"
     );
+}
+
+#[test]
+fn a_sandboxed_import_gives_each_server_a_sandbox_of_what_its_command_line_names() {
+    let folder = tempfile::tempdir().expect("a folder");
+    let notes = folder.path().to_string_lossy().into_owned();
+    let entry =
+        json!({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", notes]});
+    let sandboxing = EntryReader {
+        sandbox: true,
+        ..reader(Editor::Cursor)
+    };
+    let server = sandboxing.read(&entry).expect("imported");
+    assert_eq!(
+        server.notes,
+        [format!(
+            "sandboxed: may write ~/.npm, {notes}; may connect to port 443"
+        )]
+    );
+    let text = target("").toml_with(&[("files".to_owned(), server)], &report());
+    let config = config::parse(Path::new("/home/ada/config.toml"), &text).expect("usable");
+    let sandbox = config.backends[0]
+        .process()
+        .expect("local")
+        .sandbox
+        .clone()
+        .expect("a sandbox");
+    assert_eq!(sandbox.write.last(), Some(&PathBuf::from(&notes)));
+    assert_eq!(sandbox.connect, [443]);
+    assert!(sandbox.required);
+    let unsandboxed = read(Editor::Cursor, entry).expect("imported");
+    assert_eq!(unsandboxed.sandbox, None);
 }
 
 #[test]

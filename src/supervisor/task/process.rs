@@ -21,7 +21,7 @@ use crate::supervisor::rpc::{
     CloseReason, Connection, ConnectionOptions, Incoming, RpcError, Started,
 };
 use crate::supervisor::runner::{self, INSTALL_TIMEOUT, PackageRun};
-use crate::supervisor::spawn::{self, BackendProcess, SpawnSpec};
+use crate::supervisor::spawn::{self, BackendProcess, SandboxSpec, SpawnSpec};
 use crate::supervisor::status::{Era, ExitDescription, Installing, StopReason, unix_millis};
 use crate::wire::framing::{Frame, LineReader};
 
@@ -261,6 +261,10 @@ impl BackendTask {
             args: &process.args,
             env: &process.env,
             cwd: process.cwd.as_deref(),
+            sandbox: process.sandbox.as_ref().map(|sandbox| SandboxSpec {
+                rules: sandbox.rules(),
+                required: sandbox.required,
+            }),
         };
         let (process, pipes) = match spawn::spawn_backend(&spec, &self.groups) {
             Ok(spawned) => spawned,
