@@ -1,9 +1,8 @@
-//! Turns one server's entry into a [`BackendConfig`], and the `[endpoint]` table into an
-//! [`EndpointConfig`], reporting every problem found.
+//! Turns one server's entry into a [`BackendConfig`], reporting every problem found, with the
+//! [`Reader`] of typed values the other tables' readers share.
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsStr;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -12,9 +11,8 @@ use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::values::{self, ValueError};
 use super::{
-    ActivitySettings, BackendConfig, DEFAULT_LISTEN, DesktopConfig, EndpointConfig, Format, Launch,
-    MAX_PREFIX_LEN, ProcessLaunch, Protocol, RemoteServer, RemoteTransport, RestartPolicy,
-    SecuritySettings,
+    BackendConfig, Format, Launch, MAX_PREFIX_LEN, ProcessLaunch, Protocol, RemoteServer,
+    RemoteTransport, RestartPolicy,
 };
 
 const SERVER_FIELDS: &[&str] = &[
@@ -51,11 +49,6 @@ const RESTART_FIELDS: &[&str] = &[
     "stable_after",
 ];
 
-const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "require_token", "max_body_size"];
-const DESKTOP_FIELDS: &[&str] = &["notify_crash_loop"];
-const ACTIVITY_FIELDS: &[&str] = &["enabled", "payloads", "max_age", "max_size"];
-const SECURITY_FIELDS: &[&str] = &["approve_new_tools"];
-
 /// The fields of a local server's entry.
 const PROCESS_FIELDS: &[&str] = &["command", "args", "env", "cwd", "sandbox"];
 
@@ -77,85 +70,6 @@ pub(super) fn read_backend(
     (reader.reporter.n_errors() == errors_before).then_some(backend)
 }
 
-/// The endpoint the `[endpoint]` table describes; each setting with an error is reported and
-/// keeps its default, and so does everything if the entry is not a table.
-pub(super) fn read_endpoint(reporter: &mut Reporter<'_>, endpoint: &Entry) -> EndpointConfig {
-    let mut reader = Reader {
-        reporter,
-        // Only the TOML form has an endpoint, and none of its settings is a path.
-        format: Format::Toml,
-        config_dir: Path::new(""),
-    };
-    reader.endpoint(endpoint)
-}
-
-/// The `[desktop]` table; a setting with an error keeps its default.
-pub(super) fn read_desktop(reporter: &mut Reporter<'_>, desktop: &Entry) -> DesktopConfig {
-    let mut reader = Reader {
-        reporter,
-        format: Format::Toml,
-        config_dir: Path::new(""),
-    };
-    reader.desktop(desktop)
-}
-
-/// The `[activity]` table; a setting with an error keeps its default.
-pub(super) fn read_activity(reporter: &mut Reporter<'_>, activity: &Entry) -> ActivitySettings {
-    let mut reader = Reader {
-        reporter,
-        format: Format::Toml,
-        config_dir: Path::new(""),
-    };
-    let prefix = activity.key.as_str();
-    let mut settings = ActivitySettings::default();
-    let Some(entries) = reader.table(&activity.value, prefix) else {
-        return settings;
-    };
-    for entry in reader.unique_entries(entries, prefix) {
-        let field = format!("{prefix}.{}", entry.key);
-        let value = &entry.value;
-        match entry.key.as_str() {
-            "enabled" => set(&mut settings.enabled, reader.boolean(value, &field)),
-            "payloads" => set(&mut settings.payloads, reader.boolean(value, &field)),
-            "max_age" => set(
-                &mut settings.max_age,
-                reader.duration(value, &field, Zero::Rejected),
-            ),
-            "max_size" => set(
-                &mut settings.max_size,
-                reader.size(value, &field).map(|size| size as u64),
-            ),
-            _ => reader.unknown_field(entry, &field, ACTIVITY_FIELDS),
-        }
-    }
-    settings
-}
-
-/// The `[security]` table; a setting with an error keeps its default.
-pub(super) fn read_security(reporter: &mut Reporter<'_>, security: &Entry) -> SecuritySettings {
-    let mut reader = Reader {
-        reporter,
-        format: Format::Toml,
-        config_dir: Path::new(""),
-    };
-    let prefix = security.key.as_str();
-    let mut settings = SecuritySettings::default();
-    let Some(entries) = reader.table(&security.value, prefix) else {
-        return settings;
-    };
-    for entry in reader.unique_entries(entries, prefix) {
-        let field = format!("{prefix}.{}", entry.key);
-        match entry.key.as_str() {
-            "approve_new_tools" => set(
-                &mut settings.approve_new_tools,
-                reader.boolean(&entry.value, &field),
-            ),
-            _ => reader.unknown_field(entry, &field, SECURITY_FIELDS),
-        }
-    }
-    settings
-}
-
 /// Reads typed values out of the tree, reporting each problem at its position.
 pub(super) struct Reader<'r, 't> {
     pub(super) reporter: &'r mut Reporter<'t>,
@@ -165,7 +79,7 @@ pub(super) struct Reader<'r, 't> {
 
 /// Whether a duration of zero makes sense for a field.
 #[derive(Clone, Copy)]
-enum Zero {
+pub(super) enum Zero {
     Allowed,
     Rejected,
 }
@@ -375,109 +289,6 @@ impl Reader<'_, '_> {
             .error(offset, &format!("{prefix}.command"), message);
     }
 
-    fn endpoint(&mut self, endpoint_entry: &Entry) -> EndpointConfig {
-        let prefix = endpoint_entry.key.as_str();
-        let mut endpoint = EndpointConfig::default();
-        let Some(entries) = self.table(&endpoint_entry.value, prefix) else {
-            return endpoint;
-        };
-        for entry in self.unique_entries(entries, prefix) {
-            let field = format!("{prefix}.{}", entry.key);
-            let value = &entry.value;
-            match entry.key.as_str() {
-                "listen" => set(&mut endpoint.listen, self.listen(value, &field)),
-                "token" => endpoint.token = self.token(value, &field),
-                "require_token" => {
-                    endpoint.require_token = self.boolean(value, &field).or(endpoint.require_token);
-                }
-                "max_body_size" => set(&mut endpoint.max_body_size, self.size(value, &field)),
-                _ => self.unknown_field(entry, &field, ENDPOINT_FIELDS),
-            }
-        }
-        endpoint
-    }
-
-    fn desktop(&mut self, desktop_entry: &Entry) -> DesktopConfig {
-        let prefix = desktop_entry.key.as_str();
-        let mut desktop = DesktopConfig::default();
-        let Some(entries) = self.table(&desktop_entry.value, prefix) else {
-            return desktop;
-        };
-        for entry in self.unique_entries(entries, prefix) {
-            let field = format!("{prefix}.{}", entry.key);
-            match entry.key.as_str() {
-                "notify_crash_loop" => set(
-                    &mut desktop.notify_crash_loop,
-                    self.boolean(&entry.value, &field),
-                ),
-                _ => self.unknown_field(entry, &field, DESKTOP_FIELDS),
-            }
-        }
-        desktop
-    }
-
-    /// An address that is not loopback is allowed, with a warning about what it exposes.
-    fn listen(&mut self, node: &Node, field: &str) -> Option<SocketAddr> {
-        let text = self.string(node, field)?;
-        let Ok(address) = text.parse::<SocketAddr>() else {
-            self.reporter.error(
-                node.offset,
-                field,
-                format!(
-                    "expected an IP address and a port like \"{DEFAULT_LISTEN}\" (not a host \
-                     name), found {text:?}"
-                ),
-            );
-            return None;
-        };
-        if !address.ip().to_canonical().is_loopback() {
-            self.reporter.warning(
-                node.offset,
-                field,
-                format!(
-                    "{address} is not a loopback address: other machines that can reach it can \
-                     use the endpoint, and through it every server configured here; listen on \
-                     127.0.0.1 unless that is intended, and then set a `token`"
-                ),
-            );
-        }
-        Some(address)
-    }
-
-    /// The token with `${env:NAME}` expanded. Messages never show it: it is a secret.
-    fn token(&mut self, node: &Node, field: &str) -> Option<String> {
-        let written = self.string(node, field)?;
-        let env_only = values::Lookups {
-            env: &|name| std::env::var_os(name),
-            secret: None,
-        };
-        let token = match values::expand_references(&written, &env_only, values::Other::Refused) {
-            Ok(token) => token,
-            Err(error) => {
-                self.value_error(node, field, &error);
-                return None;
-            }
-        };
-        if token.is_empty() {
-            self.reporter.error(
-                node.offset,
-                field,
-                "the token is empty; remove `token` to use the one Switchboard makes",
-            );
-            return None;
-        }
-        // It travels in an `Authorization` header, which holds visible ASCII.
-        if !token.bytes().all(|byte| byte.is_ascii_graphic()) {
-            self.reporter.error(
-                node.offset,
-                field,
-                "the token may contain only visible ASCII characters, without spaces",
-            );
-            return None;
-        }
-        Some(token)
-    }
-
     fn prefix(&mut self, node: &Node, field: &str) -> Option<String> {
         let prefix = self.string(node, field)?;
         if !super::is_valid_identifier(&prefix, MAX_PREFIX_LEN) {
@@ -646,7 +457,7 @@ impl Reader<'_, '_> {
         Some((!interval.is_zero()).then_some(interval))
     }
 
-    fn duration(&mut self, node: &Node, field: &str, zero: Zero) -> Option<Duration> {
+    pub(super) fn duration(&mut self, node: &Node, field: &str, zero: Zero) -> Option<Duration> {
         let duration = match &node.value {
             NodeValue::String(text) => match values::parse_duration(text) {
                 Ok(duration) => duration,
@@ -679,7 +490,7 @@ impl Reader<'_, '_> {
         Some(duration)
     }
 
-    fn size(&mut self, node: &Node, field: &str) -> Option<usize> {
+    pub(super) fn size(&mut self, node: &Node, field: &str) -> Option<usize> {
         let size = match &node.value {
             NodeValue::String(text) => match values::parse_size(text) {
                 Ok(size) => size,
@@ -885,7 +696,7 @@ pub(super) fn take_secrets_read() -> Vec<String> {
 
 /// Overwrites a default with a value that was read; a value that was not read has been
 /// reported, and the default stays so that the other fields can still be checked.
-fn set<T>(target: &mut T, value: Option<T>) {
+pub(super) fn set<T>(target: &mut T, value: Option<T>) {
     if let Some(value) = value {
         *target = value;
     }
