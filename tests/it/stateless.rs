@@ -848,24 +848,50 @@ fn only_question(result: &Value) -> (String, Value) {
     (key.clone(), asked.clone())
 }
 
+/// The roots server-everything is given.
+fn project_roots() -> Value {
+    json!({"roots": [{"uri": "file:///work/project", "name": "project"}]})
+}
+
+/// Posts `request` and, while the server's only questions are for the roots (server-everything
+/// asks for them when it starts, and its question comes with whatever call is open then), answers
+/// them and goes on; the completed result.
+async fn settled(serve: &ServeProcess, mut request: Value) -> Value {
+    for _ in 0..3 {
+        let answer = post(serve, &request, &[]).await;
+        let last = answer.last().clone();
+        let result = &last["result"];
+        let questions = result["inputRequests"].as_object();
+        let only_roots = questions.is_some_and(|questions| {
+            questions
+                .values()
+                .all(|asked| asked["method"] == "roots/list")
+        });
+        if result["resultType"] != "input_required" || !only_roots {
+            assert_eq!(result["resultType"], "complete", "{last}");
+            return result.clone();
+        }
+        let answers: serde_json::Map<String, Value> = questions
+            .into_iter()
+            .flatten()
+            .map(|(key, _)| (key.clone(), project_roots()))
+            .collect();
+        request["params"]["requestState"] = result["requestState"].clone();
+        request["params"]["inputResponses"] = Value::Object(answers);
+    }
+    panic!("the roots were asked for again and again");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everythings_features_reach_a_2026_client() {
     let serve = ServeProcess::start(&[ServedBackend::Everything]);
     let all = json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}});
-    let result = |answer: &Answer| {
-        let last = answer.last().clone();
-        assert_eq!(last["result"]["resultType"], "complete", "{last}");
-        last["result"].clone()
-    };
 
-    let image = result(
-        &post(
-            &serve,
-            &call(1, "everything__get-tiny-image", json!({}), all.clone()),
-            &[],
-        )
-        .await,
-    );
+    let image = settled(
+        &serve,
+        call(1, "everything__get-tiny-image", json!({}), all.clone()),
+    )
+    .await;
     assert!(
         image["content"]
             .as_array()
@@ -874,50 +900,41 @@ async fn server_everythings_features_reach_a_2026_client() {
             .any(|block| block["type"] == "image"),
         "{image}"
     );
-    let structured = result(
-        &post(
-            &serve,
-            &call(
-                2,
-                "everything__get-structured-content",
-                json!({"location": "New York"}),
-                all.clone(),
-            ),
-            &[],
-        )
-        .await,
-    );
+    let structured = settled(
+        &serve,
+        call(
+            2,
+            "everything__get-structured-content",
+            json!({"location": "New York"}),
+            all.clone(),
+        ),
+    )
+    .await;
     assert!(structured["structuredContent"].is_object(), "{structured}");
-    let annotated = result(
-        &post(
-            &serve,
-            &call(
-                3,
-                "everything__get-annotated-message",
-                json!({"messageType": "error", "includeImage": false}),
-                all.clone(),
-            ),
-            &[],
-        )
-        .await,
-    );
+    let annotated = settled(
+        &serve,
+        call(
+            3,
+            "everything__get-annotated-message",
+            json!({"messageType": "error", "includeImage": false}),
+            all.clone(),
+        ),
+    )
+    .await;
     assert!(
         annotated["content"][0]["annotations"].is_object(),
         "{annotated}"
     );
-    let links = result(
-        &post(
-            &serve,
-            &call(
-                4,
-                "everything__get-resource-links",
-                json!({"count": 2}),
-                all.clone(),
-            ),
-            &[],
-        )
-        .await,
-    );
+    let links = settled(
+        &serve,
+        call(
+            4,
+            "everything__get-resource-links",
+            json!({"count": 2}),
+            all.clone(),
+        ),
+    )
+    .await;
     let link = links["content"]
         .as_array()
         .expect("content")
@@ -927,61 +944,45 @@ async fn server_everythings_features_reach_a_2026_client() {
         .as_str()
         .expect("a URI")
         .to_owned();
-    let read = result(
-        &post(
-            &serve,
-            &request(5, "resources/read", json!({"uri": link}), all.clone()),
-            &[],
-        )
-        .await,
-    );
+    let read = settled(
+        &serve,
+        request(5, "resources/read", json!({"uri": link}), all.clone()),
+    )
+    .await;
     assert_eq!(read["contents"][0]["uri"], link.as_str(), "{read}");
     assert_eq!(read["ttlMs"], 0, "a read carries caching hints: {read}");
 
-    let templates = result(
-        &post(
-            &serve,
-            &request(6, "resources/templates/list", json!({}), all.clone()),
-            &[],
-        )
-        .await,
-    );
+    let templates = settled(
+        &serve,
+        request(6, "resources/templates/list", json!({}), all.clone()),
+    )
+    .await;
     assert!(
         !templates["resourceTemplates"]
             .as_array()
             .expect("templates")
             .is_empty()
     );
-    let prompt = result(
-        &post(
-            &serve,
-            &request(
-                7,
-                "prompts/get",
-                json!({"name": "everything__simple-prompt"}),
-                all.clone(),
-            ),
-            &[],
-        )
-        .await,
-    );
+    let prompt = settled(
+        &serve,
+        request(
+            7,
+            "prompts/get",
+            json!({"name": "everything__simple-prompt"}),
+            all.clone(),
+        ),
+    )
+    .await;
     assert!(
         !prompt["messages"].as_array().expect("messages").is_empty(),
         "{prompt}"
     );
-    let completion = result(
-        &post(
-            &serve,
-            &request(
+    let completion = settled(&serve, request(
                 8,
                 "completion/complete",
                 json!({"ref": {"type": "ref/prompt", "name": "everything__completable-prompt"}, "argument": {"name": "department", "value": "En"}}),
                 all.clone(),
-            ),
-            &[],
-        )
-        .await,
-    );
+            )).await;
     assert_eq!(
         completion["completion"]["values"],
         json!(["Engineering"]),
@@ -1001,8 +1002,24 @@ async fn server_everythings_features_reach_a_2026_client() {
         &[],
     )
     .await;
-    let (key, question) = only_question(&asked.last()["result"]);
-    assert_eq!(question["method"], "sampling/createMessage", "{question}");
+    // The roots may be asked for in the same round (see `settled`).
+    let mut answers = serde_json::Map::new();
+    let questions = asked.last()["result"]["inputRequests"].clone();
+    for (key, question) in questions.as_object().expect("questions") {
+        let answer = match question["method"].as_str() {
+            Some("sampling/createMessage") => json!({
+                "role": "assistant", "content": {"type": "text", "text": "hi from the model"},
+                "model": "test-model", "stopReason": "endTurn",
+            }),
+            Some("roots/list") => project_roots(),
+            _ => panic!("an unexpected question: {question}"),
+        };
+        answers.insert(key.clone(), answer);
+    }
+    assert!(
+        questions.to_string().contains("sampling/createMessage"),
+        "{questions}"
+    );
     let mut retry = call(
         10,
         "everything__trigger-sampling-request",
@@ -1010,11 +1027,8 @@ async fn server_everythings_features_reach_a_2026_client() {
         all.clone(),
     );
     retry["params"]["requestState"] = asked.last()["result"]["requestState"].clone();
-    retry["params"]["inputResponses"] = json!({ key: {
-        "role": "assistant", "content": {"type": "text", "text": "hi from the model"},
-        "model": "test-model", "stopReason": "endTurn",
-    }});
-    let sampled = result(&post(&serve, &retry, &[]).await);
+    retry["params"]["inputResponses"] = Value::Object(answers);
+    let sampled = settled(&serve, retry).await;
     assert!(
         sampled.to_string().contains("hi from the model"),
         "{sampled}"
@@ -1039,11 +1053,11 @@ async fn server_everythings_features_reach_a_2026_client() {
         assert_eq!(question["method"], "roots/list", "{question}");
         let mut retry = call(round, "everything__get-roots-list", json!({}), all.clone());
         retry["params"]["requestState"] = last["requestState"].clone();
-        retry["params"]["inputResponses"] =
-            json!({ key: {"roots": [{"uri": "file:///work/project", "name": "project"}]} });
+        retry["params"]["inputResponses"] = json!({ key: project_roots() });
         answer = post(&serve, &retry, &[]).await;
     }
-    let rooted = result(&answer);
+    let rooted = answer.last()["result"].clone();
+    assert_eq!(rooted["resultType"], "complete", "{rooted}");
     assert!(
         rooted.to_string().contains("file:///work/project"),
         "{rooted}"
