@@ -113,6 +113,9 @@ impl LeanHttpClient {
 async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     let serve = start_serve(1);
     let guarded = start_serve_with(1, &format!("[endpoint]\ntoken = {MCP_TOKEN:?}\n\n"));
+    // A second serve like the first, so that what two processes differ by anyway is seen beside
+    // what the token costs.
+    let twin = start_serve(1);
     let direct = StdioClient::start(
         SWITCHBOARD,
         &["demo-server"],
@@ -127,6 +130,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     .await;
     let http = HttpClient::start(&serve.url).await;
     let with_token = HttpClient::start_with(&guarded.url, Some(MCP_TOKEN)).await;
+    let twin_http = HttpClient::start(&twin.url).await;
     let profile = HttpClient::start(&format!("{}/bench", serve.url)).await;
     let stateless = http.stateless(EXPOSED_ECHO);
     let lean = LeanHttpClient::start(&serve.url, http.session.as_deref().expect("a session")).await;
@@ -184,6 +188,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     };
     let http_call = http_calls(&http, &hub_params);
     let token_call = http_calls(&with_token, &hub_params);
+    let twin_call = http_calls(&twin_http, &hub_params);
     let profile_call = http_calls(&profile, &hub_params);
     let stateless_call = http_calls(&stateless, &stateless_params);
 
@@ -195,6 +200,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         measure_sequential(500, stateless_call.clone()).await;
         measure_sequential(500, profile_call.clone()).await;
         measure_sequential(500, token_call.clone()).await;
+        measure_sequential(500, twin_call.clone()).await;
     }
     println!(
         "tools/call `echo` on `switchboard demo-server`; {sequential} sequential (in {ROUNDS} rounds taking turns), {concurrent} with {in_flight} in flight"
@@ -203,7 +209,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     // The paths take turns in short rounds, so that whatever else the machine does in the
     // meantime weighs on each of them alike.
     let per_round = sequential.div_ceil(ROUNDS);
-    let mut runs: [Vec<Figures>; 7] = Default::default();
+    let mut runs: [Vec<Figures>; 8] = Default::default();
     for _ in 0..ROUNDS {
         runs[0].push(measure_sequential(per_round, direct_call.clone()).await);
         runs[1].push(measure_sequential(per_round, http_call.clone()).await);
@@ -212,6 +218,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         runs[4].push(measure_sequential(per_round, stateless_call.clone()).await);
         runs[5].push(measure_sequential(per_round, profile_call.clone()).await);
         runs[6].push(measure_sequential(per_round, token_call.clone()).await);
+        runs[7].push(measure_sequential(per_round, twin_call.clone()).await);
     }
     let [
         direct_seq,
@@ -221,6 +228,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         stateless_seq,
         profile_seq,
         token_seq,
+        twin_seq,
     ] = runs.map(Figures::combine);
     direct_seq.print("direct stdio, sequential");
     http_seq.print("HTTP /mcp, sequential");
@@ -229,16 +237,21 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
     stateless_seq.print("HTTP /mcp 2026-07-28, sequential");
     profile_seq.print("HTTP /mcp/bench (a profile), sequential");
     token_seq.print("HTTP /mcp with its token, sequential");
+    twin_seq.print("HTTP /mcp of a second serve, sequential");
     let direct_par = measure_concurrent(concurrent, in_flight, direct_call).await;
     let http_par = measure_concurrent(concurrent, in_flight, http_call).await;
     let connect_par = measure_concurrent(concurrent, in_flight, connect_call).await;
     let stateless_par = measure_concurrent(concurrent, in_flight, stateless_call).await;
     let token_par = measure_concurrent(concurrent, in_flight, token_call).await;
+    let twin_par = measure_concurrent(concurrent, in_flight, twin_call).await;
     direct_par.print(&format!("direct stdio, {in_flight} in flight"));
     http_par.print(&format!("HTTP /mcp, {in_flight} in flight"));
     connect_par.print(&format!("switchboard connect, {in_flight} in flight"));
     stateless_par.print(&format!("HTTP /mcp 2026-07-28, {in_flight} in flight"));
     token_par.print(&format!("HTTP /mcp with its token, {in_flight} in flight"));
+    twin_par.print(&format!(
+        "HTTP /mcp of a second serve, {in_flight} in flight"
+    ));
     println!();
     println!(
         "sequential p50 / direct:   HTTP {:.2}x (lean client {:.2}x), connect {:.2}x",
@@ -267,6 +280,18 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         token_seq.p50() / http_seq.p50(),
         token_seq.p99() / http_seq.p99(),
         100.0 * token_par.rate / http_par.rate
+    );
+    println!(
+        "token on / a second serve without it: sequential p50 {:.3}x, p99 {:.3}x; {in_flight} in flight calls/s {:.1}%",
+        token_seq.p50() / twin_seq.p50(),
+        token_seq.p99() / twin_seq.p99(),
+        100.0 * token_par.rate / twin_par.rate
+    );
+    println!(
+        "second serve / first, both without a token (what two processes differ by): sequential p50 {:.3}x, p99 {:.3}x; {in_flight} in flight calls/s {:.1}%",
+        twin_seq.p50() / http_seq.p50(),
+        twin_seq.p99() / http_seq.p99(),
+        100.0 * twin_par.rate / http_par.rate
     );
     println!("serve RSS after the load: {} KiB", serve.rss_kib());
 }
