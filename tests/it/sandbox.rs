@@ -8,8 +8,8 @@
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
-use std::os::linux::net::SocketAddrExt as _;
-use std::os::unix::net::{SocketAddr, UnixListener};
+use std::os::fd::FromRawFd as _;
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -107,12 +107,35 @@ fn connected(listener: &TcpListener) -> bool {
     }
 }
 
-/// A listener on the abstract Unix socket `name`.
+/// A listener on the abstract Unix socket `name` (a Linux thing: a name that starts with a NUL
+/// byte and lives in the network namespace, not in a folder). Made with the system's calls, as
+/// the standard library offers it on Linux alone and this file is built on every system.
 fn abstract_listener(name: &str) -> UnixListener {
-    let address = SocketAddr::from_abstract_name(name.as_bytes()).expect("an abstract name");
-    let listener = UnixListener::bind_addr(&address).expect("an abstract socket");
-    listener.set_nonblocking(true).expect("non-blocking");
-    listener
+    // SAFETY: a socket is made and checked; the address is zeroed, then its family and the path
+    // (a NUL then `name`, shorter than `sun_path`) set within its bounds; its length counts only
+    // what was set; the descriptor is owned by the listener once bound and listening.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let listener = UnixListener::from_raw_fd(fd);
+        let mut address: libc::sockaddr_un = std::mem::zeroed();
+        address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        assert!(name.len() < address.sun_path.len() - 1, "a short name");
+        for (slot, byte) in address.sun_path[1..].iter_mut().zip(name.bytes()) {
+            *slot = byte as libc::c_char;
+        }
+        let length = std::mem::offset_of!(libc::sockaddr_un, sun_path) + 1 + name.len();
+        let bound = libc::bind(fd, (&raw const address).cast(), length as libc::socklen_t);
+        assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+        assert_eq!(
+            libc::listen(fd, 16),
+            0,
+            "listen: {}",
+            std::io::Error::last_os_error()
+        );
+        listener.set_nonblocking(true).expect("non-blocking");
+        listener
+    }
 }
 
 fn unix_connected(listener: &UnixListener) -> bool {
