@@ -448,7 +448,8 @@ mod tests {
     /// The state of a valid config, as the core makes it.
     fn config() -> ConfigState {
         let path = std::path::Path::new("/home/someone/.config/switchboard/config.toml");
-        let config = switchboard::config::parse(path, "").expect("an empty config is valid");
+        let config =
+            switchboard::config::parse(path, "[endpoint]\nrequire_token = true\n").expect("valid");
         ConfigState::loaded(&config)
     }
 

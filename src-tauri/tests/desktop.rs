@@ -380,7 +380,7 @@ impl Desktop {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/backends/misbehave.py");
         let script = script.display();
         let mut config = String::from(
-            "[endpoint]\nlisten = \"127.0.0.1:0\"\n\n[desktop]\nnotify_crash_loop = true\n",
+            "[endpoint]\nlisten = \"127.0.0.1:0\"\nrequire_token = false\n\n[desktop]\nnotify_crash_loop = true\n",
         );
         for name in names {
             let entry = match *name {
