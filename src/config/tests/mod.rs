@@ -39,6 +39,16 @@ fn positions(diagnostics: &[Diagnostic]) -> Vec<(Severity, usize, usize, &str)> 
         .collect()
 }
 
+/// The message of the diagnostic about `field`, or nothing.
+fn message_of(config: &Config, field: &str) -> String {
+    config
+        .diagnostics
+        .iter()
+        .find(|diagnostic| diagnostic.field == field)
+        .map(|diagnostic| diagnostic.message.clone())
+        .unwrap_or_default()
+}
+
 fn names(config: &Config) -> Vec<&str> {
     config.backends.iter().map(|b| b.name.as_str()).collect()
 }

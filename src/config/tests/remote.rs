@@ -64,14 +64,7 @@ fn each_remote_mistake_is_reported_where_it_is() {
             (Severity::Warning, 27, 7, "servers.clear.url"),
         ]
     );
-    let message = |field: &str| {
-        config
-            .diagnostics
-            .iter()
-            .find(|diagnostic| diagnostic.field == field)
-            .map(|diagnostic| diagnostic.message.clone())
-            .unwrap_or_default()
-    };
+    let message = |field: &str| message_of(&config, field);
     assert_eq!(
         message("servers.both.url"),
         "`url` is for a remote server and `command` for a local one; a server has a `command` \
@@ -220,14 +213,7 @@ fn each_oauth_mistake_is_reported_where_it_is() {
             (Severity::Error, 39, 9, "servers.enterprise.oauth"),
         ]
     );
-    let message = |field: &str| {
-        config
-            .diagnostics
-            .iter()
-            .find(|diagnostic| diagnostic.field == field)
-            .map(|diagnostic| diagnostic.message.clone())
-            .unwrap_or_default()
-    };
+    let message = |field: &str| message_of(&config, field);
     assert!(
         message("servers.unpinned.oauth").contains("add `issuer = "),
         "a secret without the authorization server it belongs to says what to add"

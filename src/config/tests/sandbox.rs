@@ -106,14 +106,7 @@ fn sandbox_mistakes_are_reported_where_they_are() {
             (Severity::Warning, 33, 21, "servers.missing.sandbox.read[0]"),
         ]
     );
-    let message = |field: &str| {
-        config
-            .diagnostics
-            .iter()
-            .find(|diagnostic| diagnostic.field == field)
-            .map(|diagnostic| diagnostic.message.clone())
-            .unwrap_or_default()
-    };
+    let message = |field: &str| message_of(&config, field);
     assert_eq!(
         message("servers.port.sandbox.connect[0]"),
         "expected a TCP port from 1 to 65535, found 0"
