@@ -200,7 +200,9 @@ async fn writer_rate(path: &std::path::Path, count: usize) {
 /// Times the dashboard's queries over the log `writer_rate` filled: the newest page with each
 /// filter, a page deep into the file, and the per-tool figures over a day and over everything.
 fn queries(path: &std::path::Path) {
-    let reader = Reader::open(path).expect("the log opens");
+    let reader = Reader::open(path)
+        .expect("the log opens")
+        .expect("the log has records");
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970")

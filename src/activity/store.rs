@@ -381,13 +381,26 @@ const ROW_COLUMNS: &str = "calls.id, at_ms, duration_us, session, \
     outcome, error_code, error, request_bytes, response_bytes, arguments, result";
 
 impl Reader {
-    pub fn open(path: &Path) -> rusqlite::Result<Reader> {
+    /// A reader of the database at `path`; `None` while the writer has not made it yet (it
+    /// opens at a low priority, so a query can come first): a log with nothing in it.
+    pub fn open(path: &Path) -> rusqlite::Result<Option<Reader>> {
+        if !path.exists() {
+            return Ok(None);
+        }
         let connection = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         connection.busy_timeout(BUSY_TIMEOUT)?;
-        Ok(Reader { connection })
+        let made = connection
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'calls'",
+                [],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some();
+        Ok(made.then_some(Reader { connection }))
     }
 
     /// The numbers of the names `filter` gives; `None` if one of them is in no record.
@@ -615,6 +628,24 @@ mod tests {
             result: None,
             error: Some("unknown tool".into()),
         }
+    }
+
+    #[test]
+    fn a_log_the_writer_has_not_made_yet_reads_as_empty() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("activity.db");
+        assert!(Reader::open(&path).expect("no file").is_none());
+        // What the writer leaves before SQLite has written a page.
+        crate::atomic::write_private(&path, b"").expect("an empty file");
+        assert!(Reader::open(&path).expect("an empty file").is_none());
+        let (mut store, _) = Store::open(&path).expect("opened");
+        store
+            .insert(&[entry(1, "editor", "demo__add")])
+            .expect("inserted");
+        let reader = Reader::open(&path).expect("opened").expect("made");
+        let page = reader.page(&Filter::default(), None, 10).expect("a page");
+        assert_eq!(page.len(), 1);
+        assert_eq!(page[0].name.as_deref(), Some("demo__add"));
     }
 
     fn count(store: &Store, table: &str) -> i64 {

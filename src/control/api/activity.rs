@@ -50,7 +50,11 @@ pub(super) async fn list(
         }
     })?;
     let path = log.path().to_path_buf();
-    let records = blocking(move || Reader::open(&path)?.page(&filter, before, limit)).await?;
+    let records = blocking(move || match Reader::open(&path)? {
+        Some(reader) => reader.page(&filter, before, limit),
+        None => Ok(Vec::new()),
+    })
+    .await?;
     let next_before = (records.len() == limit)
         .then(|| records.last().map(|row| row.id))
         .flatten();
@@ -70,7 +74,11 @@ pub(super) async fn stats(
     let log = log_of(&api)?;
     let filter = filter(&params, &[])?;
     let path = log.path().to_path_buf();
-    let tools = blocking(move || Reader::open(&path)?.stats(&filter)).await?;
+    let tools = blocking(move || match Reader::open(&path)? {
+        Some(reader) => reader.stats(&filter),
+        None => Ok(Vec::new()),
+    })
+    .await?;
     #[derive(Serialize)]
     struct Stats {
         tools: Vec<ToolStats>,
@@ -100,16 +108,18 @@ pub(super) async fn export(
     let (chunks, receiver) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
     // Read page by page on a thread of its own; the body is sent as it is read.
     tokio::task::spawn_blocking(move || {
+        if csv {
+            let _ = chunks.blocking_send(Ok(csv_header()));
+        }
         let reader = match Reader::open(&path) {
-            Ok(reader) => reader,
+            Ok(Some(reader)) => reader,
+            // Nothing written yet: the header alone.
+            Ok(None) => return,
             Err(error) => {
                 let _ = chunks.blocking_send(Err(std::io::Error::other(error.to_string())));
                 return;
             }
         };
-        if csv {
-            let _ = chunks.blocking_send(Ok(csv_header()));
-        }
         let mut before = None;
         loop {
             let rows = match reader.page(&filter, before, EXPORT_CHUNK) {
