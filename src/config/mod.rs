@@ -16,6 +16,7 @@ pub mod edit;
 mod glob;
 mod launch;
 mod profile;
+mod reader;
 mod report;
 mod sandbox;
 mod server;
@@ -478,7 +479,7 @@ pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Config, ConfigError> {
 /// Pure except for what validation must look at: Switchboard's own environment for
 /// `${env:NAME}`, the `PATH` search for each command, and the existence of each `cwd`.
 pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
-    server::take_secrets_read();
+    reader::take_secrets_read();
     let format = Format::of(path);
     let mut reporter = Reporter::new(path, text);
     let Sections {
@@ -527,7 +528,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         activity,
         security,
         profiles,
-        secrets: SecretValues(server::take_secrets_read()),
+        secrets: SecretValues(reader::take_secrets_read()),
         diagnostics: reporter.into_diagnostics(),
     })
 }
