@@ -16,9 +16,9 @@ use tokio::sync::mpsc;
 use super::capabilities::ClientCapabilities;
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
-use super::discovery::{self, Intercepted};
 use super::recorded::{Named, Recording};
 use super::rewrite::{self, ObjectEntries, json_string};
+use super::search::mode::{self, Intercepted};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
 use super::{HubInner, notification, response, response_to};
 use super::{task_bridge, tasks};
@@ -126,7 +126,7 @@ impl Session {
         if method == "tools/call"
             && let Some(params) = params
         {
-            match discovery::intercept(&hub.catalog(self.profile()), params) {
+            match mode::intercept(&hub.catalog(self.profile()), params) {
                 Some(Intercepted::Answer(answer)) => return Some(answer),
                 Some(Intercepted::Call(params)) => instead = Some(params),
                 None => {}

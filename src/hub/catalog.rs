@@ -8,11 +8,11 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::discovery;
 use super::headers::{self, HeaderParam};
 use super::names::{self, Offered};
 use super::rewrite::{ObjectEntries, json_string};
-use super::search::ToolIndex;
+use super::search::rank::ToolIndex;
+use super::search::tools;
 use crate::config::{BackendConfig, Discovery, Pattern, Profile, Tier};
 use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
 
@@ -310,7 +310,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
                     || names::glob_match(&pattern.glob, &route.name)
             });
             let json = if pinned {
-                discovery::pinned(&json)
+                tools::always_loaded(&json)
             } else {
                 json
             };
@@ -322,7 +322,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             list_result("tools", tools_json.iter().map(|(_, json, _)| json.as_str()))
         }
         Discovery::Search => {
-            let meta = discovery::meta_tools(tools_json.len());
+            let meta = tools::meta_tools(tools_json.len());
             let listed = meta.iter().map(String::as_str).chain(
                 tools_json
                     .iter()

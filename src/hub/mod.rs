@@ -17,7 +17,6 @@ mod call;
 mod capabilities;
 mod client_tasks;
 mod cold_start;
-mod discovery;
 mod headers;
 pub mod pins;
 mod recorded;
