@@ -15,7 +15,6 @@ pub mod rewrite;
 pub mod budget;
 mod call;
 mod capabilities;
-mod client_tasks;
 mod cold_start;
 mod headers;
 pub mod pins;
@@ -24,7 +23,6 @@ mod request_state;
 pub mod search;
 mod session;
 mod stateless;
-mod task_bridge;
 mod tasks;
 mod upstream;
 
@@ -131,10 +129,10 @@ struct HubInner {
     /// How many 2026-07-28 listen streams are open.
     listens: AtomicUsize,
     /// Session-era tasks whose questions wait for a 2026-07-28 editor, by exposed task id (see
-    /// [`task_bridge`]).
-    task_inputs: Mutex<HashMap<String, Arc<task_bridge::TaskInputs>>>,
-    /// Tasks Switchboard holds for session-era backends (see [`client_tasks`]).
-    client_tasks: Arc<client_tasks::ClientTasks>,
+    /// [`tasks::bridge`]).
+    task_inputs: Mutex<HashMap<String, Arc<tasks::bridge::TaskInputs>>>,
+    /// Tasks Switchboard holds for session-era backends (see [`tasks::held`]).
+    client_tasks: Arc<tasks::held::ClientTasks>,
     next_id: AtomicU64,
     stop: CancellationToken,
     /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
@@ -391,7 +389,7 @@ impl HubInner {
 
     fn lock_task_inputs(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<task_bridge::TaskInputs>>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<tasks::bridge::TaskInputs>>> {
         self.task_inputs
             .lock()
             .expect("task inputs lock is never poisoned")

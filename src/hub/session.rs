@@ -470,7 +470,7 @@ async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
 }
 
 /// `tasks/list`: every ready backend that lists tasks is asked, and their lists are joined, with
-/// each task id exposed (see [`tasks`](super::tasks)). A backend that fails to answer is left out
+/// each task id exposed (see [`tasks`](super::tasks::ids)). A backend that fails to answer is left out
 /// of the list rather than failing it.
 fn list_tasks(
     hub: &Arc<HubInner>,
@@ -501,7 +501,7 @@ fn list_tasks(
             if let Some(tasks) = ObjectEntries::parse(answer.get())
                 .ok()
                 .and_then(|answer| answer.get("tasks").map(|tasks| tasks.get().to_owned()))
-                .and_then(|tasks| super::tasks::exposed_list(&tasks, backend.name()))
+                .and_then(|tasks| super::tasks::ids::exposed_list(&tasks, backend.name()))
             {
                 all.extend(tasks);
             }

@@ -15,7 +15,7 @@
 //! - `subscriptions/listen` is a session told of list changes and resource updates, which it
 //!   passes on with its `subscriptionId`, and of the tasks it names;
 //! - a session-era server's tasks are shown in the Tasks extension's shapes (see
-//!   [`task_bridge`]).
+//!   [`bridge`]).
 //!
 //! [`headers`]: super::headers
 //! [`request_state`]: super::request_state
@@ -38,10 +38,8 @@ use super::session::{
     Needs, Session, capabilities, instructions, invalid_params, list_result, ready_with, rejected,
     server_info, single_page, valid_id, when_settled,
 };
-use super::{
-    HubInner, Inbound, RequestReply, SessionEvents, notification, random_id, response, task_bridge,
-    tasks,
-};
+use super::tasks::{bridge, ids};
+use super::{HubInner, Inbound, RequestReply, SessionEvents, notification, random_id, response};
 use crate::supervisor::BackendHandle;
 use crate::wire::era::{
     LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
@@ -571,7 +569,7 @@ fn session_era_task(
     request: &Envelope2026<'_>,
 ) -> Option<(BackendHandle, String, String)> {
     let exposed = request.params.get_str("taskId")?.into_owned();
-    let (backend, own) = tasks::backend_id(&exposed)?;
+    let (backend, own) = ids::backend_id(&exposed)?;
     let backend = hub
         .engine
         .backend(backend)
@@ -581,7 +579,7 @@ fn session_era_task(
 }
 
 /// Answers a task request about a session-era server's task in the Tasks extension's shapes
-/// (see [`task_bridge`]).
+/// (see [`bridge`]).
 fn answer_task(
     hub: &Arc<HubInner>,
     request: &Envelope2026<'_>,
@@ -596,7 +594,7 @@ fn answer_task(
     let responses = request.params.get("inputResponses").map(ToOwned::to_owned);
     let capabilities = request.capabilities;
     tokio::spawn(async move {
-        let answer = task_bridge::answer(
+        let answer = bridge::answer(
             &hub,
             &backend,
             &method,
@@ -1027,8 +1025,7 @@ fn listen(
         .task_ids
         .iter()
         .filter(|task| {
-            tasks::backend_id(task)
-                .is_some_and(|(backend, _)| hub.engine.backend(backend).is_some())
+            ids::backend_id(task).is_some_and(|(backend, _)| hub.engine.backend(backend).is_some())
         })
         .cloned()
         .collect();
@@ -1241,7 +1238,7 @@ async fn watch_task(
     subscription: Box<RawValue>,
     reply: mpsc::UnboundedSender<Vec<u8>>,
 ) {
-    let Some((backend, own)) = tasks::backend_id(&exposed) else {
+    let Some((backend, own)) = ids::backend_id(&exposed) else {
         return;
     };
     let own = own.to_owned();
@@ -1252,7 +1249,7 @@ async fn watch_task(
         let Some(backend) = hub.engine.backend(backend) else {
             return;
         };
-        let task = match task_bridge::detailed(&hub, &backend, &exposed, &own, capabilities).await {
+        let task = match bridge::detailed(&hub, &backend, &exposed, &own, capabilities).await {
             Ok(task) => task,
             Err(error) => {
                 tracing::debug!(task = %exposed, error = %error.message, "a listened task cannot be read");
