@@ -239,21 +239,14 @@ impl Hub {
     }
 
     /// Takes one 2026-07-28 request (see [`is_stateless`]) to `profile` with the `Mcp-*`
-    /// headers it came with over HTTP; dropping the reply's receiver ends it.
+    /// headers it came with over HTTP (none over stdio); dropping the reply's receiver ends it.
     pub fn receive_stateless(
         &self,
         message: &[u8],
         headers: Option<&RequestHeaders>,
         profile: &str,
     ) -> Inbound {
-        stateless::receive(
-            &self.inner,
-            message,
-            headers,
-            profile.into(),
-            CancellationToken::new(),
-            Box::new(|| {}),
-        )
+        stateless::receive(&self.inner, message, headers, profile.into())
     }
 
     /// The open session with this id.

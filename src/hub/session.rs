@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 use super::capabilities::ClientCapabilities;
 use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
-use super::stateless;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
 use crate::supervisor::status::{BackendState, Era};
 use crate::supervisor::{BackendHandle, Engine};
@@ -48,8 +47,6 @@ pub(super) struct SessionState {
     pub(super) last_active: Option<Instant>,
     /// The lowest level of log messages a 2026-07-28 request asked for (JSON text).
     pub(super) log_level: Option<Box<RawValue>>,
-    /// 2026-07-28 requests sent on this connection (over stdio), by id: cancelling one ends it.
-    pub(super) stateless_in_flight: HashMap<String, CancellationToken>,
     /// The editor's name, as its `clientInfo` says.
     pub(super) client: Option<Arc<str>>,
 }
@@ -160,9 +157,6 @@ impl Session {
             return rejected(valid_id(envelope.id), error);
         }
         match envelope.kind() {
-            Kind::Request if stateless::carries_envelope(&envelope) => {
-                self.on_stateless_request(&hub, message, &envelope)
-            }
             Kind::Request => self.on_request(&hub, &envelope),
             Kind::Notification => {
                 self.on_notification(&hub, &envelope);
@@ -296,9 +290,6 @@ impl Session {
                 if let Some(call) = state.in_flight.get(request_id.get()) {
                     call.cancel.cancel();
                 }
-                if let Some(request) = state.stateless_in_flight.get(request_id.get()) {
-                    request.cancel();
-                }
             }
             "notifications/roots/list_changed" => {
                 for backend in hub.engine.backends() {
@@ -371,41 +362,6 @@ impl Session {
     /// Whether this is a 2026-07-28 request's own session.
     pub(super) fn is_stateless(&self) -> bool {
         self.shared.stateless
-    }
-
-    /// Takes a 2026-07-28 request sent on this connection; `notifications/cancelled` naming its
-    /// id ends it.
-    fn on_stateless_request(
-        &self,
-        hub: &Arc<HubInner>,
-        message: &[u8],
-        envelope: &Envelope<'_>,
-    ) -> Inbound {
-        let key = envelope
-            .id
-            .map(|id| id.get().to_owned())
-            .unwrap_or_default();
-        let cancel = self.call_token();
-        self.lock_state()
-            .stateless_in_flight
-            .insert(key.clone(), cancel.clone());
-        let connection = Arc::downgrade(&self.shared);
-        let done = move || {
-            if let Some(shared) = connection.upgrade() {
-                Session { shared }
-                    .lock_state()
-                    .stateless_in_flight
-                    .remove(&key);
-            }
-        };
-        stateless::receive(
-            hub,
-            message,
-            None,
-            self.shared.profile.clone(),
-            cancel,
-            Box::new(done),
-        )
     }
 
     /// A token for one call of this session, cancelled when the session closes.
