@@ -68,16 +68,25 @@ pub struct MergedCatalog {
 /// stays as quick as in list mode.
 pub struct Search {
     index: OnceLock<ToolIndex>,
-    /// Exposed name → the tool's definition as `tools/list` would send it.
-    pub definitions: HashMap<String, String>,
+    /// Exposed name → what is known of the tool.
+    pub definitions: HashMap<String, Searchable>,
+}
+
+/// One tool of a profile in search mode.
+pub struct Searchable {
+    /// Its server's own name for it.
+    pub own: Arc<str>,
+    /// Its definition as `tools/list` would send it.
+    pub json: String,
 }
 
 impl Search {
     /// The index of the profile's tools, built now if no search has needed it yet.
     pub fn index(&self) -> &ToolIndex {
         self.index.get_or_init(|| {
-            ToolIndex::build(self.definitions.iter().filter_map(|(name, json)| {
-                Some((name.as_str(), serde_json::from_str::<&RawValue>(json).ok()?))
+            ToolIndex::build(self.definitions.iter().filter_map(|(name, tool)| {
+                let definition = serde_json::from_str::<&RawValue>(&tool.json).ok()?;
+                Some((name.as_str(), &*tool.own, definition))
             }))
         })
     }
@@ -334,7 +343,10 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
                 index: OnceLock::new(),
                 definitions: tools_json
                     .into_iter()
-                    .map(|(name, json, _)| (name, json))
+                    .map(|(name, json, _)| {
+                        let own = merged.tools[&name].name.clone();
+                        (name, Searchable { own, json })
+                    })
                     .collect(),
             }));
             result

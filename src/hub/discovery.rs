@@ -144,7 +144,7 @@ pub(super) fn intercept(catalog: &MergedCatalog, params: &RawValue) -> Option<In
         .index()
         .search(query, limit)
         .into_iter()
-        .filter_map(|hit| serde_json::from_str(search.definitions.get(&hit.name)?).ok())
+        .filter_map(|hit| serde_json::from_str(&search.definitions.get(&hit.name)?.json).ok())
         .collect();
     let text = if tools.is_empty() {
         format!("No tool matches {query:?}; search again with other words.")
