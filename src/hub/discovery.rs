@@ -4,7 +4,8 @@
 //! `call_tool`, which calls one by name; and the tools the profile always lists. Every other tool
 //! can still be called by its name directly.
 //!
-//! The names have no `__`, so no server's tool can take them. Always-listed tools, and the two
+//! No server's tool is offered under their names, not even one that has such a name of its own
+//! (see `names`: it takes the hashed form, and the clash is reported). Always-listed tools, and the two
 //! tools here, carry `_meta["anthropic/alwaysLoad"]`, which clients that load tools lazily (Claude
 //! Code's tool search) take as "load this one up front".
 
