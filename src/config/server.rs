@@ -275,15 +275,16 @@ impl Reader<'_, '_> {
             .error(offset, &format!("{prefix}.command"), message);
     }
 
+    /// A prefix, or the empty one, with which the server's names are its own.
     fn prefix(&mut self, node: &Node, field: &str) -> Option<String> {
         let prefix = self.string(node, field)?;
-        if !super::is_valid_identifier(&prefix, MAX_PREFIX_LEN) {
+        if !prefix.is_empty() && !super::is_valid_identifier(&prefix, MAX_PREFIX_LEN) {
             self.reporter.error(
                 node.offset,
                 field,
                 format!(
                     "invalid prefix {prefix:?}: use 1 to {MAX_PREFIX_LEN} ASCII letters, digits, \
-                     `_` or `-`"
+                     `_` or `-`, or \"\" for the server's own names"
                 ),
             );
             return None;

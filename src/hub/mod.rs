@@ -504,6 +504,18 @@ fn rebuild_catalog(
         rebuilt.clone(),
     );
     hub.rebuilt.send_replace(());
+    for (profile, merged) in &rebuilt.by_profile {
+        let told = before
+            .by_profile
+            .get(profile)
+            .map(|then| then.clash_warnings())
+            .unwrap_or_default();
+        for warning in merged.clash_warnings() {
+            if !told.contains(&warning) {
+                tracing::warn!(profile = %profile, "{warning}");
+            }
+        }
+    }
     let names: HashSet<&String> = rebuilt
         .by_profile
         .keys()

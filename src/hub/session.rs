@@ -572,14 +572,29 @@ pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
             .find(|served| served.name == profile)
             .is_some_and(|served| served.offers_server(backend))
     };
+    let backends: Vec<_> = hub
+        .engine
+        .backends()
+        .into_iter()
+        .filter(|backend| offered(backend.name()))
+        .collect();
     let mut instructions = String::from(
         "Switchboard offers the tools, prompts and resources of several MCP servers; tool and \
-         prompt names are prefixed with the server's name and two underscores.",
+         prompt names are prefixed with the server's name and two underscores",
     );
-    for backend in hub.engine.backends() {
-        if !offered(backend.name()) {
-            continue;
-        }
+    let unprefixed: Vec<&str> = backends
+        .iter()
+        .filter(|backend| backend.config().prefix.is_empty())
+        .map(|backend| backend.name())
+        .collect();
+    match unprefixed.as_slice() {
+        [] => instructions.push('.'),
+        names => instructions.push_str(&format!(
+            ", but those of {} keep their own names.",
+            names.join(", ")
+        )),
+    }
+    for backend in backends {
         let status = backend.status();
         let Some(text) = status
             .server
@@ -594,10 +609,13 @@ pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
             continue;
         }
         let text = text.trim();
-        let prefix = super::names::exposed_prefix(&backend.config().prefix);
+        let name = backend.name();
+        let names = match super::names::exposed_prefix(&backend.config().prefix) {
+            prefix if prefix.is_empty() => "whose names are its own".to_owned(),
+            prefix => format!("whose names start with `{prefix}`"),
+        };
         instructions.push_str(&format!(
-            "\n\n## {name}\nFrom the server {name}, whose names start with `{prefix}`:\n{text}",
-            name = backend.name(),
+            "\n\n## {name}\nFrom the server {name}, {names}:\n{text}"
         ));
     }
     instructions

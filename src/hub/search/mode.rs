@@ -71,7 +71,7 @@ pub(in crate::hub) fn intercept(catalog: &MergedCatalog, params: &RawValue) -> O
         .index()
         .search(query, limit)
         .into_iter()
-        .filter_map(|hit| serde_json::from_str(search.definitions.get(&hit.name)?).ok())
+        .filter_map(|hit| serde_json::from_str(&search.definitions.get(&hit.name)?.json).ok())
         .collect();
     let text = if tools.is_empty() {
         format!("No tool matches {query:?}; search again with other words.")

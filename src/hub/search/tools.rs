@@ -1,8 +1,9 @@
 //! The tools search mode lists: Switchboard's own `search_tools` and `call_tool`, and what marks a
 //! tool the profile always lists ("always load").
 //!
-//! The names have no `__`, so no server's tool can take them. Always-listed tools, and the two
-//! tools here, carry `_meta["anthropic/alwaysLoad"]`, which clients that load tools lazily (Claude
+//! No server's tool is offered under their names, not even one that has such a name of its own
+//! (see `names`: it takes the hashed form, and the clash is reported). Always-listed tools, and the
+//! two tools here, carry `_meta["anthropic/alwaysLoad"]`, which clients that load tools lazily (Claude
 //! Code's tool search) take as "load this one up front".
 
 use serde_json::{Value, json};
