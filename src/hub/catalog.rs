@@ -8,13 +8,13 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::headers::{self, HeaderParam};
 use super::names::{self, Clash, Offered};
 use super::rewrite::{ObjectEntries, json_string};
 use super::search::rank::ToolIndex;
 use super::search::tools;
 use crate::config::{BackendConfig, Discovery, Pattern, Profile, Tier};
 use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
+use crate::wire::mirrored::{HeaderParam, header_params};
 
 /// Where an exposed tool or prompt goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,7 +334,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             let exposed = tools
                 .iter()
                 .find(|(_, route)| route.backend == item.backend && *route.name == *item.name)?;
-            Some((exposed.0.clone(), headers::header_params(item.raw.get())))
+            Some((exposed.0.clone(), header_params(item.raw.get())))
         })
         .collect();
     merged.task_required = tool_items

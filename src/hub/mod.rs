@@ -16,10 +16,8 @@ pub mod budget;
 mod call;
 mod capabilities;
 mod cold_start;
-mod headers;
 pub mod pins;
 mod recorded;
-mod request_state;
 pub mod search;
 mod session;
 mod stateless;
@@ -44,13 +42,13 @@ use crate::supervisor::{Engine, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use catalog::{CatalogCache, MergedCatalog, Source};
 use pins::Pins;
-use request_state::Sealer;
 use rewrite::json_string;
 use stateless::Parked;
+use stateless::request_state::Sealer;
 use upstream::ForwardedRequest;
 
-pub use headers::RequestHeaders;
 pub use session::Session;
+pub use stateless::RequestHeaders;
 pub use stateless::{is_stateless, unsupported_version};
 
 /// The protocol versions editors may speak with the hub, newest first.

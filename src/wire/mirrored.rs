@@ -1,6 +1,6 @@
 //! Tool arguments a 2026-07-28 server wants mirrored into `Mcp-Param-*` headers (`x-mcp-header`
 //! in a tool's input schema), and how a value is written into a header: what editors send
-//! Switchboard (checked in `hub/headers.rs`) and what Switchboard sends a remote server
+//! Switchboard (checked in `hub/stateless/headers.rs`) and what Switchboard sends a remote server
 //! (`supervisor/remote`).
 
 use base64::Engine as _;

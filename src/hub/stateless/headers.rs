@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::wire::era::code::HEADER_MISMATCH;
 use crate::wire::jsonrpc::ErrorObject;
-pub use crate::wire::mirrored::{HeaderParam, header_params};
+use crate::wire::mirrored::HeaderParam;
 
 /// The `Mcp-*` headers of one POST, as they came (values not yet decoded).
 #[derive(Debug, Default, Clone)]
@@ -153,6 +153,7 @@ fn mismatch(message: String) -> ErrorObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::mirrored::header_params;
 
     fn headers(name: &str, params: &[(&str, &str)]) -> RequestHeaders {
         RequestHeaders {

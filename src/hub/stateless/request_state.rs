@@ -25,12 +25,12 @@ const MAX_SEALED_LEN: usize = 4096;
 const PREFIX: &str = "sb1.";
 
 /// Whether `state` is one Switchboard sealed (or claims to be), rather than a backend's.
-pub(super) fn is_ours(state: &str) -> bool {
+pub(in crate::hub) fn is_ours(state: &str) -> bool {
     state.starts_with(PREFIX)
 }
 
 /// Seals and opens states under one random key.
-pub(super) struct Sealer {
+pub(in crate::hub) struct Sealer {
     key: [u8; 32],
 }
 
@@ -55,16 +55,16 @@ struct Payload {
 
 /// The request a state must come back with: its method, target and arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Binding {
-    pub(super) method: String,
-    pub(super) target: String,
+pub(in crate::hub) struct Binding {
+    pub(in crate::hub) method: String,
+    pub(in crate::hub) target: String,
     arguments: String,
 }
 
 impl Binding {
     /// `arguments` is the request's `arguments` value, if any; equal JSON with keys in another
     /// order binds alike.
-    pub(super) fn new(method: &str, target: &str, arguments: Option<&str>) -> Binding {
+    pub(in crate::hub) fn new(method: &str, target: &str, arguments: Option<&str>) -> Binding {
         let canonical = arguments
             .and_then(|text| serde_json::from_str::<Value>(text).ok())
             .map(|value| {
@@ -83,7 +83,7 @@ impl Binding {
 
 /// Why a state was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Refusal {
+pub(in crate::hub) enum Refusal {
     Malformed,
     Forged,
     Expired,
@@ -108,7 +108,7 @@ impl fmt::Display for Refusal {
 }
 
 impl Sealer {
-    pub(super) fn new() -> Sealer {
+    pub(in crate::hub) fn new() -> Sealer {
         Sealer {
             key: rand::random(),
         }
@@ -116,7 +116,7 @@ impl Sealer {
 
     /// The sealed state of `call`, parked by the request `binding`, valid until `expires`
     /// (Unix milliseconds).
-    pub(super) fn seal(&self, call: &str, binding: &Binding, expires: u64) -> String {
+    pub(in crate::hub) fn seal(&self, call: &str, binding: &Binding, expires: u64) -> String {
         let payload = Payload {
             call: call.to_owned(),
             method: binding.method.clone(),
@@ -135,7 +135,7 @@ impl Sealer {
 
     /// The parked call `sealed` names, if it verifies, has not expired at `now` (Unix
     /// milliseconds) and came back with the request that parked it.
-    pub(super) fn open(
+    pub(in crate::hub) fn open(
         &self,
         sealed: &str,
         binding: &Binding,

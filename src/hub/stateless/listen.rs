@@ -1,0 +1,339 @@
+//! `subscriptions/listen`: a session told of list changes and resource updates, which it passes
+//! on with its `subscriptionId`, and of the tasks the stream names.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::{Envelope2026, tasks_extension_missing};
+use crate::hub::capabilities::ClientCapabilities;
+use crate::hub::rewrite::{ObjectEntries, json_string};
+use crate::hub::session::{Session, invalid_params, ready_with};
+use crate::hub::tasks::{bridge, ids};
+use crate::hub::{HubInner, SessionEvents, notification, response};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+
+/// How many resource URIs one listen stream may name.
+const MAX_LISTEN_URIS: usize = 1000;
+/// How many listen streams may be open at once: each holds a little memory until it ends.
+const MAX_LISTENS: usize = 1000;
+/// How many tasks one listen stream may name.
+const MAX_LISTEN_TASKS: usize = 100;
+/// Shortest and longest wait between two polls of a task a listen stream names.
+const TASK_POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(5));
+
+/// Opens a listen stream: a session told of list changes and of updates to the resources it
+/// names, which passes on those the editor opted in to.
+pub(super) fn listen(
+    hub: &Arc<HubInner>,
+    request: &Envelope2026<'_>,
+    reply: mpsc::UnboundedSender<Vec<u8>>,
+) -> Result<(), ErrorObject> {
+    let filter = Filter::parse(request.params.get("notifications"))?;
+    if !filter.task_ids.is_empty() && !request.capabilities.tasks_extension {
+        return Err(tasks_extension_missing("a listen for tasks"));
+    }
+    if hub.listens.fetch_add(1, Ordering::Relaxed) >= MAX_LISTENS {
+        hub.listens.fetch_sub(1, Ordering::Relaxed);
+        return Err(ErrorObject::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!("{MAX_LISTENS} listen streams are open already; close one first"),
+        ));
+    }
+    let catalog = hub.catalog(&request.profile);
+    let honoured: Vec<String> = filter
+        .resources
+        .iter()
+        .filter(|uri| {
+            catalog.resource_owner(uri).is_ok_and(|owner| {
+                hub.engine
+                    .backend(&owner)
+                    .is_some_and(|backend| ready_with(&backend, &["resources", "subscribe"]))
+            })
+        })
+        .cloned()
+        .collect();
+    let tasks_honoured: Vec<String> = filter
+        .task_ids
+        .iter()
+        .filter(|task| {
+            ids::backend_id(task).is_some_and(|(backend, _)| hub.engine.backend(backend).is_some())
+        })
+        .cloned()
+        .collect();
+    let (session, events) = hub.open_session(true, request.profile.clone());
+    session.mark_initialized();
+    session.lock_state().subscriptions = honoured.iter().cloned().collect();
+    for uri in &honoured {
+        subscribe_at_owner(hub, &request.profile, uri, "resources/subscribe");
+    }
+    let subscription = request.id.to_owned();
+    let acknowledged = serde_json::json!({
+        "_meta": { "io.modelcontextprotocol/subscriptionId": &*subscription },
+        "notifications": {
+            "toolsListChanged": filter.tools,
+            "promptsListChanged": filter.prompts,
+            "resourcesListChanged": filter.resource_list,
+            "resourceSubscriptions": honoured,
+            "taskIds": tasks_honoured,
+        },
+    });
+    let acknowledged = RawValue::from_string(acknowledged.to_string()).expect("JSON");
+    let _ = reply.send(notification(
+        "notifications/subscriptions/acknowledged",
+        Some(&acknowledged),
+    ));
+    let mut watched = JoinSet::new();
+    for task in tasks_honoured {
+        watched.spawn(watch_task(
+            hub.clone(),
+            task,
+            request.capabilities,
+            subscription.clone(),
+            reply.clone(),
+        ));
+    }
+    let listen = Listen {
+        hub: hub.clone(),
+        session,
+        events,
+        filter,
+        subscription,
+        reply,
+        watched,
+    };
+    tokio::spawn(listen.run());
+    Ok(())
+}
+
+/// What a listen stream opted in to.
+struct Filter {
+    tools: bool,
+    prompts: bool,
+    resource_list: bool,
+    resources: Vec<String>,
+    task_ids: Vec<String>,
+}
+
+impl Filter {
+    fn parse(notifications: Option<&RawValue>) -> Result<Filter, ErrorObject> {
+        let Some(notifications) = notifications else {
+            return Ok(Filter {
+                tools: false,
+                prompts: false,
+                resource_list: false,
+                resources: Vec::new(),
+                task_ids: Vec::new(),
+            });
+        };
+        let entries = ObjectEntries::parse(notifications.get())
+            .map_err(|_| invalid_params("notifications must be an object"))?;
+        let flag = |key: &str| entries.get(key).is_some_and(|value| value.get() == "true");
+        let resources = match entries.get("resourceSubscriptions") {
+            None => Vec::new(),
+            Some(uris) => serde_json::from_str::<Vec<String>>(uris.get()).map_err(|_| {
+                invalid_params("notifications.resourceSubscriptions must be an array of URIs")
+            })?,
+        };
+        if resources.len() > MAX_LISTEN_URIS {
+            return Err(invalid_params(format!(
+                "a listen stream may name at most {MAX_LISTEN_URIS} resources"
+            )));
+        }
+        let resources = resources
+            .into_iter()
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let task_ids = match entries.get("taskIds") {
+            None => Vec::new(),
+            Some(ids) => serde_json::from_str::<Vec<String>>(ids.get()).map_err(|_| {
+                invalid_params("notifications.taskIds must be an array of task ids")
+            })?,
+        };
+        if task_ids.len() > MAX_LISTEN_TASKS {
+            return Err(invalid_params(format!(
+                "a listen stream may name at most {MAX_LISTEN_TASKS} tasks"
+            )));
+        }
+        let task_ids = task_ids
+            .into_iter()
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        Ok(Filter {
+            tools: flag("toolsListChanged"),
+            prompts: flag("promptsListChanged"),
+            resource_list: flag("resourcesListChanged"),
+            resources,
+            task_ids,
+        })
+    }
+
+    fn wants(&self, method: &str) -> bool {
+        match method {
+            "notifications/tools/list_changed" => self.tools,
+            "notifications/prompts/list_changed" => self.prompts,
+            "notifications/resources/list_changed" => self.resource_list,
+            "notifications/resources/updated" => !self.resources.is_empty(),
+            _ => false,
+        }
+    }
+}
+
+/// An open listen stream.
+struct Listen {
+    hub: Arc<HubInner>,
+    /// Told of list changes and of updates to the resources the stream names.
+    session: Session,
+    events: SessionEvents,
+    filter: Filter,
+    subscription: Box<RawValue>,
+    reply: mpsc::UnboundedSender<Vec<u8>>,
+    /// Reporting the tasks the stream names; they end with it.
+    watched: JoinSet<()>,
+}
+
+impl Listen {
+    /// Passes on list changes and resource updates until the stream ends.
+    async fn run(self) {
+        let Listen {
+            hub,
+            session,
+            mut events,
+            filter,
+            subscription,
+            reply,
+            watched,
+        } = self;
+        let closed = session.call_token();
+        let subscription_meta = format!(
+            r#"{{"io.modelcontextprotocol/subscriptionId":{}}}"#,
+            subscription.get()
+        );
+        let subscription_meta = RawValue::from_string(subscription_meta).expect("JSON");
+        loop {
+            tokio::select! {
+                _ = reply.closed() => break,
+                _ = closed.cancelled() => {
+                    let result = format!(
+                        r#"{{"resultType":"complete","_meta":{}}}"#,
+                        subscription_meta.get()
+                    );
+                    let _ = reply.send(response(&subscription, Ok(result)));
+                    break;
+                }
+                event = events.recv() => {
+                    let Some(event) = event else { break };
+                    let Ok(envelope) = Envelope::parse(&event) else { continue };
+                    let Some(method) = envelope.method.as_deref().filter(|method| filter.wants(method))
+                    else {
+                        continue;
+                    };
+                    let mut params = envelope
+                        .params
+                        .and_then(|params| ObjectEntries::parse(params.get()).ok())
+                        .unwrap_or_else(|| ObjectEntries::parse("{}").expect("an empty object"));
+                    params.set("_meta", subscription_meta.clone());
+                    let _ = reply.send(notification(method, Some(&params.into_raw())));
+                }
+            }
+        }
+        drop(watched);
+        hub.listens.fetch_sub(1, Ordering::Relaxed);
+        let uris: Vec<String> = session.lock_state().subscriptions.drain().collect();
+        session.close();
+        for uri in uris {
+            let still_wanted = hub
+                .sessions()
+                .iter()
+                .any(|other| other.lock_state().subscriptions.contains(&uri));
+            if !still_wanted {
+                subscribe_at_owner(&hub, session.profile(), &uri, "resources/unsubscribe");
+            }
+        }
+    }
+}
+
+/// Reports the task `exposed` on a listen stream: its state as `tasks/get` shows it
+/// (`notifications/tasks`), first at once and then whenever its status, message or questions
+/// change, polled at its `pollIntervalMs` (within [`TASK_POLL_BOUNDS`]) until it ends. A task
+/// that cannot be read any more (its server forgot it, or is gone) is reported no further.
+async fn watch_task(
+    hub: Arc<HubInner>,
+    exposed: String,
+    capabilities: ClientCapabilities,
+    subscription: Box<RawValue>,
+    reply: mpsc::UnboundedSender<Vec<u8>>,
+) {
+    let Some((backend, own)) = ids::backend_id(&exposed) else {
+        return;
+    };
+    let own = own.to_owned();
+    let subscription: serde_json::Value =
+        serde_json::from_str(subscription.get()).expect("an id is JSON");
+    let mut reported = None;
+    loop {
+        let Some(backend) = hub.engine.backend(backend) else {
+            return;
+        };
+        let task = match bridge::detailed(&hub, &backend, &exposed, &own, capabilities).await {
+            Ok(task) => task,
+            Err(error) => {
+                tracing::debug!(task = %exposed, error = %error.message, "a listened task cannot be read");
+                return;
+            }
+        };
+        let questions: Vec<&String> = task["inputRequests"]
+            .as_object()
+            .map(|questions| questions.keys().collect())
+            .unwrap_or_default();
+        let state = serde_json::json!([task["status"], task["statusMessage"], questions]);
+        if reported.as_ref() != Some(&state) {
+            let mut params = task.clone();
+            params["_meta"] =
+                serde_json::json!({ "io.modelcontextprotocol/subscriptionId": subscription });
+            let params = serde_json::value::to_raw_value(&params).expect("JSON");
+            if reply
+                .send(notification("notifications/tasks", Some(&params)))
+                .is_err()
+            {
+                return;
+            }
+            reported = Some(state);
+        }
+        if matches!(
+            task["status"].as_str(),
+            Some("completed" | "failed" | "cancelled")
+        ) {
+            return;
+        }
+        let wait = task["pollIntervalMs"]
+            .as_u64()
+            .map_or(Duration::from_secs(1), Duration::from_millis)
+            .clamp(TASK_POLL_BOUNDS.0, TASK_POLL_BOUNDS.1);
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Sends `resources/subscribe` or `resources/unsubscribe` for `uri` to the backend owning it.
+fn subscribe_at_owner(hub: &HubInner, profile: &str, uri: &str, method: &'static str) {
+    let Ok(owner) = hub.catalog(profile).resource_owner(uri) else {
+        return;
+    };
+    let Some(backend) = hub.engine.backend(&owner) else {
+        return;
+    };
+    let params = format!(r#"{{"uri":{}}}"#, json_string(uri).get());
+    let params = RawValue::from_string(params).expect("JSON");
+    tokio::spawn(async move {
+        if let Err(error) = backend.request(method, Some(&params)).await {
+            tracing::debug!(backend = backend.name(), %error, method, "listen subscription");
+        }
+    });
+}
