@@ -18,7 +18,7 @@ use super::reach::Reach;
 use super::token::{ClientIdentity, TokenAuth, TokenRequest};
 use super::{
     Auth, AuthError, CALLBACK_PATH, MAX_PENDING, SIGN_IN_LIFETIME, TokenRecord, callback_id,
-    keychain_name, plain_error, random_text, unix_seconds,
+    keychain_name, random_text, unix_seconds,
 };
 use crate::config::RemoteServer;
 
@@ -327,7 +327,7 @@ impl Auth {
             .map_err(|error| {
                 AuthError::Request(format!(
                     "the registration endpoint {endpoint} did not answer: {}",
-                    plain_error(&error)
+                    crate::wire::http_error::describe(&error)
                 ))
             })?;
         let status = response.status();

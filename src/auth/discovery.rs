@@ -7,7 +7,7 @@
 use serde::Deserialize;
 
 use super::reach::{Bounds, Reach};
-use super::{Auth, AuthError, canonical_resource, plain_error, same_issuer};
+use super::{Auth, AuthError, canonical_resource, same_issuer};
 use crate::config::RemoteServer;
 
 /// What a 401 or 403's `WWW-Authenticate: Bearer …` (or `DPoP …`) says.
@@ -537,7 +537,10 @@ impl Auth {
             .send()
             .await
             .map_err(|error| {
-                AuthError::Request(format!("{url} did not answer: {}", plain_error(&error)))
+                AuthError::Request(format!(
+                    "{url} did not answer: {}",
+                    crate::wire::http_error::describe(&error)
+                ))
             })?;
         let status = response.status();
         if status.is_redirection() {

@@ -722,20 +722,5 @@ fn unix_seconds(time: SystemTime) -> u64 {
         .map_or(0, |elapsed| elapsed.as_secs())
 }
 
-/// A request error with its causes (they say what failed: refused, DNS, TLS…).
-fn plain_error(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::discovery::ServerMetadata;
 use super::dpop::DpopKey;
 use super::jws::SigningKey;
-use super::{Auth, AuthError, plain_error, random_text, unix_seconds};
+use super::{Auth, AuthError, random_text, unix_seconds};
 use crate::config::OAuthClient;
 
 /// How long a client assertion is good for.
@@ -230,7 +230,7 @@ impl Auth {
             let response = post.send().await.map_err(|error| {
                 AuthError::Request(format!(
                     "the token endpoint {endpoint} did not answer: {}",
-                    plain_error(&error)
+                    crate::wire::http_error::describe(&error)
                 ))
             })?;
             if let Some(nonce) = response

@@ -1,7 +1,8 @@
 //! What both sides of Switchboard speak: the JSON-RPC envelope, newline framing, the protocol
-//! eras and the arguments 2026-07-28 mirrors into headers.
+//! eras, the arguments 2026-07-28 mirrors into headers, and how a failed HTTP request is told.
 
 pub mod era;
 pub mod framing;
+pub mod http_error;
 pub mod jsonrpc;
 pub mod mirrored;

@@ -17,6 +17,7 @@
 //! on every request, carrying the server's nonce once it has given one.
 
 mod authorized;
+mod legacy;
 mod sse;
 
 use std::collections::HashMap;
@@ -40,6 +41,7 @@ use crate::config::{RemoteServer, RemoteTransport};
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::status::OutputStream;
 use crate::wire::era::meta;
+use crate::wire::http_error;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 use crate::wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
 use sse::SseParser;
@@ -552,7 +554,7 @@ impl Shared {
             Ok(Err(error)) => Err(Failure::Error(format!(
                 "cannot reach {}: {}",
                 self.server.shown_url(),
-                error_chain(&error)
+                http_error::describe(&error)
             ))),
             Err(_) => Err(Failure::Error(format!(
                 "{} did not answer within {} ms",
@@ -790,123 +792,6 @@ impl Shared {
         }
     }
 
-    /// Sends a message over the HTTP+SSE transport (its answer comes on the stream).
-    async fn send_legacy(self: &Arc<Self>, line: &[u8]) -> Result<(), Failure> {
-        let endpoint = self
-            .legacy_endpoint
-            .get_or_try_init(|| self.clone().open_legacy_stream())
-            .await?
-            .clone();
-        let response = self
-            .authorized(|credential| {
-                let request = self
-                    .request(Method::POST, endpoint.clone(), credential.as_ref())
-                    .header(CONTENT_TYPE, "application/json")
-                    .body(line.to_vec());
-                self.send_request(request)
-            })
-            .await?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let body = self.read_body(response).await.unwrap_or_default();
-        Err(Failure::Error(format!(
-            "{} answered HTTP {}: {}",
-            endpoint,
-            status.as_u16(),
-            quoted(&body)
-        )))
-    }
-
-    /// Opens the event stream of the HTTP+SSE transport and waits for the endpoint it names;
-    /// then reads the stream, delivering each message, until it ends (and with it the link).
-    async fn open_legacy_stream(self: Arc<Self>) -> Result<reqwest::Url, Failure> {
-        let mut response = self
-            .authorized(|credential| {
-                let request = self
-                    .request(Method::GET, self.url.clone(), credential.as_ref())
-                    .header(ACCEPT, "text/event-stream");
-                self.send_request(request)
-            })
-            .await?;
-        let content_type =
-            header_text(response.headers(), CONTENT_TYPE.as_str()).unwrap_or_default();
-        if !response.status().is_success() || !content_type.starts_with("text/event-stream") {
-            return Err(Failure::Error(format!(
-                "{} speaks neither Streamable HTTP nor HTTP+SSE: its event stream answered HTTP \
-                 {} ({content_type})",
-                self.server.shown_url(),
-                response.status().as_u16()
-            )));
-        }
-        let mut parser = SseParser::new(self.max_message_size);
-        let endpoint = loop {
-            let chunk = self.next_chunk(&mut response).await?.ok_or_else(|| {
-                Failure::Error(format!(
-                    "{} closed its event stream before naming an endpoint",
-                    self.server.shown_url()
-                ))
-            })?;
-            let events = parser.feed(&chunk).map_err(|_| {
-                Failure::Error(format!(
-                    "{} sent an event over the size limit",
-                    self.server.shown_url()
-                ))
-            })?;
-            if let Some(event) = events
-                .into_iter()
-                .find(|event| event.event.as_deref() == Some("endpoint"))
-            {
-                break self.url.join(event.data.trim()).map_err(|error| {
-                    Failure::Error(format!(
-                        "{} named an endpoint that is not a URL ({error})",
-                        self.server.shown_url()
-                    ))
-                })?;
-            }
-        };
-        if endpoint.origin() != self.url.origin() {
-            return Err(Failure::Error(format!(
-                "{} named an endpoint on another origin ({endpoint}); refused",
-                self.server.shown_url()
-            )));
-        }
-        let span = tracing::Span::current();
-        tokio::spawn(
-            self.clone()
-                .read_legacy_stream(response, parser)
-                .instrument(span),
-        );
-        Ok(endpoint)
-    }
-
-    async fn read_legacy_stream(
-        self: Arc<Self>,
-        mut response: reqwest::Response,
-        mut parser: SseParser,
-    ) {
-        let nothing = Outgoing::nothing();
-        loop {
-            let chunk = match self.next_chunk(&mut response).await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) | Err(_) => break,
-            };
-            let Ok(events) = parser.feed(&chunk) else {
-                break;
-            };
-            for event in events {
-                if matches!(event.event.as_deref(), None | Some("message")) {
-                    self.deliver_message(event.data.as_bytes(), &nothing).await;
-                }
-            }
-        }
-        self.finish(LinkEnd::Lost(format!(
-            "{} closed its event stream",
-            self.server.shown_url()
-        )));
-    }
-
     /// The next chunk of an answer's body; `None` at its end.
     async fn next_chunk(
         &self,
@@ -916,7 +801,7 @@ impl Shared {
             Failure::Error(format!(
                 "the answer of {} broke off: {}",
                 self.server.shown_url(),
-                error_chain(&error)
+                http_error::describe(&error)
             ))
         })
     }
@@ -997,25 +882,5 @@ fn quoted(body: &[u8]) -> String {
     match body.len() > QUOTED_BYTES {
         true => format!("{:?}…", text.trim()),
         false => format!("{:?}", text.trim()),
-    }
-}
-
-/// What an HTTP error's causes say actually failed (refused, DNS, TLS…), without the wrappers
-/// that only repeat that a request failed.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut next = Some(error);
-    while let Some(cause) = next {
-        let text = cause.to_string();
-        let wrapper =
-            text.starts_with("error sending request") || text.starts_with("client error (");
-        if !wrapper && !parts.iter().any(|part| part.contains(&text)) {
-            parts.push(text);
-        }
-        next = cause.source();
-    }
-    match parts.is_empty() {
-        true => error.to_string(),
-        false => parts.join(": "),
     }
 }
