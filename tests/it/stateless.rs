@@ -278,11 +278,27 @@ async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_
     let mut unknown_version = echo.clone();
     unknown_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
         json!("2099-01-01");
-    let answer = post(&serve, &unknown_version, &[]).await;
+    let answer = post(
+        &serve,
+        &unknown_version,
+        &[("mcp-protocol-version", "2099-01-01")],
+    )
+    .await;
     let error = &answer.last()["error"];
     assert_eq!((answer.status, &error["code"]), (400, &json!(-32022)));
     assert_eq!(error["data"]["requested"], "2099-01-01");
     assert_eq!(error["data"]["supported"][0], VERSION);
+    // A header that contradicts the body is a mismatch, whatever version the body names.
+    let answer = post(&serve, &unknown_version, &[]).await;
+    let error = &answer.last()["error"];
+    assert_eq!((answer.status, &error["code"]), (400, &json!(-32020)));
+    assert!(
+        error["message"]
+            .as_str()
+            .expect("message")
+            .contains("MCP-Protocol-Version"),
+        "{error}"
+    );
 
     let answer = post(&serve, &echo, &[("mcp-protocol-version", "1999-01-01")]).await;
     assert_eq!(

@@ -25,6 +25,17 @@ pub struct RequestHeaders {
     pub params: Vec<(String, Vec<u8>)>,
 }
 
+/// Checks the `MCP-Protocol-Version` header against the version the body names: a mismatch is
+/// told as one (`-32020`) even when the body's version is one Switchboard does not speak.
+pub fn check_version(headers: &RequestHeaders, version: &str) -> Result<(), ErrorObject> {
+    expect_equal(
+        "MCP-Protocol-Version",
+        headers.protocol_version.as_deref(),
+        version,
+        false,
+    )
+}
+
 /// Checks `headers` against the request: its version, method, `name` (or `uri`) and, for a
 /// tool that mirrors arguments, `arguments`.
 pub fn check(
@@ -35,12 +46,7 @@ pub fn check(
     mirrored: &[HeaderParam],
     arguments: Option<&Value>,
 ) -> Result<(), ErrorObject> {
-    expect_equal(
-        "MCP-Protocol-Version",
-        headers.protocol_version.as_deref(),
-        version,
-        false,
-    )?;
+    check_version(headers, version)?;
     expect_equal("Mcp-Method", headers.method.as_deref(), method, false)?;
     if let Some(target) = target {
         expect_equal("Mcp-Name", headers.name.as_deref(), target, true)?;

@@ -98,7 +98,13 @@ struct Envelope2026<'a> {
 }
 
 impl<'a> Envelope2026<'a> {
-    fn parse(envelope: &Envelope<'a>, profile: Arc<str>) -> Result<Envelope2026<'a>, ErrorObject> {
+    /// Reads the envelope; with the headers of its HTTP request, a version they contradict is a
+    /// mismatch before it is an unsupported version.
+    fn parse(
+        envelope: &Envelope<'a>,
+        headers: Option<&RequestHeaders>,
+        profile: Arc<str>,
+    ) -> Result<Envelope2026<'a>, ErrorObject> {
         let id = envelope.id.expect("a request has an id");
         let method = envelope.method.as_deref().unwrap_or_default().to_owned();
         let params = envelope
@@ -113,6 +119,9 @@ impl<'a> Envelope2026<'a> {
         let version = meta.get_str(meta::PROTOCOL_VERSION).ok_or_else(|| {
             invalid_params(format!("_meta.{} must be a string", meta::PROTOCOL_VERSION))
         })?;
+        if let Some(headers) = headers {
+            headers::check_version(headers, &version)?;
+        }
         if version != MODERN_PROTOCOL_VERSION {
             return Err(unsupported_version(&version));
         }
@@ -257,7 +266,7 @@ fn start(
     headers: Option<&RequestHeaders>,
     profile: Arc<str>,
 ) -> Result<Started, ErrorObject> {
-    let request = Envelope2026::parse(envelope, profile)?;
+    let request = Envelope2026::parse(envelope, headers, profile)?;
     if let Some(headers) = headers {
         let target = request.target();
         let mirrored = match (request.method.as_str(), &target) {
