@@ -11,6 +11,7 @@ pub mod app;
 pub mod atomic;
 pub mod auth;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod control;
 pub mod demo;

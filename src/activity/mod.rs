@@ -20,8 +20,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::clock::unix_millis;
 use crate::config::ActivitySettings;
-use crate::supervisor::status::unix_millis;
 use queue::{Payload, Queue, View};
 use store::Store;
 

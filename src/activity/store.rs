@@ -92,7 +92,7 @@ impl Store {
                 let aside = path.with_file_name(format!(
                     "{}.unreadable-{}",
                     path.file_name().unwrap_or_default().to_string_lossy(),
-                    crate::supervisor::status::unix_millis(std::time::SystemTime::now()) / 1000
+                    crate::clock::unix_millis(std::time::SystemTime::now()) / 1000
                 ));
                 for suffix in ["", "-wal", "-shm"] {
                     let from = PathBuf::from(format!("{}{suffix}", path.display()));

@@ -64,7 +64,7 @@ impl DpopKey {
             "jti": super::random_text(),
             "htm": method,
             "htu": target.as_str(),
-            "iat": super::unix_seconds(std::time::SystemTime::now()),
+            "iat": crate::clock::unix_seconds(std::time::SystemTime::now()),
         });
         if let Some(token) = access_token {
             claims["ath"] = Value::from(URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(token)));

@@ -10,7 +10,8 @@ use std::time::SystemTime;
 use super::dpop::DpopKey;
 use super::reach::Reach;
 use super::token::{ClientIdentity, TokenAuth, TokenRequest};
-use super::{Auth, AuthError, TokenRecord, unix_seconds};
+use super::{Auth, AuthError, TokenRecord};
+use crate::clock::unix_seconds;
 use crate::config::{IdentityProvider, OAuthGrant, RemoteServer};
 
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 use tokio::sync::watch;
 
+use crate::clock::unix_seconds;
 use crate::config::RemoteServer;
 use crate::secrets::{Keychain, SecretError};
 pub use browser::CallbackQuery;
@@ -715,11 +716,6 @@ fn keychain_name(key: &str) -> String {
 fn random_text() -> String {
     let bytes: [u8; 32] = rand::random();
     URL_SAFE_NO_PAD.encode(bytes)
-}
-
-fn unix_seconds(time: SystemTime) -> u64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use serde_json::json;
 use super::discovery::ServerMetadata;
 use super::dpop::DpopKey;
 use super::jws::SigningKey;
-use super::{Auth, AuthError, random_text, unix_seconds};
+use super::{Auth, AuthError, random_text};
+use crate::clock::unix_seconds;
 use crate::config::OAuthClient;
 
 /// How long a client assertion is good for.

@@ -15,12 +15,12 @@ use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::unix_millis;
 use crate::config::{self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig};
 use crate::guard::EndpointToken;
 use crate::hub::Hub;
 use crate::supervisor::ApplyReport;
 use crate::supervisor::Engine;
-use crate::supervisor::status::unix_millis;
 
 /// After an event about the config file, how long the file must stay quiet before it is read:
 /// one save often arrives as several events (truncate, write, rename, chmod).

@@ -12,7 +12,7 @@ use super::catalog::Route;
 use super::rewrite::ObjectEntries;
 use super::session::Session;
 use crate::activity::{ActivityLog, Outcome, Record, is_tool_error};
-use crate::supervisor::status::unix_millis;
+use crate::clock::unix_millis;
 use crate::wire::jsonrpc::{self, ErrorObject};
 
 /// What the log keeps of a call's request, read while the call is routed (whose parse of the

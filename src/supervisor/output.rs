@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use tokio::sync::broadcast;
 
-use crate::supervisor::status::unix_millis;
+use crate::clock::unix_millis;
 pub use crate::supervisor::status::{OutputLine, OutputStream};
 
 /// The longest line kept; longer lines are cut and marked.

@@ -1,7 +1,6 @@
 //! Plain data that the endpoint, API, UI and tray read. Nothing here owns a process or a task.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -221,10 +220,4 @@ impl BackendStatus {
             catalog: Arc::default(),
         }
     }
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn unix_millis(time: SystemTime) -> u64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64)
 }

@@ -11,6 +11,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
+use crate::clock::unix_millis;
 use crate::config::BackendConfig;
 use crate::supervisor::handle::{Ack, BackendHandle, Command};
 use crate::supervisor::handshake::{EraVerdicts, ListKind, fetch_list, health_method};
@@ -20,7 +21,7 @@ use crate::supervisor::rpc::{Connection, Incoming, RpcError};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{
     BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
-    ServerDescription, StopReason, unix_millis,
+    ServerDescription, StopReason,
 };
 use crate::supervisor::{Applied, BackendNotification, ControlError, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};

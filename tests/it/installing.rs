@@ -49,7 +49,7 @@ async fn start_and_follow(serve: &ServeProcess, stream: &mut Events, name: &str)
 
 /// Now, in milliseconds since the Unix epoch.
 fn unix_ms() -> u64 {
-    switchboard::supervisor::status::unix_millis(std::time::SystemTime::now())
+    switchboard::clock::unix_millis(std::time::SystemTime::now())
 }
 
 /// The statuses that said the backend was installing.

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::{ApiError, ApiState, bad_path, json_ok};
+use crate::clock::unix_millis;
 use crate::config::{
     BackendConfig, DEFAULT_PROFILE, Launch, MASKED, ProcessLaunch, Profile, RemoteTransport,
     Sandbox, SandboxDraft, Written, shown_url,
@@ -26,7 +27,7 @@ use crate::supervisor::Engine;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{
     BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
-    ServerDescription, StopReason, unix_millis,
+    ServerDescription, StopReason,
 };
 
 /// How many of a backend's recent output lines its detail carries.

@@ -20,12 +20,13 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 use super::backends::BackendSummary;
 use super::{ApiState, EVENTS_CAPACITY};
 use crate::activity::Record;
+use crate::clock::unix_millis;
 use crate::config::BackendConfig;
 use crate::control::reload::ConfigState;
 use crate::hub::pins::PinReport;
 use crate::supervisor::BackendHandle;
 use crate::supervisor::output::OutputLine;
-use crate::supervisor::status::{BackendStatus, Catalog, unix_millis};
+use crate::supervisor::status::{BackendStatus, Catalog};
 
 pub(super) async fn events(State(api): State<ApiState>) -> Response {
     let backends = api.backends_in_order();

@@ -3,13 +3,14 @@
 //! its retry answers the backend and resumes the same call.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 
 use super::request_state::Binding;
 use super::{Envelope2026, LOG_LEVELS, stamp};
+use crate::clock::unix_millis;
 use crate::hub::capabilities::ClientCapabilities;
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{Session, invalid_params, server_info};
@@ -95,7 +96,7 @@ pub(super) fn resume(
     let binding = Binding::new(&request.method, &target, arguments);
     let call = hub
         .sealer
-        .open(sealed, &binding, unix_millis())
+        .open(sealed, &binding, unix_millis(SystemTime::now()))
         .map_err(|refusal| invalid_params(refusal.to_string()))?;
     if call == RERUN {
         let mut again = request.clone();
@@ -124,12 +125,6 @@ pub(super) fn resume(
             responses: request.params.get("inputResponses").map(ToOwned::to_owned),
         })
         .map_err(|_| ended())
-}
-
-fn unix_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
 /// Relays one call's messages to the editor's current request, parking the call while the
@@ -271,7 +266,7 @@ impl Relay {
                 (format!("switchboard-url-{index}"), request)
             })
             .collect();
-        let expires = unix_millis() + PARK_TTL.as_millis() as u64;
+        let expires = unix_millis(SystemTime::now()) + PARK_TTL.as_millis() as u64;
         let result = serde_json::json!({
             "resultType": "input_required",
             "inputRequests": requests,
@@ -372,7 +367,7 @@ impl Relay {
                 }
                 parked.insert(call.clone(), Parked { resume });
             }
-            let expires = unix_millis() + PARK_TTL.as_millis() as u64;
+            let expires = unix_millis(SystemTime::now()) + PARK_TTL.as_millis() as u64;
             let result = serde_json::json!({
                 "resultType": "input_required",
                 "inputRequests": { key.clone(): input_request },

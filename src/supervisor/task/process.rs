@@ -10,6 +10,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use super::{BackendTask, Flow, Running, State};
+use crate::clock::unix_millis;
 use crate::config::{Launch, ProcessLaunch};
 use crate::supervisor::ControlError;
 use crate::supervisor::handle::Command;
@@ -22,7 +23,7 @@ use crate::supervisor::rpc::{
 };
 use crate::supervisor::runner::{self, INSTALL_TIMEOUT, PackageRun};
 use crate::supervisor::spawn::{self, BackendProcess, SandboxSpec, SpawnSpec};
-use crate::supervisor::status::{Era, ExitDescription, Installing, StopReason, unix_millis};
+use crate::supervisor::status::{Era, ExitDescription, Installing, StopReason};
 use crate::wire::framing::{Frame, LineReader};
 
 const STDERR_MAX_LINE: usize = 64 * 1024;
