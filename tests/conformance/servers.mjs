@@ -1,0 +1,387 @@
+// Runs every server scenario of the MCP conformance suite (@modelcontextprotocol/conformance,
+// from node_modules) against tests/conformance/server.mjs twice over: directly, and through
+// Switchboard's `/mcp` with that server as a remote server, once per `protocol` setting
+// (`auto`, `legacy`, `modern`). A scenario that passes directly must pass through Switchboard in
+// every one of them. Each target gets two passes: the suite's own choice of revision per
+// scenario (2025-11-25 for session-era scenarios, 2026-07-28 for the stateless era's own,
+// extensions once), and every scenario the 2026-07-28 revision has, at 2026-07-28, so that the
+// common ones (tools, resources, prompts…) are run in both eras. Prints a table and exits 1 on a
+// regression.
+//
+//   node tests/conformance/servers.mjs [--direct-only] [--protocol auto|legacy|modern]... [SCENARIO]...
+//
+// Run it with the Node the suite needs (22). Switchboard is target/debug/switchboard
+// (SWITCHBOARD_BIN overrides it), built beforehand. Output goes to target/conformance/servers/.
+//
+// The server is configured with `prefix = ""`, so that Switchboard offers its tools and prompts
+// under their own names, the ones the scenarios call. Where the config does not take that yet,
+// it is configured with `prefix = "conf"` and the suite reaches Switchboard through a small
+// proxy that adds `conf__` to the names a request calls and takes it off the names a list
+// answers (`renamed` in the table); a scenario that fails only there is reported apart.
+
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const SUITE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+const SERVER = join(ROOT, 'tests/conformance/server.mjs');
+const SWITCHBOARD = process.env.SWITCHBOARD_BIN ?? join(ROOT, 'target/debug/switchboard');
+const LOGS = join(ROOT, 'target/conformance/servers');
+const PROTOCOLS = ['auto', 'legacy', 'modern'];
+/// The two passes of every target: the suite's own revision per scenario, and 2026-07-28.
+const PASSES = [
+  { name: 'default', args: [] },
+  { name: '2026-07-28', args: ['--spec-version', '2026-07-28'] },
+];
+/// How long Switchboard may take to start and reach the server.
+const SETTLE_MS = 20_000;
+const NAME_PREFIX = 'conf';
+
+const args = process.argv.slice(2);
+const directOnly = args.includes('--direct-only');
+const protocols = [];
+const only = new Set();
+for (let i = 0; i < args.length; i += 1) {
+  if (args[i] === '--protocol') protocols.push(args[(i += 1)]);
+  else if (args[i] !== '--direct-only') only.add(args[i]);
+}
+if (protocols.length === 0) protocols.push(...PROTOCOLS);
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const toml = (text) => JSON.stringify(text);
+
+function note(message) {
+  process.stderr.write(`servers: ${message}\n`);
+}
+
+function run(command, argv, options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, argv, { cwd: ROOT, ...options });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (data) => (stdout += data));
+    child.stderr?.on('data', (data) => (stderr += data));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('exit', resolve));
+}
+
+/// Starts server.mjs; resolves to its child and URL.
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SERVER, '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    child.stderr.on('data', (data) => (log += data));
+    child.stdout.on('data', (data) => {
+      const url = /listening on (\S+)/.exec(String(data))?.[1];
+      if (url) resolve({ child, url, log: () => log });
+    });
+    child.on('exit', (code) => reject(new Error(`server.mjs exited (${code}): ${log}`)));
+  });
+}
+
+/// The results of one suite run: scenario -> { status, failures: [{ id, message }] }.
+function readResults(dir) {
+  const results = new Map();
+  for (const entry of readdirSync(dir)) {
+    const scenario = /^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$/.exec(entry)?.[1];
+    if (!scenario) continue;
+    let checks;
+    try {
+      checks = JSON.parse(readFileSync(join(dir, entry, 'checks.json'), 'utf8'));
+    } catch {
+      continue;
+    }
+    const failures = checks
+      .filter((check) => check.status === 'FAILURE')
+      .map((check) => ({ id: check.id, message: check.errorMessage ?? '' }));
+    const warnings = checks.filter((check) => check.status === 'WARNING').map((check) => check.id);
+    results.set(scenario, { status: failures.length > 0 ? 'FAIL' : 'pass', failures, warnings });
+  }
+  return results;
+}
+
+/// Runs every server scenario (or those asked for) in one pass against `url`.
+async function suite(url, pass, dir) {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const scenarios = only.size > 0 ? [...only] : [undefined];
+  let output = '';
+  for (const scenario of scenarios) {
+    const picked = scenario ? ['--scenario', scenario] : ['--suite', 'all'];
+    const { stdout, stderr } = await run(process.execPath, [
+      SUITE,
+      'server',
+      '--url',
+      url,
+      ...picked,
+      ...pass.args,
+      '-o',
+      dir,
+    ]);
+    output += `${stdout}\n${stderr}\n`;
+  }
+  writeFileSync(join(dir, 'suite.log'), output);
+  // A scenario the suite skipped at this revision left no results.
+  return readResults(dir);
+}
+
+/// Whether this build's config takes `prefix = ""`.
+async function emptyPrefixAccepted(home) {
+  const config = join(home, 'probe.toml');
+  writeFileSync(config, `[servers.probe]\nurl = "http://127.0.0.1:9/mcp"\nprefix = ""\n`);
+  const { code, stdout, stderr } = await run(SWITCHBOARD, ['check', '--config', config]);
+  if (code !== 0) note(`the config does not take prefix = "" yet: ${(stdout + stderr).trim().split('\n')[0]}`);
+  return code === 0;
+}
+
+/// Starts `switchboard serve` with `serverUrl` as the remote server `conf`; resolves once the
+/// server is ready (or has settled in another state, which the table then shows as failures).
+async function startSwitchboard(home, serverUrl, protocol, prefix) {
+  const token = randomBytes(24).toString('base64url');
+  const config = join(home, `config-${protocol}.toml`);
+  writeFileSync(
+    config,
+    `[endpoint]\nrequire_token = false\n\n[servers.conf]\nurl = ${toml(serverUrl)}\nprotocol = ${toml(protocol)}\nprefix = ${toml(prefix)}\n`,
+  );
+  const run = join(home, `run-${protocol}`);
+  const child = spawn(SWITCHBOARD, ['serve', '--listen', '127.0.0.1:0', '--config', config], {
+    env: {
+      ...process.env,
+      SWITCHBOARD_RUNTIME_DIR: run,
+      SWITCHBOARD_DATA_DIR: join(home, `data-${protocol}`),
+      SWITCHBOARD_TOKEN: token,
+      SWITCHBOARD_LOG: process.env.SWITCHBOARD_LOG ?? 'info',
+      NO_COLOR: '1',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr.on('data', (data) => (log += data));
+  let base;
+  for (let waited = 0; waited < SETTLE_MS && !base; waited += 50) {
+    try {
+      const instance = JSON.parse(readFileSync(join(run, 'instance.json'), 'utf8'));
+      if (instance.pid === child.pid) base = `http://${instance.address}`;
+    } catch {
+      // Not written yet.
+    }
+    if (child.exitCode !== null) break;
+    await sleep(50);
+  }
+  if (!base) {
+    await stop(child);
+    throw new Error(`switchboard serve did not start:\n${log}`);
+  }
+  let state;
+  for (let waited = 0; waited < SETTLE_MS; waited += 100) {
+    const response = await fetch(`${base}/api/backends`, { headers: { authorization: `Bearer ${token}` } });
+    const backend = (await response.json()).find((summary) => summary.name === 'conf');
+    state = backend?.state;
+    if (state === 'ready') break;
+    await sleep(100);
+  }
+  if (state !== 'ready') note(`conf is ${state} under protocol ${protocol}`);
+  return { child, url: `${base}/mcp`, log: () => log };
+}
+
+// --- The renaming proxy (until the config takes prefix = "") -----------------------------------
+
+const prefixed = (name) => (typeof name === 'string' ? `${NAME_PREFIX}__${name}` : name);
+const unprefixed = (name) =>
+  typeof name === 'string' && name.startsWith(`${NAME_PREFIX}__`) ? name.slice(NAME_PREFIX.length + 2) : name;
+
+function renameRequest(message) {
+  if (!message || typeof message !== 'object') return message;
+  const params = message.params;
+  if (!params || typeof params !== 'object') return message;
+  if (message.method === 'tools/call' || message.method === 'prompts/get') params.name = prefixed(params.name);
+  if (message.method === 'completion/complete' && params.ref?.type === 'ref/prompt') {
+    params.ref.name = prefixed(params.ref.name);
+  }
+  return message;
+}
+
+function renameAnswer(message) {
+  const result = message?.result;
+  if (!result || typeof result !== 'object') return message;
+  for (const list of [result.tools, result.prompts]) {
+    if (Array.isArray(list)) for (const item of list) item.name = unprefixed(item.name);
+  }
+  return message;
+}
+
+const mapJson = (text, map) => {
+  try {
+    const value = JSON.parse(text);
+    return JSON.stringify(Array.isArray(value) ? value.map(map) : map(value));
+  } catch {
+    return text;
+  }
+};
+
+/// An HTTP proxy to `target` that renames as above and passes everything else as it is; SSE
+/// answers are rewritten line by line as they stream.
+function startRenamingProxy(target) {
+  const upstream = new URL(target);
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (chunk) => chunks.push(chunk));
+    req.on('end', () => {
+      let body = Buffer.concat(chunks).toString('utf8');
+      const headers = { ...req.headers };
+      // The proxy's own address stands for Switchboard's; any other Host or Origin (a DNS
+      // rebinding probe) goes on as it is.
+      const own = `127.0.0.1:${server.address().port}`;
+      if (headers.host === own) headers.host = upstream.host;
+      if (headers.origin === `http://${own}`) headers.origin = upstream.origin;
+      if (body.length > 0 && req.method === 'POST') {
+        body = mapJson(body, renameRequest);
+        headers['content-length'] = String(Buffer.byteLength(body));
+      }
+      const method = String(headers['mcp-method'] ?? '').trim();
+      if (headers['mcp-name'] !== undefined && (method === 'tools/call' || method === 'prompts/get')) {
+        headers['mcp-name'] = prefixed(String(headers['mcp-name']).trim());
+      }
+      const forward = httpRequest(
+        { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers },
+        (answer) => {
+          const type = String(answer.headers['content-type'] ?? '');
+          const outHeaders = { ...answer.headers };
+          if (type.startsWith('application/json')) {
+            const parts = [];
+            answer.on('data', (chunk) => parts.push(chunk));
+            answer.on('end', () => {
+              const text = mapJson(Buffer.concat(parts).toString('utf8'), renameAnswer);
+              delete outHeaders['content-length'];
+              res.writeHead(answer.statusCode, outHeaders);
+              res.end(text);
+            });
+            return;
+          }
+          res.writeHead(answer.statusCode, outHeaders);
+          res.flushHeaders();
+          if (!type.startsWith('text/event-stream')) {
+            answer.pipe(res);
+            return;
+          }
+          let pending = '';
+          answer.on('data', (chunk) => {
+            pending += chunk.toString('utf8');
+            let end;
+            while ((end = pending.indexOf('\n')) >= 0) {
+              const line = pending.slice(0, end + 1);
+              pending = pending.slice(end + 1);
+              res.write(line.startsWith('data:') ? `data: ${mapJson(line.slice(5).trim(), renameAnswer)}\n` : line);
+            }
+          });
+          answer.on('end', () => res.end(pending));
+          answer.on('error', () => res.end());
+        },
+      );
+      forward.on('error', () => {
+        if (!res.headersSent) res.writeHead(502);
+        res.end();
+      });
+      res.on('close', () => forward.destroy());
+      forward.end(body);
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      resolve({ server, url: `http://127.0.0.1:${server.address().port}${upstream.pathname}` });
+    });
+  });
+}
+
+// --- The runs ----------------------------------------------------------------------------------
+
+mkdirSync(LOGS, { recursive: true });
+const started = Date.now();
+const server = await startServer();
+note(`server.mjs at ${server.url}`);
+const home = mkdtempSync(join(tmpdir(), 'switchboard-conformance-servers-'));
+/// target name -> pass name -> results
+const results = new Map();
+let renamed = false;
+try {
+  const direct = new Map();
+  for (const pass of PASSES) direct.set(pass.name, await suite(server.url, pass, join(LOGS, `direct@${pass.name}`)));
+  results.set('direct', direct);
+  if (!directOnly) {
+    renamed = !(await emptyPrefixAccepted(home));
+    for (const protocol of protocols) {
+      const switchboard = await startSwitchboard(home, server.url, protocol, renamed ? NAME_PREFIX : '');
+      const proxy = renamed ? await startRenamingProxy(switchboard.url) : undefined;
+      const through = new Map();
+      try {
+        for (const pass of PASSES) {
+          const dir = join(LOGS, `${protocol}@${pass.name}`);
+          through.set(pass.name, await suite(proxy?.url ?? switchboard.url, pass, dir));
+        }
+      } finally {
+        proxy?.server.close();
+        await stop(switchboard.child);
+        writeFileSync(join(LOGS, `switchboard-${protocol}.log`), switchboard.log());
+      }
+      results.set(protocol, through);
+    }
+  }
+} finally {
+  await stop(server.child);
+  writeFileSync(join(LOGS, 'server.log'), server.log());
+  rmSync(home, { recursive: true, force: true });
+}
+
+// --- The table ---------------------------------------------------------------------------------
+
+const targets = [...results.keys()];
+const rows = [];
+for (const pass of PASSES) {
+  const names = new Set();
+  for (const target of targets) for (const name of results.get(target).get(pass.name).keys()) names.add(name);
+  for (const name of [...names].sort()) {
+    const cells = targets.map((target) => results.get(target).get(pass.name).get(name));
+    rows.push({ label: `${name} @ ${pass.name}`, cells });
+  }
+}
+const width = Math.max(...rows.map((row) => row.label.length), 8);
+const heading = targets.map((target) => (target === 'direct' ? 'direct' : `${target}${renamed ? '*' : ''}`));
+process.stdout.write(`${'scenario @ pass'.padEnd(width)}  ${heading.map((cell) => cell.padEnd(7)).join(' ')}\n`);
+const regressions = [];
+for (const row of rows) {
+  const [direct, ...through] = row.cells;
+  const marks = row.cells.map((cell) => (cell ? cell.status : '-'));
+  process.stdout.write(`${row.label.padEnd(width)}  ${marks.map((mark) => mark.padEnd(7)).join(' ')}\n`);
+  through.forEach((cell, index) => {
+    if (direct?.status === 'pass' && cell?.status !== 'pass') {
+      regressions.push({ label: row.label, target: targets[index + 1], failures: cell?.failures ?? [] });
+    }
+  });
+}
+const directFailures = rows.filter((row) => row.cells[0]?.status === 'FAIL');
+process.stdout.write(
+  `\n${rows.length} scenario runs per target; directly ${rows.length - directFailures.length} pass` +
+    (directFailures.length > 0 ? ` (failing: ${directFailures.map((row) => row.label).join(', ')})` : '') +
+    `; ${((Date.now() - started) / 1000).toFixed(0)} s in all` +
+    (renamed ? `\n* through the renaming proxy: the config does not take prefix = "" yet` : '') +
+    '\n',
+);
+if (regressions.length > 0) {
+  process.stdout.write(`\n${regressions.length} regressions through Switchboard (passes directly, fails through /mcp):\n`);
+  for (const { label, target, failures } of regressions) {
+    process.stdout.write(`  ${label} [protocol ${target}]\n`);
+    for (const { id, message } of failures) process.stdout.write(`      ${id}: ${message.slice(0, 400)}\n`);
+  }
+  process.exit(1);
+}
