@@ -205,89 +205,133 @@ function makeServer(era) {
     return text('Progress tool finished');
   });
 
-  // --- Server-to-client requests (session era) -------------------------------------------------
+  // --- Asking the client (sampling, elicitation) ---------------------------------------------
+  // A 2026-07-28 client gets `input_required`; a session-era one a server-to-client request
+  // straight away (not the SDK's shim for `input_required`, which asks only clients that
+  // declared the capability: these scenarios' clients declare none and still answer).
+  const ask = (key, request, answered) => async (...given) => {
+    const ctx = given.at(-1);
+    const args = given.length > 1 ? given[0] : {};
+    const { method, params } = request(args);
+    if (era === 'legacy') {
+      if (method === 'sampling/createMessage') {
+        return answered({ kind: 'sampling', result: await ctx.mcpReq.requestSampling(params) });
+      }
+      const { action, content } = await ctx.mcpReq.elicitInput(params);
+      return answered({ kind: 'elicit', action, content });
+    }
+    const view = inputResponse(ctx.mcpReq.inputResponses, key);
+    if (view.kind === 'missing') return inputRequired({ inputRequests: { [key]: { method, params } } });
+    return answered(view);
+  };
+  const elicited = (view) =>
+    text(`Elicitation completed: action=${view.action}, content=${JSON.stringify(view.content ?? {})}`);
   server.registerTool(
     'test_sampling',
     { description: 'Asks the client to sample', inputSchema: z.object({ prompt: z.string() }) },
-    async ({ prompt }, ctx) => {
-      const answer = await ctx.mcpReq.requestSampling({
-        messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
-        maxTokens: 100,
-      });
-      const content = Array.isArray(answer.content) ? answer.content[0] : answer.content;
-      return text(`LLM response: ${content?.type === 'text' ? content.text : JSON.stringify(content)}`);
-    },
+    ask(
+      'llm',
+      ({ prompt }) =>
+        inputRequired.createMessage({
+          messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
+          maxTokens: 100,
+        }),
+      (view) => {
+        if (view.kind !== 'sampling') return text(`LLM response: (none: ${view.kind})`);
+        const content = Array.isArray(view.result.content) ? view.result.content[0] : view.result.content;
+        return text(`LLM response: ${content?.type === 'text' ? content.text : JSON.stringify(content)}`);
+      },
+    ),
   );
   server.registerTool(
     'test_elicitation',
     { description: 'Asks the user', inputSchema: z.object({ message: z.string() }) },
-    async ({ message }, ctx) => {
-      const answer = await ctx.mcpReq.elicitInput({
-        message,
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            username: { type: 'string', description: "User's response" },
-            email: { type: 'string', description: "User's email address" },
+    ask(
+      'user',
+      ({ message }) =>
+        inputRequired.elicit({
+          message,
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              username: { type: 'string', description: "User's response" },
+              email: { type: 'string', description: "User's email address" },
+            },
+            required: ['username', 'email'],
           },
-          required: ['username', 'email'],
-        },
-      });
-      return text(`User response: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`);
-    },
+        }),
+      (view) => text(`User response: action=${view.action}, content=${JSON.stringify(view.content ?? {})}`),
+    ),
   );
-  server.registerTool('test_elicitation_sep1034_defaults', { description: 'Elicits with defaults' }, async (ctx) => {
-    const answer = await ctx.mcpReq.elicitInput({
-      message: 'Please review your details',
-      requestedSchema: {
-        type: 'object',
-        properties: {
-          name: { type: 'string', description: 'Name', default: 'John Doe' },
-          age: { type: 'integer', description: 'Age', default: 30 },
-          score: { type: 'number', description: 'Score', default: 95.5 },
-          status: { type: 'string', description: 'Status', enum: ['active', 'inactive', 'pending'], default: 'active' },
-          verified: { type: 'boolean', description: 'Verified', default: true },
-        },
-      },
-    });
-    return text(`Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`);
-  });
-  server.registerTool('test_elicitation_sep1330_enums', { description: 'Elicits every enum form' }, async (ctx) => {
-    const answer = await ctx.mcpReq.elicitInput({
-      message: 'Pick some options',
-      requestedSchema: {
-        type: 'object',
-        properties: {
-          untitledSingle: { type: 'string', enum: ['option1', 'option2', 'option3'] },
-          titledSingle: {
-            type: 'string',
-            oneOf: [
-              { const: 'value1', title: 'First Option' },
-              { const: 'value2', title: 'Second Option' },
-              { const: 'value3', title: 'Third Option' },
-            ],
-          },
-          legacyEnum: {
-            type: 'string',
-            enum: ['opt1', 'opt2', 'opt3'],
-            enumNames: ['Option One', 'Option Two', 'Option Three'],
-          },
-          untitledMulti: { type: 'array', items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
-          titledMulti: {
-            type: 'array',
-            items: {
-              anyOf: [
-                { const: 'value1', title: 'First Choice' },
-                { const: 'value2', title: 'Second Choice' },
-                { const: 'value3', title: 'Third Choice' },
-              ],
+  server.registerTool(
+    'test_elicitation_sep1034_defaults',
+    { description: 'Elicits with defaults' },
+    ask(
+      'details',
+      () =>
+        inputRequired.elicit({
+          message: 'Please review your details',
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              name: { type: 'string', description: 'Name', default: 'John Doe' },
+              age: { type: 'integer', description: 'Age', default: 30 },
+              score: { type: 'number', description: 'Score', default: 95.5 },
+              status: {
+                type: 'string',
+                description: 'Status',
+                enum: ['active', 'inactive', 'pending'],
+                default: 'active',
+              },
+              verified: { type: 'boolean', description: 'Verified', default: true },
             },
           },
-        },
-      },
-    });
-    return text(`Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? {})}`);
-  });
+        }),
+      elicited,
+    ),
+  );
+  server.registerTool(
+    'test_elicitation_sep1330_enums',
+    { description: 'Elicits every enum form' },
+    ask(
+      'choices',
+      () =>
+        inputRequired.elicit({
+          message: 'Pick some options',
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              untitledSingle: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+              titledSingle: {
+                type: 'string',
+                oneOf: [
+                  { const: 'value1', title: 'First Option' },
+                  { const: 'value2', title: 'Second Option' },
+                  { const: 'value3', title: 'Third Option' },
+                ],
+              },
+              legacyEnum: {
+                type: 'string',
+                enum: ['opt1', 'opt2', 'opt3'],
+                enumNames: ['Option One', 'Option Two', 'Option Three'],
+              },
+              untitledMulti: { type: 'array', items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
+              titledMulti: {
+                type: 'array',
+                items: {
+                  anyOf: [
+                    { const: 'value1', title: 'First Choice' },
+                    { const: 'value2', title: 'Second Choice' },
+                    { const: 'value3', title: 'Third Choice' },
+                  ],
+                },
+              },
+            },
+          },
+        }),
+      elicited,
+    ),
+  );
   server.registerTool('test_reconnection', { description: 'Closes its SSE stream before answering' }, async (ctx) => {
     await sleep(50);
     ctx.http?.closeSSE?.();

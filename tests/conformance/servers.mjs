@@ -40,7 +40,8 @@ const PASSES = [
 ];
 /// How long Switchboard may take to start and reach the server.
 const SETTLE_MS = 20_000;
-const NAME_PREFIX = 'conf';
+/// Short, so that the longest fixture name and its prefix stay within 46 characters.
+const NAME_PREFIX = 'c';
 
 const args = process.argv.slice(2);
 const directOnly = args.includes('--direct-only');
