@@ -125,6 +125,7 @@ function makeServer(era) {
         resources: { listChanged: true, ...(era === 'legacy' ? { subscribe: true } : {}) },
         logging: {},
         completions: {},
+        ...(era === 'modern' ? { extensions: { [TASKS]: {} } } : {}),
       },
       cacheHints: {
         'tools/list': { ttlMs: 60_000, cacheScope: 'public' },
@@ -399,6 +400,7 @@ function makeServer(era) {
   });
 
   registerInputRequiredFixtures(server);
+  registerTaskFixtures(server, era);
 
   // --- Resources -------------------------------------------------------------------------------
   server.registerResource(
@@ -630,6 +632,232 @@ function registerInputRequiredFixtures(server) {
     return inputRequired({ inputRequests });
   });
 }
+
+// --- The Tasks extension (SEP-2663, 2026-07-28) --------------------------------------------------
+// The SDK has no server side for it: its tools/call returns whatever the handler returns, and
+// `tasks/get`, `tasks/update` and `tasks/cancel` take handlers with schemas of our own, so the
+// store and the fixtures are here. Tasks outlive the per-request servers of the stateless era.
+
+const TASKS = 'io.modelcontextprotocol/tasks';
+const TASK_TTL_MS = 300_000;
+const POLL_MS = 100;
+const tasks = new Map();
+
+function declaresTasks(ctx) {
+  return clientCapabilities(ctx)?.extensions?.[TASKS] !== undefined;
+}
+
+function missingTasks() {
+  return new MissingRequiredClientCapabilityError(
+    { requiredCapabilities: { extensions: { [TASKS]: {} } } },
+    `This needs the ${TASKS} extension`,
+  );
+}
+
+/// Creates a task that `run(task)` settles; resolves to the CreateTaskResult.
+function startTask(run) {
+  const now = new Date().toISOString();
+  const task = {
+    taskId: randomUUID(),
+    status: 'working',
+    createdAt: now,
+    lastUpdatedAt: now,
+    ttlMs: TASK_TTL_MS,
+    pollIntervalMs: POLL_MS,
+    abort: new AbortController(),
+    inputRequests: undefined,
+    answers: new Map(),
+    waiters: [],
+  };
+  tasks.set(task.taskId, task);
+  setTimeout(() => tasks.delete(task.taskId), TASK_TTL_MS * 2).unref();
+  const settle = (status, outcome) => {
+    if (['completed', 'failed', 'cancelled'].includes(task.status)) return;
+    Object.assign(task, { status, ...outcome, inputRequests: undefined, lastUpdatedAt: new Date().toISOString() });
+  };
+  task.settle = settle;
+  Promise.resolve()
+    .then(() => run(task))
+    .then(
+      (result) => settle('completed', { result }),
+      (error) =>
+        task.abort.signal.aborted
+          ? settle('cancelled', {})
+          : settle('failed', { error: { code: -32603, message: String(error?.message ?? error) } }),
+    );
+  return taskView(task, 'task');
+}
+
+function taskView(task, resultType) {
+  const view = {
+    resultType,
+    taskId: task.taskId,
+    status: task.status,
+    createdAt: task.createdAt,
+    lastUpdatedAt: task.lastUpdatedAt,
+    ttlMs: task.ttlMs,
+    pollIntervalMs: task.pollIntervalMs,
+  };
+  if (resultType === 'complete') {
+    if (task.status === 'input_required') view.inputRequests = task.inputRequests;
+    if (task.status === 'completed') view.result = task.result;
+    if (task.status === 'failed') view.error = task.error;
+  }
+  return view;
+}
+
+/// Parks `task` until every one of `requests` (key -> input request) is answered; resolves to
+/// the answers by key.
+function askInTask(task, requests) {
+  task.inputRequests = { ...requests };
+  task.status = 'input_required';
+  task.lastUpdatedAt = new Date().toISOString();
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (Object.keys(task.inputRequests ?? {}).length > 0) return false;
+      task.status = 'working';
+      task.lastUpdatedAt = new Date().toISOString();
+      resolve(Object.fromEntries(task.answers));
+      return true;
+    };
+    task.waiters.push(check);
+    task.abort.signal.addEventListener('abort', () => reject(new Error('cancelled')));
+  });
+}
+
+const pause = (ms, signal) =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(new Error('cancelled'));
+    });
+  });
+
+function registerTaskFixtures(server, era) {
+  const modernTasks = era === 'modern';
+  /// A task-supporting tool: a task for a client that declared the extension, else `sync` (or
+  /// -32021 when the tool requires a task).
+  const taskTool = (name, description, inputSchema, support, work) => {
+    const registered = server.registerTool(name, { description, ...(inputSchema ? { inputSchema } : {}) }, async (...given) => {
+      const ctx = given.at(-1);
+      const args = given.length > 1 ? given[0] : {};
+      if (modernTasks && declaresTasks(ctx)) return startTask((task) => work(args, task));
+      if (support === 'required') throw missingTasks();
+      const task = { abort: new AbortController(), answers: new Map(), waiters: [] };
+      return work(args, task);
+    });
+    registered.execution = { taskSupport: support };
+    return registered;
+  };
+
+  server.registerTool(
+    'greet',
+    { description: 'Greets synchronously', inputSchema: z.object({ name: z.string().optional() }) },
+    async ({ name }) => text(`Hello, ${name ?? 'world'}!`),
+  );
+  taskTool(
+    'slow_compute',
+    'Sleeps for `seconds`, then answers',
+    z.object({ seconds: z.number().optional() }),
+    'optional',
+    async ({ seconds = 1 }, task) => {
+      await pause(seconds * 1000, task.abort.signal);
+      return text(`computed after ${seconds} s`);
+    },
+  );
+  taskTool('failing_job', 'Fails as a tool after a second', undefined, 'required', async (_args, task) => {
+    await pause(1000, task.abort.signal);
+    return { isError: true, content: [{ type: 'text', text: 'the job failed' }] };
+  });
+  taskTool('protocol_error_job', 'Fails as a protocol error', undefined, 'optional', async () => {
+    throw new Error('the job crashed');
+  });
+  const confirm = (message) =>
+    inputRequired.elicit({
+      message,
+      requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+    });
+  taskTool('confirm_delete', 'Asks before deleting', undefined, 'optional', async (_args, task) => {
+    const answers = await askInTask(task, { [`confirm-${randomUUID()}`]: confirm('Delete it?') });
+    const [answer] = Object.values(answers);
+    return text(answer?.action === 'accept' && answer.content?.ok ? 'deleted' : 'kept');
+  });
+  taskTool('multi_input', 'Asks two things at once', undefined, 'optional', async (_args, task) => {
+    const answers = await askInTask(task, {
+      [`first-${randomUUID()}`]: askFor('First?'),
+      [`second-${randomUUID()}`]: askFor('Second?'),
+    });
+    return text(`answered ${Object.keys(answers).length}`);
+  });
+  server.registerTool('test_tool_with_task', { description: 'Asks a name, then works on it as a task' }, async (ctx) => {
+    const answer = acceptedContent(ctx.mcpReq.inputResponses, 'user_name');
+    if (typeof answer?.name !== 'string') {
+      return inputRequired({ inputRequests: { user_name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: nameSchema }) } });
+    }
+    if (!(modernTasks && declaresTasks(ctx))) throw missingTasks();
+    return startTask(async (task) => {
+      await pause(200, task.abort.signal);
+      return text(`Hello, ${answer.name}! (from a task)`);
+    });
+  }).execution = { taskSupport: 'required' };
+
+  // A tool that requires a task is refused before it runs when the client did not declare the
+  // extension. A handler's own throw becomes a tool error (`isError`), not this JSON-RPC error,
+  // so McpServer's tools/call handler is wrapped (through its server's handler table, which the
+  // SDK does not expose otherwise).
+  const requiresTask = new Set(['failing_job', 'test_tool_with_task']);
+  const handlers = server.server._requestHandlers;
+  const callTool = handlers.get('tools/call');
+  handlers.set('tools/call', async (request, ctx) => {
+    const name = request.params?.name;
+    if (requiresTask.has(name) && !(modernTasks && declaresTasks(ctx))) {
+      const round = ctx.mcpReq.inputResponses;
+      if (name === 'failing_job' || (round && Object.keys(round).length > 0)) throw missingTasks();
+    }
+    return callTool(request, ctx);
+  });
+
+  if (!modernTasks) return;
+  const byId = (ctx, taskId) => {
+    if (!declaresTasks(ctx)) throw missingTasks();
+    const task = tasks.get(taskId);
+    if (!task) throw new ProtocolError(-32602, `Unknown task ${taskId}`, { taskId });
+    return task;
+  };
+  const idParams = z.object({ taskId: z.string() }).passthrough();
+  server.server.setRequestHandler('tasks/get', { params: idParams }, async ({ taskId }, ctx) =>
+    taskView(byId(ctx, taskId), 'complete'),
+  );
+  server.server.setRequestHandler(
+    'tasks/update',
+    { params: z.object({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()).optional() }).passthrough() },
+    async ({ taskId, inputResponses }, ctx) => {
+      const task = byId(ctx, taskId);
+      // The SDK lifts `inputResponses` out of the params into the context.
+      const answers = { ...ctx.mcpReq.inputResponses, ...inputResponses };
+      for (const [key, value] of Object.entries(answers)) {
+        if (task.inputRequests && key in task.inputRequests) {
+          task.answers.set(key, value);
+          delete task.inputRequests[key];
+        }
+      }
+      task.waiters = task.waiters.filter((check) => !check());
+      return { resultType: 'complete' };
+    },
+  );
+  server.server.setRequestHandler('tasks/cancel', { params: idParams }, async ({ taskId }, ctx) => {
+    const task = byId(ctx, taskId);
+    if (!['completed', 'failed', 'cancelled'].includes(task.status)) {
+      task.abort.abort();
+      task.settle('cancelled', {});
+    }
+    return { resultType: 'complete' };
+  });
+}
+
+const askFor = (message) =>
+  inputRequired.elicit({ message, requestedSchema: { type: 'object', properties: { value: { type: 'string' } } } });
 
 // --- List changes across eras -------------------------------------------------------------------
 
