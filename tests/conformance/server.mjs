@@ -14,8 +14,9 @@
 // (`node node_modules/@modelcontextprotocol/conformance/dist/index.js list`, and each scenario's
 // description); multi-round-trip tools are written once with `inputRequired`, which the SDK
 // serves to 2026-07-28 clients as `input_required` results and to session-era clients as real
-// server-to-client requests. The Tasks extension (2026-07-28 only) and the skills extension are
-// served by hand (see tasks.mjs-free code below): the SDK has no server side for them.
+// server-to-client requests. The Tasks extension (2026-07-28) is served by hand (a task store and
+// handlers for tasks/*; see "The Tasks extension" below): the SDK has no server side for it. The
+// skills extension (SEP-2640) is not served: its scenarios report themselves not applicable.
 //
 //   node tests/conformance/server.mjs [PORT]      (or CONFORMANCE_SERVER_PORT; default 0, any)
 //
@@ -391,13 +392,25 @@ function makeServer(era) {
     return text(`Hello, ${name.name}!`);
   });
   server.registerTool('test_trigger_tool_change', { description: 'Adds a tool' }, async () => {
+    added.tools += 1;
     toolsChanged();
-    return text('tools changed');
+    return text(`tools changed: ${added.tools} added`);
   });
   server.registerTool('test_trigger_prompt_change', { description: 'Adds a prompt' }, async () => {
+    added.prompts += 1;
     promptsChanged();
-    return text('prompts changed');
+    return text(`prompts changed: ${added.prompts} added`);
   });
+  for (let n = 1; n <= added.tools; n += 1) {
+    server.registerTool(`test_added_tool_${n}`, { description: 'Added by test_trigger_tool_change' }, async () =>
+      text(`added tool ${n}`),
+    );
+  }
+  for (let n = 1; n <= added.prompts; n += 1) {
+    server.registerPrompt(`test_added_prompt_${n}`, { description: 'Added by test_trigger_prompt_change' }, () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `added prompt ${n}` } }],
+    }));
+  }
 
   registerInputRequiredFixtures(server);
   registerTaskFixtures(server, era);
@@ -861,13 +874,27 @@ const askFor = (message) =>
 
 // --- List changes across eras -------------------------------------------------------------------
 
+/// How many tools and prompts the trigger tools have added; every server built after has them.
+/// A session's server gets them on the spot.
+const added = { tools: 0, prompts: 0 };
+
 function toolsChanged() {
   modern?.notify.toolsChanged();
-  for (const { server } of sessions.values()) server.sendToolListChanged();
+  for (const { server } of sessions.values()) {
+    const n = added.tools;
+    server.registerTool(`test_added_tool_${n}`, { description: 'Added by test_trigger_tool_change' }, async () =>
+      text(`added tool ${n}`),
+    );
+  }
 }
 function promptsChanged() {
   modern?.notify.promptsChanged();
-  for (const { server } of sessions.values()) server.sendPromptListChanged();
+  for (const { server } of sessions.values()) {
+    const n = added.prompts;
+    server.registerPrompt(`test_added_prompt_${n}`, { description: 'Added by test_trigger_prompt_change' }, () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `added prompt ${n}` } }],
+    }));
+  }
 }
 
 // --- The session era ---------------------------------------------------------------------------
