@@ -161,7 +161,7 @@
  * @property {Record<string, string>} headers Sent with every request to a remote server; values are masked.
  * @property {"auto" | "streamable-http" | "sse" | null} transport
  * @property {boolean} enabled
- * @property {string} prefix Exposed tool and prompt names start with it and "__".
+ * @property {string} prefix Exposed tool and prompt names start with it and "__"; empty, they are the server's own.
  * @property {boolean} start_on_demand
  * @property {SandboxView | null} sandbox A local server's sandbox.
  * @property {string | null} suggested_sandbox For a local server without a sandbox: the TOML of a first one.

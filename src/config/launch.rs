@@ -7,8 +7,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::reader::{LOOKUPS, Reader};
 use super::sandbox::Sandbox;
-use super::server::Reader;
 use super::tree::Node;
 use super::values;
 
@@ -316,11 +316,7 @@ impl Reader<'_, '_> {
     /// The URL with its references expanded (a secret may stand in it), and as written.
     pub(super) fn remote_url(&mut self, node: &Node, field: &str) -> Option<(String, String)> {
         let written = self.string(node, field)?;
-        let text = match values::expand_references(
-            &written,
-            &super::server::LOOKUPS,
-            values::Other::Refused,
-        ) {
+        let text = match values::expand_references(&written, &LOOKUPS, values::Other::Refused) {
             Ok(text) => text,
             Err(error) => {
                 self.value_error(node, field, &error);
@@ -380,11 +376,8 @@ impl Reader<'_, '_> {
             let Some(written) = self.string(&entry.value, &field) else {
                 continue;
             };
-            let value = match values::expand_references(
-                &written,
-                &super::server::LOOKUPS,
-                values::Other::Refused,
-            ) {
+            let value = match values::expand_references(&written, &LOOKUPS, values::Other::Refused)
+            {
                 Ok(value) => value,
                 Err(error) => {
                     self.value_error(&entry.value, &field, &error);
@@ -490,7 +483,7 @@ impl Reader<'_, '_> {
     /// A string with `${env:NAME}` and `${secret:NAME}` expanded.
     fn expanded(&mut self, node: &Node, field: &str) -> Option<String> {
         let written = self.string(node, field)?;
-        match values::expand_references(&written, &super::server::LOOKUPS, values::Other::Refused) {
+        match values::expand_references(&written, &LOOKUPS, values::Other::Refused) {
             Ok(value) => Some(value),
             Err(error) => {
                 self.value_error(node, field, &error);

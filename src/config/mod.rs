@@ -16,6 +16,7 @@ pub mod edit;
 mod glob;
 mod launch;
 mod profile;
+mod reader;
 mod report;
 mod sandbox;
 mod server;
@@ -151,7 +152,8 @@ pub struct BackendConfig {
     pub max_message_size: usize,
     pub stop_grace: Duration,
     pub restart: RestartPolicy,
-    /// Tools and prompts are offered as `<prefix>__<name>`; the backend's name by default.
+    /// Tools and prompts are offered as `<prefix>__<name>`; the backend's name by default. Empty:
+    /// they are offered under their own names.
     pub prefix: String,
     /// Glob patterns (`*`, `?`) of the backend's own tool names to offer; empty offers all.
     pub tools_allow: Vec<String>,
@@ -478,7 +480,7 @@ pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Config, ConfigError> {
 /// Pure except for what validation must look at: Switchboard's own environment for
 /// `${env:NAME}`, the `PATH` search for each command, and the existence of each `cwd`.
 pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
-    server::take_secrets_read();
+    reader::take_secrets_read();
     let format = Format::of(path);
     let mut reporter = Reporter::new(path, text);
     let Sections {
@@ -527,7 +529,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         activity,
         security,
         profiles,
-        secrets: SecretValues(server::take_secrets_read()),
+        secrets: SecretValues(reader::take_secrets_read()),
         diagnostics: reporter.into_diagnostics(),
     })
 }
@@ -754,38 +756,67 @@ fn read_servers(
             backends.push(backend);
         }
     }
-    warn_shared_prefixes(reporter, format, servers, &backends);
-    backends
+    check_shared_prefixes(reporter, format, servers, backends)
 }
 
 /// Two servers may offer tools under one prefix (names that clash then end in `_2`, `_3`, …),
-/// but that is rarely meant, so it is worth a warning on the later one.
-fn warn_shared_prefixes(
+/// but that is rarely meant, so it is worth a warning on the later one. Two servers without a
+/// prefix are an error on the later one, which is left out: they offer tools and prompts under
+/// their own names, which a clash would change, and any name both offer clashes.
+fn check_shared_prefixes(
     reporter: &mut Reporter<'_>,
     format: Format,
     servers: &[Entry],
-    backends: &[BackendConfig],
-) {
-    let mut owners: HashMap<&str, &str> = HashMap::new();
+    backends: Vec<BackendConfig>,
+) -> Vec<BackendConfig> {
+    let entry = |name: &str| servers.iter().find(|server| server.key == name);
+    let mut owners: HashMap<String, String> = HashMap::new();
+    let mut kept = Vec::with_capacity(backends.len());
     for backend in backends {
-        let Some(owner) = owners.get(backend.prefix.as_str()) else {
-            owners.insert(&backend.prefix, &backend.name);
+        let field = format!("{}.{}", format.servers_key(), backend.name);
+        let Some(owner) = owners.get(&backend.prefix) else {
+            owners.insert(backend.prefix.clone(), backend.name.clone());
+            kept.push(backend);
             continue;
         };
-        let offset = servers
-            .iter()
-            .find(|server| server.key == backend.name)
-            .map_or(0, |server| server.key_offset);
+        if backend.prefix.is_empty() {
+            let owner_line = reporter.line_of(entry(owner).map_or(0, prefix_offset));
+            reporter.error(
+                entry(&backend.name).map_or(0, prefix_offset),
+                &format!("{field}.prefix"),
+                format!(
+                    "`{}` has an empty prefix, as `{owner}` has on line {owner_line}: both offer \
+                     tools and prompts under their own names, so a name both offer would clash; \
+                     give one of them a prefix. This server is left out",
+                    backend.name
+                ),
+            );
+            continue;
+        }
         reporter.warning(
-            offset,
-            &format!("{}.{}", format.servers_key(), backend.name),
+            entry(&backend.name).map_or(0, |server| server.key_offset),
+            &field,
             format!(
                 "`{}` offers its tools and prompts under the prefix `{}`, as `{owner}` does: \
                  a name both offer is told apart only by `_2`, `_3`, … at its end",
                 backend.name, backend.prefix
             ),
         );
+        kept.push(backend);
     }
+    kept
+}
+
+/// Where `server` sets its `prefix` (where its name is, if it sets none).
+fn prefix_offset(server: &Entry) -> usize {
+    match &server.value.value {
+        NodeValue::Table(fields) => fields
+            .iter()
+            .find(|field| field.key == "prefix")
+            .map(|field| field.value.offset),
+        _ => None,
+    }
+    .unwrap_or(server.key_offset)
 }
 
 /// Whether `name` can name a profile (`[profiles.NAME]`, `/mcp/NAME`): as a server's name.

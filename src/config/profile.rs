@@ -5,8 +5,8 @@
 
 use std::collections::HashSet;
 
+use super::reader::Reader;
 use super::report::Reporter;
-use super::server::Reader;
 use super::tree::{Entry, Node, NodeValue};
 use super::{BackendConfig, Format, is_valid_server_name};
 

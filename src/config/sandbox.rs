@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::server::Reader;
+use super::reader::Reader;
 use super::tree::{Entry, Node, NodeValue};
 use super::values;
 use crate::platform::sandbox::{self, Enforcement, Rules};

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
+use super::reader::{Reader, Zero, set};
 use super::report::Reporter;
-use super::server::{Reader, Zero, set};
 use super::tree::{Entry, Node};
 use super::values;
 use super::{

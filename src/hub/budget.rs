@@ -80,7 +80,7 @@ pub struct Budget {
     pub servers: Vec<Cost>,
     /// By tool, costliest first.
     pub tool_costs: Vec<ToolCost>,
-    /// Limits of known clients this profile passes, in words.
+    /// Limits of known clients this profile passes, and names that clash, in words.
     pub warnings: Vec<String>,
     /// The profile's tool patterns that match no tool of the servers known now.
     pub unmatched: Vec<Unmatched>,
@@ -195,7 +195,8 @@ pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> 
         })
         .collect();
     let bytes = tool_costs.iter().map(|tool| tool.bytes).sum();
-    let warnings = warnings(profile, &tool_costs);
+    let mut warnings = warnings(profile, &tool_costs);
+    warnings.extend(catalog.clash_warnings());
     tool_costs.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
     Budget {
         profile: profile.name.clone(),
@@ -379,7 +380,8 @@ mod tests {
                     name,
                 })
                 .collect();
-            crate::hub::names::expose(&offered, budget)
+            crate::hub::names::expose(&offered, &[], budget)
+                .names
                 .into_iter()
                 .zip(originals)
                 .map(|(name, original)| ToolCost {

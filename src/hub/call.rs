@@ -16,12 +16,12 @@ use tokio::sync::mpsc;
 use super::capabilities::ClientCapabilities;
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
-use super::discovery::{self, Intercepted};
 use super::recorded::{Named, Recording};
 use super::rewrite::{self, ObjectEntries, json_string};
+use super::search::mode::{self, Intercepted};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
+use super::tasks::{bridge, ids};
 use super::{HubInner, notification, response, response_to};
-use super::{task_bridge, tasks};
 use crate::supervisor::rpc::ClientMeta;
 use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
@@ -42,7 +42,7 @@ fn input_required(result: &RawValue) -> bool {
 /// Longest and shortest wait between two polls of a 2026-07-28 server's task.
 const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
 
-/// What a call does with a task its server may make (see [`task_bridge`]).
+/// What a call does with a task its server may make (see [`bridge`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum TaskPlan {
     /// Nothing: the answer goes back as it came, task ids exposed where the editor expects them.
@@ -126,7 +126,7 @@ impl Session {
         if method == "tools/call"
             && let Some(params) = params
         {
-            match discovery::intercept(&hub.catalog(self.profile()), params) {
+            match mode::intercept(&hub.catalog(self.profile()), params) {
                 Some(Intercepted::Answer(answer)) => return Some(answer),
                 Some(Intercepted::Call(params)) => instead = Some(params),
                 None => {}
@@ -258,7 +258,7 @@ impl Session {
             ClientFacts {
                 capabilities,
                 capabilities_json: modern.then(|| match task_plan {
-                    TaskPlan::Poll => task_bridge::capabilities_with_tasks(capabilities),
+                    TaskPlan::Poll => bridge::capabilities_with_tasks(capabilities),
                     _ => serde_json::value::to_raw_value(&capabilities.to_json())
                         .expect("capabilities serialize"),
                 }),
@@ -411,7 +411,7 @@ fn route_by_task(method: &str, entries: &mut ObjectEntries<'_>) -> Result<Arc<st
     let exposed = entries
         .get_str("taskId")
         .ok_or_else(|| invalid_params(format!("{method} needs a taskId")))?;
-    let (backend, id) = tasks::backend_id(&exposed)
+    let (backend, id) = ids::backend_id(&exposed)
         .ok_or_else(|| invalid_params(format!("unknown task: {exposed}")))?;
     let backend: Arc<str> = Arc::from(backend);
     let id = json_string(id);
@@ -564,15 +564,15 @@ impl Call {
         }
         match self.task_plan {
             TaskPlan::Await => {
-                if let Some(task) = task_bridge::created_task(&result) {
+                if let Some(task) = bridge::created_task(&result) {
                     let params = raw(&json!({ "taskId": task }));
                     let result = self
                         .send("tasks/result", &params, deadline, started, reply)
                         .await?;
-                    return Ok(task_bridge::without_related_task(result.get()));
+                    return Ok(bridge::without_related_task(result.get()));
                 }
             }
-            TaskPlan::Handle => return task_bridge::handle(&result, self.backend.name()),
+            TaskPlan::Handle => return bridge::handle(&result, self.backend.name()),
             TaskPlan::Poll if result_type(&result).as_deref() == Some("task") => {
                 return self
                     .poll_task(hub, session, reply, &result, deadline, started)
@@ -581,7 +581,7 @@ impl Call {
             TaskPlan::Poll | TaskPlan::AsIs => {}
         }
         if self.with_tasks {
-            return Ok(tasks::expose_ids(result.get(), self.backend.name()));
+            return Ok(ids::expose_ids(result.get(), self.backend.name()));
         }
         Ok(result.get().to_owned())
     }

@@ -8,11 +8,11 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::discovery;
 use super::headers::{self, HeaderParam};
-use super::names::{self, Offered};
+use super::names::{self, Clash, Offered};
 use super::rewrite::{ObjectEntries, json_string};
-use super::search::ToolIndex;
+use super::search::rank::ToolIndex;
+use super::search::tools;
 use crate::config::{BackendConfig, Discovery, Pattern, Profile, Tier};
 use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
 
@@ -61,6 +61,11 @@ pub struct MergedCatalog {
     /// Exposed names of the tools that run only as a task (`execution.taskSupport` is
     /// `required`, MCP 2025-11-25).
     pub task_required: HashSet<String>,
+    /// Names that tools of different servers (or a tool and one of Switchboard's own) would have
+    /// had, which none of them has; see [`names`].
+    pub tool_clashes: Vec<Clash>,
+    /// The same for prompts.
+    pub prompt_clashes: Vec<Clash>,
 }
 
 /// What search mode answers from: every tool of the profile, ranked by [`ToolIndex`]. The index
@@ -68,16 +73,25 @@ pub struct MergedCatalog {
 /// stays as quick as in list mode.
 pub struct Search {
     index: OnceLock<ToolIndex>,
-    /// Exposed name → the tool's definition as `tools/list` would send it.
-    pub definitions: HashMap<String, String>,
+    /// Exposed name → what is known of the tool.
+    pub definitions: HashMap<String, Searchable>,
+}
+
+/// One tool of a profile in search mode.
+pub struct Searchable {
+    /// Its server's own name for it.
+    pub own: Arc<str>,
+    /// Its definition as `tools/list` would send it.
+    pub json: String,
 }
 
 impl Search {
     /// The index of the profile's tools, built now if no search has needed it yet.
     pub fn index(&self) -> &ToolIndex {
         self.index.get_or_init(|| {
-            ToolIndex::build(self.definitions.iter().filter_map(|(name, json)| {
-                Some((name.as_str(), serde_json::from_str::<&RawValue>(json).ok()?))
+            ToolIndex::build(self.definitions.iter().filter_map(|(name, tool)| {
+                let definition = serde_json::from_str::<&RawValue>(&tool.json).ok()?;
+                Some((name.as_str(), &*tool.own, definition))
             }))
         })
     }
@@ -92,6 +106,37 @@ pub struct Changes {
 }
 
 impl MergedCatalog {
+    /// Each clash of names, in words that name the servers, their own names and what they are
+    /// offered as: tools first, then prompts.
+    pub fn clash_warnings(&self) -> Vec<String> {
+        let tools = self.tool_clashes.iter().map(|clash| ("tool", clash));
+        let prompts = self.prompt_clashes.iter().map(|clash| ("prompt", clash));
+        tools
+            .chain(prompts)
+            .map(|(kind, clash)| {
+                let claims: Vec<String> = clash
+                    .claimants
+                    .iter()
+                    .map(|claimant| {
+                        format!(
+                            "{} offers `{}` as `{}`",
+                            claimant.backend, claimant.name, claimant.exposed
+                        )
+                    })
+                    .collect();
+                let claims = claims.join(", ");
+                let name = &clash.name;
+                if clash.reserved {
+                    format!("the {kind} name `{name}` is Switchboard's own in search mode, so {claims}")
+                } else {
+                    format!(
+                        "the {kind} name `{name}` clashes between servers, so none keeps it: {claims}"
+                    )
+                }
+            })
+            .collect()
+    }
+
     pub fn changes_from(&self, before: &MergedCatalog) -> Changes {
         Changes {
             tools: self.tools_result != before.tools_result,
@@ -242,7 +287,12 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     let patterns: Vec<&Pattern> = profile.tools.iter().chain(&profile.exclude_tools).collect();
     let matched = std::cell::RefCell::new(vec![false; patterns.len()]);
     let filtered_out = std::cell::RefCell::new(Vec::new());
-    let (tools_json, tools, unlisted_tools) = expose(&tool_items, budget, |item, exposed| {
+    // Search mode's own tools are answered before routing, so no tool may take their names.
+    let reserved: &[&str] = match profile.discovery {
+        Discovery::List => &[],
+        Discovery::Search => &[tools::SEARCH_TOOL, tools::CALL_TOOL],
+    };
+    let tool_listing = expose(&tool_items, reserved, budget, |item, exposed| {
         let mut matched = matched.borrow_mut();
         let (mut allowed, mut excluded) = (profile.tools.is_empty(), false);
         for (index, pattern) in patterns.iter().enumerate() {
@@ -275,7 +325,8 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         .filter(|(_, matched)| !matched)
         .map(|(pattern, _)| (*pattern).clone())
         .collect();
-    let (prompts_json, prompts, unlisted_prompts) = expose(&prompt_items, budget, |_, _| true);
+    let prompt_listing = expose(&prompt_items, &[], budget, |_, _| true);
+    let tools = tool_listing.routes;
     merged.mirrored = tool_items
         .iter()
         .filter(|item| item.raw.get().contains("x-mcp-header"))
@@ -297,11 +348,14 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         })
         .collect();
     merged.tools = tools;
-    merged.prompts = prompts;
-    merged.unlisted_tools = unlisted_tools;
-    merged.unlisted_prompts = unlisted_prompts;
+    merged.prompts = prompt_listing.routes;
+    merged.unlisted_tools = tool_listing.unlisted;
+    merged.unlisted_prompts = prompt_listing.unlisted;
+    merged.tool_clashes = tool_listing.clashes;
+    merged.prompt_clashes = prompt_listing.clashes;
     // (exposed name, JSON, whether it is always listed)
-    let tools_json: Vec<(String, String, bool)> = tools_json
+    let tools_json: Vec<(String, String, bool)> = tool_listing
+        .json
         .into_iter()
         .map(|(name, json)| {
             let route = &merged.tools[&name];
@@ -310,7 +364,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
                     || names::glob_match(&pattern.glob, &route.name)
             });
             let json = if pinned {
-                discovery::pinned(&json)
+                tools::always_loaded(&json)
             } else {
                 json
             };
@@ -322,7 +376,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             list_result("tools", tools_json.iter().map(|(_, json, _)| json.as_str()))
         }
         Discovery::Search => {
-            let meta = discovery::meta_tools(tools_json.len());
+            let meta = tools::meta_tools(tools_json.len());
             let listed = meta.iter().map(String::as_str).chain(
                 tools_json
                     .iter()
@@ -334,7 +388,10 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
                 index: OnceLock::new(),
                 definitions: tools_json
                     .into_iter()
-                    .map(|(name, json, _)| (name, json))
+                    .map(|(name, json, _)| {
+                        let own = merged.tools[&name].name.clone();
+                        (name, Searchable { own, json })
+                    })
                     .collect(),
             }));
             result
@@ -342,7 +399,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     };
     merged.prompts_result = list_result(
         "prompts",
-        prompts_json.iter().map(|(_, json)| json.as_str()),
+        prompt_listing.json.iter().map(|(_, json)| json.as_str()),
     );
     merged.resources_result =
         list_result("resources", resource_items.iter().map(|item| item.get()));
@@ -393,17 +450,24 @@ struct Item<'a> {
     listed: bool,
 }
 
-/// What [`expose`] gives: the exposed name and JSON of each listed item, their routes, and the
-/// routes of the items not listed now.
-type Exposed = (
-    Vec<(String, String)>,
-    HashMap<String, Route>,
-    HashMap<String, Route>,
-);
+/// What [`expose`] gives.
+struct Listing {
+    /// The exposed name and JSON of each listed item.
+    json: Vec<(String, String)>,
+    routes: HashMap<String, Route>,
+    /// The routes of the items not listed now.
+    unlisted: HashMap<String, Route>,
+    clashes: Vec<Clash>,
+}
 
-/// Renames items to their exposed names within `budget` (all together, so names do not depend on
-/// which backends are up), and keeps those `keep` admits.
-fn expose(items: &[Item<'_>], budget: usize, keep: impl Fn(&Item<'_>, &str) -> bool) -> Exposed {
+/// Renames items to their exposed names within `budget`, none of them in `reserved` (all
+/// together, so names do not depend on which backends are up), and keeps those `keep` admits.
+fn expose(
+    items: &[Item<'_>],
+    reserved: &[&str],
+    budget: usize,
+    keep: impl Fn(&Item<'_>, &str) -> bool,
+) -> Listing {
     let offered: Vec<Offered<'_>> = items
         .iter()
         .map(|item| Offered {
@@ -412,11 +476,11 @@ fn expose(items: &[Item<'_>], budget: usize, keep: impl Fn(&Item<'_>, &str) -> b
             name: &item.name,
         })
         .collect();
-    let exposed = names::expose(&offered, budget);
+    let exposed = names::expose(&offered, reserved, budget);
     let mut json = Vec::with_capacity(items.len());
     let mut routes = HashMap::with_capacity(items.len());
     let mut unlisted = HashMap::new();
-    for (item, exposed) in items.iter().zip(exposed) {
+    for (item, exposed) in items.iter().zip(exposed.names) {
         if !keep(item, &exposed) {
             continue;
         }
@@ -436,7 +500,12 @@ fn expose(items: &[Item<'_>], budget: usize, keep: impl Fn(&Item<'_>, &str) -> b
         json.push((exposed.clone(), entries.to_json()));
         routes.insert(exposed, route);
     }
-    (json, routes, unlisted)
+    Listing {
+        json,
+        routes,
+        unlisted,
+        clashes: exposed.clashes,
+    }
 }
 
 fn list_result<'a>(field: &str, items: impl Iterator<Item = &'a str>) -> String {
@@ -633,6 +702,101 @@ mod tests {
             ["fs__read_file", "fs__write_file", "git__git_status"],
             "a tool that says nothing counts as destructive"
         );
+    }
+
+    /// `backend(name, tools)` offering its tools under their own names.
+    fn unprefixed(name: &str, tools: &[&str]) -> (BackendConfig, Arc<Catalog>) {
+        let tools: Vec<(&str, Value)> = tools.iter().map(|tool| (*tool, json!({}))).collect();
+        let (mut config, catalog) = backend(name, &tools);
+        config.prefix = String::new();
+        (config, catalog)
+    }
+
+    #[test]
+    fn a_server_without_a_prefix_is_offered_and_routed_under_its_own_names() {
+        let servers = vec![
+            unprefixed("plain", &["read_file"]),
+            backend("fs", &[("read_file", json!({}))]),
+        ];
+        let mut profile = Profile::everything(DEFAULT_PROFILE);
+        // A server's own name matches both; an exposed one only the prefixed tool.
+        profile.exclude_tools = patterns(&["fs__read_file"]);
+        let catalog = merged(&servers, &profile);
+        assert_eq!(tool_names(&catalog), ["read_file"]);
+        let route = &catalog.tools["read_file"];
+        assert_eq!((&*route.backend, &*route.name), ("plain", "read_file"));
+        assert_eq!(&*catalog.prompts["hello"].backend, "plain");
+        assert_eq!(&*catalog.prompts["fs__hello"].backend, "fs");
+        assert_eq!(catalog.tool_clashes, []);
+        assert_eq!(catalog.clash_warnings(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_clash_keeps_routes_apart_and_is_told_in_words() {
+        let servers = vec![
+            unprefixed("conformance", &["github__create_issue"]),
+            backend("github", &[("create_issue", json!({}))]),
+        ];
+        let catalog = merged(&servers, &Profile::everything(DEFAULT_PROFILE));
+        let names = tool_names(&catalog);
+        assert_eq!(
+            names,
+            [
+                "github__create_issue_93bee394",
+                "github__create_issue_9e372030"
+            ]
+        );
+        let routes: Vec<(&str, &str)> = names
+            .iter()
+            .map(|name| (&*catalog.tools[name].backend, &*catalog.tools[name].name))
+            .collect();
+        assert_eq!(
+            routes,
+            [
+                ("conformance", "github__create_issue"),
+                ("github", "create_issue")
+            ]
+        );
+        assert_eq!(
+            catalog.clash_warnings(),
+            [
+                "the tool name `github__create_issue` clashes between servers, so none keeps it: \
+                 conformance offers `github__create_issue` as `github__create_issue_93bee394`, \
+                 github offers `create_issue` as `github__create_issue_9e372030`"
+            ]
+        );
+    }
+
+    #[test]
+    fn in_search_mode_no_tool_takes_switchboards_own_names() {
+        let servers = vec![unprefixed("plain", &["search_tools", "read_file"])];
+        let mut search = Profile::everything("search");
+        search.discovery = Discovery::Search;
+        let catalog = merged(&servers, &search);
+        assert_eq!(
+            tool_names(&catalog),
+            [tools::SEARCH_TOOL, tools::CALL_TOOL],
+            "only Switchboard's own are listed"
+        );
+        let definitions = &catalog.search.as_ref().expect("search mode").definitions;
+        let mut names: Vec<&str> = definitions.keys().map(String::as_str).collect();
+        names.sort();
+        assert_eq!(names, ["read_file", "search_tools_09d848d7"]);
+        assert_eq!(
+            &*catalog.tools["search_tools_09d848d7"].name,
+            "search_tools"
+        );
+        assert_eq!(&*definitions["search_tools_09d848d7"].own, "search_tools");
+        assert_eq!(
+            catalog.clash_warnings(),
+            [
+                "the tool name `search_tools` is Switchboard's own in search mode, so plain \
+                 offers `search_tools` as `search_tools_09d848d7`"
+            ]
+        );
+        let listed = merged(&servers, &Profile::everything(DEFAULT_PROFILE));
+        assert_eq!(tool_names(&listed), ["search_tools", "read_file"]);
+        assert_eq!(listed.clash_warnings(), Vec::<String>::new());
     }
 
     #[test]

@@ -15,9 +15,7 @@ pub mod rewrite;
 pub mod budget;
 mod call;
 mod capabilities;
-mod client_tasks;
 mod cold_start;
-mod discovery;
 mod headers;
 pub mod pins;
 mod recorded;
@@ -25,7 +23,6 @@ mod request_state;
 pub mod search;
 mod session;
 mod stateless;
-mod task_bridge;
 mod tasks;
 mod upstream;
 
@@ -132,10 +129,10 @@ struct HubInner {
     /// How many 2026-07-28 listen streams are open.
     listens: AtomicUsize,
     /// Session-era tasks whose questions wait for a 2026-07-28 editor, by exposed task id (see
-    /// [`task_bridge`]).
-    task_inputs: Mutex<HashMap<String, Arc<task_bridge::TaskInputs>>>,
-    /// Tasks Switchboard holds for session-era backends (see [`client_tasks`]).
-    client_tasks: Arc<client_tasks::ClientTasks>,
+    /// [`tasks::bridge`]).
+    task_inputs: Mutex<HashMap<String, Arc<tasks::bridge::TaskInputs>>>,
+    /// Tasks Switchboard holds for session-era backends (see [`tasks::held`]).
+    client_tasks: Arc<tasks::held::ClientTasks>,
     next_id: AtomicU64,
     stop: CancellationToken,
     /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
@@ -242,21 +239,14 @@ impl Hub {
     }
 
     /// Takes one 2026-07-28 request (see [`is_stateless`]) to `profile` with the `Mcp-*`
-    /// headers it came with over HTTP; dropping the reply's receiver ends it.
+    /// headers it came with over HTTP (none over stdio); dropping the reply's receiver ends it.
     pub fn receive_stateless(
         &self,
         message: &[u8],
         headers: Option<&RequestHeaders>,
         profile: &str,
     ) -> Inbound {
-        stateless::receive(
-            &self.inner,
-            message,
-            headers,
-            profile.into(),
-            CancellationToken::new(),
-            Box::new(|| {}),
-        )
+        stateless::receive(&self.inner, message, headers, profile.into())
     }
 
     /// The open session with this id.
@@ -392,7 +382,7 @@ impl HubInner {
 
     fn lock_task_inputs(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<task_bridge::TaskInputs>>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<tasks::bridge::TaskInputs>>> {
         self.task_inputs
             .lock()
             .expect("task inputs lock is never poisoned")
@@ -514,6 +504,18 @@ fn rebuild_catalog(
         rebuilt.clone(),
     );
     hub.rebuilt.send_replace(());
+    for (profile, merged) in &rebuilt.by_profile {
+        let told = before
+            .by_profile
+            .get(profile)
+            .map(|then| then.clash_warnings())
+            .unwrap_or_default();
+        for warning in merged.clash_warnings() {
+            if !told.contains(&warning) {
+                tracing::warn!(profile = %profile, "{warning}");
+            }
+        }
+    }
     let names: HashSet<&String> = rebuilt
         .by_profile
         .keys()

@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 use super::capabilities::ClientCapabilities;
 use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
-use super::stateless;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
 use crate::supervisor::status::{BackendState, Era};
 use crate::supervisor::{BackendHandle, Engine};
@@ -48,8 +47,6 @@ pub(super) struct SessionState {
     pub(super) last_active: Option<Instant>,
     /// The lowest level of log messages a 2026-07-28 request asked for (JSON text).
     pub(super) log_level: Option<Box<RawValue>>,
-    /// 2026-07-28 requests sent on this connection (over stdio), by id: cancelling one ends it.
-    pub(super) stateless_in_flight: HashMap<String, CancellationToken>,
     /// The editor's name, as its `clientInfo` says.
     pub(super) client: Option<Arc<str>>,
 }
@@ -160,9 +157,6 @@ impl Session {
             return rejected(valid_id(envelope.id), error);
         }
         match envelope.kind() {
-            Kind::Request if stateless::carries_envelope(&envelope) => {
-                self.on_stateless_request(&hub, message, &envelope)
-            }
             Kind::Request => self.on_request(&hub, &envelope),
             Kind::Notification => {
                 self.on_notification(&hub, &envelope);
@@ -296,9 +290,6 @@ impl Session {
                 if let Some(call) = state.in_flight.get(request_id.get()) {
                     call.cancel.cancel();
                 }
-                if let Some(request) = state.stateless_in_flight.get(request_id.get()) {
-                    request.cancel();
-                }
             }
             "notifications/roots/list_changed" => {
                 for backend in hub.engine.backends() {
@@ -373,41 +364,6 @@ impl Session {
         self.shared.stateless
     }
 
-    /// Takes a 2026-07-28 request sent on this connection; `notifications/cancelled` naming its
-    /// id ends it.
-    fn on_stateless_request(
-        &self,
-        hub: &Arc<HubInner>,
-        message: &[u8],
-        envelope: &Envelope<'_>,
-    ) -> Inbound {
-        let key = envelope
-            .id
-            .map(|id| id.get().to_owned())
-            .unwrap_or_default();
-        let cancel = self.call_token();
-        self.lock_state()
-            .stateless_in_flight
-            .insert(key.clone(), cancel.clone());
-        let connection = Arc::downgrade(&self.shared);
-        let done = move || {
-            if let Some(shared) = connection.upgrade() {
-                Session { shared }
-                    .lock_state()
-                    .stateless_in_flight
-                    .remove(&key);
-            }
-        };
-        stateless::receive(
-            hub,
-            message,
-            None,
-            self.shared.profile.clone(),
-            cancel,
-            Box::new(done),
-        )
-    }
-
     /// A token for one call of this session, cancelled when the session closes.
     pub(super) fn call_token(&self) -> CancellationToken {
         self.shared.closed.child_token()
@@ -470,7 +426,7 @@ async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
 }
 
 /// `tasks/list`: every ready backend that lists tasks is asked, and their lists are joined, with
-/// each task id exposed (see [`tasks`](super::tasks)). A backend that fails to answer is left out
+/// each task id exposed (see [`tasks`](super::tasks::ids)). A backend that fails to answer is left out
 /// of the list rather than failing it.
 fn list_tasks(
     hub: &Arc<HubInner>,
@@ -501,7 +457,7 @@ fn list_tasks(
             if let Some(tasks) = ObjectEntries::parse(answer.get())
                 .ok()
                 .and_then(|answer| answer.get("tasks").map(|tasks| tasks.get().to_owned()))
-                .and_then(|tasks| super::tasks::exposed_list(&tasks, backend.name()))
+                .and_then(|tasks| super::tasks::ids::exposed_list(&tasks, backend.name()))
             {
                 all.extend(tasks);
             }
@@ -616,14 +572,29 @@ pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
             .find(|served| served.name == profile)
             .is_some_and(|served| served.offers_server(backend))
     };
+    let backends: Vec<_> = hub
+        .engine
+        .backends()
+        .into_iter()
+        .filter(|backend| offered(backend.name()))
+        .collect();
     let mut instructions = String::from(
         "Switchboard offers the tools, prompts and resources of several MCP servers; tool and \
-         prompt names are prefixed with the server's name and two underscores.",
+         prompt names are prefixed with the server's name and two underscores",
     );
-    for backend in hub.engine.backends() {
-        if !offered(backend.name()) {
-            continue;
-        }
+    let unprefixed: Vec<&str> = backends
+        .iter()
+        .filter(|backend| backend.config().prefix.is_empty())
+        .map(|backend| backend.name())
+        .collect();
+    match unprefixed.as_slice() {
+        [] => instructions.push('.'),
+        names => instructions.push_str(&format!(
+            ", but those of {} keep their own names.",
+            names.join(", ")
+        )),
+    }
+    for backend in backends {
         let status = backend.status();
         let Some(text) = status
             .server
@@ -638,10 +609,13 @@ pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
             continue;
         }
         let text = text.trim();
-        let prefix = super::names::exposed_prefix(&backend.config().prefix);
+        let name = backend.name();
+        let names = match super::names::exposed_prefix(&backend.config().prefix) {
+            prefix if prefix.is_empty() => "whose names are its own".to_owned(),
+            prefix => format!("whose names start with `{prefix}`"),
+        };
         instructions.push_str(&format!(
-            "\n\n## {name}\nFrom the server {name}, whose names start with `{prefix}`:\n{text}",
-            name = backend.name(),
+            "\n\n## {name}\nFrom the server {name}, {names}:\n{text}"
         ));
     }
     instructions

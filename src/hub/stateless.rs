@@ -15,7 +15,7 @@
 //! - `subscriptions/listen` is a session told of list changes and resource updates, which it
 //!   passes on with its `subscriptionId`, and of the tasks it names;
 //! - a session-era server's tasks are shown in the Tasks extension's shapes (see
-//!   [`task_bridge`]).
+//!   [`bridge`]).
 //!
 //! [`headers`]: super::headers
 //! [`request_state`]: super::request_state
@@ -28,7 +28,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 
 use super::capabilities::ClientCapabilities;
 use super::headers::{self, RequestHeaders};
@@ -38,10 +37,8 @@ use super::session::{
     Needs, Session, capabilities, instructions, invalid_params, list_result, ready_with, rejected,
     server_info, single_page, valid_id, when_settled,
 };
-use super::{
-    HubInner, Inbound, RequestReply, SessionEvents, notification, random_id, response, task_bridge,
-    tasks,
-};
+use super::tasks::{bridge, ids};
+use super::{HubInner, Inbound, RequestReply, SessionEvents, notification, random_id, response};
 use crate::supervisor::BackendHandle;
 use crate::wire::era::{
     LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
@@ -74,9 +71,6 @@ const LOG_LEVELS: [&str; 8] = [
     "alert",
     "emergency",
 ];
-
-/// Runs once the request's reply is over (to forget it on the connection that sent it).
-pub(super) type Done = Box<dyn FnOnce() + Send>;
 
 /// Whether a request carries the 2026-07-28 envelope: a protocol version in `params._meta`.
 pub(super) fn carries_envelope(envelope: &Envelope<'_>) -> bool {
@@ -233,20 +227,16 @@ impl<'a> Envelope2026<'a> {
 }
 
 /// Takes one message that carries the 2026-07-28 envelope; `headers` are those of its HTTP
-/// request, if it came over HTTP. Cancelling `cancel` ends the request, as closing its stream
-/// does.
+/// request, if it came over HTTP. Dropping the reply's receiver ends the request.
 pub(super) fn receive(
     hub: &Arc<HubInner>,
     message: &[u8],
     headers: Option<&RequestHeaders>,
     profile: Arc<str>,
-    cancel: CancellationToken,
-    done: Done,
 ) -> Inbound {
     let envelope = match Envelope::parse(message) {
         Ok(envelope) => envelope,
         Err(error) => {
-            done();
             return rejected(
                 None,
                 ErrorObject::new(jsonrpc::PARSE_ERROR, format!("parse error: {error}")),
@@ -255,9 +245,7 @@ pub(super) fn receive(
     };
     let id = valid_id(envelope.id);
     let outcome = match (envelope.jsonrpc.as_deref(), envelope.kind()) {
-        (Some("2.0"), Kind::Request) if id.is_some() => {
-            start(hub, &envelope, headers, profile, cancel)
-        }
+        (Some("2.0"), Kind::Request) if id.is_some() => start(hub, &envelope, headers, profile),
         (Some("2.0"), Kind::Request) => Err(ErrorObject::new(
             jsonrpc::INVALID_REQUEST,
             "a request id must be a string or a number",
@@ -272,39 +260,13 @@ pub(super) fn receive(
         )),
     };
     match outcome {
-        Ok(Started { messages, streamed }) => {
-            let (reply, out) = mpsc::unbounded_channel();
-            tokio::spawn(async move {
-                pump(messages, reply).await;
-                done();
-            });
-            Inbound::Request(RequestReply {
-                messages: out,
-                id: id.map_or("null", RawValue::get).into(),
-                initialize: false,
-                streamed,
-            })
-        }
-        Err(error) => {
-            done();
-            rejected(id, error)
-        }
-    }
-}
-
-/// Copies a reply to the transport's channel until either side is done.
-async fn pump(
-    mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
-) {
-    loop {
-        tokio::select! {
-            _ = reply.closed() => break,
-            message = messages.recv() => match message {
-                Some(message) => if reply.send(message).is_err() { break },
-                None => break,
-            },
-        }
+        Ok(Started { messages, streamed }) => Inbound::Request(RequestReply {
+            messages,
+            id: id.map_or("null", RawValue::get).into(),
+            initialize: false,
+            streamed,
+        }),
+        Err(error) => rejected(id, error),
     }
 }
 
@@ -319,7 +281,6 @@ fn start(
     envelope: &Envelope<'_>,
     headers: Option<&RequestHeaders>,
     profile: Arc<str>,
-    cancel: CancellationToken,
 ) -> Result<Started, ErrorObject> {
     let request = Envelope2026::parse(envelope, profile)?;
     if let Some(headers) = headers {
@@ -369,20 +330,20 @@ fn start(
                 Some((backend, exposed, own)) => {
                     answer_task(hub, &request, backend, exposed, own, reply);
                 }
-                None => call(hub, &request, reply, cancel),
+                None => call(hub, &request, reply),
             }
         }
         "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
             match request.params.get_str("requestState") {
                 Some(sealed) if request_state::is_ours(&sealed) => {
-                    resume(hub, &request, &sealed, reply, cancel)?
+                    resume(hub, &request, &sealed, reply)?
                 }
                 // A 2026-07-28 backend's own state goes back to it with the retry.
-                _ => call(hub, &request, reply, cancel),
+                _ => call(hub, &request, reply),
             }
         }
         "subscriptions/listen" => {
-            listen(hub, &request, reply, cancel)?;
+            listen(hub, &request, reply)?;
             return Ok(Started {
                 messages,
                 streamed: true,
@@ -507,12 +468,7 @@ pub fn unsupported_version(requested: &str) -> ErrorObject {
 }
 
 /// Starts a call in a session of its own and relays its messages.
-fn call(
-    hub: &Arc<HubInner>,
-    request: &Envelope2026<'_>,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
-    cancel: CancellationToken,
-) {
+fn call(hub: &Arc<HubInner>, request: &Envelope2026<'_>, reply: mpsc::UnboundedSender<Vec<u8>>) {
     let (session, events) = hub.open_session(true, request.profile.clone());
     {
         let mut state = session.lock_state();
@@ -547,7 +503,6 @@ fn call(
         log_level: request.log_level,
         cacheable: request.method == "resources/read",
         rounds: 0,
-        cancel,
     };
     tokio::spawn(relay.run(request.id.to_owned(), reply));
 }
@@ -571,7 +526,7 @@ fn session_era_task(
     request: &Envelope2026<'_>,
 ) -> Option<(BackendHandle, String, String)> {
     let exposed = request.params.get_str("taskId")?.into_owned();
-    let (backend, own) = tasks::backend_id(&exposed)?;
+    let (backend, own) = ids::backend_id(&exposed)?;
     let backend = hub
         .engine
         .backend(backend)
@@ -581,7 +536,7 @@ fn session_era_task(
 }
 
 /// Answers a task request about a session-era server's task in the Tasks extension's shapes
-/// (see [`task_bridge`]).
+/// (see [`bridge`]).
 fn answer_task(
     hub: &Arc<HubInner>,
     request: &Envelope2026<'_>,
@@ -596,7 +551,7 @@ fn answer_task(
     let responses = request.params.get("inputResponses").map(ToOwned::to_owned);
     let capabilities = request.capabilities;
     tokio::spawn(async move {
-        let answer = task_bridge::answer(
+        let answer = bridge::answer(
             &hub,
             &backend,
             &method,
@@ -620,7 +575,6 @@ fn resume(
     request: &Envelope2026<'_>,
     sealed: &str,
     reply: mpsc::UnboundedSender<Vec<u8>>,
-    cancel: CancellationToken,
 ) -> Result<(), ErrorObject> {
     let target = request
         .target()
@@ -635,7 +589,7 @@ fn resume(
         let mut again = request.clone();
         again.params.remove("requestState");
         again.params.remove("inputResponses");
-        self::call(hub, &again, reply, cancel);
+        self::call(hub, &again, reply);
         return Ok(());
     }
     let ended = || {
@@ -679,7 +633,6 @@ struct Relay {
     log_level: Option<usize>,
     cacheable: bool,
     rounds: u32,
-    cancel: CancellationToken,
 }
 
 /// A backend's request to the editor, sent on under our id.
@@ -697,7 +650,6 @@ impl Relay {
             let message = tokio::select! {
                 biased;
                 _ = reply.closed() => break,
-                _ = self.cancel.cancelled() => break,
                 Some(event) = self.events.recv() => {
                     self.relay_event(&event, &reply);
                     continue;
@@ -945,7 +897,6 @@ impl Relay {
             retry = resumed => retry.ok(),
             _ = tokio::time::sleep(PARK_TTL) => None,
             _ = closed.cancelled() => None,
-            _ = self.cancel.cancelled() => None,
         }
     }
 
@@ -997,7 +948,6 @@ fn listen(
     hub: &Arc<HubInner>,
     request: &Envelope2026<'_>,
     reply: mpsc::UnboundedSender<Vec<u8>>,
-    cancel: CancellationToken,
 ) -> Result<(), ErrorObject> {
     let filter = Filter::parse(request.params.get("notifications"))?;
     if !filter.task_ids.is_empty() && !request.capabilities.tasks_extension {
@@ -1027,8 +977,7 @@ fn listen(
         .task_ids
         .iter()
         .filter(|task| {
-            tasks::backend_id(task)
-                .is_some_and(|(backend, _)| hub.engine.backend(backend).is_some())
+            ids::backend_id(task).is_some_and(|(backend, _)| hub.engine.backend(backend).is_some())
         })
         .cloned()
         .collect();
@@ -1071,7 +1020,6 @@ fn listen(
         filter,
         subscription,
         reply,
-        cancel,
         watched,
     };
     tokio::spawn(listen.run());
@@ -1162,7 +1110,6 @@ struct Listen {
     filter: Filter,
     subscription: Box<RawValue>,
     reply: mpsc::UnboundedSender<Vec<u8>>,
-    cancel: CancellationToken,
     /// Reporting the tasks the stream names; they end with it.
     watched: JoinSet<()>,
 }
@@ -1177,7 +1124,6 @@ impl Listen {
             filter,
             subscription,
             reply,
-            cancel,
             watched,
         } = self;
         let closed = session.call_token();
@@ -1189,7 +1135,6 @@ impl Listen {
         loop {
             tokio::select! {
                 _ = reply.closed() => break,
-                _ = cancel.cancelled() => break,
                 _ = closed.cancelled() => {
                     let result = format!(
                         r#"{{"resultType":"complete","_meta":{}}}"#,
@@ -1241,7 +1186,7 @@ async fn watch_task(
     subscription: Box<RawValue>,
     reply: mpsc::UnboundedSender<Vec<u8>>,
 ) {
-    let Some((backend, own)) = tasks::backend_id(&exposed) else {
+    let Some((backend, own)) = ids::backend_id(&exposed) else {
         return;
     };
     let own = own.to_owned();
@@ -1252,7 +1197,7 @@ async fn watch_task(
         let Some(backend) = hub.engine.backend(backend) else {
             return;
         };
-        let task = match task_bridge::detailed(&hub, &backend, &exposed, &own, capabilities).await {
+        let task = match bridge::detailed(&hub, &backend, &exposed, &own, capabilities).await {
             Ok(task) => task,
             Err(error) => {
                 tracing::debug!(task = %exposed, error = %error.message, "a listened task cannot be read");

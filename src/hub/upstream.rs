@@ -12,9 +12,9 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::capabilities::ClientCapabilities;
-use super::client_tasks::{self, Answer, ClientTasks};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::Session;
+use super::tasks::held::{self, Answer, ClientTasks};
 use super::{HubInner, notification};
 use crate::supervisor::{BackendNotification, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
@@ -32,7 +32,7 @@ pub(super) enum Asker {
     /// The hub, putting a 2026-07-28 backend's `input_required` question to an editor of the
     /// session era.
     Hub(oneshot::Sender<Result<Box<RawValue>, ErrorObject>>),
-    /// A task Switchboard holds for a backend of the session era (see [`client_tasks`]).
+    /// A task Switchboard holds for a backend of the session era (see [`held`]).
     Task {
         tasks: Arc<ClientTasks>,
         backend: Arc<str>,
@@ -240,7 +240,7 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                     .ok()?
                     .get_str("taskId")?
                     .into_owned();
-                let exposed = json_string(&super::tasks::exposed_id(&note.backend, &id));
+                let exposed = json_string(&super::tasks::ids::exposed_id(&note.backend, &id));
                 rewrite::replace_field(params, "taskId", exposed)
             });
             send_to_concerned(hub, note, exposed.as_deref().or(params));
@@ -374,7 +374,7 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
 }
 
 fn route_server_request(hub: &HubInner, request: ServerRequest) {
-    if client_tasks::TASK_METHODS.contains(&request.method.as_str()) {
+    if held::TASK_METHODS.contains(&request.method.as_str()) {
         answer_task_request(hub, request);
         return;
     }
@@ -424,7 +424,7 @@ fn respond(request: ServerRequest, outcome: Result<Box<RawValue>, ErrorObject>) 
 /// For a request a backend asks Switchboard to run as a task: the ttl it asked for, and the
 /// params without the `task`. `None` for any other request.
 fn task_of(method: &str, params: Option<&RawValue>) -> Option<(Option<u64>, Box<RawValue>)> {
-    if !client_tasks::TASK_REQUESTS.contains(&method) {
+    if !held::TASK_REQUESTS.contains(&method) {
         return None;
     }
     let mut params = ObjectEntries::parse(params?.get()).ok()?;

@@ -459,7 +459,7 @@ fn client_capabilities(era: Era) -> serde_json::Value {
         "elicitation": { "form": {}, "url": {} },
         "roots": roots,
     });
-    // Switchboard holds the tasks a session-era server asks it to run (`hub/client_tasks.rs`).
+    // Switchboard holds the tasks a session-era server asks it to run (`hub/tasks/held.rs`).
     if era == Era::Legacy {
         capabilities["tasks"] = serde_json::json!({
             "list": {},

@@ -16,6 +16,8 @@ Flags:
   --pidfile PATH            atomically write "<pid> <grandchild pid or empty>" to PATH
   --print-env NAME          write "NAME=<its value>" to stderr at startup
   --describe-from PATH      echo's description is the text of PATH, read at startup
+  --echo-as NAME            echo is listed as NAME (a name another server's tool has through
+                            Switchboard, say), and answers to it too
   --tools-from PATH         tools/list answers with the bytes of PATH as its `tools`, unpaged
                             and unchecked, so they may hold what Python cannot write (1e400, a
                             lone surrogate escape, nesting deeper than any parser's default)
@@ -193,6 +195,8 @@ def run_tool(req_id, params, cancel):
     name = params.get("name")
     a = params.get("arguments") or {}
     token = (params.get("_meta") or {}).get("progressToken")
+    if args.echo_as is not None and name == args.echo_as:
+        name = "echo"
     if name == "echo":
         return text_result(str(a.get("text", "")), **{"x-extra": 1})
     if name == "slow":
@@ -438,6 +442,7 @@ def main():
     p.add_argument("--pidfile", metavar="PATH", help='write "<pid> <grandchild pid>"')
     p.add_argument("--print-env", metavar="NAME", help="write NAME=<value> to stderr")
     p.add_argument("--describe-from", metavar="PATH", help="echo's description, from a file")
+    p.add_argument("--echo-as", metavar="NAME", help="the name echo is listed as")
     p.add_argument("--tools-from", metavar="PATH", help="the raw JSON of tools/list's tools")
     p.add_argument("--instructions-from", metavar="PATH", help="initialize's instructions")
     p.add_argument("--prompt-from", metavar="PATH", help="the prompt hello's description")
@@ -455,6 +460,8 @@ def main():
     if args.describe_from:
         with open(args.describe_from) as f:
             TOOLS[0]["description"] = f.read()
+    if args.echo_as is not None:
+        TOOLS[0]["name"] = args.echo_as
     if args.prompt_from:
         with open(args.prompt_from) as f:
             PROMPTS[0]["description"] = f.read()

@@ -17,6 +17,7 @@ mod installing;
 mod interop_js;
 mod interop_rmcp;
 mod mcp_token;
+mod names;
 mod parity;
 mod pins;
 mod profiles;

@@ -325,7 +325,9 @@ export class BackendView {
         : h("ul", { class: "env-list" }, names.map((key) => h("li", {}, h("code", { text: `${key}${separator}${values[key]}` }))));
     };
     const common = [
-      h("dt", { text: "Tool prefix" }), h("dd", {}, h("code", { text: `${config.prefix ?? this.name}__` })),
+      h("dt", { text: "Tool prefix" }), h("dd", {}, config.prefix === ""
+        ? h("span", { class: "muted", text: "none: tools and prompts keep their own names" })
+        : h("code", { text: `${config.prefix}__` })),
       h("dt", { text: "Starts on demand" }), h("dd", { text: config.start_on_demand ? "yes" : "no" }),
       h("dt", { text: "Enabled" }), h("dd", { text: config.enabled ? "yes" : "no" }),
     ];

@@ -541,3 +541,63 @@ fn a_prefix_two_servers_share_is_a_warning_on_the_later_one() {
          both offer is told apart only by `_2`, `_3`, … at its end"
     );
 }
+
+/// `conformance` without a prefix (line 3), `files` with its own, then `third` from line 8.
+fn beside_an_unprefixed_server(third: &str) -> Config {
+    parse_toml(&format!(
+        "[servers.conformance]\ncommand = \"sh\"\nprefix = \"\"\n\n\
+         [servers.files]\ncommand = \"sh\"\n\n{third}"
+    ))
+}
+
+#[test]
+fn two_servers_without_a_prefix_are_an_error_naming_both() {
+    let config = beside_an_unprefixed_server("[servers.plain]\ncommand = \"sh\"\nprefix = \"\"\n");
+    assert!(config.has_errors());
+    assert_eq!(
+        names(&config),
+        ["conformance", "files"],
+        "the later one is left out, the first runs"
+    );
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 10, 10, "servers.plain.prefix")]
+    );
+    assert_eq!(
+        message_of(&config, "servers.plain.prefix"),
+        "`plain` has an empty prefix, as `conformance` has on line 3: both offer tools and \
+         prompts under their own names, so a name both offer would clash; give one of them a \
+         prefix. This server is left out"
+    );
+
+    let json = parse_json(
+        r#"{"mcpServers": {
+  "conformance": {"command": "sh", "prefix": ""},
+  "files": {"command": "sh", "prefix": ""}
+}}"#,
+    );
+    assert_eq!(names(&json), ["conformance"]);
+    assert_eq!(
+        positions(&json.diagnostics),
+        [(Severity::Error, 3, 40, "mcpServers.files.prefix")]
+    );
+    assert!(
+        message_of(&json, "mcpServers.files.prefix").contains("as `conformance` has on line 2"),
+        "{:?}",
+        json.diagnostics
+    );
+}
+
+#[test]
+fn one_server_without_a_prefix_beside_prefixed_ones_is_valid() {
+    let config =
+        beside_an_unprefixed_server("[servers.other]\ncommand = \"sh\"\nprefix = \"files\"\n");
+    assert!(!config.has_errors(), "{:?}", config.diagnostics);
+    assert_eq!(names(&config), ["conformance", "files", "other"]);
+    assert_eq!(config.backends[0].prefix, "");
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Warning, 8, 10, "servers.other")],
+        "a shared prefix is still only a warning"
+    );
+}

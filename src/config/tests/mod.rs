@@ -577,13 +577,14 @@ fn wrong_tool_settings_are_reported_at_their_values() {
     );
     let config = parse_toml(&text);
 
-    assert_eq!(names(&config), ["longest"]);
-    assert_eq!(config.backends[0].prefix, longest);
+    // An empty prefix is valid: that server's names are its own.
+    assert_eq!(names(&config), ["empty", "longest"]);
+    assert_eq!(config.backends[0].prefix, "");
+    assert_eq!(config.backends[1].prefix, longest);
     assert_eq!(
         positions(&config.diagnostics),
         [
             (Severity::Error, 3, 10, "servers.dotted.prefix"),
-            (Severity::Error, 7, 10, "servers.empty.prefix"),
             (Severity::Error, 11, 10, "servers.long.prefix"),
             (Severity::Error, 19, 10, "servers.lists.prefix"),
             (Severity::Error, 20, 15, "servers.lists.tools_allow"),
@@ -596,15 +597,15 @@ fn wrong_tool_settings_are_reported_at_their_values() {
         .iter()
         .map(|d| d.message.as_str())
         .collect();
+    let invalid = |prefix: &str| {
+        format!(
+            "invalid prefix {prefix:?}: use 1 to 48 ASCII letters, digits, `_` or `-`, or \"\" \
+             for the server's own names"
+        )
+    };
+    assert_eq!(messages[..2], [invalid("fs.v2"), invalid(&too_long)]);
     assert_eq!(
-        messages[..2],
-        [
-            "invalid prefix \"fs.v2\": use 1 to 48 ASCII letters, digits, `_` or `-`",
-            "invalid prefix \"\": use 1 to 48 ASCII letters, digits, `_` or `-`",
-        ]
-    );
-    assert_eq!(
-        messages[3..],
+        messages[2..],
         [
             "expected a string, found an integer",
             "expected an array of strings, found a string",

@@ -1,13 +1,19 @@
-//! What both HTTP transports answer with: JSON-RPC error responses, SSE message events, and the
-//! final message of a reply.
+//! What both HTTP transports answer with: JSON-RPC error responses, SSE message events, the SSE
+//! body of one request's reply, and the final message of a reply.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::response::sse::Event;
+use futures_core::Stream;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
-use super::sessions::SessionRecord;
+use super::sessions::{Activity, SessionRecord};
 use crate::guard::{essence, json_response};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
@@ -114,4 +120,46 @@ pub(super) fn error_body(id: Option<&RawValue>, code: i64, message: impl Into<St
         body.pop();
     }
     body
+}
+
+/// The SSE body answering one request: its messages, the response last.
+///
+/// It owns the reply's receiver, so a client that goes away cancels the request.
+pub(super) struct ReplyStream {
+    pub(super) messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    pub(super) shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// The request's id until its response has gone out: if the messages end without one (the
+    /// session was deleted mid-call), an error response takes its place, as over JSON.
+    pub(super) unanswered: Option<Option<Box<RawValue>>>,
+    /// The session's activity, for a request of a session.
+    pub(super) _activity: Option<Activity>,
+}
+
+impl Stream for ReplyStream {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if let Some(shutdown) = &mut this.shutdown
+            && shutdown.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
+        }
+        match this.messages.poll_recv(cx) {
+            Poll::Ready(Some(message)) => {
+                let is_response = Envelope::parse(&message)
+                    .is_ok_and(|envelope| envelope.kind() == Kind::Response);
+                if is_response {
+                    this.unanswered = None;
+                }
+                Poll::Ready(Some(Ok(message_event(&message))))
+            }
+            Poll::Ready(None) => Poll::Ready(
+                this.unanswered
+                    .take()
+                    .map(|id| Ok(message_event(&no_response(id.as_deref())))),
+            ),
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }

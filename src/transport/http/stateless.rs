@@ -7,8 +7,8 @@ use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 
+use super::messages::ReplyStream;
 use super::messages::{accepts, final_message, jsonrpc_error_response, no_response, unparsable};
-use super::streamable::ReplyStream;
 use super::{MCP_PROTOCOL_VERSION, Shutdown};
 use crate::guard::json_response;
 use crate::hub::{Hub, Inbound, RequestHeaders};

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::body::read_body;
+use super::messages::ReplyStream;
 use super::messages::{
     accepts, error_body, final_message, jsonrpc_error_response, message_event, missing_session,
     no_response, unknown_session, unparsable,
@@ -457,48 +458,6 @@ fn delete(state: &HttpState, profile: &str, headers: &HeaderMap) -> Response {
             StatusCode::NO_CONTENT.into_response()
         }
         None => unknown_session(None),
-    }
-}
-
-/// The SSE body answering one request: its messages, the response last.
-///
-/// It owns the reply's receiver, so a client that goes away cancels the request.
-pub(super) struct ReplyStream {
-    pub(super) messages: mpsc::UnboundedReceiver<Vec<u8>>,
-    pub(super) shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
-    /// The request's id until its response has gone out: if the messages end without one (the
-    /// session was deleted mid-call), an error response takes its place, as over JSON.
-    pub(super) unanswered: Option<Option<Box<RawValue>>>,
-    /// The session's activity, for a request of a session.
-    pub(super) _activity: Option<Activity>,
-}
-
-impl Stream for ReplyStream {
-    type Item = Result<Event, Infallible>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        if let Some(shutdown) = &mut this.shutdown
-            && shutdown.as_mut().poll(cx).is_ready()
-        {
-            return Poll::Ready(None);
-        }
-        match this.messages.poll_recv(cx) {
-            Poll::Ready(Some(message)) => {
-                let is_response = Envelope::parse(&message)
-                    .is_ok_and(|envelope| envelope.kind() == Kind::Response);
-                if is_response {
-                    this.unanswered = None;
-                }
-                Poll::Ready(Some(Ok(message_event(&message))))
-            }
-            Poll::Ready(None) => Poll::Ready(
-                this.unanswered
-                    .take()
-                    .map(|id| Ok(message_event(&no_response(id.as_deref())))),
-            ),
-            Poll::Pending => Poll::Pending,
-        }
     }
 }
 

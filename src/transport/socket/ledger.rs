@@ -1,113 +1,15 @@
-//! The ledger side of a handed-off session: the handoff read off the socket, the ledger both
-//! directions share (requests in flight, half-read lines), and the records that go to the shim.
+//! The ledger of a handed-off session: what both directions share (requests in flight,
+//! half-read lines), the records that go to the shim, and the socket they go on.
 
-use std::io::{self, Cursor};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::io;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use anyhow::Context;
-use serde_json::value::RawValue;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, Interest};
-use tokio::net::unix::pipe;
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use tokio_util::sync::CancellationToken;
-
-use super::session::LineSession;
-use super::{SOCKET_BUFFER, SocketReader, WriteHalf, no_profile, refuse};
-use crate::config::DEFAULT_PROFILE;
-use crate::hub::Hub;
-use crate::platform::ipc::Connection;
-use crate::platform::passing;
+use super::{SocketReader, WriteHalf};
 use crate::transport::handoff;
 use crate::wire::jsonrpc;
-
-/// How long `switchboard connect` may take to send its handoff header and prefix.
-const HANDOFF_LIMIT: Duration = Duration::from_secs(10);
-
-/// What came with a connection's first bytes: the descriptors of a handoff.
-pub(super) type Passed = Vec<OwnedFd>;
-
-/// The connection's first bytes, read into `buf`, and the descriptors that came with them, if
-/// any.
-pub(super) async fn read_opening(
-    stream: &mut Connection,
-    buf: &mut [u8],
-) -> io::Result<(usize, Option<Passed>)> {
-    let (n, fds) = stream
-        .async_io(Interest::READABLE, || {
-            passing::recv_with_fds(stream.as_raw_fd(), buf)
-        })
-        .await?;
-    Ok((n, (!fds.is_empty()).then_some(fds)))
-}
-
-pub(super) type HandoffInput =
-    BufReader<tokio::io::Chain<Cursor<Vec<u8>>, MarkingReader<pipe::Receiver>>>;
-
-/// A handoff read off the socket: the editor's stdio and what to do first.
-struct Accepted {
-    pub(super) input: HandoffInput,
-    pub(super) output: pipe::Sender,
-    pub(super) replay: Option<Box<RawValue>>,
-    /// The profile the editor asked for; the default one when `None`.
-    pub(super) profile: Option<String>,
-    /// The socket's reading side; the shim never writes after the header, so this only ends.
-    pub(super) lifeline: SocketReader,
-    /// The shared ledger, and records for the socket.
-    pub(super) shared: Arc<SharedLedger>,
-    pub(super) records: mpsc::UnboundedReceiver<Vec<u8>>,
-}
-
-/// Reads the header and the prefix, and takes the two descriptors that came with them.
-async fn accept_handoff(
-    mut socket: SocketReader,
-    fds: Passed,
-    max_message_size: usize,
-) -> anyhow::Result<Accepted> {
-    let mut line = Vec::new();
-    (&mut socket)
-        .take(max_message_size as u64 + 1024)
-        .read_until(b'\n', &mut line)
-        .await?;
-    let header: handoff::Header =
-        serde_json::from_slice(&line).context("the first line is not a handoff header")?;
-    anyhow::ensure!(
-        header.version == handoff::VERSION,
-        "handoff version {} is not {}; the connect and serve binaries differ",
-        header.version,
-        handoff::VERSION
-    );
-    let [input, output, ledger]: [OwnedFd; 3] = fds
-        .try_into()
-        .map_err(|fds: Vec<OwnedFd>| anyhow::anyhow!("{} descriptors instead of 3", fds.len()))?;
-    let ledger = handoff::Ledger::open(&ledger).context("cannot map the ledger")?;
-    anyhow::ensure!(
-        header.prefix <= handoff::PREFIX_LIMIT,
-        "a prefix of {} bytes is over the limit of {}",
-        header.prefix,
-        handoff::PREFIX_LIMIT
-    );
-    let mut prefix = vec![0; header.prefix];
-    socket.read_exact(&mut prefix).await?;
-    for fd in [&input, &output] {
-        passing::set_nonblocking(fd.as_fd(), true)?;
-    }
-    let (records, records_rx) = mpsc::unbounded_channel();
-    let shared = Arc::new(SharedLedger::new(ledger, records));
-    let input = pipe::Receiver::from_owned_fd_unchecked(input)?;
-    let marking = MarkingReader::new(input, &prefix, shared.clone());
-    Ok(Accepted {
-        input: BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(prefix).chain(marking)),
-        output: pipe::Sender::from_owned_fd_unchecked(output)?,
-        replay: header.replay,
-        profile: header.profile,
-        lifeline: socket,
-        shared,
-        records: records_rx,
-    })
-}
 
 /// The socket of a handed-off session: records go out on it, and its end means the shim left.
 pub(super) struct ShimSocket {
@@ -118,6 +20,20 @@ pub(super) struct ShimSocket {
 }
 
 impl ShimSocket {
+    pub(super) fn new(
+        socket: WriteHalf,
+        lifeline: SocketReader,
+        shared: Arc<SharedLedger>,
+        records: mpsc::UnboundedReceiver<Vec<u8>>,
+    ) -> ShimSocket {
+        ShimSocket {
+            socket,
+            lifeline,
+            shared,
+            records,
+        }
+    }
+
     /// What the session's reader shares, the lifeline whose end means the shim left, and the
     /// writer of records.
     pub(super) fn into_parts(self) -> (Arc<SharedLedger>, SocketReader, LedgerWriter) {
@@ -129,66 +45,6 @@ impl ShimSocket {
         };
         (self.shared, self.lifeline, writer)
     }
-}
-
-/// Takes a handoff whose header, prefix and descriptors arrive on `socket`, and runs its session
-/// until the editor or the shim leaves; a handoff that cannot be taken is refused with the
-/// reason.
-pub(super) async fn serve_handoff(
-    socket: SocketReader,
-    mut write_half: WriteHalf,
-    passed: Passed,
-    hub: Hub,
-    max_message_size: usize,
-    cancel: CancellationToken,
-) {
-    let accepted = tokio::time::timeout(
-        HANDOFF_LIMIT,
-        accept_handoff(socket, passed, max_message_size),
-    )
-    .await
-    .unwrap_or_else(|_| {
-        Err(anyhow::anyhow!(
-            "the handoff did not arrive within {HANDOFF_LIMIT:?}"
-        ))
-    })
-    .and_then(|accepted| {
-        let profile = accepted.profile.as_deref().unwrap_or(DEFAULT_PROFILE);
-        match LineSession::new(hub, profile, max_message_size, cancel) {
-            Some(session) => Ok((accepted, session)),
-            None => Err(anyhow::anyhow!(no_profile(profile))),
-        }
-    });
-    let (accepted, session) = match accepted {
-        Ok(accepted) => accepted,
-        Err(error) => {
-            tracing::warn!(%error, "refused a handoff from switchboard connect");
-            refuse(write_half, &format!("{error:#}")).await;
-            return;
-        }
-    };
-    let mut accepted_line = Vec::new();
-    handoff::Record::Accepted.encode(&mut accepted_line);
-    // Said before stdin is read: from here on, what the editor wrote is ours to answer.
-    if let Err(error) = write_half.write_all(&accepted_line).await {
-        tracing::debug!(%error, "switchboard connect left during the handoff");
-        return;
-    }
-    if let Some(replay) = &accepted.replay {
-        // The editor's `initialize` again under an id of our own; the answer is dropped.
-        for line in handoff::replayed_initialize(replay) {
-            drop(session.session.receive(&line));
-        }
-    }
-    let ledger = ShimSocket {
-        socket: write_half,
-        lifeline: accepted.lifeline,
-        shared: accepted.shared,
-        records: accepted.records,
-    };
-    session
-        .run(accepted.input, accepted.output, Some(ledger))
-        .await;
 }
 
 /// What the reading and writing sides of a handed-off session share: the ledger in memory, its

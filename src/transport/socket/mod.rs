@@ -9,6 +9,11 @@
 //! answer is one line.
 
 #[cfg(unix)]
+mod accept;
+#[cfg(windows)]
+#[path = "no_accept.rs"]
+mod accept;
+#[cfg(unix)]
 mod ledger;
 #[cfg(windows)]
 #[path = "no_ledger.rs"]
@@ -26,7 +31,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use self::ledger::{read_opening, serve_handoff};
+use self::accept::{read_opening, serve_handoff};
 use self::session::LineSession;
 use crate::config::DEFAULT_PROFILE;
 use crate::hub::Hub;

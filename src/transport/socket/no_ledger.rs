@@ -1,39 +1,11 @@
-//! Windows has no way to hand an editor's stdio over (`transport/handoff`): no connection ever
-//! brings a handoff, so the types that stand for it here cannot be made, and a session never
-//! keeps a ledger.
+//! Windows has no way to hand an editor's stdio over (`no_accept.rs`): the ledger's types cannot
+//! be made, and a session never keeps one.
 
 use std::io;
 use std::sync::Arc;
 
-use tokio::io::AsyncReadExt;
-use tokio_util::sync::CancellationToken;
-
-use super::{SocketReader, WriteHalf};
-use crate::hub::Hub;
-use crate::platform::ipc::Connection;
+use super::SocketReader;
 use crate::transport::handoff;
-
-/// What a handoff would bring; nothing can.
-pub(super) enum Passed {}
-
-/// The connection's first bytes, read into `buf`; never a handoff.
-pub(super) async fn read_opening(
-    stream: &mut Connection,
-    buf: &mut [u8],
-) -> io::Result<(usize, Option<Passed>)> {
-    Ok((stream.read(buf).await?, None))
-}
-
-pub(super) async fn serve_handoff(
-    _socket: SocketReader,
-    _write_half: WriteHalf,
-    passed: Passed,
-    _hub: Hub,
-    _max_message_size: usize,
-    _cancel: CancellationToken,
-) {
-    match passed {}
-}
 
 pub(super) enum ShimSocket {}
 

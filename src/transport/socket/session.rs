@@ -1,21 +1,23 @@
 //! One client's session on the socket: lines in, answers and events out, in order; with a
 //! handed-off session, the ledger kept as answers are written.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::{LedgerWriter, SharedLedger, ShimSocket, Unanswered};
 use super::{CLOSE_LIMIT, DRAIN_LIMIT, OUTGOING_CAPACITY, SOCKET_BUFFER, SocketReader};
-use crate::hub::{Hub, Inbound, RequestReply, Session, SessionEvents};
+use crate::hub::rewrite::ObjectEntries;
+use crate::hub::{Hub, Inbound, RequestReply, Session, SessionEvents, is_stateless};
 use crate::transport::handoff;
 use crate::wire::framing::{Frame, LineReader};
-use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 
 /// One message or fact for the writer, in the order the client must see them.
 pub(super) enum Outgoing {
@@ -23,6 +25,47 @@ pub(super) enum Outgoing {
     Message(Vec<u8>),
     /// The answer to the request recorded here was the message before.
     Answered(Unanswered),
+}
+
+/// The 2026-07-28 requests of a connection still being answered, by id (JSON text): each runs
+/// on its own, outside the session, and a `notifications/cancelled` naming one ends it.
+#[derive(Default)]
+pub(super) struct StatelessRequests {
+    running: HashMap<Box<str>, AbortHandle>,
+}
+
+/// How many requests [`StatelessRequests`] keeps before it forgets those already answered.
+const STATELESS_KEPT: usize = 64;
+
+impl StatelessRequests {
+    fn insert(&mut self, id: Box<str>, forwarding: AbortHandle) {
+        if self.running.len() >= STATELESS_KEPT {
+            self.running.retain(|_, handle| !handle.is_finished());
+        }
+        self.running.insert(id, forwarding);
+    }
+
+    /// Ends the request a `notifications/cancelled` in `line` names, if it is one of these.
+    fn cancel_named(&mut self, line: &[u8]) {
+        if self.running.is_empty()
+            || memchr::memmem::find(line, b"notifications/cancelled").is_none()
+        {
+            return;
+        }
+        let Ok(envelope) = Envelope::parse(line) else {
+            return;
+        };
+        if envelope.method.as_deref() != Some("notifications/cancelled") {
+            return;
+        }
+        let named = envelope
+            .params
+            .and_then(|params| ObjectEntries::parse(params.get()).ok())
+            .and_then(|params| params.get("requestId").map(|id| id.get().to_owned()));
+        if let Some(handle) = named.and_then(|id| self.running.remove(id.as_str())) {
+            handle.abort();
+        }
+    }
 }
 
 /// One client's session, from its first line to its close.
@@ -120,6 +163,7 @@ impl LineSession {
         shim_left: &mut (impl Future<Output = ()> + Unpin),
     ) -> bool {
         let session = &self.session;
+        let mut stateless = StatelessRequests::default();
         let mut lines = LineReader::new(input, self.max_message_size);
         loop {
             let frame = tokio::select! {
@@ -133,7 +177,12 @@ impl LineSession {
             };
             let answer = match frame {
                 Ok(Some(Frame::Line(line))) => {
-                    receive_line(session, &line, replies, outgoing, shared)
+                    let connection = Connection {
+                        hub: &self.hub,
+                        session,
+                        stateless: &mut stateless,
+                    };
+                    receive_line(connection, &line, replies, outgoing, shared)
                 }
                 Ok(Some(Frame::Oversized { len, .. })) => {
                     Some(oversized_error(len, self.max_message_size))
@@ -176,9 +225,17 @@ pub(super) async fn shim_left(lifeline: Option<SocketReader>) {
     }
 }
 
-/// Hands one line to the session; returns what must be written back at once, if anything.
+/// Where a connection's lines go: its session, or the hub for a 2026-07-28 request.
+pub(super) struct Connection<'a> {
+    pub(super) hub: &'a Hub,
+    pub(super) session: &'a Session,
+    pub(super) stateless: &'a mut StatelessRequests,
+}
+
+/// Hands one line to the session, or a 2026-07-28 request to the hub; returns what must be
+/// written back at once, if anything.
 pub(super) fn receive_line(
-    session: &Session,
+    connection: Connection<'_>,
     line: &[u8],
     replies: &mut JoinSet<()>,
     outgoing: &mpsc::Sender<Outgoing>,
@@ -194,7 +251,18 @@ pub(super) fn receive_line(
             ),
         ));
     }
-    match session.receive(line) {
+    let session = connection.session;
+    let stateless = is_stateless(line);
+    let inbound = match stateless {
+        true => connection
+            .hub
+            .receive_stateless(line, None, session.profile()),
+        false => {
+            connection.stateless.cancel_named(line);
+            session.receive(line)
+        }
+    };
+    match inbound {
         Inbound::Request(reply) => {
             let entry = shared.map(|shared| {
                 if reply.initialize {
@@ -202,7 +270,11 @@ pub(super) fn receive_line(
                 }
                 shared.request(&reply.id)
             });
-            replies.spawn(forward_reply(reply, outgoing.clone(), entry));
+            let id = reply.id.clone();
+            let forwarding = replies.spawn(forward_reply(reply, outgoing.clone(), entry));
+            if stateless {
+                connection.stateless.insert(id, forwarding);
+            }
             None
         }
         Inbound::Accepted => None,

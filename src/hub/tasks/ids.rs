@@ -8,20 +8,20 @@
 
 use serde_json::value::RawValue;
 
-use super::rewrite::{ObjectEntries, json_string};
+use crate::hub::rewrite::{ObjectEntries, json_string};
 
 const PREFIX: &str = "sb1.";
 
 /// The key of a result's `_meta` that names the task it belongs to.
-pub(super) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+pub(in crate::hub) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// The id editors see for `backend`'s task `id`.
-pub(super) fn exposed_id(backend: &str, id: &str) -> String {
+pub(in crate::hub) fn exposed_id(backend: &str, id: &str) -> String {
     format!("{PREFIX}{backend}.{id}")
 }
 
 /// The backend and its own task id, from an id [`exposed_id`] made.
-pub(super) fn backend_id(exposed: &str) -> Option<(&str, &str)> {
+pub(in crate::hub) fn backend_id(exposed: &str) -> Option<(&str, &str)> {
     let (backend, id) = exposed.strip_prefix(PREFIX)?.split_once('.')?;
     (!backend.is_empty()).then_some((backend, id))
 }
@@ -37,7 +37,7 @@ fn expose_field(object: &str, key: &str, backend: &str) -> Option<String> {
 }
 
 /// The tasks of a `tasks` array, each with its id exposed; `None` when it is no array.
-pub(super) fn exposed_list(tasks: &str, backend: &str) -> Option<Vec<String>> {
+pub(in crate::hub) fn exposed_list(tasks: &str, backend: &str) -> Option<Vec<String>> {
     let tasks: Vec<&RawValue> = serde_json::from_str(tasks).ok()?;
     Some(
         tasks
@@ -52,7 +52,7 @@ pub(super) fn exposed_list(tasks: &str, backend: &str) -> Option<Vec<String>> {
 /// A backend's result with every task id in it exposed: a created task (`task.taskId`), a task
 /// (`taskId`, from `tasks/get` and `tasks/cancel`), a list (`tasks[].taskId`) and the result of a
 /// task (`_meta["io.modelcontextprotocol/related-task"].taskId`). Anything else is kept as sent.
-pub(super) fn expose_ids(result: &str, backend: &str) -> String {
+pub(in crate::hub) fn expose_ids(result: &str, backend: &str) -> String {
     let Ok(mut entries) = ObjectEntries::parse(result) else {
         return result.to_owned();
     };

@@ -16,11 +16,11 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::rewrite::ObjectEntries;
+use crate::hub::rewrite::ObjectEntries;
 use crate::wire::jsonrpc::{self, ErrorObject};
 
 /// How many tasks Switchboard keeps for servers at once.
-pub(super) const MAX_TASKS: usize = 1000;
+pub(in crate::hub) const MAX_TASKS: usize = 1000;
 
 /// The longest a task is kept, whatever ttl its server asked for.
 const MAX_TTL: Duration = Duration::from_secs(3600);
@@ -29,10 +29,11 @@ const MAX_TTL: Duration = Duration::from_secs(3600);
 const POLL_INTERVAL_MS: u64 = 500;
 
 /// The requests a server may ask Switchboard to run as tasks.
-pub(super) const TASK_REQUESTS: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
+pub(in crate::hub) const TASK_REQUESTS: [&str; 2] =
+    ["sampling/createMessage", "elicitation/create"];
 
 /// The methods a server polls its tasks with.
-pub(super) const TASK_METHODS: [&str; 4] =
+pub(in crate::hub) const TASK_METHODS: [&str; 4] =
     ["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"];
 
 #[derive(Debug, Clone)]
@@ -70,7 +71,7 @@ struct Task {
 
 /// The tasks of every server, by (server, task id).
 #[derive(Default)]
-pub(super) struct ClientTasks {
+pub(in crate::hub) struct ClientTasks {
     tasks: Mutex<HashMap<(Arc<str>, String), Task>>,
 }
 
@@ -93,7 +94,7 @@ impl ClientTasks {
 
     /// Makes a task for `backend`'s request whose `task` asked for `ttl`; answers the handle,
     /// or an error when too many tasks are kept.
-    pub(super) fn create(
+    pub(in crate::hub) fn create(
         &self,
         backend: &Arc<str>,
         requested_ttl: Option<u64>,
@@ -110,7 +111,7 @@ impl ClientTasks {
         let ttl = requested_ttl
             .map_or(MAX_TTL, Duration::from_millis)
             .min(MAX_TTL);
-        let id = super::random_id();
+        let id = crate::hub::random_id();
         let created = SystemTime::now();
         let task = Task {
             created,
@@ -126,14 +127,14 @@ impl ClientTasks {
     }
 
     /// Notes which forwarded request runs the task.
-    pub(super) fn forwarded(&self, backend: &Arc<str>, id: &str, our_id: u64) {
+    pub(in crate::hub) fn forwarded(&self, backend: &Arc<str>, id: &str, our_id: u64) {
         if let Some(task) = self.lock().get_mut(&(backend.clone(), id.to_owned())) {
             task.forwarded = Some(our_id);
         }
     }
 
     /// Ends the task with the editor's answer, unless it was cancelled meanwhile.
-    pub(super) fn complete(
+    pub(in crate::hub) fn complete(
         &self,
         backend: &Arc<str>,
         id: &str,
@@ -154,7 +155,7 @@ impl ClientTasks {
     /// Answers `backend`'s `tasks/get`, `tasks/list` or `tasks/cancel` at once; for
     /// `tasks/result`, what to wait on. `cancel` gets our id of a request to drop when a task is
     /// cancelled while the editor still has it.
-    pub(super) fn answer(
+    pub(in crate::hub) fn answer(
         &self,
         backend: &Arc<str>,
         method: &str,
@@ -213,13 +214,13 @@ impl ClientTasks {
 }
 
 /// What a server's task request gets.
-pub(super) enum Answer {
+pub(in crate::hub) enum Answer {
     Now(Result<String, ErrorObject>),
     /// `tasks/result` of a task that may still be working.
     Wait(Wait),
 }
 
-pub(super) struct Wait {
+pub(in crate::hub) struct Wait {
     id: String,
     status: watch::Receiver<Status>,
     until: Instant,
@@ -228,7 +229,7 @@ pub(super) struct Wait {
 impl Wait {
     /// The task's result once it ends (its ttl bounds the wait): the editor's answer with the
     /// task named in `_meta`, or its error.
-    pub(super) async fn result(mut self) -> Result<String, ErrorObject> {
+    pub(in crate::hub) async fn result(mut self) -> Result<String, ErrorObject> {
         let ended = tokio::time::timeout_at(
             self.until.into(),
             self.status.wait_for(|status| !status.is_working()),

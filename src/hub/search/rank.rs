@@ -35,7 +35,7 @@ const STOPWORDS: &[&str] = &[
 #[derive(Default)]
 pub struct ToolIndex {
     names: Vec<String>,
-    /// Per tool: the words of its server's own name for it (after the prefix).
+    /// Per tool: the words of its server's own name for it.
     own_names: Vec<Vec<String>>,
     /// Per tool: word → weighted count.
     documents: Vec<HashMap<String, u32>>,
@@ -75,14 +75,16 @@ struct Property {
 }
 
 impl ToolIndex {
-    /// Indexes tools given as `(exposed name, definition)`.
-    pub fn build<'a>(tools: impl IntoIterator<Item = (&'a str, &'a RawValue)>) -> ToolIndex {
+    /// Indexes tools given as `(exposed name, the server's own name, definition)`.
+    pub fn build<'a>(
+        tools: impl IntoIterator<Item = (&'a str, &'a str, &'a RawValue)>,
+    ) -> ToolIndex {
         let mut index = ToolIndex::default();
-        for (name, definition) in tools {
+        for (name, own_name, definition) in tools {
             let mut document = HashMap::new();
             add_words(&mut document, name, NAME_WEIGHT);
             let mut own = HashMap::new();
-            add_words(&mut own, name.rsplit("__").next().unwrap_or(name), 1);
+            add_words(&mut own, own_name, 1);
             index.own_names.push(own.into_keys().collect());
             if let Ok(tool) = serde_json::from_str::<Tool<'_>>(definition.get()) {
                 for text in [tool.title, tool.description].into_iter().flatten() {
@@ -257,19 +259,25 @@ mod tests {
         let tools = [
             (
                 "a__send_mail",
+                "send_mail",
                 raw(
                     json!({"description": "Sends a message", "inputSchema": {"properties": {"to": {}}}}),
                 ),
             ),
             (
                 "b__post",
+                "post",
                 raw(
                     json!({"description": "Posts a mail to a forum", "inputSchema": {"properties": {"forum": {}}}}),
                 ),
             ),
-            ("c__other", raw(json!({"description": "Nothing related"}))),
+            (
+                "c__other",
+                "other",
+                raw(json!({"description": "Nothing related"})),
+            ),
         ];
-        let index = ToolIndex::build(tools.iter().map(|(name, tool)| (*name, &**tool)));
+        let index = ToolIndex::build(tools.iter().map(|(name, own, tool)| (*name, *own, &**tool)));
         assert_eq!(index.len(), 3);
         let hits = index.search("mail", 5);
         let names: Vec<&str> = hits.iter().map(|hit| hit.name.as_str()).collect();
@@ -279,5 +287,22 @@ mod tests {
             "stopwords alone find nothing"
         );
         assert_eq!(index.search("forum", 1)[0].name, "b__post");
+    }
+
+    #[test]
+    fn a_tools_own_name_is_its_servers_not_the_end_of_the_exposed_one() {
+        // Cut to fit a budget, `read` is offered under a name that ends in a hash, which is no
+        // part of what its server calls it.
+        let tools = [
+            ("fs__read_0a1b2c3d", "read", raw(json!({}))),
+            ("fs__read_all", "read_all", raw(json!({}))),
+        ];
+        let index = ToolIndex::build(tools.iter().map(|(name, own, tool)| (*name, *own, &**tool)));
+        let hits = index.search("read", 2);
+        assert_eq!(hits[0].name, "fs__read_0a1b2c3d", "{hits:?}");
+        // Documents of the same length and words: only the share of its own name the query
+        // names sets them apart, all of `read` (double) and half of `read_all` (one and a half).
+        let ratio = hits[0].score / hits[1].score;
+        assert!((ratio - 2.0 / 1.5).abs() < 1e-4, "{hits:?}");
     }
 }

@@ -26,11 +26,11 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-use super::HubInner;
-use super::capabilities::ClientCapabilities;
-use super::session::{Session, invalid_params};
-use super::tasks::{self, RELATED_TASK};
+use super::ids::{self, RELATED_TASK};
 use crate::config::DEFAULT_PROFILE;
+use crate::hub::HubInner;
+use crate::hub::capabilities::ClientCapabilities;
+use crate::hub::session::{Session, invalid_params};
 use crate::supervisor::BackendHandle;
 use crate::supervisor::rpc::ClientMeta;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
@@ -67,7 +67,7 @@ fn extension_shape(
     for (key, value) in task {
         let key = match key.as_str() {
             "taskId" => {
-                shaped.insert(key.clone(), tasks::exposed_id(backend, id).into());
+                shaped.insert(key.clone(), ids::exposed_id(backend, id).into());
                 continue;
             }
             "ttl" => "ttlMs",
@@ -81,7 +81,7 @@ fn extension_shape(
 
 /// A session-era server's created task (`{"task": {…}}`) as the extension's task handle; a result
 /// that created no task (the server ran the call at once) is kept.
-pub(super) fn handle(result: &RawValue, backend: &str) -> Result<String, ErrorObject> {
+pub(in crate::hub) fn handle(result: &RawValue, backend: &str) -> Result<String, ErrorObject> {
     let value: Value = serde_json::from_str(result.get()).map_err(|_| malformed(backend))?;
     let Some(task) = value.get("task") else {
         return Ok(result.get().to_owned());
@@ -92,13 +92,13 @@ pub(super) fn handle(result: &RawValue, backend: &str) -> Result<String, ErrorOb
 }
 
 /// The server's own id of the task a session-era result created, if it created one.
-pub(super) fn created_task(result: &RawValue) -> Option<String> {
+pub(in crate::hub) fn created_task(result: &RawValue) -> Option<String> {
     let value: Value = serde_json::from_str(result.get()).ok()?;
     Some(value.get("task")?.get("taskId")?.as_str()?.to_owned())
 }
 
 /// A task's result without the `_meta` entry naming the task, for an editor that never saw it.
-pub(super) fn without_related_task(result: &str) -> String {
+pub(in crate::hub) fn without_related_task(result: &str) -> String {
     let Ok(mut value) = serde_json::from_str::<Value>(result) else {
         return result.to_owned();
     };
@@ -116,7 +116,7 @@ pub(super) fn without_related_task(result: &str) -> String {
 
 /// What a 2026-07-28 server is told an editor can be asked when Switchboard itself holds the
 /// editor's task: the editor's capabilities and the Tasks extension.
-pub(super) fn capabilities_with_tasks(capabilities: ClientCapabilities) -> Box<RawValue> {
+pub(in crate::hub) fn capabilities_with_tasks(capabilities: ClientCapabilities) -> Box<RawValue> {
     let mut capabilities = capabilities;
     capabilities.tasks_extension = true;
     raw(&capabilities.to_json())
@@ -124,7 +124,7 @@ pub(super) fn capabilities_with_tasks(capabilities: ClientCapabilities) -> Box<R
 
 /// Answers a 2026-07-28 editor's `tasks/get`, `tasks/update` or `tasks/cancel` for the task
 /// `exposed` of the session-era `backend` (its own id `own`), in the extension's shapes.
-pub(super) async fn answer(
+pub(in crate::hub) async fn answer(
     hub: &Arc<HubInner>,
     backend: &BackendHandle,
     method: &str,
@@ -166,7 +166,7 @@ pub(super) async fn answer(
 
 /// The task `exposed` (the server's own id `own`) as the extension's `tasks/get` shows it: with
 /// its result or error once it has ended, and with the questions it waits on while it needs input.
-pub(super) async fn detailed(
+pub(in crate::hub) async fn detailed(
     hub: &Arc<HubInner>,
     backend: &BackendHandle,
     exposed: &str,
@@ -271,7 +271,7 @@ async fn questions(
 
 /// One session-era task whose `tasks/result` Switchboard waits on for a 2026-07-28 editor, and
 /// the questions its server asked meanwhile, by key (our id of the request sent on).
-pub(super) struct TaskInputs {
+pub(in crate::hub) struct TaskInputs {
     session: Session,
     questions: Mutex<BTreeMap<String, Value>>,
     changed: Notify,
