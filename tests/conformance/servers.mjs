@@ -17,15 +17,11 @@
 // (SWITCHBOARD_BIN overrides it), built beforehand. Output goes to target/conformance/servers/.
 //
 // The server is configured with `prefix = ""`, so that Switchboard offers its tools and prompts
-// under their own names, the ones the scenarios call. Where the config does not take that yet,
-// it is configured with `prefix = "conf"` and the suite reaches Switchboard through a small
-// proxy that adds `conf__` to the names a request calls and takes it off the names a list
-// answers (`renamed` in the table); a scenario that fails only there is reported apart.
+// under their own names, the ones the scenarios call.
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,8 +39,6 @@ const PASSES = [
 ];
 /// How long Switchboard may take to start and reach the server.
 const SETTLE_MS = 20_000;
-/// Short, so that the longest fixture name and its prefix stay within 46 characters.
-const NAME_PREFIX = 'c';
 
 const args = process.argv.slice(2);
 const directOnly = args.includes('--direct-only');
@@ -140,23 +134,14 @@ async function suite(url, pass, dir) {
   return readResults(dir);
 }
 
-/// Whether this build's config takes `prefix = ""`.
-async function emptyPrefixAccepted(home) {
-  const config = join(home, 'probe.toml');
-  writeFileSync(config, `[servers.probe]\nurl = "http://127.0.0.1:9/mcp"\nprefix = ""\n`);
-  const { code, stdout, stderr } = await run(SWITCHBOARD, ['check', '--config', config]);
-  if (code !== 0) note(`the config does not take prefix = "" yet: ${(stdout + stderr).trim().split('\n')[0]}`);
-  return code === 0;
-}
-
 /// Starts `switchboard serve` with `serverUrl` as the remote server `conf`; resolves once the
 /// server is ready (or has settled in another state, which the table then shows as failures).
-async function startSwitchboard(home, serverUrl, protocol, prefix) {
+async function startSwitchboard(home, serverUrl, protocol) {
   const token = randomBytes(24).toString('base64url');
   const config = join(home, `config-${protocol}.toml`);
   writeFileSync(
     config,
-    `[endpoint]\nrequire_token = false\n\n[servers.conf]\nurl = ${toml(serverUrl)}\nprotocol = ${toml(protocol)}\nprefix = ${toml(prefix)}\n`,
+    `[endpoint]\nrequire_token = false\n\n[servers.conf]\nurl = ${toml(serverUrl)}\nprotocol = ${toml(protocol)}\nprefix = ""\n`,
   );
   const run = join(home, `run-${protocol}`);
   const child = spawn(SWITCHBOARD, ['serve', '--listen', '127.0.0.1:0', '--config', config], {
@@ -199,115 +184,6 @@ async function startSwitchboard(home, serverUrl, protocol, prefix) {
   return { child, url: `${base}/mcp`, log: () => log };
 }
 
-// --- The renaming proxy (until the config takes prefix = "") -----------------------------------
-
-const prefixed = (name) => (typeof name === 'string' ? `${NAME_PREFIX}__${name}` : name);
-const unprefixed = (name) =>
-  typeof name === 'string' && name.startsWith(`${NAME_PREFIX}__`) ? name.slice(NAME_PREFIX.length + 2) : name;
-
-function renameRequest(message) {
-  if (!message || typeof message !== 'object') return message;
-  const params = message.params;
-  if (!params || typeof params !== 'object') return message;
-  if (message.method === 'tools/call' || message.method === 'prompts/get') params.name = prefixed(params.name);
-  if (message.method === 'completion/complete' && params.ref?.type === 'ref/prompt') {
-    params.ref.name = prefixed(params.ref.name);
-  }
-  return message;
-}
-
-function renameAnswer(message) {
-  const result = message?.result;
-  if (!result || typeof result !== 'object') return message;
-  for (const list of [result.tools, result.prompts]) {
-    if (Array.isArray(list)) for (const item of list) item.name = unprefixed(item.name);
-  }
-  return message;
-}
-
-const mapJson = (text, map) => {
-  try {
-    const value = JSON.parse(text);
-    return JSON.stringify(Array.isArray(value) ? value.map(map) : map(value));
-  } catch {
-    return text;
-  }
-};
-
-/// An HTTP proxy to `target` that renames as above and passes everything else as it is; SSE
-/// answers are rewritten line by line as they stream.
-function startRenamingProxy(target) {
-  const upstream = new URL(target);
-  const server = createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (chunk) => chunks.push(chunk));
-    req.on('end', () => {
-      let body = Buffer.concat(chunks).toString('utf8');
-      const headers = { ...req.headers };
-      // The proxy's own address stands for Switchboard's; any other Host or Origin (a DNS
-      // rebinding probe) goes on as it is.
-      const own = `127.0.0.1:${server.address().port}`;
-      if (headers.host === own) headers.host = upstream.host;
-      if (headers.origin === `http://${own}`) headers.origin = upstream.origin;
-      if (body.length > 0 && req.method === 'POST') {
-        body = mapJson(body, renameRequest);
-        headers['content-length'] = String(Buffer.byteLength(body));
-      }
-      const method = String(headers['mcp-method'] ?? '').trim();
-      if (headers['mcp-name'] !== undefined && (method === 'tools/call' || method === 'prompts/get')) {
-        headers['mcp-name'] = prefixed(String(headers['mcp-name']).trim());
-      }
-      const forward = httpRequest(
-        { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers },
-        (answer) => {
-          const type = String(answer.headers['content-type'] ?? '');
-          const outHeaders = { ...answer.headers };
-          if (type.startsWith('application/json')) {
-            const parts = [];
-            answer.on('data', (chunk) => parts.push(chunk));
-            answer.on('end', () => {
-              const text = mapJson(Buffer.concat(parts).toString('utf8'), renameAnswer);
-              delete outHeaders['content-length'];
-              res.writeHead(answer.statusCode, outHeaders);
-              res.end(text);
-            });
-            return;
-          }
-          res.writeHead(answer.statusCode, outHeaders);
-          res.flushHeaders();
-          if (!type.startsWith('text/event-stream')) {
-            answer.pipe(res);
-            return;
-          }
-          let pending = '';
-          answer.on('data', (chunk) => {
-            pending += chunk.toString('utf8');
-            let end;
-            while ((end = pending.indexOf('\n')) >= 0) {
-              const line = pending.slice(0, end + 1);
-              pending = pending.slice(end + 1);
-              res.write(line.startsWith('data:') ? `data: ${mapJson(line.slice(5).trim(), renameAnswer)}\n` : line);
-            }
-          });
-          answer.on('end', () => res.end(pending));
-          answer.on('error', () => res.end());
-        },
-      );
-      forward.on('error', () => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      });
-      res.on('close', () => forward.destroy());
-      forward.end(body);
-    });
-  });
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      resolve({ server, url: `http://127.0.0.1:${server.address().port}${upstream.pathname}` });
-    });
-  });
-}
-
 // --- The runs ----------------------------------------------------------------------------------
 
 mkdirSync(LOGS, { recursive: true });
@@ -317,24 +193,20 @@ note(`server.mjs at ${server.url}`);
 const home = mkdtempSync(join(tmpdir(), 'switchboard-conformance-servers-'));
 /// target name -> pass name -> results
 const results = new Map();
-let renamed = false;
 try {
   const direct = new Map();
   for (const pass of PASSES) direct.set(pass.name, await suite(server.url, pass, join(LOGS, `direct@${pass.name}`)));
   results.set('direct', direct);
   if (!directOnly) {
-    renamed = !(await emptyPrefixAccepted(home));
     for (const protocol of protocols) {
-      const switchboard = await startSwitchboard(home, server.url, protocol, renamed ? NAME_PREFIX : '');
-      const proxy = renamed ? await startRenamingProxy(switchboard.url) : undefined;
+      const switchboard = await startSwitchboard(home, server.url, protocol);
       const through = new Map();
       try {
         for (const pass of PASSES) {
           const dir = join(LOGS, `${protocol}@${pass.name}`);
-          through.set(pass.name, await suite(proxy?.url ?? switchboard.url, pass, dir));
+          through.set(pass.name, await suite(switchboard.url, pass, dir));
         }
       } finally {
-        proxy?.server.close();
         await stop(switchboard.child);
         writeFileSync(join(LOGS, `switchboard-${protocol}.log`), switchboard.log());
       }
@@ -366,8 +238,7 @@ for (const pass of PASSES) {
   }
 }
 const width = Math.max(...rows.map((row) => row.label.length), 8);
-const heading = targets.map((target) => (target === 'direct' ? 'direct' : `${target}${renamed ? '*' : ''}`));
-process.stdout.write(`${'scenario @ pass'.padEnd(width)}  ${heading.map((cell) => cell.padEnd(7)).join(' ')}\n`);
+process.stdout.write(`${'scenario @ pass'.padEnd(width)}  ${targets.map((cell) => cell.padEnd(7)).join(' ')}\n`);
 const regressions = [];
 const weaker = [];
 /// The checks that succeed directly and not through Switchboard (a scenario can pass with
@@ -391,9 +262,7 @@ const directFailures = rows.filter((row) => row.cells[0]?.status === 'FAIL');
 process.stdout.write(
   `\n${rows.length} scenario runs per target; directly ${rows.length - directFailures.length} pass` +
     (directFailures.length > 0 ? ` (failing: ${directFailures.map((row) => row.label).join(', ')})` : '') +
-    `; ${((Date.now() - started) / 1000).toFixed(0)} s in all` +
-    (renamed ? `\n* through the renaming proxy: the config does not take prefix = "" yet` : '') +
-    '\n',
+    `; ${((Date.now() - started) / 1000).toFixed(0)} s in all\n`,
 );
 if (weaker.length > 0) {
   process.stdout.write(`\npass~: passes through /mcp, but checks that succeed directly did not succeed there:\n`);
