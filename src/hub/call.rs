@@ -71,6 +71,12 @@ struct RoutedCall {
     named: Option<Named>,
 }
 
+/// The log level a 2026-07-28 backend is told for an editor of the session era whose session
+/// holds none: every message. Under 2025-11-25 a server may log before any `logging/setLevel`, and
+/// servers of that era send everything until told a level; a 2026-07-28 server sends nothing
+/// for a request that names no level.
+const UNSET_LOG_LEVEL: &str = "debug";
+
 /// What a 2026-07-28 backend is told of the editor of a call, and what the hub needs to put a
 /// backend's `input_required` questions to that editor.
 struct ClientFacts {
@@ -262,7 +268,11 @@ impl Session {
                     _ => serde_json::value::to_raw_value(&capabilities.to_json())
                         .expect("capabilities serialize"),
                 }),
-                log_level: state.log_level.clone(),
+                log_level: match &state.log_level {
+                    Some(level) => Some(level.clone()),
+                    None if !stateless => Some(json_string(UNSET_LOG_LEVEL)),
+                    None => None,
+                },
                 stateless,
             }
         };

@@ -20,7 +20,7 @@ use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
 use crate::supervisor::runner::INSTALL_TIMEOUT;
 use crate::supervisor::status::{Catalog, Era, ServerDescription};
 use crate::wire::era::{MODERN_PROTOCOL_VERSION, code, meta};
-use crate::wire::jsonrpc::ErrorObject;
+use crate::wire::jsonrpc::{self, ErrorObject};
 
 /// The session-era protocol versions Switchboard speaks with backends, newest first.
 pub use crate::wire::era::LEGACY_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS;
@@ -64,6 +64,15 @@ impl ListKind {
         }
     }
 
+    /// The capability a server declares to offer the list.
+    fn capability(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources | ListKind::ResourceTemplates => "resources",
+            ListKind::Prompts => "prompts",
+        }
+    }
+
     fn field(self) -> &'static str {
         match self {
             ListKind::Tools => "tools",
@@ -96,6 +105,26 @@ impl ListKind {
 pub(super) struct Handshake {
     pub(super) server: ServerDescription,
     pub(super) catalog: Catalog,
+    /// What is worth telling about a start that worked: lists the server declares and does not
+    /// have, taken as empty.
+    pub(super) notes: Vec<String>,
+}
+
+/// Why a list could not be fetched.
+pub(super) enum ListError {
+    /// The server answers the list's method with "method not found" (-32601): it does not have
+    /// the list, whatever its capabilities say. Carries the server's message.
+    Missing(String),
+    /// Anything else.
+    Failed(String),
+}
+
+impl std::fmt::Display for ListError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListError::Missing(message) | ListError::Failed(message) => f.write_str(message),
+        }
+    }
 }
 
 /// The era a start tries first, and whether the other era may follow when the backend says it
@@ -187,7 +216,8 @@ pub(super) enum OpeningClock {
 
 /// Opens the connection in the era `plan` says (each step bounded by the handshake timeout,
 /// counted as `clock` says), then fetches every list the server offers (each page bounded by
-/// the request timeout).
+/// the request timeout). A list the server answers with "method not found" is empty, with a
+/// note; any other error fails the handshake.
 pub(super) async fn handshake(
     connection: &Connection,
     config: &BackendConfig,
@@ -207,12 +237,26 @@ pub(super) async fn handshake(
         ),
         (ListKind::Prompts, capabilities.prompts.is_some()),
     ];
+    let mut notes = Vec::new();
     for (list, is_offered) in offered {
-        if is_offered {
-            *list.slot(&mut catalog) = fetch_list(connection, list, config.request_timeout).await?;
+        if !is_offered {
+            continue;
+        }
+        match fetch_list(connection, list, config.request_timeout).await {
+            Ok(items) => *list.slot(&mut catalog) = items,
+            Err(ListError::Missing(message)) => notes.push(format!(
+                "the server declares {} but does not have {} ({message}): taken as empty",
+                list.capability(),
+                list.method()
+            )),
+            Err(ListError::Failed(message)) => return Err(message),
         }
     }
-    Ok(Handshake { server, catalog })
+    Ok(Handshake {
+        server,
+        catalog,
+        notes,
+    })
 }
 
 /// The server's description, from the era `plan` tries first or, if the server says it speaks
@@ -479,7 +523,7 @@ pub(super) async fn fetch_list(
     connection: &Connection,
     list: ListKind,
     timeout: Duration,
-) -> Result<Vec<Box<RawValue>>, String> {
+) -> Result<Vec<Box<RawValue>>, ListError> {
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_LIST_PAGES {
@@ -488,15 +532,28 @@ pub(super) async fn fetch_list(
             None => serde_json::json!({}),
         };
         let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
-        let page = connection
+        let page = match connection
             .request(list.method(), Some(&params), timeout)
             .await
-            .map_err(|error| error.to_string())?;
-        let mut fields: BTreeMap<String, Box<RawValue>> = serde_json::from_str(page.get())
-            .map_err(|error| format!("malformed {} result: {error}", list.method()))?;
+        {
+            Ok(page) => page,
+            Err(RpcError::Remote { error, .. })
+                if error.code == jsonrpc::METHOD_NOT_FOUND && cursor.is_none() =>
+            {
+                return Err(ListError::Missing(format!(
+                    "error {}: {}",
+                    error.code, error.message
+                )));
+            }
+            Err(error) => return Err(ListError::Failed(error.to_string())),
+        };
+        let malformed =
+            |error| ListError::Failed(format!("malformed {} result: {error}", list.method()));
+        let mut fields: BTreeMap<String, Box<RawValue>> =
+            serde_json::from_str(page.get()).map_err(malformed)?;
         if let Some(page_items) = fields.remove(list.field()) {
-            let page_items: Vec<Box<RawValue>> = serde_json::from_str(page_items.get())
-                .map_err(|error| format!("malformed {} result: {error}", list.method()))?;
+            let page_items: Vec<Box<RawValue>> =
+                serde_json::from_str(page_items.get()).map_err(malformed)?;
             items.extend(page_items);
         }
         let next: Option<String> = fields
@@ -507,10 +564,10 @@ pub(super) async fn fetch_list(
             _ => return Ok(items),
         }
     }
-    Err(format!(
+    Err(ListError::Failed(format!(
         "{} returned more than {MAX_LIST_PAGES} pages",
         list.method()
-    ))
+    )))
 }
 
 /// The era each backend's process was last found to speak, with a fingerprint of the command

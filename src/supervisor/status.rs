@@ -196,7 +196,9 @@ pub struct BackendStatus {
     pub restart_at_ms: Option<u64>,
     /// Automatic restarts since Switchboard started.
     pub restarts: u32,
-    /// The last thing that went wrong (a failed start, for instance), cleared when ready.
+    /// The last thing that went wrong (a failed start, for instance), cleared when ready; or,
+    /// while ready, what went wrong without stopping the start (a list the server declares and
+    /// does not have, taken as empty).
     pub last_error: Option<String>,
     /// Newest last; bounded.
     pub history: Arc<Vec<HistoryEntry>>,

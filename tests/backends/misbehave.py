@@ -24,6 +24,8 @@ Flags:
   --instructions-from PATH  initialize's `instructions` are the text of PATH
   --prompt-from PATH        the prompt hello's description is the text of PATH
   --label TEXT              ignored: an argument for tests of how arguments are shown
+  --refuse METHOD=CODE      answer every METHOD request with error CODE (repeatable), whatever
+                            the capabilities say (-32601: a list the server declares and lacks)
 
 Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   echo {text}        -> text (result also has top-level "x-extra": 1)
@@ -385,7 +387,10 @@ def handle(msg):
         return
     if not is_request:
         return  # notifications/initialized and any other notification
-    if method == "initialize":
+    refused = dict(refusal.split("=", 1) for refusal in args.refuse)
+    if method in refused:
+        reply_error(req_id, int(refused[method]), "Refused: %s" % method)
+    elif method == "initialize":
         initialize(req_id, params)
     elif method == "tools/list" and args.tools_from:
         with open(args.tools_from, "rb") as f:
@@ -447,6 +452,7 @@ def main():
     p.add_argument("--instructions-from", metavar="PATH", help="initialize's instructions")
     p.add_argument("--prompt-from", metavar="PATH", help="the prompt hello's description")
     p.add_argument("--label", metavar="TEXT", help="ignored")
+    p.add_argument("--refuse", action="append", default=[], metavar="METHOD=CODE")
     args = p.parse_args()
 
     if args.ignore_sigterm:

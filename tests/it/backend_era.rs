@@ -1,6 +1,7 @@
-//! Backends of both protocol eras, on the official TypeScript SDK (`tests/backends/sdk_server.mjs`):
-//! a modern-only server is found modern and spoken to with the `_meta` envelope, a server of
-//! both eras is spoken to in the session era, and editors of the session era use either alike.
+//! Backends of both protocol eras, on the official TypeScript SDK (`tests/backends/sdk_server.mjs`)
+//! and Python SDK (`tests/backends/sdk_server.py`): a modern-only server is found modern and
+//! spoken to with the `_meta` envelope, a server of both eras is spoken to in the session era, and
+//! editors of the session era use either alike, its log messages included.
 
 use serde_json::{Value, json};
 use switchboard::config::Protocol;
@@ -287,4 +288,36 @@ async fn the_config_can_name_the_only_protocol_era_to_speak() {
         )
     );
     engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_era_editor_gets_a_modern_servers_log_messages_without_setting_a_level() {
+    let config = format!(
+        "[servers.py]\ncommand = {python:?}\nargs = [{script:?}]\nprotocol = \"modern\"\n",
+        python = python().to_string_lossy(),
+        script = backend_script("sdk_server.py").to_string_lossy(),
+    );
+    let serve = ServeProcess::with_config(&config, &["py"]);
+    assert_eq!(serve.backend_summary("py").await["era"], "modern");
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp.open_session("legacy-editor").await.expect("a session");
+    let mut stream = mcp.stream(&session).await.expect("a stream");
+
+    // Under 2025-11-25 a server logs before any logging/setLevel; a 2026-07-28 server logs only
+    // for a request that names a level, so Switchboard names one for this editor.
+    let done = mcp
+        .call_tool(&session, 1, "py__work", json!({ "steps": 1 }))
+        .await;
+    assert_eq!(done["content"][0]["text"], "done 1");
+    loop {
+        let message = tokio::time::timeout(EVENT_LIMIT, stream.next_message())
+            .await
+            .expect("a log message in time")
+            .expect("a message");
+        if message["method"] == "notifications/message" {
+            assert_eq!(message["params"]["level"], "info", "{message}");
+            assert_eq!(message["params"]["data"], "working on 1 steps", "{message}");
+            return;
+        }
+    }
 }

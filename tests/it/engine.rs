@@ -324,6 +324,44 @@ async fn handshake_failures_are_reported_clearly() {
 }
 
 #[tokio::test]
+async fn a_declared_list_the_server_does_not_have_is_empty_with_a_note_and_other_errors_fail() {
+    let engine = engine(vec![
+        misbehave("lacking", &["--refuse", "resources/templates/list=-32601"]),
+        misbehave("broken", &["--refuse", "resources/templates/list=-32603"]),
+    ]);
+    let lacking = engine.backend("lacking").expect("configured");
+    let status = wait_state(&lacking, BackendState::Ready).await;
+    assert_eq!(status.catalog.resources.len(), 2);
+    assert!(status.catalog.resource_templates.is_empty());
+    assert_eq!(status.catalog.prompts.len(), 1);
+    assert_eq!(
+        status.last_error.as_deref(),
+        Some(
+            "the server declares resources but does not have resources/templates/list \
+             (error -32601: Refused: resources/templates/list): taken as empty"
+        )
+    );
+    assert_eq!((status.restarts, status.history.len()), (0, 0));
+
+    let broken = engine.backend("broken").expect("configured");
+    let error = broken.start().await.expect_err("cannot become ready");
+    match &error {
+        ControlError::StartFailed { message, .. } => assert_eq!(
+            message,
+            "backend broken answered resources/templates/list with error -32603: Refused: \
+             resources/templates/list"
+        ),
+        other => panic!("expected StartFailed, got {other:?}"),
+    }
+    let status = broken.status();
+    assert_eq!(
+        status.history.last().map(|entry| entry.reason),
+        Some(StopReason::HandshakeFailed)
+    );
+    engine.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_spent_restart_budget_ends_in_a_crash_loop_until_started_by_hand() {
     let mut config = misbehave("loop", &["--exit-during-handshake", "4"]);
     config.restart.max_restarts = 2;

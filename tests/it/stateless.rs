@@ -85,6 +85,16 @@ async fn post(serve: &ServeProcess, body: &Value, extra: &[(&str, &str)]) -> Ans
     }
 }
 
+/// The status of an error answer, its code and the id it answers.
+fn status_code_id(answer: &Answer) -> (u16, Value, Value) {
+    let message = answer.last();
+    (
+        answer.status,
+        message["error"]["code"].clone(),
+        message["id"].clone(),
+    )
+}
+
 fn sse_messages(text: &str) -> Vec<Value> {
     text.split("\n\n")
         .filter_map(|event| {
@@ -260,7 +270,7 @@ async fn a_2026_client_discovers_lists_and_calls_without_a_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_breaks() {
+async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_ids_and_nothing_breaks() {
     let serve = ServeProcess::start(&[ServedBackend::Everything]);
     let echo = call(1, "everything__echo", json!({"message": "x"}), json!({}));
 
@@ -270,10 +280,7 @@ async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_
         .expect("meta")
         .remove("io.modelcontextprotocol/clientCapabilities");
     let answer = post(&serve, &no_capabilities, &[]).await;
-    assert_eq!(
-        (answer.status, &answer.last()["error"]["code"]),
-        (400, &json!(-32602))
-    );
+    assert_eq!(status_code_id(&answer), (400, json!(-32602), json!(1)));
 
     let mut unknown_version = echo.clone();
     unknown_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
@@ -285,7 +292,7 @@ async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_
     )
     .await;
     let error = &answer.last()["error"];
-    assert_eq!((answer.status, &error["code"]), (400, &json!(-32022)));
+    assert_eq!(status_code_id(&answer), (400, json!(-32022), json!(1)));
     assert_eq!(error["data"]["requested"], "2099-01-01");
     assert_eq!(error["data"]["supported"][0], VERSION);
     // A header that contradicts the body is a mismatch, whatever version the body names.
@@ -301,14 +308,11 @@ async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_
     );
 
     let answer = post(&serve, &echo, &[("mcp-protocol-version", "1999-01-01")]).await;
-    assert_eq!(
-        (answer.status, &answer.last()["error"]["code"]),
-        (400, &json!(-32022))
-    );
+    assert_eq!(status_code_id(&answer), (400, json!(-32022), json!(1)));
 
     let answer = post(&serve, &echo, &[("mcp-name", "everything__other")]).await;
     let error = &answer.last()["error"];
-    assert_eq!((answer.status, &error["code"]), (400, &json!(-32020)));
+    assert_eq!(status_code_id(&answer), (400, json!(-32020), json!(1)));
     assert!(
         error["message"]
             .as_str()
@@ -317,22 +321,13 @@ async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_
     );
 
     let answer = post(&serve, &echo, &[("mcp-method", "")]).await;
-    assert_eq!(
-        (answer.status, &answer.last()["error"]["code"]),
-        (400, &json!(-32020))
-    );
+    assert_eq!(status_code_id(&answer), (400, json!(-32020), json!(1)));
 
     let answer = post(&serve, &echo, &[("mcp-protocol-version", "2025-11-25")]).await;
-    assert_eq!(
-        (answer.status, &answer.last()["error"]["code"]),
-        (400, &json!(-32020))
-    );
+    assert_eq!(status_code_id(&answer), (400, json!(-32020), json!(1)));
 
     let answer = post(&serve, &echo, &[("mcp-protocol-version", "")]).await;
-    assert_eq!(
-        (answer.status, &answer.last()["error"]["code"]),
-        (400, &json!(-32020))
-    );
+    assert_eq!(status_code_id(&answer), (400, json!(-32020), json!(1)));
 
     let batch = json!([echo.clone()]);
     let answer = post(&serve, &batch, &[]).await;
@@ -345,7 +340,7 @@ async fn malformed_envelopes_and_mismatched_headers_get_their_codes_and_nothing_
     forged["params"]["requestState"] = json!("sb1.eyJjIjoieCJ9.AAAA");
     let answer = post(&serve, &forged, &[]).await;
     let error = &answer.last()["error"];
-    assert_eq!((answer.status, &error["code"]), (400, &json!(-32602)));
+    assert_eq!(status_code_id(&answer), (400, json!(-32602), json!(1)));
     assert!(
         error["message"]
             .as_str()

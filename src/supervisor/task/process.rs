@@ -118,7 +118,7 @@ struct Install {
 /// How waiting for the handshake ended.
 enum HandshakeOutcome {
     /// The handshake completed; what the backend sent meanwhile waits to be handled.
-    Completed(Handshake, Vec<Incoming>),
+    Completed(Box<Handshake>, Vec<Incoming>),
     /// The handshake failed, or the process ended before it completed.
     Failed(String),
     /// A command other than `start` came first (`None`: every handle is gone).
@@ -135,7 +135,7 @@ impl BackendTask {
         };
         match self.await_handshake(&mut spawned).await {
             HandshakeOutcome::Completed(handshake, early_messages) => {
-                self.become_ready(spawned, handshake, early_messages).await;
+                self.become_ready(spawned, *handshake, early_messages).await;
                 Flow::Continue
             }
             HandshakeOutcome::Failed(message) => {
@@ -316,7 +316,9 @@ impl BackendTask {
                     let era = result.as_ref().ok().map(|handshake| handshake.server.era);
                     self.verdicts.record(&self.config, era);
                     break match result {
-                        Ok(handshake) => HandshakeOutcome::Completed(handshake, early_messages),
+                        Ok(handshake) => {
+                            HandshakeOutcome::Completed(Box::new(handshake), early_messages)
+                        }
                         Err(message) => HandshakeOutcome::Failed(message),
                     };
                 }
@@ -388,7 +390,10 @@ impl BackendTask {
         let era = handshake.server.era;
         self.server = Some(Arc::new(handshake.server));
         self.catalog = Arc::new(handshake.catalog);
-        self.last_error = None;
+        for note in &handshake.notes {
+            tracing::warn!("{note}");
+        }
+        self.last_error = (!handshake.notes.is_empty()).then(|| handshake.notes.join("; "));
         let running = Running {
             link: spawned.link,
             connection: spawned.connection.clone(),

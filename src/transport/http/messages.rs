@@ -115,7 +115,12 @@ pub(super) fn jsonrpc_error_response(
 
 /// A JSON-RPC error response as one JSON text (without the newline of the stdio framing).
 pub(super) fn error_body(id: Option<&RawValue>, code: i64, message: impl Into<String>) -> Vec<u8> {
-    let mut body = jsonrpc::error_line(id, &ErrorObject::new(code, message));
+    error_object_body(id, &ErrorObject::new(code, message))
+}
+
+/// [`error_body`] for an error object of any shape (with `data`, say).
+pub(super) fn error_object_body(id: Option<&RawValue>, error: &ErrorObject) -> Vec<u8> {
+    let mut body = jsonrpc::error_line(id, error);
     if body.last() == Some(&b'\n') {
         body.pop();
     }

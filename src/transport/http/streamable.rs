@@ -20,8 +20,8 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 use super::body::read_body;
 use super::messages::ReplyStream;
 use super::messages::{
-    accepts, error_body, final_message, jsonrpc_error_response, message_event, missing_session,
-    no_response, unknown_session, unparsable,
+    accepts, error_body, error_object_body, final_message, jsonrpc_error_response, message_event,
+    missing_session, no_response, unknown_session, unparsable,
 };
 use super::sessions::{Activity, CloseUnlessKept, SessionRecord, lock};
 use super::stateless::post_stateless;
@@ -33,7 +33,7 @@ use crate::hub::{
     Inbound, SUPPORTED_PROTOCOL_VERSIONS, SessionEvents, is_stateless, unsupported_version,
 };
 use crate::wire::era::{MODERN_PROTOCOL_VERSION, code};
-use crate::wire::jsonrpc::{self, Envelope, Kind};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 pub(super) async fn post_mcp(
     State(state): State<Arc<HttpState>>,
@@ -106,7 +106,12 @@ async fn post(
 ) -> Response {
     let era = match era(&headers) {
         Ok(era) => era,
-        Err(error) => return json_response(StatusCode::BAD_REQUEST, error),
+        Err(error) => {
+            // The answer carries the request's id, when the body is one request.
+            let body = read_body(&headers, body, state.max_body_size).await;
+            let id = body.as_deref().ok().and_then(request_id);
+            return json_response(StatusCode::BAD_REQUEST, error_object_body(id, &error));
+        }
     };
     if content_type(&headers) == ContentType::Other {
         return jsonrpc_error_response(
@@ -127,7 +132,7 @@ async fn post(
             if is_stateless(&body) {
                 return jsonrpc_error_response(
                     StatusCode::BAD_REQUEST,
-                    None,
+                    request_id(&body),
                     code::HEADER_MISMATCH,
                     format!(
                         "header mismatch: MCP-Protocol-Version names a session-era version, \
@@ -165,9 +170,17 @@ pub(super) enum Era {
     Stateless,
 }
 
+/// The id of the one request `body` holds, if it holds one (not a batch, nor what is not JSON).
+fn request_id(body: &[u8]) -> Option<&RawValue> {
+    Envelope::parse(body)
+        .ok()
+        .filter(|envelope| envelope.kind() == Kind::Request)?
+        .id
+}
+
 /// The era `MCP-Protocol-Version` names; for a version this endpoint does not speak, the -32022
 /// error (answered with 400) that lists the versions it does.
-pub(super) fn era(headers: &HeaderMap) -> Result<Option<Era>, Vec<u8>> {
+pub(super) fn era(headers: &HeaderMap) -> Result<Option<Era>, ErrorObject> {
     let Some(value) = headers.get(MCP_PROTOCOL_VERSION) else {
         return Ok(None);
     };
@@ -178,10 +191,9 @@ pub(super) fn era(headers: &HeaderMap) -> Result<Option<Era>, Vec<u8>> {
     if SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
         return Ok(Some(Era::Session));
     }
-    let error = unsupported_version(&String::from_utf8_lossy(value.as_bytes()));
-    let mut body = jsonrpc::error_line(None, &error);
-    body.pop();
-    Err(body)
+    Err(unsupported_version(&String::from_utf8_lossy(
+        value.as_bytes(),
+    )))
 }
 
 /// How a request is answered.
@@ -540,7 +552,10 @@ fn sessions_only(headers: &HeaderMap) -> Option<Response> {
             format!("{MODERN_PROTOCOL_VERSION} has no GET or DELETE on the MCP endpoint"),
         )),
         Ok(_) => None,
-        Err(error) => Some(json_response(StatusCode::BAD_REQUEST, error)),
+        Err(error) => Some(json_response(
+            StatusCode::BAD_REQUEST,
+            error_object_body(None, &error),
+        )),
     }
 }
 
