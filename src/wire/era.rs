@@ -32,6 +32,21 @@ pub mod meta {
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 }
 
+/// The names of the `Mcp-*` HTTP headers, lowercase as HTTP/2 sends them (HTTP/1.1 compares them
+/// without case).
+pub mod header {
+    /// The session of the session era's Streamable HTTP.
+    pub const SESSION_ID: &str = "mcp-session-id";
+    /// The protocol version a request speaks.
+    pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+    /// A 2026-07-28 request's method, mirrored from its body.
+    pub const METHOD: &str = "mcp-method";
+    /// A 2026-07-28 request's tool or prompt name, or resource URI, mirrored from its body.
+    pub const NAME: &str = "mcp-name";
+    /// What starts the headers that mirror a tool's arguments (`x-mcp-header`).
+    pub const PARAM_PREFIX: &str = "mcp-param-";
+}
+
 /// The stateless era's error codes (answered with HTTP 400 over Streamable HTTP).
 pub mod code {
     /// An `Mcp-*` header disagrees with the body, or a required one is missing.

@@ -40,7 +40,7 @@ use crate::auth::{Auth, Credential};
 use crate::config::{RemoteServer, RemoteTransport};
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::status::OutputStream;
-use crate::wire::era::meta;
+use crate::wire::era::{header, meta};
 use crate::wire::http_error;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 use crate::wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
@@ -209,7 +209,7 @@ impl RemoteLink {
             };
             let request = shared
                 .request(Method::DELETE, shared.url.clone(), credential.as_ref())
-                .header(SESSION_HEADER, session);
+                .header(header::SESSION_ID, session);
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, request.send()).await;
         }
         let stopped = LinkEnd::Lost("closed by Switchboard".to_owned());
@@ -223,9 +223,6 @@ impl Drop for RemoteLink {
         self.shared.stop.cancel();
     }
 }
-
-const SESSION_HEADER: &str = "mcp-session-id";
-const PROTOCOL_HEADER: &str = "mcp-protocol-version";
 
 /// What the link reads of one outgoing message.
 struct Outgoing {
@@ -457,7 +454,7 @@ impl Shared {
             self.finish(LinkEnd::Lost(reason.clone()));
             return Err(Failure::Error(reason));
         }
-        if first && let Some(session) = header_text(response.headers(), SESSION_HEADER) {
+        if first && let Some(session) = header_text(response.headers(), header::SESSION_ID) {
             *self.session.lock().expect("session lock") = Some(session);
         }
         let answered = self.read_answer(response, outgoing).await?;
@@ -487,18 +484,19 @@ impl Shared {
             .header(ACCEPT, "application/json, text/event-stream")
             .body(line.to_vec());
         if let Some(session) = self.session.lock().expect("session lock").clone() {
-            request = request.header(SESSION_HEADER, session);
+            request = request.header(header::SESSION_ID, session);
         }
         match &outgoing.modern {
             Some((version, name)) => {
-                request = request.header(PROTOCOL_HEADER, version.as_str());
+                request = request.header(header::PROTOCOL_VERSION, version.as_str());
                 if let Some(method) = &outgoing.method {
-                    request = request.header("mcp-method", method.as_str());
+                    request = request.header(header::METHOD, method.as_str());
                 }
                 if let Some(name) = name {
-                    request = request.header("mcp-name", header_value(name));
+                    request = request.header(header::NAME, header_value(name));
                     for (header, value) in self.mirrored_arguments(name, outgoing) {
-                        request = request.header(format!("mcp-param-{header}"), value);
+                        request =
+                            request.header(format!("{}{header}", header::PARAM_PREFIX), value);
                     }
                 }
             }
@@ -509,7 +507,7 @@ impl Shared {
                     .expect("version lock")
                     .clone();
                 if let Some(version) = version {
-                    request = request.header(PROTOCOL_HEADER, version);
+                    request = request.header(header::PROTOCOL_VERSION, version);
                 }
             }
         }
@@ -719,10 +717,10 @@ impl Shared {
                         .request(Method::GET, self.url.clone(), credential.as_ref())
                         .header(ACCEPT, "text/event-stream");
                     if let Some(session) = &session {
-                        request = request.header(SESSION_HEADER, session.as_str());
+                        request = request.header(header::SESSION_ID, session.as_str());
                     }
                     if let Some(version) = &version {
-                        request = request.header(PROTOCOL_HEADER, version.as_str());
+                        request = request.header(header::PROTOCOL_VERSION, version.as_str());
                     }
                     if let Some(last) = &last {
                         request = request.header("last-event-id", last.as_str());

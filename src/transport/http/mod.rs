@@ -89,6 +89,7 @@ use self::sessions::{SessionLimits, Sessions};
 use self::streamable::{delete_mcp, delete_profile, get_mcp, get_profile, post_mcp, post_profile};
 use crate::guard::{EndpointToken, Guard};
 use crate::hub::Hub;
+use crate::wire::era::header;
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -102,10 +103,10 @@ pub const LEGACY_SSE_PATH: &str = "/sse";
 pub const LEGACY_MESSAGES_PATH: &str = "/messages";
 
 /// The header that carries the session id after `initialize`.
-pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static(header::SESSION_ID);
 
 /// The header in which a client names the protocol version it speaks.
-pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static(header::PROTOCOL_VERSION);
 
 /// How many sessions are kept before the least recently used is closed.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;

@@ -12,7 +12,7 @@ use super::messages::{accepts, final_message, jsonrpc_error_response, no_respons
 use super::{MCP_PROTOCOL_VERSION, Shutdown};
 use crate::guard::json_response;
 use crate::hub::{Hub, Inbound, RequestHeaders};
-use crate::wire::era::code;
+use crate::wire::era::{code, header};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 
 /// Answers one 2026-07-28 `POST`.
@@ -80,12 +80,12 @@ fn request_headers(headers: &HeaderMap) -> RequestHeaders {
     let value = |name: &str| headers.get(name).map(|value| value.as_bytes().to_vec());
     RequestHeaders {
         protocol_version: value(MCP_PROTOCOL_VERSION.as_str()),
-        method: value("mcp-method"),
-        name: value("mcp-name"),
+        method: value(header::METHOD),
+        name: value(header::NAME),
         params: headers
             .iter()
             .filter_map(|(name, value)| {
-                let param = name.as_str().strip_prefix("mcp-param-")?;
+                let param = name.as_str().strip_prefix(header::PARAM_PREFIX)?;
                 Some((param.to_owned(), value.as_bytes().to_vec()))
             })
             .collect(),
