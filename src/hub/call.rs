@@ -21,16 +21,13 @@ use super::rewrite::{self, ObjectEntries, json_string};
 use super::search::mode::{self, Intercepted};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
 use super::tasks::{bridge, ids};
-use super::{HubInner, notification, response, response_to};
+use super::{HubInner, MAX_INPUT_ROUNDS, notification, response, response_to};
 use crate::supervisor::rpc::ClientMeta;
 use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, CallError};
 use crate::wire::era::TASKS_EXTENSION;
 use crate::wire::jsonrpc::{self, ErrorObject};
-
-/// How many times one call may ask its editor for input before it is ended.
-const MAX_INPUT_ROUNDS: u32 = 8;
 
 /// Whether a backend's result asks for input (2026-07-28 multi-round-trip requests).
 fn input_required(result: &RawValue) -> bool {

@@ -54,6 +54,9 @@ pub use stateless::{is_stateless, unsupported_version};
 /// The protocol versions editors may speak with the hub, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = crate::supervisor::SUPPORTED_PROTOCOL_VERSIONS;
 
+/// How many times one call may ask its editor for input before it is ended, in either era.
+const MAX_INPUT_ROUNDS: u32 = 8;
+
 const SESSION_EVENTS_CAPACITY: usize = 1024;
 /// How long rebuilding the catalog waits for more changes to arrive before it runs.
 const CATALOG_SETTLE: Duration = Duration::from_millis(20);

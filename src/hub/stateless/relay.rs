@@ -14,14 +14,12 @@ use crate::clock::unix_millis;
 use crate::hub::capabilities::ClientCapabilities;
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{Session, invalid_params, server_info};
-use crate::hub::{HubInner, SessionEvents, random_id, response};
+use crate::hub::{HubInner, MAX_INPUT_ROUNDS, SessionEvents, random_id, response};
 use crate::wire::era::{code, meta};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 /// How long a parked call waits for the editor's retry.
 const PARK_TTL: Duration = Duration::from_secs(300);
-/// How many times one call may ask its editor for input.
-const MAX_ROUNDS: u32 = 8;
 /// How many calls may be parked at once: each holds a backend's request until it ends.
 const MAX_PARKED: usize = 1000;
 
@@ -335,11 +333,13 @@ impl Relay {
         });
         let (mut id, mut reply) = (id.to_owned(), reply);
         loop {
-            if self.rounds >= MAX_ROUNDS {
+            if self.rounds >= MAX_INPUT_ROUNDS {
                 self.refuse(&question, "the call asked the editor too many times");
                 let error = ErrorObject::new(
                     jsonrpc::INTERNAL_ERROR,
-                    format!("the call asked for input more than {MAX_ROUNDS} times; it was ended"),
+                    format!(
+                        "the call asked for input more than {MAX_INPUT_ROUNDS} times; it was ended"
+                    ),
                 );
                 let _ = reply.send(response(&id, Err(error)));
                 return None;
