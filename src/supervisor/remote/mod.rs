@@ -17,6 +17,7 @@
 //! on every request, carrying the server's nonce once it has given one.
 
 mod authorized;
+mod ends;
 mod legacy;
 mod sse;
 
@@ -28,10 +29,6 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OnceCell, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -44,6 +41,7 @@ use crate::wire::era::meta;
 use crate::wire::http_error;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 use crate::wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
+pub(crate) use ends::{LinkSink, LinkSource};
 use sse::SseParser;
 
 /// How many messages from the server may wait for the connection to read them.
@@ -154,18 +152,8 @@ impl RemoteLink {
             mirrored: Mutex::new(HashMap::new()),
             dpop_nonce: Mutex::new(None),
         });
-        let sink = LinkSink {
-            shared: shared.clone(),
-            line: Vec::new(),
-            oversized: false,
-            span: tracing::Span::current(),
-        };
-        let source = LinkSource {
-            incoming: incoming_rx,
-            pending: Vec::new(),
-            sent: 0,
-            stopped: Box::pin(shared.stop.clone().cancelled_owned()),
-        };
+        let sink = LinkSink::new(shared.clone());
+        let source = LinkSource::new(&shared, incoming_rx);
         Ok((
             RemoteLink {
                 shared,
@@ -289,108 +277,6 @@ impl Outgoing {
             modern: None,
             arguments: None,
         }
-    }
-}
-
-/// Where the connection writes: each line it completes is carried to the server on its own, so
-/// that a slow answer holds up nothing else. Dropping it (the connection is gone) ends the link.
-pub(crate) struct LinkSink {
-    shared: Arc<Shared>,
-    /// The line being written.
-    line: Vec<u8>,
-    /// The line being written is over the size limit: its end is awaited, then it is dropped.
-    oversized: bool,
-    span: tracing::Span,
-}
-
-impl AsyncWrite for LinkSink {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        bytes: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let sink = &mut *self;
-        for part in bytes.split_inclusive(|&byte| byte == b'\n') {
-            let (text, ended) = match part.strip_suffix(b"\n") {
-                Some(text) => (text, true),
-                None => (part, false),
-            };
-            if !sink.oversized {
-                sink.line.extend_from_slice(text);
-                sink.oversized = sink.line.len() > sink.shared.max_message_size;
-            }
-            if !ended {
-                continue;
-            }
-            let line = std::mem::take(&mut sink.line);
-            if std::mem::take(&mut sink.oversized) {
-                sink.shared.note(&format!(
-                    "a message was not sent: over the limit of {} bytes",
-                    sink.shared.max_message_size
-                ));
-            } else if !line.is_empty() {
-                let forward = sink.shared.clone().forward(line);
-                tokio::spawn(forward.instrument(sink.span.clone()));
-            }
-        }
-        Poll::Ready(Ok(bytes.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl Drop for LinkSink {
-    fn drop(&mut self) {
-        self.shared
-            .finish(LinkEnd::Lost("the connection closed".to_owned()));
-    }
-}
-
-/// Where the connection reads what the server sends, one message per line; it ends when the
-/// link does.
-pub(crate) struct LinkSource {
-    incoming: mpsc::Receiver<Vec<u8>>,
-    /// The line being read out, with its `\n`, and how much of it has been.
-    pending: Vec<u8>,
-    sent: usize,
-    stopped: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
-}
-
-impl AsyncRead for LinkSource {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        context: &mut Context<'_>,
-        buffer: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let source = &mut *self;
-        if source.sent == source.pending.len() {
-            match source.incoming.poll_recv(context) {
-                Poll::Ready(Some(mut line)) => {
-                    line.push(b'\n');
-                    source.pending = line;
-                    source.sent = 0;
-                }
-                // Every sender is gone: the end of the stream.
-                Poll::Ready(None) => return Poll::Ready(Ok(())),
-                Poll::Pending => {
-                    return match source.stopped.as_mut().poll(context) {
-                        Poll::Ready(()) => Poll::Ready(Ok(())),
-                        Poll::Pending => Poll::Pending,
-                    };
-                }
-            }
-        }
-        let available = &source.pending[source.sent..];
-        let n = available.len().min(buffer.remaining());
-        buffer.put_slice(&available[..n]);
-        source.sent += n;
-        Poll::Ready(Ok(()))
     }
 }
 
