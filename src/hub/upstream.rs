@@ -319,7 +319,9 @@ struct Caller {
 
 /// Picks the session that should answer a backend's request.
 ///
-/// Over stdio nothing in the request says which call caused it. The callers are the sessions
+/// When the transport tells during which of our requests the backend asked (a remote server
+/// sends it on the stream of that request's POST), the session whose call that request is part
+/// of is asked. Otherwise (over stdio nothing in the request says) the callers are the sessions
 /// with calls in flight at that backend, but for a 2026-07-28 call parked on a question of that
 /// backend: it waits for its editor to come back with the answer to the question it has. If
 /// exactly one caller is left, its call caused the request. If several are, the hub cannot tell
@@ -337,10 +339,17 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
     let mut idle: Option<(Instant, Session)> = None;
     for session in hub.sessions() {
         let state = session.lock_state();
-        let latest = state
-            .in_flight
-            .values()
-            .filter(|call| call.backend == request.backend)
+        let calls = || {
+            state
+                .in_flight
+                .values()
+                .filter(|call| call.backend == request.backend)
+        };
+        let caused = request
+            .call
+            .and_then(|number| calls().find(|call| call.number == number))
+            .map(|call| call.reply.clone());
+        let latest = calls()
             .max_by_key(|call| call.started)
             .map(|call| call.reply.clone());
         let active = state.last_active;
@@ -352,6 +361,14 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
             lacks(state.capabilities)
         };
         drop(state);
+        if let Some(reply) = caused {
+            let caller = Caller {
+                session,
+                missing,
+                reply,
+            };
+            return answerable(caller, request);
+        }
         match latest {
             Some(reply) => {
                 let waits = session.is_stateless() && asking.contains(session.id());

@@ -97,6 +97,53 @@ async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_servers_question_goes_to_the_editor_whose_call_it_came_with() {
+    let remote = remote_server(&[]);
+    let serve = ServeProcess::with_config(
+        &remote_entry("remote", &remote.field("url"), ""),
+        &["remote"],
+    );
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let elicitation = json!({"elicitation": {}});
+    let busy = mcp
+        .open_session_declaring("busy-editor", elicitation.clone())
+        .await
+        .expect("a session");
+    let asked = mcp
+        .open_session_declaring("asked-editor", elicitation)
+        .await
+        .expect("a session");
+
+    // One editor's call waits at the server while another editor's call asks a question.
+    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "remote__slow", "arguments": {"ms": 600_000},
+    }});
+    let busy_call = mcp.post_streamed(&busy, &slow).await.expect("a stream");
+    eventually("the slow call at the server", EVENT_LIMIT, || async {
+        let entry = serve.backend_summary("remote").await;
+        match entry["pending"].as_u64() {
+            Some(1) => Ok(()),
+            _ => Err(entry),
+        }
+    })
+    .await;
+    let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "remote__ask_name", "arguments": {},
+    }});
+    let mut reply = mcp.post_streamed(&asked, &ask).await.expect("a stream");
+
+    // The question came on the stream of that call's POST: it is that editor's.
+    let accepted = json!({"action": "accept", "content": {"name": "Grace"}});
+    let (_, done) = mcp
+        .answer_on(&asked, &mut reply, "elicitation/create", accepted)
+        .await
+        .expect("a question, then the answer");
+    assert_eq!(done["id"], 2, "{done}");
+    assert_eq!(first_text(&done["result"]), "hello Grace", "{done}");
+    drop(busy_call);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_older_http_sse_transport_is_found_on_its_own_or_named() {
     let sse = remote_server(&["--transport", "sse"]);
     let url = sse.field("url");

@@ -496,18 +496,12 @@ async fn a_parked_call_its_editor_walked_away_from_leaves_the_next_question_to_i
         .post_streamed(&session, &asking)
         .await
         .expect("a stream");
-    let asked = reply.next_message().await.expect("a message");
-    assert_eq!(asked["method"], "elicitation/create", "{asked}");
-    assert_eq!(asked["params"]["message"], "Who stayed?", "{asked}");
-    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
-        "action": "accept", "content": {"name": "Ada"},
-    }});
-    let taken = mcp
-        .post(Some(&session), answer.to_string())
+    let accepted = json!({"action": "accept", "content": {"name": "Ada"}});
+    let (asked, done) = mcp
+        .answer_on(&session, &mut reply, "elicitation/create", accepted)
         .await
-        .expect("the answer is posted");
-    assert_eq!(taken.status, 202, "{}", taken.body);
-    let done = reply.next_message().await.expect("the call's answer");
+        .expect("a question, then the answer");
+    assert_eq!(asked["params"]["message"], "Who stayed?", "{asked}");
     assert_eq!(done["id"], 2, "{done}");
     let relayed: Value = serde_json::from_str(&first_text(&done["result"])).expect("JSON text");
     assert_eq!(relayed["content"]["name"], "Ada", "{done}");

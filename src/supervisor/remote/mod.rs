@@ -39,7 +39,7 @@ use crate::supervisor::output::OutputLog;
 use crate::supervisor::status::OutputStream;
 use crate::wire::era::meta;
 use crate::wire::http_error;
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
 pub(crate) use ends::{LinkSink, LinkSource};
 use sse::SseParser;
@@ -114,6 +114,9 @@ struct Shared {
     mirrored: Mutex<HashMap<String, Vec<HeaderParam>>>,
     /// The DPoP nonce the server last gave, for the next proof.
     dpop_nonce: Mutex<Option<String>>,
+    /// Requests the server sent on the stream answering one of ours, until the connection has
+    /// read them: their id (JSON text) → the id of ours.
+    asked_during: Mutex<HashMap<String, u64>>,
 }
 
 impl RemoteLink {
@@ -151,6 +154,7 @@ impl RemoteLink {
             use_legacy: Mutex::new(server.transport == RemoteTransport::Sse),
             mirrored: Mutex::new(HashMap::new()),
             dpop_nonce: Mutex::new(None),
+            asked_during: Mutex::new(HashMap::new()),
         });
         let sink = LinkSink::new(shared.clone());
         let source = LinkSource::new(&shared, incoming_rx);
@@ -174,6 +178,13 @@ impl RemoteLink {
                 return LinkEnd::Lost("the link stopped".to_owned());
             }
         }
+    }
+
+    /// Which of our requests the server was answering when it sent the request `id`, if it
+    /// sent it on that request's stream; forgotten once told.
+    pub(crate) fn asked_during(&self, id: &RawValue) -> Option<u64> {
+        let mut asked = self.shared.asked_during.lock().expect("asked-during lock");
+        asked.remove(id.get())
     }
 
     /// Why the link ended, if it has.
@@ -520,12 +531,21 @@ impl Shared {
     /// Delivers one message from the server; whether it answers `outgoing`'s request. The
     /// answer to `initialize` also gives the protocol version later requests must name.
     async fn deliver_message(&self, message: &[u8], outgoing: &Outgoing) -> bool {
-        let answers = match (Envelope::parse(message), &outgoing.id) {
-            (Ok(envelope), Some(id)) => {
+        let envelope = Envelope::parse(message).ok();
+        let answers = match (&envelope, &outgoing.id) {
+            (Some(envelope), Some(id)) => {
                 envelope.method.is_none() && envelope.id.is_some_and(|sent| sent.get() == id.get())
             }
             _ => false,
         };
+        let ours = outgoing.id.as_ref().and_then(|id| id.get().parse().ok());
+        if let (Some(envelope), Some(ours)) = (&envelope, ours)
+            && envelope.kind() == Kind::Request
+            && let Some(id) = envelope.id
+        {
+            let mut asked = self.asked_during.lock().expect("asked-during lock");
+            asked.insert(id.get().to_owned(), ours);
+        }
         if answers && outgoing.method.as_deref() == Some("tools/list") {
             self.remember_mirrored(message);
         }

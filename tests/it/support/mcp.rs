@@ -229,6 +229,28 @@ impl McpHttp {
         })
     }
 
+    /// Takes the next message on `reply`, the stream of a call in `session`, which must be the
+    /// server's `method` request, answers it with `result`, and returns it with the message
+    /// that follows (the call's answer).
+    pub async fn answer_on(
+        &self,
+        session: &str,
+        reply: &mut McpStream,
+        method: &str,
+        result: Value,
+    ) -> Result<(Value, Value), String> {
+        let asked = reply.next_message().await?;
+        if asked["method"] != method {
+            return Err(format!("not a {method} request: {asked}"));
+        }
+        let answer = json!({ "jsonrpc": "2.0", "id": asked["id"], "result": result });
+        let taken = self.post(Some(session), answer.to_string()).await?;
+        if taken.status != 202 {
+            return Err(format!("answer: HTTP {}: {}", taken.status, taken.body));
+        }
+        Ok((asked, reply.next_message().await?))
+    }
+
     /// Opens the session's stream of server messages (GET) to read from.
     pub async fn stream(&self, session: &str) -> Result<McpStream, String> {
         let response = self.get_stream(session).await?;
