@@ -117,6 +117,8 @@ struct Shared {
     /// Requests the server sent on the stream answering one of ours, until the connection has
     /// read them: their id (JSON text) → the id of ours.
     asked_during: Mutex<HashMap<String, u64>>,
+    /// Our requests on their way, by id (JSON text): cancelled when the connection gives one up.
+    carried: Mutex<HashMap<String, CancellationToken>>,
 }
 
 impl RemoteLink {
@@ -155,6 +157,7 @@ impl RemoteLink {
             mirrored: Mutex::new(HashMap::new()),
             dpop_nonce: Mutex::new(None),
             asked_during: Mutex::new(HashMap::new()),
+            carried: Mutex::new(HashMap::new()),
         });
         let sink = LinkSink::new(shared.clone());
         let source = LinkSource::new(&shared, incoming_rx);
@@ -235,6 +238,8 @@ struct Outgoing {
     modern: Option<(String, Option<String>)>,
     /// A tool call's arguments, for the headers that mirror them.
     arguments: Option<Box<RawValue>>,
+    /// For `notifications/cancelled`, the id of the request of ours it gives up (JSON text).
+    cancels: Option<String>,
 }
 
 impl Outgoing {
@@ -248,6 +253,8 @@ impl Outgoing {
             #[serde(rename = "_meta")]
             meta: Option<serde_json::Map<String, serde_json::Value>>,
             arguments: Option<Box<RawValue>>,
+            #[serde(rename = "requestId")]
+            request_id: Option<Box<RawValue>>,
         }
         let Ok(envelope) = Envelope::parse(line) else {
             return Outgoing::nothing();
@@ -260,7 +267,8 @@ impl Outgoing {
         let params: Option<Params> = envelope
             .params
             .and_then(|params| serde_json::from_str(params.get()).ok());
-        let (modern, arguments) = match params {
+        let cancelling = envelope.method.as_deref() == Some("notifications/cancelled");
+        let (modern, arguments, cancels) = match params {
             Some(params) => {
                 let version = params
                     .meta
@@ -268,15 +276,24 @@ impl Outgoing {
                     .and_then(|meta| meta.get(meta::PROTOCOL_VERSION)?.as_str())
                     .map(str::to_owned);
                 let name = params.name.or(params.uri).or(params.task_id);
-                (version.map(|version| (version, name)), params.arguments)
+                let cancels = params
+                    .request_id
+                    .filter(|_| cancelling)
+                    .map(|id| id.get().to_owned());
+                (
+                    version.map(|version| (version, name)),
+                    params.arguments,
+                    cancels,
+                )
             }
-            None => (None, None),
+            None => (None, None, None),
         };
         Outgoing {
             id,
             method: envelope.method.map(|method| method.into_owned()),
             modern,
             arguments,
+            cancels,
         }
     }
 
@@ -287,7 +304,38 @@ impl Outgoing {
             method: None,
             modern: None,
             arguments: None,
+            cancels: None,
         }
+    }
+}
+
+/// A request of ours on its way: while it is, the connection may give it up
+/// (`notifications/cancelled`), which ends its POST. For a 2026-07-28 server that is how a
+/// request is cancelled (it hears no notification), and a listen stream given up closes.
+struct Carried<'a> {
+    shared: &'a Shared,
+    id: String,
+    given_up: CancellationToken,
+}
+
+impl<'a> Carried<'a> {
+    fn new(shared: &'a Shared, id: &RawValue) -> Carried<'a> {
+        let given_up = CancellationToken::new();
+        let id = id.get().to_owned();
+        let mut carried = shared.carried.lock().expect("carried lock");
+        carried.insert(id.clone(), given_up.clone());
+        Carried {
+            shared,
+            id,
+            given_up,
+        }
+    }
+}
+
+impl Drop for Carried<'_> {
+    fn drop(&mut self) {
+        let mut carried = self.shared.carried.lock().expect("carried lock");
+        carried.remove(&self.id);
     }
 }
 
@@ -304,8 +352,21 @@ impl Shared {
     /// carried gets an error answer naming the server and why.
     async fn forward(self: Arc<Self>, line: Vec<u8>) {
         let outgoing = Outgoing::of(&line);
+        if let Some(given_up) = &outgoing.cancels
+            && let Some(carried) = self.carried.lock().expect("carried lock").get(given_up)
+        {
+            carried.cancel();
+        }
+        let carried = outgoing.id.as_ref().map(|id| Carried::new(&self, id));
+        let given_up = async {
+            match &carried {
+                Some(carried) => carried.given_up.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         let outcome = tokio::select! {
             _ = self.stop.cancelled() => return,
+            _ = given_up => return,
             outcome = self.send(&line, &outgoing) => outcome,
         };
         let (message, sign_in) = match outcome {
