@@ -111,6 +111,8 @@ struct Call {
     client: ClientFacts,
     /// What the activity log keeps of the request, if it keeps anything.
     named: Option<Named>,
+    /// The call's number at its backend ([`ClientMeta::call`]).
+    number: u64,
 }
 
 impl Session {
@@ -138,7 +140,7 @@ impl Session {
         let params = instead.as_deref().or(params);
         match self.route(hub, method, params) {
             Ok(routed) => {
-                let call = Call::new(method, params, routed);
+                let call = Call::new(hub, method, params, routed);
                 self.start_call(hub, id, params, call, reply.clone());
                 None
             }
@@ -154,7 +156,7 @@ impl Session {
                     cold_start::settle(&hub, starting).await;
                     match session.route(&hub, &method, params.as_deref()) {
                         Ok(routed) => {
-                            let call = Call::new(&method, params.as_deref(), routed);
+                            let call = Call::new(&hub, &method, params.as_deref(), routed);
                             session.start_call(&hub, &id, params.as_deref(), call, reply);
                         }
                         Err(error) => {
@@ -343,6 +345,7 @@ impl Session {
                     cancel: cancel.clone(),
                     backend: Arc::from(call.backend.name()),
                     started: Instant::now(),
+                    number: call.number,
                     reply: reply.clone(),
                 },
             );
@@ -483,7 +486,7 @@ fn route_by_uri(
 }
 
 impl Call {
-    fn new(method: &str, params: Option<&RawValue>, routed: RoutedCall) -> Call {
+    fn new(hub: &HubInner, method: &str, params: Option<&RawValue>, routed: RoutedCall) -> Call {
         let uri = || {
             params
                 .and_then(|params| ObjectEntries::parse(params.get()).ok())
@@ -504,6 +507,7 @@ impl Call {
             task_plan: routed.task_plan,
             client: routed.client,
             named: routed.named,
+            number: hub.next_id.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -621,6 +625,7 @@ impl Call {
         let client = ClientMeta {
             capabilities: self.client.capabilities_json.as_deref(),
             log_level: self.client.log_level.as_deref(),
+            call: Some(self.number),
         };
         let call = self
             .backend

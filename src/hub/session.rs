@@ -56,6 +56,10 @@ pub(super) struct CallInFlight {
     pub(super) cancel: CancellationToken,
     pub(super) backend: Arc<str>,
     pub(super) started: Instant,
+    /// The number its requests to the backend carry
+    /// ([`ClientMeta::call`](crate::supervisor::rpc::ClientMeta::call)), by which the
+    /// backend's requests during the call are known when its transport tells.
+    pub(super) number: u64,
     /// Where the call's related messages go (progress, and requests the backend makes for it).
     pub(super) reply: mpsc::UnboundedSender<Vec<u8>>,
 }

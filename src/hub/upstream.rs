@@ -2,7 +2,7 @@
 //! updates, cancellations of their requests, log messages) and requests (sampling, elicitation,
 //! roots), which go to the session whose call caused them, under an id of ours.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard, Weak};
 use std::time::Instant;
@@ -103,6 +103,19 @@ impl HubInner {
             _ => session.send_event(message),
         }
         our_id
+    }
+
+    /// The sessions `backend` asked something that have not answered yet.
+    fn asked_by(&self, backend: &str) -> HashSet<String> {
+        self.lock_forwarded_requests()
+            .values()
+            .filter(|pending| match &pending.asker {
+                Asker::Backend(request) => *request.backend == *backend,
+                Asker::Task { backend: asker, .. } => **asker == *backend,
+                Asker::Hub(_) => false,
+            })
+            .map(|pending| pending.session.clone())
+            .collect()
     }
 
     /// Takes back the request `our_id` sent to an editor, whose asker no longer wants the
@@ -295,25 +308,48 @@ pub(super) async fn route_server_requests(
 /// A session to ask, and the reply channel of its call that caused the request, if known.
 type ChosenSession = (Session, Option<mpsc::UnboundedSender<Vec<u8>>>);
 
+/// A session with calls in flight at the backend that asks.
+struct Caller {
+    session: Session,
+    /// What it did not declare that the request needs, in words.
+    missing: Option<&'static str>,
+    /// Where the messages of its call go.
+    reply: mpsc::UnboundedSender<Vec<u8>>,
+}
+
 /// Picks the session that should answer a backend's request.
 ///
-/// Over stdio nothing in the request says which call caused it. If exactly one session has
-/// calls in flight at that backend, it caused the request. If several do, the hub cannot tell
+/// When the transport tells during which of our requests the backend asked (a remote server
+/// sends it on the stream of that request's POST), the session whose call that request is part
+/// of is asked. Otherwise (over stdio nothing in the request says) the callers are the sessions
+/// with calls in flight at that backend, but for a 2026-07-28 call parked on a question of that
+/// backend: it waits for its editor to come back with the answer to the question it has. If
+/// exactly one caller is left, its call caused the request. If several are, the hub cannot tell
 /// which, and guessing could show one editor's prompt to another: the backend gets an error
-/// instead. With no call in flight (roots/list after a start, say), any session that declared
-/// the capability answers, the most recently active first.
+/// instead. With none left, the parked calls are the callers: one of them may ask again, and is
+/// asked once its editor is back. With no call in flight at all (roots/list after a start, say),
+/// any session that declared the capability answers, the most recently active first.
 fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSession, ErrorObject> {
     let lacks = |capabilities: ClientCapabilities| {
         capabilities.lacks(&request.method, request.params.as_deref())
     };
-    let mut callers = Vec::new();
+    let asking = hub.asked_by(&request.backend);
+    let mut running = Vec::new();
+    let mut parked = Vec::new();
     let mut idle: Option<(Instant, Session)> = None;
     for session in hub.sessions() {
         let state = session.lock_state();
-        let latest = state
-            .in_flight
-            .values()
-            .filter(|call| call.backend == request.backend)
+        let calls = || {
+            state
+                .in_flight
+                .values()
+                .filter(|call| call.backend == request.backend)
+        };
+        let caused = request
+            .call
+            .and_then(|number| calls().find(|call| call.number == number))
+            .map(|call| call.reply.clone());
+        let latest = calls()
             .max_by_key(|call| call.started)
             .map(|call| call.reply.clone());
         let active = state.last_active;
@@ -325,8 +361,27 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
             lacks(state.capabilities)
         };
         drop(state);
+        if let Some(reply) = caused {
+            let caller = Caller {
+                session,
+                missing,
+                reply,
+            };
+            return answerable(caller, request);
+        }
         match latest {
-            Some(reply) => callers.push((session, missing, reply)),
+            Some(reply) => {
+                let waits = session.is_stateless() && asking.contains(session.id());
+                let caller = Caller {
+                    session,
+                    missing,
+                    reply,
+                };
+                match waits {
+                    true => parked.push(caller),
+                    false => running.push(caller),
+                }
+            }
             None if missing.is_none() && !session.is_stateless() => {
                 let active = active.unwrap_or_else(Instant::now);
                 if idle.as_ref().is_none_or(|(best, _)| active > *best) {
@@ -336,6 +391,7 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
             None => {}
         }
     }
+    let mut callers = if running.is_empty() { parked } else { running };
     match callers.len() {
         0 => idle.map(|(_, session)| (session, None)).ok_or_else(|| {
             ErrorObject::new(
@@ -346,19 +402,7 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
                 ),
             )
         }),
-        1 => {
-            let (session, missing, reply) = callers.pop().expect("one caller");
-            match missing {
-                None => Ok((session, Some(reply))),
-                Some(missing) => Err(ErrorObject::new(
-                    jsonrpc::METHOD_NOT_FOUND,
-                    format!(
-                        "the editor calling backend {} does not support {missing} ({})",
-                        request.backend, request.method
-                    ),
-                )),
-            }
-        }
+        1 => answerable(callers.pop().expect("one caller"), request),
         n => {
             tracing::warn!(backend = %request.backend, method = %request.method, editors = n,
                 "cannot tell which editor's call caused this request; refusing it");
@@ -370,6 +414,20 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
                 ),
             ))
         }
+    }
+}
+
+/// The caller whose call caused `request`, if it can answer.
+fn answerable(caller: Caller, request: &ServerRequest) -> Result<ChosenSession, ErrorObject> {
+    match caller.missing {
+        None => Ok((caller.session, Some(caller.reply))),
+        Some(missing) => Err(ErrorObject::new(
+            jsonrpc::METHOD_NOT_FOUND,
+            format!(
+                "the editor calling backend {} does not support {missing} ({})",
+                request.backend, request.method
+            ),
+        )),
     }
 }
 

@@ -102,6 +102,9 @@ pub struct ServerRequest {
     pub method: String,
     pub params: Option<Box<RawValue>>,
     pub connection: Connection,
+    /// The call this request was sent during ([`rpc::ClientMeta::call`]), when the transport
+    /// tells: a remote server sends it on the stream that answers one of our requests.
+    pub call: Option<u64>,
 }
 
 /// Settings shared by every backend of an engine.

@@ -121,14 +121,18 @@ pub enum Incoming {
 /// its caller gave its own.
 pub type MetaEnvelope = Vec<(&'static str, Box<RawValue>)>;
 
-/// What a modern backend is told about the client of one request, in place of what the
-/// connection's envelope says by default. A legacy backend is told none of it.
+/// What the connection is told about the client of one request: what a modern backend hears
+/// of it, in place of what the connection's envelope says by default (a legacy backend hears
+/// none of it), and which of the client's calls the request is part of.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ClientMeta<'a> {
     /// What the client can be asked during this request (`io.modelcontextprotocol/clientCapabilities`).
     pub capabilities: Option<&'a RawValue>,
     /// The lowest level of log messages wanted with this request (`io.modelcontextprotocol/logLevel`).
     pub log_level: Option<&'a RawValue>,
+    /// The caller's number for the call the request is part of, which a request the backend
+    /// sends while answering it is known by, when its transport tells ([`Connection::call_of`]).
+    pub call: Option<u64>,
 }
 
 /// Settings of one connection.
@@ -176,6 +180,8 @@ enum Pending {
 struct Waiter {
     method: String,
     reply: oneshot::Sender<Result<Box<RawValue>, RpcError>>,
+    /// The caller's number for the call the request is part of ([`ClientMeta::call`]).
+    call: Option<u64>,
 }
 
 impl Connection {
@@ -293,6 +299,7 @@ impl Connection {
                         Waiter {
                             method: method.to_owned(),
                             reply,
+                            call: client.call,
                         },
                     );
                 }
@@ -368,6 +375,20 @@ impl Connection {
             let _ = waiter.reply.send(Err(error));
         }
         self.inner.stop_writing.cancel();
+    }
+
+    /// The caller's number for the call that our request `id`, still unanswered, is part of
+    /// ([`ClientMeta::call`]).
+    pub fn call_of(&self, id: u64) -> Option<u64> {
+        match &*self
+            .inner
+            .pending
+            .lock()
+            .expect("pending map lock is never poisoned")
+        {
+            Pending::Open(waiters) => waiters.get(&id)?.call,
+            Pending::Closed(_) => None,
+        }
     }
 
     /// How many requests are waiting for an answer.

@@ -390,12 +390,17 @@ impl BackendTask {
                 let State::Ready(running) = &self.state else {
                     return;
                 };
+                let call = running
+                    .link
+                    .asked_during(&id)
+                    .and_then(|ours| running.connection.call_of(ours));
                 let request = ServerRequest {
                     backend: self.name.clone(),
                     id,
                     method,
                     params,
                     connection: running.connection.clone(),
+                    call,
                 };
                 let unrouted = match &self.server_requests {
                     Some(router) => router.send(request).err().map(|error| error.0),

@@ -35,6 +35,7 @@ Tools:
   echo {text}   -> `text`, unchanged
   whoami {}     -> the token's subject (`sub`); "anonymous" without --auth
   slow {ms}     -> sleeps `ms` milliseconds, then answers "slept <ms>"
+  sleeping {}   -> how many `slow` calls are sleeping now (a cancelled one stops)
   count {}      -> how many `tools/call` requests this process has received, this one included
   ask_name {}   -> asks the client for {name} (elicitation: a real `elicitation/create` on
                    a session, `input_required` for a 2026-07-28 request) and answers
@@ -112,6 +113,7 @@ class IntrospectionVerifier:
 
 def make_server(auth: AuthSettings | None, token_verifier: IntrospectionVerifier | None) -> MCPServer:
     n_tool_calls = 0
+    n_sleeping = 0
 
     # Middleware sees every request before lookup and validation, so even a call to an unknown
     # tool counts.
@@ -143,8 +145,18 @@ def make_server(auth: AuthSettings | None, token_verifier: IntrospectionVerifier
     @server.tool()
     async def slow(ms: int) -> str:
         """Sleeps for `ms` milliseconds."""
-        await anyio.sleep(ms / 1000)
+        nonlocal n_sleeping
+        n_sleeping += 1
+        try:
+            await anyio.sleep(ms / 1000)
+        finally:
+            n_sleeping -= 1
         return f"slept {ms}"
+
+    @server.tool()
+    def sleeping() -> int:
+        """How many `slow` calls are sleeping now."""
+        return n_sleeping
 
     @server.tool()
     def count() -> int:

@@ -34,6 +34,7 @@ async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
             "remote__echo",
             "remote__whoami",
             "remote__slow",
+            "remote__sleeping",
             "remote__count",
             "remote__ask_name",
             "remote__region"
@@ -97,6 +98,53 @@ async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_servers_question_goes_to_the_editor_whose_call_it_came_with() {
+    let remote = remote_server(&[]);
+    let serve = ServeProcess::with_config(
+        &remote_entry("remote", &remote.field("url"), ""),
+        &["remote"],
+    );
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let elicitation = json!({"elicitation": {}});
+    let busy = mcp
+        .open_session_declaring("busy-editor", elicitation.clone())
+        .await
+        .expect("a session");
+    let asked = mcp
+        .open_session_declaring("asked-editor", elicitation)
+        .await
+        .expect("a session");
+
+    // One editor's call waits at the server while another editor's call asks a question.
+    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "remote__slow", "arguments": {"ms": 600_000},
+    }});
+    let busy_call = mcp.post_streamed(&busy, &slow).await.expect("a stream");
+    eventually("the slow call at the server", EVENT_LIMIT, || async {
+        let entry = serve.backend_summary("remote").await;
+        match entry["pending"].as_u64() {
+            Some(1) => Ok(()),
+            _ => Err(entry),
+        }
+    })
+    .await;
+    let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "remote__ask_name", "arguments": {},
+    }});
+    let mut reply = mcp.post_streamed(&asked, &ask).await.expect("a stream");
+
+    // The question came on the stream of that call's POST: it is that editor's.
+    let accepted = json!({"action": "accept", "content": {"name": "Grace"}});
+    let (_, done) = mcp
+        .answer_on(&asked, &mut reply, "elicitation/create", accepted)
+        .await
+        .expect("a question, then the answer");
+    assert_eq!(done["id"], 2, "{done}");
+    assert_eq!(first_text(&done["result"]), "hello Grace", "{done}");
+    drop(busy_call);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_older_http_sse_transport_is_found_on_its_own_or_named() {
     let sse = remote_server(&["--transport", "sse"]);
     let url = sse.field("url");
@@ -139,6 +187,47 @@ async fn a_remote_server_of_2026_07_28_is_spoken_to_in_its_era() {
             .await;
         assert_eq!(first_text(&answer), name, "{answer}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_given_up_ends_at_a_remote_server_of_2026_07_28() {
+    let remote = remote_server(&[]);
+    let config = remote_entry("modern", &remote.field("url"), "protocol = \"modern\"");
+    let serve = ServeProcess::with_config(&config, &["modern"]);
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("giving-up").await.expect("a session");
+    let sleeping = async |expected: u64| {
+        eventually(&format!("{expected} sleeping"), EVENT_LIMIT, || async {
+            let answer = mcp
+                .call_tool(&session, 2, "modern__sleeping", json!({}))
+                .await;
+            match first_text(&answer).parse::<u64>() {
+                Ok(n) if n == expected => Ok(()),
+                _ => Err(answer),
+            }
+        })
+        .await
+    };
+
+    let caller = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "modern__slow", "arguments": {"ms": 600_000},
+    }});
+    let (in_session, body) = (session.clone(), slow.to_string());
+    let call = tokio::spawn(async move { caller.post(Some(&in_session), body).await });
+    sleeping(1).await;
+    // The editor gives up; the server, which hears no notification in this era, sees the
+    // request's stream close.
+    let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+        "requestId": 1, "reason": "given up",
+    }});
+    let taken = mcp
+        .post(Some(&session), cancelled.to_string())
+        .await
+        .expect("posted");
+    assert_eq!(taken.status, 202, "{}", taken.body);
+    sleeping(0).await;
+    call.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{ServeProcess, ServedBackend, first_text};
+use crate::support::{McpHttp, ServeProcess, ServedBackend, first_text};
 
 const VERSION: &str = "2026-07-28";
 
@@ -461,6 +461,75 @@ async fn a_backend_question_becomes_input_required_and_the_retry_resumes_the_sam
         answer.last()["result"]["content"][0]["text"],
         "Echo: still here"
     );
+}
+
+/// The arguments of misbehave's `ask` that ask for a name with `message` (form elicitation).
+fn name_question(message: &str) -> Value {
+    json!({"method": "elicitation/create", "params": {
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    }})
+}
+
+/// A call of misbehave's `ask` that asks for a name with `message`, by a 2026-07-28 editor that
+/// can answer it.
+fn asking_for_a_name(id: u64, message: &str) -> Value {
+    let form = json!({"elicitation": {"form": {}}});
+    call(id, "mis__ask", name_question(message), form)
+}
+
+/// The `input_required` result `request` is answered with.
+async fn parked(serve: &ServeProcess, request: &Value) -> Value {
+    let answer = post(serve, request, &[]).await;
+    let result = answer.last()["result"].clone();
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_call_its_editor_walked_away_from_leaves_the_next_question_to_its_own_editor() {
+    let serve = ServeProcess::start(&[ServedBackend::Misbehave]);
+
+    // A 2026-07-28 editor's call asks; the editor is told, and never comes back.
+    parked(&serve, &asking_for_a_name(1, "Who walked away?")).await;
+
+    // The backend asks again during a session-era editor's call: that editor is the one asked.
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp
+        .open_session_declaring("session-editor", json!({"elicitation": {}}))
+        .await
+        .expect("a session");
+    let asking = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "mis__ask", "arguments": name_question("Who stayed?"),
+    }});
+    let mut reply = mcp
+        .post_streamed(&session, &asking)
+        .await
+        .expect("a stream");
+    let accepted = json!({"action": "accept", "content": {"name": "Ada"}});
+    let (asked, done) = mcp
+        .answer_on(&session, &mut reply, "elicitation/create", accepted)
+        .await
+        .expect("a question, then the answer");
+    assert_eq!(asked["params"]["message"], "Who stayed?", "{asked}");
+    assert_eq!(done["id"], 2, "{done}");
+    let relayed: Value = serde_json::from_str(&first_text(&done["result"])).expect("JSON text");
+    assert_eq!(relayed["content"]["name"], "Ada", "{done}");
+
+    // So does another 2026-07-28 editor's call: its question comes back as its own.
+    let mut retry = asking_for_a_name(3, "Who else?");
+    let result = parked(&serve, &retry).await;
+    let (key, asked) = only_question(&result);
+    assert_eq!(asked["params"]["message"], "Who else?", "{result}");
+    retry["id"] = json!(4);
+    retry["params"]["requestState"] = result["requestState"].clone();
+    retry["params"]["inputResponses"] =
+        json!({ key: {"action": "accept", "content": {"name": "Grace"}} });
+    let resumed = post(&serve, &retry, &[]).await;
+    let text = first_text(&resumed.last()["result"]);
+    let relayed: Value = serde_json::from_str(&text).expect("JSON text");
+    assert_eq!(relayed["content"]["name"], "Grace", "{}", resumed.last());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -180,6 +180,7 @@ pub(in crate::hub) async fn detailed(
         let client = ClientMeta {
             capabilities: Some(&capabilities),
             log_level: None,
+            call: None,
         };
         let state = backend
             .request_for_client("tasks/get", Some(&params), timeout, None, client)

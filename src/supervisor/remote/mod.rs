@@ -17,6 +17,7 @@
 //! on every request, carrying the server's nonce once it has given one.
 
 mod authorized;
+mod ends;
 mod legacy;
 mod sse;
 
@@ -28,10 +29,6 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OnceCell, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -42,8 +39,9 @@ use crate::supervisor::output::OutputLog;
 use crate::supervisor::status::OutputStream;
 use crate::wire::era::{header, meta};
 use crate::wire::http_error;
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
+pub(crate) use ends::{LinkSink, LinkSource};
 use sse::SseParser;
 
 /// How many messages from the server may wait for the connection to read them.
@@ -116,6 +114,11 @@ struct Shared {
     mirrored: Mutex<HashMap<String, Vec<HeaderParam>>>,
     /// The DPoP nonce the server last gave, for the next proof.
     dpop_nonce: Mutex<Option<String>>,
+    /// Requests the server sent on the stream answering one of ours, until the connection has
+    /// read them: their id (JSON text) → the id of ours.
+    asked_during: Mutex<HashMap<String, u64>>,
+    /// Our requests on their way, by id (JSON text): cancelled when the connection gives one up.
+    carried: Mutex<HashMap<String, CancellationToken>>,
 }
 
 impl RemoteLink {
@@ -153,19 +156,11 @@ impl RemoteLink {
             use_legacy: Mutex::new(server.transport == RemoteTransport::Sse),
             mirrored: Mutex::new(HashMap::new()),
             dpop_nonce: Mutex::new(None),
+            asked_during: Mutex::new(HashMap::new()),
+            carried: Mutex::new(HashMap::new()),
         });
-        let sink = LinkSink {
-            shared: shared.clone(),
-            line: Vec::new(),
-            oversized: false,
-            span: tracing::Span::current(),
-        };
-        let source = LinkSource {
-            incoming: incoming_rx,
-            pending: Vec::new(),
-            sent: 0,
-            stopped: Box::pin(shared.stop.clone().cancelled_owned()),
-        };
+        let sink = LinkSink::new(shared.clone());
+        let source = LinkSource::new(&shared, incoming_rx);
         Ok((
             RemoteLink {
                 shared,
@@ -186,6 +181,13 @@ impl RemoteLink {
                 return LinkEnd::Lost("the link stopped".to_owned());
             }
         }
+    }
+
+    /// Which of our requests the server was answering when it sent the request `id`, if it
+    /// sent it on that request's stream; forgotten once told.
+    pub(crate) fn asked_during(&self, id: &RawValue) -> Option<u64> {
+        let mut asked = self.shared.asked_during.lock().expect("asked-during lock");
+        asked.remove(id.get())
     }
 
     /// Why the link ended, if it has.
@@ -233,6 +235,8 @@ struct Outgoing {
     modern: Option<(String, Option<String>)>,
     /// A tool call's arguments, for the headers that mirror them.
     arguments: Option<Box<RawValue>>,
+    /// For `notifications/cancelled`, the id of the request of ours it gives up (JSON text).
+    cancels: Option<String>,
 }
 
 impl Outgoing {
@@ -246,6 +250,8 @@ impl Outgoing {
             #[serde(rename = "_meta")]
             meta: Option<serde_json::Map<String, serde_json::Value>>,
             arguments: Option<Box<RawValue>>,
+            #[serde(rename = "requestId")]
+            request_id: Option<Box<RawValue>>,
         }
         let Ok(envelope) = Envelope::parse(line) else {
             return Outgoing::nothing();
@@ -258,7 +264,8 @@ impl Outgoing {
         let params: Option<Params> = envelope
             .params
             .and_then(|params| serde_json::from_str(params.get()).ok());
-        let (modern, arguments) = match params {
+        let cancelling = envelope.method.as_deref() == Some("notifications/cancelled");
+        let (modern, arguments, cancels) = match params {
             Some(params) => {
                 let version = params
                     .meta
@@ -266,15 +273,24 @@ impl Outgoing {
                     .and_then(|meta| meta.get(meta::PROTOCOL_VERSION)?.as_str())
                     .map(str::to_owned);
                 let name = params.name.or(params.uri).or(params.task_id);
-                (version.map(|version| (version, name)), params.arguments)
+                let cancels = params
+                    .request_id
+                    .filter(|_| cancelling)
+                    .map(|id| id.get().to_owned());
+                (
+                    version.map(|version| (version, name)),
+                    params.arguments,
+                    cancels,
+                )
             }
-            None => (None, None),
+            None => (None, None, None),
         };
         Outgoing {
             id,
             method: envelope.method.map(|method| method.into_owned()),
             modern,
             arguments,
+            cancels,
         }
     }
 
@@ -285,109 +301,38 @@ impl Outgoing {
             method: None,
             modern: None,
             arguments: None,
+            cancels: None,
         }
     }
 }
 
-/// Where the connection writes: each line it completes is carried to the server on its own, so
-/// that a slow answer holds up nothing else. Dropping it (the connection is gone) ends the link.
-pub(crate) struct LinkSink {
-    shared: Arc<Shared>,
-    /// The line being written.
-    line: Vec<u8>,
-    /// The line being written is over the size limit: its end is awaited, then it is dropped.
-    oversized: bool,
-    span: tracing::Span,
+/// A request of ours on its way: while it is, the connection may give it up
+/// (`notifications/cancelled`), which ends its POST. For a 2026-07-28 server that is how a
+/// request is cancelled (it hears no notification), and a listen stream given up closes.
+struct Carried<'a> {
+    shared: &'a Shared,
+    id: String,
+    given_up: CancellationToken,
 }
 
-impl AsyncWrite for LinkSink {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        bytes: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let sink = &mut *self;
-        for part in bytes.split_inclusive(|&byte| byte == b'\n') {
-            let (text, ended) = match part.strip_suffix(b"\n") {
-                Some(text) => (text, true),
-                None => (part, false),
-            };
-            if !sink.oversized {
-                sink.line.extend_from_slice(text);
-                sink.oversized = sink.line.len() > sink.shared.max_message_size;
-            }
-            if !ended {
-                continue;
-            }
-            let line = std::mem::take(&mut sink.line);
-            if std::mem::take(&mut sink.oversized) {
-                sink.shared.note(&format!(
-                    "a message was not sent: over the limit of {} bytes",
-                    sink.shared.max_message_size
-                ));
-            } else if !line.is_empty() {
-                let forward = sink.shared.clone().forward(line);
-                tokio::spawn(forward.instrument(sink.span.clone()));
-            }
+impl<'a> Carried<'a> {
+    fn new(shared: &'a Shared, id: &RawValue) -> Carried<'a> {
+        let given_up = CancellationToken::new();
+        let id = id.get().to_owned();
+        let mut carried = shared.carried.lock().expect("carried lock");
+        carried.insert(id.clone(), given_up.clone());
+        Carried {
+            shared,
+            id,
+            given_up,
         }
-        Poll::Ready(Ok(bytes.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
     }
 }
 
-impl Drop for LinkSink {
+impl Drop for Carried<'_> {
     fn drop(&mut self) {
-        self.shared
-            .finish(LinkEnd::Lost("the connection closed".to_owned()));
-    }
-}
-
-/// Where the connection reads what the server sends, one message per line; it ends when the
-/// link does.
-pub(crate) struct LinkSource {
-    incoming: mpsc::Receiver<Vec<u8>>,
-    /// The line being read out, with its `\n`, and how much of it has been.
-    pending: Vec<u8>,
-    sent: usize,
-    stopped: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
-}
-
-impl AsyncRead for LinkSource {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        context: &mut Context<'_>,
-        buffer: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let source = &mut *self;
-        if source.sent == source.pending.len() {
-            match source.incoming.poll_recv(context) {
-                Poll::Ready(Some(mut line)) => {
-                    line.push(b'\n');
-                    source.pending = line;
-                    source.sent = 0;
-                }
-                // Every sender is gone: the end of the stream.
-                Poll::Ready(None) => return Poll::Ready(Ok(())),
-                Poll::Pending => {
-                    return match source.stopped.as_mut().poll(context) {
-                        Poll::Ready(()) => Poll::Ready(Ok(())),
-                        Poll::Pending => Poll::Pending,
-                    };
-                }
-            }
-        }
-        let available = &source.pending[source.sent..];
-        let n = available.len().min(buffer.remaining());
-        buffer.put_slice(&available[..n]);
-        source.sent += n;
-        Poll::Ready(Ok(()))
+        let mut carried = self.shared.carried.lock().expect("carried lock");
+        carried.remove(&self.id);
     }
 }
 
@@ -404,8 +349,21 @@ impl Shared {
     /// carried gets an error answer naming the server and why.
     async fn forward(self: Arc<Self>, line: Vec<u8>) {
         let outgoing = Outgoing::of(&line);
+        if let Some(given_up) = &outgoing.cancels
+            && let Some(carried) = self.carried.lock().expect("carried lock").get(given_up)
+        {
+            carried.cancel();
+        }
+        let carried = outgoing.id.as_ref().map(|id| Carried::new(&self, id));
+        let given_up = async {
+            match &carried {
+                Some(carried) => carried.given_up.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         let outcome = tokio::select! {
             _ = self.stop.cancelled() => return,
+            _ = given_up => return,
             outcome = self.send(&line, &outgoing) => outcome,
         };
         let (message, sign_in) = match outcome {
@@ -632,12 +590,21 @@ impl Shared {
     /// Delivers one message from the server; whether it answers `outgoing`'s request. The
     /// answer to `initialize` also gives the protocol version later requests must name.
     async fn deliver_message(&self, message: &[u8], outgoing: &Outgoing) -> bool {
-        let answers = match (Envelope::parse(message), &outgoing.id) {
-            (Ok(envelope), Some(id)) => {
+        let envelope = Envelope::parse(message).ok();
+        let answers = match (&envelope, &outgoing.id) {
+            (Some(envelope), Some(id)) => {
                 envelope.method.is_none() && envelope.id.is_some_and(|sent| sent.get() == id.get())
             }
             _ => false,
         };
+        let ours = outgoing.id.as_ref().and_then(|id| id.get().parse().ok());
+        if let (Some(envelope), Some(ours)) = (&envelope, ours)
+            && envelope.kind() == Kind::Request
+            && let Some(id) = envelope.id
+        {
+            let mut asked = self.asked_during.lock().expect("asked-during lock");
+            asked.insert(id.get().to_owned(), ours);
+        }
         if answers && outgoing.method.as_deref() == Some("tools/list") {
             self.remember_mirrored(message);
         }

@@ -362,6 +362,7 @@ async fn the_modern_envelope_goes_into_requests_only_and_keeps_what_the_caller_s
         let client = ClientMeta {
             capabilities: Some(&capabilities),
             log_level: None,
+            call: Some(41),
         };
         connection
             .request_for_client("tools/call", Some(&raw(params)), SECOND, None, client)
@@ -371,10 +372,13 @@ async fn the_modern_envelope_goes_into_requests_only_and_keeps_what_the_caller_s
         backend.read_line().await,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7},"arguments":{"x": 1.0}}}"#
     );
+    // Which call the request is part of is known while it waits, and only then.
+    assert_eq!(started.connection.call_of(1), Some(41));
     backend
         .write(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
         .await;
     call.await.expect("no panic").expect("an answer");
+    assert_eq!(started.connection.call_of(1), None);
 
     let cancelled = raw(r#"{"requestId":1}"#);
     started

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use serde_json::value::RawValue;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
@@ -45,6 +46,15 @@ impl Link {
         match self {
             Link::Process(process) => Some(process.pid()),
             Link::Remote(_) => None,
+        }
+    }
+
+    /// Which of our requests a remote server was answering when it sent the request `id`, if
+    /// it sent it on that request's stream; forgotten once told.
+    pub(super) fn asked_during(&self, id: &RawValue) -> Option<u64> {
+        match self {
+            Link::Remote(link) => link.asked_during(id),
+            Link::Process(_) => None,
         }
     }
 

@@ -12,11 +12,16 @@ pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initia
 
 /// The `initialize` request of a client named `client`.
 pub fn initialize(id: u64, client: &str) -> Value {
+    initialize_declaring(id, client, json!({}))
+}
+
+/// The `initialize` request of a client named `client` that declares `capabilities`.
+fn initialize_declaring(id: u64, client: &str, capabilities: Value) -> Value {
     json!({
         "jsonrpc": "2.0", "id": id, "method": "initialize",
         "params": {
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": capabilities,
             "clientInfo": { "name": client, "version": "1" },
         },
     })
@@ -175,7 +180,18 @@ impl McpHttp {
 
     /// Opens a session as `client` (initialize, then initialized) and returns its id.
     pub async fn open_session(&self, client: &str) -> Result<String, String> {
-        let reply = self.post(None, initialize(0, client).to_string()).await?;
+        self.open_session_declaring(client, json!({})).await
+    }
+
+    /// Opens a session as `client` that declares `capabilities` (it can be asked what they
+    /// name), and returns its id.
+    pub async fn open_session_declaring(
+        &self,
+        client: &str,
+        capabilities: Value,
+    ) -> Result<String, String> {
+        let opening = initialize_declaring(0, client, capabilities);
+        let reply = self.post(None, opening.to_string()).await?;
         let Some(session) = reply.session.filter(|_| reply.status == 200) else {
             return Err(format!("initialize: HTTP {}: {}", reply.status, reply.body));
         };
@@ -187,6 +203,52 @@ impl McpHttp {
             ));
         }
         Ok(session)
+    }
+
+    /// POSTs the request `request` in `session` and reads its answer as it comes: the
+    /// requests the server makes for it, then its response.
+    pub async fn post_streamed(&self, session: &str, request: &Value) -> Result<McpStream, String> {
+        let response = self
+            .request(reqwest::Method::POST, Some(session))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(request.to_string())
+            .send()
+            .await
+            .map_err(|error| format!("POST failed: {error:?}"))?;
+        let streamed = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+        if response.status() != 200 || !streamed {
+            return Err(format!("POST: HTTP {}, not a stream", response.status()));
+        }
+        Ok(McpStream {
+            response,
+            buffer: String::new(),
+        })
+    }
+
+    /// Takes the next message on `reply`, the stream of a call in `session`, which must be the
+    /// server's `method` request, answers it with `result`, and returns it with the message
+    /// that follows (the call's answer).
+    pub async fn answer_on(
+        &self,
+        session: &str,
+        reply: &mut McpStream,
+        method: &str,
+        result: Value,
+    ) -> Result<(Value, Value), String> {
+        let asked = reply.next_message().await?;
+        if asked["method"] != method {
+            return Err(format!("not a {method} request: {asked}"));
+        }
+        let answer = json!({ "jsonrpc": "2.0", "id": asked["id"], "result": result });
+        let taken = self.post(Some(session), answer.to_string()).await?;
+        if taken.status != 202 {
+            return Err(format!("answer: HTTP {}: {}", taken.status, taken.body));
+        }
+        Ok((asked, reply.next_message().await?))
     }
 
     /// Opens the session's stream of server messages (GET) to read from.
