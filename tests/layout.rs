@@ -363,12 +363,22 @@ fn the_check_sees_an_import_cycle_and_a_use_group() {
     );
 }
 
-#[test]
-fn a_long_file_has_its_reason_written_down() {
+/// The paragraph of ARCHITECTURE.md that names the files over [`LONGEST`] lines, with why.
+fn long_files_paragraph() -> String {
     let architecture =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
             .expect("ARCHITECTURE.md");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let start = architecture
+        .find(&format!("No file in `src/` is over {LONGEST} lines"))
+        .expect("ARCHITECTURE.md says which files are over the limit");
+    let rest = &architecture[start..];
+    rest[..rest.find("\n\n").unwrap_or(rest.len())].to_owned()
+}
+
+#[test]
+fn a_long_file_has_its_reason_written_down() {
+    let paragraph = long_files_paragraph();
+    let source = source();
     let unexplained: Vec<String> = modules()
         .values()
         .filter_map(|file| {
@@ -377,16 +387,17 @@ fn a_long_file_has_its_reason_written_down() {
                 .lines()
                 .count();
             let name = file
-                .strip_prefix(root.join("src"))
+                .strip_prefix(&source)
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
-            (lines > LONGEST && !architecture.contains(&format!("`{name}`")))
+            (lines > LONGEST && !paragraph.contains(&format!("`{name}`")))
                 .then(|| format!("{name}: {lines} lines"))
         })
         .collect();
     assert!(
         unexplained.is_empty(),
-        "files over {LONGEST} lines that ARCHITECTURE.md does not name: {unexplained:#?}"
+        "files over {LONGEST} lines that ARCHITECTURE.md's paragraph on them does not name: \
+         {unexplained:#?}"
     );
 }
