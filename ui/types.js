@@ -252,10 +252,11 @@
  * @property {string} path
  * @property {number} loaded_at_ms when the running config was read and applied
  * @property {number} checked_at_ms when the file was last read, applied or not
- * @property {boolean} valid whether the file as last read has no errors
- * @property {boolean} applied whether what runs comes from the file as last read (a reload of a
- *   file with errors is refused, and the last valid config keeps running)
- * @property {boolean} missing whether the file is gone (the running config stays)
+ * @property {"applied" | "applied_in_part" | "refused" | "unread"} status how what runs relates
+ *   to the file as last read: it runs; it runs without its servers in error (at startup); a
+ *   reload was refused for its errors; or it is gone, empty or unreadable (the last config runs)
+ * @property {string | null} problem what is wrong, in the one sentence the tray and the
+ *   attention list show too, while the status is not "applied"
  * @property {Diagnostic[]} diagnostics
  * @property {boolean} endpoint_open whether /mcp takes requests without a token because the
  *   config predates it (Needs attention offers to require one)

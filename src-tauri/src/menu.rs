@@ -94,16 +94,12 @@ pub fn menu_model(
     if !needs.is_empty() {
         entries.push(item(MenuId::ReviewAttention, "Review on the dashboard…"));
     }
-    let config_problem = if config.missing {
-        Some("Config file is gone; the last config runs")
-    } else if config.valid {
-        None
-    } else if config.applied {
-        Some("Config has errors; servers with errors are left out")
-    } else {
-        Some("Config has errors; the last valid config runs")
-    };
-    entries.extend(config_problem.map(|text| Entry::Text(text.to_owned())));
+    entries.extend(
+        config
+            .problem
+            .as_deref()
+            .map(|problem| Entry::Text(shorten(problem))),
+    );
     // What waits for the person comes first, where it is seen.
     entries.extend(
         statuses
@@ -434,6 +430,7 @@ impl FromStr for MenuId {
 
 #[cfg(test)]
 mod tests {
+    use switchboard::control::reload::ConfigStatus;
     use switchboard::hub::pins::{Definition, Held, PinnedKind};
 
     use super::*;
@@ -734,36 +731,32 @@ mod tests {
     }
 
     #[test]
-    fn an_invalid_or_missing_config_is_said_under_the_summary() {
-        let refused = ConfigState {
-            valid: false,
-            applied: false,
-            ..config()
-        };
-        let partly = ConfigState {
-            valid: false,
-            ..config()
-        };
-        let missing = ConfigState {
-            missing: true,
-            ..config()
-        };
-        let statuses = [status("files", BackendState::Ready)];
-        assert_eq!(
-            texts(&menu_model(&statuses, &refused, &[], false).entries),
-            ["1 ready", "Config has errors; the last valid config runs"]
+    fn a_config_with_problems_is_said_under_the_summary_as_the_core_words_it() {
+        let path = std::path::Path::new("/home/someone/.config/switchboard/config.toml");
+        let partly = ConfigState::loaded(
+            &switchboard::config::parse(path, "[servers.files]\nargs = []\n").expect("parsed"),
         );
+        assert_eq!(partly.status, ConfigStatus::AppliedInPart);
+        let statuses = [status("files", BackendState::Ready)];
         assert_eq!(
             texts(&menu_model(&statuses, &partly, &[], false).entries),
             [
                 "1 ready",
-                "Config has errors; servers with errors are left out"
+                "The config file has 1 error; servers with errors are left out"
             ]
         );
-        assert_eq!(
-            texts(&menu_model(&statuses, &missing, &[], false).entries),
-            ["1 ready", "Config file is gone; the last config runs"]
+        let long = ConfigState {
+            status: ConfigStatus::Unread,
+            problem: Some(format!("The config file is gone{}", " and far".repeat(20))),
+            ..config()
+        };
+        let model = menu_model(&statuses, &long, &[], false);
+        let line = texts(&model.entries)[1];
+        assert!(
+            line.starts_with("The config file is gone and far"),
+            "{line}"
         );
+        assert_eq!(line.chars().count(), ERROR_CHARS, "{line}");
         assert_eq!(
             texts(&menu_model(&statuses, &config(), &[], false).entries),
             ["1 ready"]

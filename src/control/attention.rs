@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use super::reload::ConfigState;
 use crate::activity::{ActivityLog, LogHealth};
-use crate::config::Severity;
 use crate::hub::Hub;
 use crate::hub::budget::Budget;
 use crate::hub::pins::{Held, HeldReason, PinReport, PinnedKind};
@@ -158,30 +157,11 @@ pub fn list(inputs: &Inputs<'_>) -> Vec<Attention> {
         });
     }
     let config = inputs.config;
-    let errors = config
-        .diagnostics
-        .iter()
-        .filter(|diagnostic| diagnostic.severity == Severity::Error)
-        .count();
-    let config_message = if config.missing {
-        Some("the config file is gone; the last config runs".to_owned())
-    } else if errors > 0 {
-        Some(format!(
-            "the config file has {errors} error(s); {}",
-            if config.applied {
-                "servers with errors are left out"
-            } else {
-                "the last valid config runs"
-            }
-        ))
-    } else {
-        None
-    };
-    if let Some(message) = config_message {
+    if let Some(problem) = &config.problem {
         list.push(Attention {
             kind: Kind::Config,
             subject: None,
-            message,
+            message: problem.clone(),
             action: Action {
                 label: "Show the errors".to_owned(),
                 post: None,

@@ -16,7 +16,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::unix_millis;
-use crate::config::{self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig};
+use crate::config::{
+    self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig, Severity,
+};
 use crate::guard::EndpointToken;
 use crate::hub::Hub;
 use crate::supervisor::ApplyReport;
@@ -36,14 +38,11 @@ pub struct ConfigState {
     pub loaded_at_ms: u64,
     /// When the file was last read, applied or not.
     pub checked_at_ms: u64,
-    /// Whether the file, as last read, has no errors (`diagnostics` say what is wrong).
-    pub valid: bool,
-    /// Whether what runs comes from the file as last read. At startup a file with errors still
-    /// runs without the servers in error; a reload of such a file is refused, and then the last
-    /// valid config keeps running.
-    pub applied: bool,
-    /// Whether the file is gone; the running config stays until it is back.
-    pub missing: bool,
+    /// How what runs relates to the file as last read.
+    pub status: ConfigStatus,
+    /// What is wrong, in one sentence, while `status` is not [`ConfigStatus::Applied`]: the tray,
+    /// the attention list and the dashboard's banner all show this one.
+    pub problem: Option<String>,
     pub diagnostics: Vec<Diagnostic>,
     /// Whether `/mcp` takes requests without a token because the config predates it (see
     /// [`Config::endpoint_open_by_default`]).
@@ -58,17 +57,42 @@ pub struct ConfigState {
     pub backend_order: Vec<String>,
 }
 
+/// How what runs relates to the config file as last read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigStatus {
+    /// The file as last read runs, and it has no errors.
+    Applied,
+    /// The file as last read runs without its servers in error: a file with errors at startup.
+    AppliedInPart,
+    /// The file as last read has errors, so the reload was refused: the last valid config runs.
+    Refused,
+    /// The file is gone, empty or cannot be read: the last config runs until it is back.
+    Unread,
+}
+
 impl ConfigState {
     /// The state of a config read and applied just now.
     pub fn loaded(config: &Config) -> ConfigState {
         let now = unix_millis(SystemTime::now());
+        let errors = error_count(&config.diagnostics);
+        let (status, problem) = if errors == 0 {
+            (ConfigStatus::Applied, None)
+        } else {
+            (
+                ConfigStatus::AppliedInPart,
+                Some(format!(
+                    "The config file has {}; servers with errors are left out",
+                    errors_said(errors)
+                )),
+            )
+        };
         ConfigState {
             path: config.path.clone(),
             loaded_at_ms: now,
             checked_at_ms: now,
-            valid: !config.has_errors(),
-            applied: true,
-            missing: false,
+            status,
+            problem,
             diagnostics: config.diagnostics.clone(),
             endpoint_open: config.endpoint_open_by_default(),
             notes: Vec::new(),
@@ -79,6 +103,29 @@ impl ConfigState {
                 .map(|backend| backend.name.clone())
                 .collect(),
         }
+    }
+
+    /// The file could not be read as a config; what runs stays, and `message` says why.
+    fn unread(&mut self, now: u64, problem: &str, message: String) {
+        self.checked_at_ms = now;
+        self.status = ConfigStatus::Unread;
+        self.problem = Some(problem.to_owned());
+        self.notes = vec![message];
+    }
+}
+
+fn error_count(diagnostics: &[Diagnostic]) -> usize {
+    diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.severity == Severity::Error)
+        .count()
+}
+
+fn errors_said(errors: usize) -> String {
+    if errors == 1 {
+        "1 error".to_owned()
+    } else {
+        format!("{errors} errors")
     }
 }
 
@@ -94,7 +141,7 @@ pub enum ReloadOutcome {
     },
     /// The file has errors; nothing changed.
     Invalid { diagnostics: Vec<Diagnostic> },
-    /// The file is gone (or cannot be read); nothing changed.
+    /// The file is gone, empty or cannot be read; nothing changed.
     Missing { message: String },
 }
 
@@ -182,7 +229,7 @@ impl Reloader {
         match &read {
             Ok(bytes) if last_read.as_ref() == Some(bytes) => return None,
             Ok(bytes) => *last_read = Some(bytes.clone()),
-            Err(_) if self.inner.state.borrow().missing => return None,
+            Err(_) if self.inner.state.borrow().status == ConfigStatus::Unread => return None,
             Err(_) => *last_read = None,
         }
         Some(self.apply(read).await)
@@ -191,44 +238,51 @@ impl Reloader {
     async fn apply(&self, read: std::io::Result<Vec<u8>>) -> ReloadOutcome {
         let path = &self.inner.path;
         let now = unix_millis(SystemTime::now());
-        let bytes = match read {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                let message = if error.kind() == std::io::ErrorKind::NotFound {
-                    format!(
-                        "{} is gone; the running config stays until the file is back",
-                        path.display()
-                    )
-                } else {
-                    format!(
-                        "cannot read {}: {error}; the running config stays",
-                        path.display()
-                    )
-                };
-                tracing::warn!("{message}");
-                self.inner.state.send_modify(|state| {
-                    state.checked_at_ms = now;
-                    state.missing = true;
-                    state.notes = vec![message.clone()];
-                });
-                return ReloadOutcome::Missing { message };
-            }
+        let (problem, message) = match read {
+            // An editor that saves in place empties the file before it writes it: an empty
+            // file is a save still under way, never a config without servers.
+            Ok(bytes) if bytes.is_empty() => (
+                "The config file is empty; the last config keeps running",
+                format!(
+                    "{} is empty; the running config stays until the file has content again",
+                    path.display()
+                ),
+            ),
+            Ok(bytes) => match config::from_bytes(path, bytes) {
+                Ok(config) if !config.has_errors() => return self.run(config).await,
+                Ok(Config { diagnostics, .. }) | Err(ConfigError::Invalid { diagnostics, .. }) => {
+                    return self.refuse(diagnostics, now);
+                }
+                Err(error) => (
+                    "Cannot read the config file; the last config keeps running",
+                    format!("{error}; the running config stays"),
+                ),
+            },
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => (
+                "The config file is gone; the last config keeps running",
+                format!(
+                    "{} is gone; the running config stays until the file is back",
+                    path.display()
+                ),
+            ),
+            Err(error) => (
+                "Cannot read the config file; the last config keeps running",
+                format!(
+                    "cannot read {}: {error}; the running config stays",
+                    path.display()
+                ),
+            ),
         };
-        let config = match config::from_bytes(path, bytes) {
-            Ok(config) if !config.has_errors() => config,
-            Ok(Config { diagnostics, .. }) | Err(ConfigError::Invalid { diagnostics, .. }) => {
-                return self.refuse(diagnostics, now);
-            }
-            Err(error) => {
-                let message = format!("{error}; the running config stays");
-                tracing::warn!("{message}");
-                self.inner.state.send_modify(|state| {
-                    state.checked_at_ms = now;
-                    state.notes = vec![message.clone()];
-                });
-                return ReloadOutcome::Missing { message };
-            }
-        };
+        tracing::warn!("{message}");
+        self.inner
+            .state
+            .send_modify(|state| state.unread(now, problem, message.clone()));
+        ReloadOutcome::Missing { message }
+    }
+
+    /// Makes `config`, which has no errors, what runs.
+    async fn run(&self, config: Config) -> ReloadOutcome {
+        let path = &self.inner.path;
         let mut notes = self.endpoint_notes(&config.endpoint);
         notes.extend(self.apply_token(&config.endpoint));
         let report = self.inner.engine.apply(config.backends.clone()).await;
@@ -259,14 +313,16 @@ impl Reloader {
         for diagnostic in &diagnostics {
             tracing::warn!("{diagnostic}");
         }
+        let problem = format!(
+            "The config file has {}; the last valid config keeps running",
+            errors_said(error_count(&diagnostics))
+        );
         self.inner.state.send_modify(|state| {
             state.checked_at_ms = now;
-            state.valid = false;
-            state.applied = false;
-            state.missing = false;
+            state.status = ConfigStatus::Refused;
+            state.problem = Some(problem);
             state.diagnostics = diagnostics.clone();
-            state.notes =
-                vec!["the config file has errors; the last valid config keeps running".to_owned()];
+            state.notes = Vec::new();
         });
         ReloadOutcome::Invalid { diagnostics }
     }

@@ -133,8 +133,8 @@ async fn an_edit_applies_as_a_diff_and_unchanged_backends_keep_their_process() {
     let detail = serve.api_get("/api/backends/change").await;
     assert_eq!(detail["history"][0]["reason"], "config_changed");
     let config = serve.api_get("/api/config").await;
-    assert_eq!(config["valid"], true);
-    assert_eq!(config["missing"], false);
+    assert_eq!(config["status"], "applied");
+    assert_eq!(config["problem"], serde_json::Value::Null);
     assert!(
         serve
             .log()
@@ -206,7 +206,7 @@ async fn an_invalid_save_changes_nothing_and_reports_the_line_then_a_valid_save_
     let invalid = format!("{valid}colour = \"blue\"\n{}", demo_table("newcomer", ""));
     std::fs::write(serve.config_path(), &invalid).expect("saved");
     let config = until_config(&serve, "the invalid file reported", |config| {
-        config["valid"] == false
+        config["status"] == "refused"
     })
     .await;
     let diagnostic = &config["diagnostics"][0];
@@ -214,14 +214,8 @@ async fn an_invalid_save_changes_nothing_and_reports_the_line_then_a_valid_save_
     assert_eq!(diagnostic["field"], "servers.steady.colour");
     assert_eq!(diagnostic["severity"], "error");
     assert_eq!(
-        config["applied"], false,
+        config["problem"], "The config file has 1 error; the last valid config keeps running",
         "the refused file is not what runs"
-    );
-    assert!(
-        config["notes"][0]
-            .as_str()
-            .expect("a note")
-            .contains("the last valid config keeps running")
     );
     let list = backends(&serve).await;
     assert_eq!(list.keys().collect::<Vec<_>>(), ["steady"]);
@@ -253,8 +247,8 @@ async fn an_invalid_save_changes_nothing_and_reports_the_line_then_a_valid_save_
     .await;
     assert_eq!(pid(&list, "steady"), steady_pid);
     let config = serve.api_get("/api/config").await;
-    assert_eq!(config["valid"], true);
-    assert_eq!(config["applied"], true);
+    assert_eq!(config["status"], "applied");
+    assert_eq!(config["problem"], serde_json::Value::Null);
     assert_eq!(config["diagnostics"], serde_json::json!([]));
     assert_eq!(config["notes"], serde_json::json!([]));
 }
@@ -266,9 +260,13 @@ async fn a_deleted_file_keeps_the_running_config_until_it_is_back() {
     let survivor_pid = pid(&backends(&serve).await, "survivor");
     std::fs::remove_file(serve.config_path()).expect("deleted");
     let config = until_config(&serve, "the deletion reported", |config| {
-        config["missing"] == true
+        config["status"] == "unread"
     })
     .await;
+    assert_eq!(
+        config["problem"],
+        "The config file is gone; the last config keeps running"
+    );
     assert!(
         config["notes"][0]
             .as_str()
@@ -287,7 +285,37 @@ async fn a_deleted_file_keeps_the_running_config_until_it_is_back() {
     })
     .await;
     assert_eq!(pid(&list, "survivor"), survivor_pid);
-    assert_eq!(serve.api_get("/api/config").await["missing"], false);
+    assert_eq!(serve.api_get("/api/config").await["status"], "applied");
+}
+
+#[tokio::test]
+async fn an_emptied_file_is_a_save_under_way_and_changes_nothing() {
+    let text = demo_table("survivor", "");
+    let serve = ServeProcess::with_config(&text, &["survivor"]);
+    let survivor_pid = pid(&backends(&serve).await, "survivor");
+    // An editor that saves in place truncates the file first; it may pause before it writes.
+    std::fs::write(serve.config_path(), "").expect("emptied");
+    let config = until_config(&serve, "the empty file reported", |config| {
+        config["status"] == "unread"
+    })
+    .await;
+    assert_eq!(
+        config["problem"],
+        "The config file is empty; the last config keeps running"
+    );
+    assert_eq!(pid(&backends(&serve).await, "survivor"), survivor_pid);
+
+    std::fs::write(
+        serve.config_path(),
+        [text, demo_table("second", "")].concat(),
+    )
+    .expect("written");
+    let list = until_backends(&serve, "the written file applied", |list| {
+        is_ready(list, "second")
+    })
+    .await;
+    assert_eq!(pid(&list, "survivor"), survivor_pid, "never stopped");
+    assert_eq!(serve.api_get("/api/config").await["status"], "applied");
 }
 
 #[tokio::test]

@@ -20,24 +20,15 @@ export function renderBanner(root, config) {
   const errors = diagnostics.filter((diagnostic) => diagnostic.severity === "error");
   const warnings = diagnostics.filter((diagnostic) => diagnostic.severity === "warning");
   const notes = config?.notes ?? [];
-  if (!config || (config.valid && !config.missing && diagnostics.length === 0 && notes.length === 0)) {
+  if (!config || (config.status === "applied" && diagnostics.length === 0 && notes.length === 0)) {
     replace(root);
     root.hidden = true;
     return;
   }
   root.hidden = false;
-  const invalid = !config.valid || config.missing || errors.length > 0;
-  const title = config.missing
-    ? "The config file is gone"
-    : !config.applied
-      ? "The config file has errors; the last valid config keeps running"
-      : !config.valid
-        ? "The config file is invalid"
-        : errors.length > 0
-          ? `The config file has ${plural(errors.length, "error")}`
-          : warnings.length > 0
-            ? `The config file has ${plural(warnings.length, "warning")}`
-            : "Config reloaded";
+  const invalid = config.status !== "applied" || errors.length > 0;
+  const title = config.problem
+    ?? (warnings.length > 0 ? `The config file has ${plural(warnings.length, "warning")}` : "Config reloaded");
   const counts = [errors.length ? plural(errors.length, "error") : "", warnings.length ? plural(warnings.length, "warning") : "", notes.length ? plural(notes.length, "note") : ""].filter(Boolean).join(", ");
   const listId = "config-diagnostics";
   const list = h("table", { class: "diagnostics", attrs: { id: listId } },

@@ -504,8 +504,8 @@ async fn config_and_client_snippets() {
     let config = body_json(send(&fixture, api(Method::GET, "/api/config", "")).await).await;
     let path = fixture.folder.path().join("config.toml");
     assert_eq!(config["path"], path.to_str().expect("a UTF-8 path"));
-    assert_eq!(config["valid"], true);
-    assert_eq!(config["missing"], false);
+    assert_eq!(config["status"], "applied");
+    assert_eq!(config["problem"], Value::Null);
     assert_eq!(config["desktop"]["notify_crash_loop"], true);
     assert_eq!(config["diagnostics"], json!([]));
     assert!(config["loaded_at_ms"].as_u64().expect("a time") > 0);
@@ -645,7 +645,7 @@ async fn the_event_stream_starts_with_the_state_and_follows_every_change() {
     );
     let (name, config) = events.next().await;
     assert_eq!(name, "config");
-    assert_eq!(config["valid"], true);
+    assert_eq!(config["status"], "applied");
 
     let response = send(&fixture, api(Method::POST, "/api/backends/mis/stop", "")).await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -687,6 +687,6 @@ async fn the_event_stream_starts_with_the_state_and_follows_every_change() {
     assert_eq!(reload["outcome"], "invalid");
     assert_eq!(reload["diagnostics"][0]["field"], "servers.broken");
     let config = events.until(|name, _| name == "config").await;
-    assert_eq!(config["valid"], false);
+    assert_eq!(config["status"], "refused");
     assert_eq!(config["diagnostics"][0]["line"], 1);
 }
