@@ -20,6 +20,7 @@ use super::recorded::{Named, Recording};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::search::mode::{self, Intercepted};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
+use super::subscriptions::Subscription;
 use super::tasks::{bridge, ids};
 use super::{HubInner, MAX_INPUT_ROUNDS, notification, response, response_to};
 use crate::supervisor::rpc::ClientMeta;
@@ -90,12 +91,6 @@ struct ClientFacts {
 struct ProgressToken {
     ours: String,
     original: Box<RawValue>,
-}
-
-/// What a successful `resources/subscribe` or `resources/unsubscribe` changes for the session.
-enum Subscription {
-    Subscribe(String),
-    Unsubscribe(String),
 }
 
 /// One call routed to a backend.
@@ -363,16 +358,8 @@ impl Session {
             {
                 let mut state = session.lock_state();
                 state.in_flight.remove(&id_key);
-                if let Some(Ok(_)) = &outcome {
-                    match &call.subscription {
-                        Some(Subscription::Subscribe(uri)) => {
-                            state.subscriptions.insert(uri.clone());
-                        }
-                        Some(Subscription::Unsubscribe(uri)) => {
-                            state.subscriptions.remove(uri);
-                        }
-                        None => {}
-                    }
+                if let (Some(Ok(_)), Some(subscription)) = (&outcome, &call.subscription) {
+                    subscription.apply(&mut state);
                 }
             }
             if let Some(result) = &outcome {
@@ -487,22 +474,12 @@ fn route_by_uri(
 
 impl Call {
     fn new(hub: &HubInner, method: &str, params: Option<&RawValue>, routed: RoutedCall) -> Call {
-        let uri = || {
-            params
-                .and_then(|params| ObjectEntries::parse(params.get()).ok())
-                .and_then(|params| params.get_str("uri").map(|uri| uri.into_owned()))
-        };
-        let subscription = match method {
-            "resources/subscribe" => uri().map(Subscription::Subscribe),
-            "resources/unsubscribe" => uri().map(Subscription::Unsubscribe),
-            _ => None,
-        };
         Call {
             method: method.to_owned(),
             backend: routed.backend,
             params: routed.params,
             progress: routed.progress,
-            subscription,
+            subscription: Subscription::of(method, params),
             with_tasks: routed.with_tasks,
             task_plan: routed.task_plan,
             client: routed.client,
@@ -551,6 +528,14 @@ impl Call {
         let deadline = self.backend.config().request_timeout;
         let started = Instant::now();
         ready_backend(&self.backend, deadline).await?;
+        if let Some(subscription) = &self.subscription
+            && self.backend.is_modern()
+        {
+            let remaining = deadline.saturating_sub(started.elapsed());
+            return subscription
+                .over_listen(session, &self.backend, remaining)
+                .await;
+        }
         let mut params = self.params.clone();
         let mut result = self
             .send(&self.method, &params, deadline, started, reply)

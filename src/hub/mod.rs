@@ -21,6 +21,7 @@ mod recorded;
 pub mod search;
 mod session;
 mod stateless;
+mod subscriptions;
 mod tasks;
 mod upstream;
 

@@ -14,7 +14,7 @@ use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
 use crate::supervisor::status::{BackendState, Era};
-use crate::supervisor::{BackendHandle, Engine};
+use crate::supervisor::{BackendHandle, Engine, ResourceWatch};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 /// One editor's session. Cheap to clone.
@@ -44,6 +44,9 @@ pub(super) struct SessionState {
     /// Client request id (its JSON text) → the call in flight.
     pub(super) in_flight: HashMap<String, CallInFlight>,
     pub(super) subscriptions: HashSet<String>,
+    /// Of those, the resources of modern backends, each named by its backend's listen while
+    /// its watch is held (see [`subscriptions`](super::subscriptions)).
+    pub(super) watches: HashMap<String, ResourceWatch>,
     pub(super) last_active: Option<Instant>,
     /// The lowest level of log messages a 2026-07-28 request asked for (JSON text).
     pub(super) log_level: Option<Box<RawValue>>,
@@ -348,6 +351,7 @@ impl Session {
     /// Cancels every call in flight and fails what this session was asked.
     pub(super) fn cancel_outstanding(&self) {
         self.shared.closed.cancel();
+        self.lock_state().watches.clear();
         if let Some(hub) = self.shared.hub.upgrade() {
             hub.fail_requests_forwarded_to(self.id());
         }

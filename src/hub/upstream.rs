@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::capabilities::ClientCapabilities;
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::Session;
+use super::subscriptions::without_subscription_id;
 use super::tasks::held::{self, Answer, ClientTasks};
 use super::{HubInner, notification};
 use crate::supervisor::{BackendNotification, ServerRequest};
@@ -210,6 +211,8 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
             let Some(uri) = entries.as_ref().and_then(|entries| entries.get_str("uri")) else {
                 return;
             };
+            let unstamped = params.and_then(without_subscription_id);
+            let params = unstamped.as_deref().or(params);
             for session in hub.sessions() {
                 if session.lock_state().subscriptions.contains(&*uri) {
                     session.send_event(notification(&note.method, params));

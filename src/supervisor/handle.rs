@@ -10,6 +10,7 @@ use crate::config::BackendConfig;
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::rpc::{ClientMeta, Connection, ProgressSink};
 use crate::supervisor::status::{BackendStatus, Era};
+use crate::supervisor::subscriptions::{ResourceWatch, Subscriptions};
 use crate::supervisor::{Applied, CallError, ControlError};
 
 /// A cheap, cloneable handle to one backend.
@@ -21,6 +22,7 @@ pub struct BackendHandle {
     pub(super) connection: watch::Receiver<Option<Connection>>,
     pub(super) output: Arc<OutputLog>,
     pub(super) config: watch::Receiver<Arc<BackendConfig>>,
+    pub(super) subscriptions: Arc<Subscriptions>,
 }
 
 pub(super) type Ack = oneshot::Sender<Result<(), ControlError>>;
@@ -155,6 +157,13 @@ impl BackendHandle {
             .ready_connection()?
             .request(method, params, timeout)
             .await?)
+    }
+
+    /// Wants updates of the resource `uri` from this backend, a modern one, for as long as the
+    /// returned watch lives: its listen names the resource (see [`Subscriptions`]), across
+    /// restarts too.
+    pub fn watch_resource(&self, uri: &str) -> ResourceWatch {
+        self.subscriptions.watch(uri)
     }
 
     /// Sends a notification to the backend, if it is ready.

@@ -19,6 +19,7 @@ use crate::config::{BackendConfig, Protocol};
 use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
 use crate::supervisor::runner::INSTALL_TIMEOUT;
 use crate::supervisor::status::{Catalog, Era, ServerDescription};
+use crate::supervisor::subscriptions::Subscriptions;
 use crate::wire::era::{MODERN_PROTOCOL_VERSION, code, meta};
 use crate::wire::jsonrpc::{self, ErrorObject};
 
@@ -458,35 +459,54 @@ pub(super) fn health_method(era: Era) -> &'static str {
 }
 
 /// Keeps one `subscriptions/listen` open on a modern backend's connection for its list
-/// changes, which then arrive among its other notifications. Opens it again when the server
-/// ends it; returns when the connection closes or the server refuses to listen.
-pub(super) async fn keep_listening(connection: Connection) {
-    let params = serde_json::json!({
-        "notifications": {
-            "toolsListChanged": true,
-            "promptsListChanged": true,
-            "resourcesListChanged": true,
-        },
-    });
-    let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
+/// changes and for updates of the resources editors want (`subscriptions`), which then arrive
+/// among its other notifications. Opens it again when the server ends it, and when the wanted
+/// resources change (the listen naming the old ones is given up); returns when the connection
+/// closes or the server refuses to listen.
+pub(super) async fn keep_listening(connection: Connection, subscriptions: Arc<Subscriptions>) {
+    let mut wanted = subscriptions.wanted();
     loop {
+        let resources: Vec<String> = wanted.borrow_and_update().keys().cloned().collect();
+        let params = listen_params(&resources);
+        subscriptions.reopening();
         let opened = tokio::time::Instant::now();
-        match connection.request_until_closed(LISTEN, Some(&params)).await {
-            Ok(_) => tracing::debug!("the server ended {LISTEN}; listening again"),
-            Err(RpcError::Remote { error, .. }) => {
-                tracing::warn!(
-                    "{LISTEN} answered error {}: {}; list changes will not be seen",
-                    error.code,
-                    error.message
-                );
-                return;
-            }
-            Err(RpcError::Closed { .. }) => return,
-            Err(error) => tracing::debug!("{LISTEN} ended: {error}; listening again"),
+        tokio::select! {
+            ended = connection.request_until_closed(LISTEN, Some(&params)) => match ended {
+                Ok(_) => tracing::debug!("the server ended {LISTEN}; listening again"),
+                Err(RpcError::Remote { error, .. }) => {
+                    tracing::warn!(
+                        "{LISTEN} answered error {}: {}; list changes and resource updates will \
+                         not be seen",
+                        error.code,
+                        error.message
+                    );
+                    return;
+                }
+                Err(RpcError::Closed { .. }) => return,
+                Err(error) => tracing::debug!("{LISTEN} ended: {error}; listening again"),
+            },
+            changed = wanted.changed() => match changed {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
         }
         // A server that ends every listen at once is not asked again in a tight loop.
         tokio::time::sleep_until(opened + LISTEN_MIN_INTERVAL).await;
     }
+}
+
+/// The params of the listen that names `resources`.
+fn listen_params(resources: &[String]) -> Box<RawValue> {
+    let mut notifications = serde_json::json!({
+        "toolsListChanged": true,
+        "promptsListChanged": true,
+        "resourcesListChanged": true,
+    });
+    if !resources.is_empty() {
+        notifications["resourceSubscriptions"] = serde_json::json!(resources);
+    }
+    let params = serde_json::json!({ "notifications": notifications });
+    RawValue::from_string(params.to_string()).expect("json! output is valid JSON")
 }
 
 /// What Switchboard can be asked in `era`: everything the hub can pass on to an editor

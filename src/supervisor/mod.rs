@@ -4,8 +4,9 @@
 //! [`BackendHandle`] and the commands it sends; `task` is the task that owns one backend, whose
 //! state is an enum whose variants own their resources and changes only in
 //! `BackendTask::transition`, which also publishes it; `handshake` is the opening of a
-//! backend's connection in its protocol era and the discovery of its catalog; `runner` knows
-//! package runners (`npx`, `uvx`…), whose install precedes the server.
+//! backend's connection in its protocol era and the discovery of its catalog; `subscriptions` is
+//! the resources editors want updates of from a modern backend, which its listen names; `runner`
+//! knows package runners (`npx`, `uvx`…), whose install precedes the server.
 
 pub mod output;
 pub(crate) mod policy;
@@ -17,6 +18,7 @@ pub mod status;
 mod handle;
 mod handshake;
 mod runner;
+mod subscriptions;
 mod task;
 
 use std::collections::BTreeMap;
@@ -36,6 +38,7 @@ use crate::wire::jsonrpc::{self, ErrorObject};
 
 pub use handle::BackendHandle;
 pub use handshake::SUPPORTED_PROTOCOL_VERSIONS;
+pub use subscriptions::ResourceWatch;
 
 /// Why a command to a backend failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

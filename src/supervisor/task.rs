@@ -23,6 +23,7 @@ use crate::supervisor::status::{
     BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
     ServerDescription, StopReason,
 };
+use crate::supervisor::subscriptions::Subscriptions;
 use crate::supervisor::{Applied, BackendNotification, ControlError, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use process::{Link, ProcessEnd, wait_for_end};
@@ -133,6 +134,8 @@ pub(super) struct BackendTask {
     catalog: Arc<Catalog>,
     /// Callers of `start` waiting for the current start attempt.
     start_waiters: Vec<Ack>,
+    /// The resources editors want updates of, which a modern backend's listen names.
+    subscriptions: Arc<Subscriptions>,
 }
 
 /// What the main loop does after a step.
@@ -158,6 +161,7 @@ impl BackendTask {
         let (connection, connection_rx) = watch::channel(None);
         let (shared_config, config_rx) = watch::channel(Arc::new(config.clone()));
         let output = Arc::new(OutputLog::new(OUTPUT_RING_LINES, OUTPUT_RING_BYTES));
+        let subscriptions = Arc::new(Subscriptions::default());
         let handle = BackendHandle {
             name: name.clone(),
             commands: commands_tx,
@@ -165,6 +169,7 @@ impl BackendTask {
             connection: connection_rx,
             output: output.clone(),
             config: config_rx,
+            subscriptions: subscriptions.clone(),
         };
         if config.enabled {
             handle.send(Command::Start(None));
@@ -194,6 +199,7 @@ impl BackendTask {
             server: None,
             catalog: Arc::default(),
             start_waiters: Vec::new(),
+            subscriptions,
         };
         let span = tracing::info_span!("backend", name = %name);
         tokio::spawn(task.run().instrument(span));
@@ -370,10 +376,11 @@ impl BackendTask {
 
     async fn on_incoming(&mut self, message: Incoming) {
         match message {
-            Incoming::Notification { method, .. }
+            Incoming::Notification { method, params }
                 if method == "notifications/subscriptions/acknowledged" =>
             {
-                tracing::debug!("the backend listens for list changes");
+                tracing::debug!("the backend listens for list changes and resource updates");
+                self.subscriptions.acknowledge(params.as_deref());
             }
             Incoming::Notification { method, params } => {
                 if let Some(list) = ListKind::changed_by(&method) {

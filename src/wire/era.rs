@@ -30,6 +30,8 @@ pub mod meta {
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
     /// The server's name and version, on results.
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The listen a notification was sent on (the id of its `subscriptions/listen`).
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
 
 /// The names of the `Mcp-*` HTTP headers, lowercase as HTTP/2 sends them (HTTP/1.1 compares them

@@ -8,8 +8,10 @@
 // announces that its tool list changed), `confirm` (asks "Do ACTION?" as a 2026-07-28
 // multi-round-trip request: it answers `input_required` with a form elicitation and a
 // `requestState` until a retry brings `ok: true`, then says what it confirmed and which state
-// came back). One resource (`sdk://greeting`) and one prompt (`hello`).
-// It reports the method of every request it receives on stderr (`got <method>`), so that tests
+// came back), `touch` (tells whoever subscribed that `sdk://greeting` changed). One resource
+// (`sdk://greeting`, which clients may subscribe to) and one prompt (`hello`).
+// It reports the method of every request it receives on stderr (`got <method>`), and the
+// resources each `subscriptions/listen` names (`listens for resources: <uri> …`), so that tests
 // can see what a client asked.
 
 import { McpServer, acceptedContent, inputRequired } from "@modelcontextprotocol/server";
@@ -21,7 +23,10 @@ const modernOnly = process.argv.includes("--modern-only");
 function makeServer() {
   const server = new McpServer(
     { name: "sdk-fixture", version: "1.0.0" },
-    { instructions: "A test server on the official TypeScript SDK." },
+    {
+      instructions: "A test server on the official TypeScript SDK.",
+      capabilities: { resources: { subscribe: true } },
+    },
   );
   server.registerTool(
     "echo",
@@ -58,6 +63,14 @@ function makeServer() {
       return { content: [{ type: "text", text: `confirmed ${action} (state ${state})` }] };
     },
   );
+  server.registerTool(
+    "touch",
+    { description: "Tells subscribers that sdk://greeting changed" },
+    async () => {
+      await server.server.sendResourceUpdated({ uri: "sdk://greeting" });
+      return { content: [{ type: "text", text: "touched" }] };
+    },
+  );
   server.registerResource(
     "greeting",
     "sdk://greeting",
@@ -79,6 +92,10 @@ Object.defineProperty(transport, "onmessage", {
   get: () => (message, extra) => {
     if (message.method !== undefined && message.id !== undefined) {
       process.stderr.write(`got ${message.method}\n`);
+    }
+    if (message.method === "subscriptions/listen") {
+      const resources = message.params?.notifications?.resourceSubscriptions ?? [];
+      process.stderr.write(`listens for resources: ${resources.join(" ")}\n`);
     }
     deliver?.(message, extra);
   },

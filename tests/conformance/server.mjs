@@ -123,7 +123,7 @@ function makeServer(era) {
       capabilities: {
         tools: { listChanged: true },
         prompts: { listChanged: true },
-        resources: { listChanged: true, ...(era === 'legacy' ? { subscribe: true } : {}) },
+        resources: { listChanged: true, subscribe: true },
         logging: {},
         completions: {},
         ...(era === 'modern' ? { extensions: { [TASKS]: {} } } : {}),

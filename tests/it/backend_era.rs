@@ -66,7 +66,7 @@ async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legac
     assert_eq!(modern["protocol_version"], "2026-07-28");
     assert_eq!(modern["restarts"], 0);
     assert_eq!(modern["last_exit"], Value::Null);
-    assert_eq!(modern["tools"], 3);
+    assert_eq!(modern["tools"], 4);
     let detail = serve.api_get("/api/backends/modern").await;
     assert_eq!(
         detail["server"]["server_info"],
@@ -83,7 +83,12 @@ async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legac
     let session = mcp.open_session("legacy-editor").await.expect("a session");
     assert_eq!(
         tool_names(&mcp, &session, 1).await,
-        ["modern__add_tool", "modern__confirm", "modern__echo"]
+        [
+            "modern__add_tool",
+            "modern__confirm",
+            "modern__echo",
+            "modern__touch"
+        ]
     );
     let echoed = mcp
         .call_tool(
@@ -129,15 +134,26 @@ async fn a_server_of_both_eras_is_spoken_to_in_the_session_era() {
     engine.shutdown().await;
 }
 
+/// A session-era editor of `serve`: its client, session and stream of server messages.
+async fn legacy_editor(serve: &ServeProcess) -> (McpHttp, String, McpStream) {
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp.open_session("legacy-editor").await.expect("a session");
+    let stream = mcp.stream(&session).await.expect("a stream");
+    (mcp, session, stream)
+}
+
 #[tokio::test]
 async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stream() {
     let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
-    let mcp = McpHttp::new(&serve.url());
-    let session = mcp.open_session("legacy-editor").await.expect("a session");
-    let mut stream = mcp.stream(&session).await.expect("a stream");
+    let (mcp, session, mut stream) = legacy_editor(&serve).await;
     assert_eq!(
         tool_names(&mcp, &session, 1).await,
-        ["modern__add_tool", "modern__confirm", "modern__echo"]
+        [
+            "modern__add_tool",
+            "modern__confirm",
+            "modern__echo",
+            "modern__touch"
+        ]
     );
 
     let added = mcp
@@ -169,12 +185,90 @@ async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stre
                     "modern__add_tool",
                     "modern__confirm",
                     "modern__echo",
-                    "modern__extra"
+                    "modern__extra",
+                    "modern__touch"
                 ]
             );
             return;
         }
     }
+}
+
+/// The resources the last `subscriptions/listen` the backend `name` of `serve` received
+/// names, once it names `expected`.
+pub(crate) async fn listened_for(serve: &ServeProcess, name: &str, expected: &str) {
+    eventually("the backend's listen", EVENT_LIMIT, || async {
+        let detail = serve.api_get(&format!("/api/backends/{name}")).await;
+        let last = detail["output"]
+            .as_array()
+            .expect("output lines")
+            .iter()
+            .filter_map(|line| {
+                line["text"]
+                    .as_str()?
+                    .strip_prefix("listens for resources:")
+            })
+            .next_back()
+            .map(str::trim)
+            .map(str::to_owned);
+        match last {
+            Some(resources) if resources == expected => Ok(()),
+            _ => Err(last),
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_session_era_editor_subscribes_to_a_modern_servers_resource_over_its_listen() {
+    let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
+    let (mcp, session, mut stream) = legacy_editor(&serve).await;
+    let greeting = json!({ "uri": "sdk://greeting" });
+
+    let subscribed = mcp
+        .result(&session, 1, "resources/subscribe", greeting.clone())
+        .await;
+    assert_eq!(subscribed, json!({}));
+    listened_for(&serve, "modern", "sdk://greeting").await;
+    let touched = mcp.call_tool(&session, 2, "modern__touch", json!({})).await;
+    assert_eq!(first_text(&touched), "touched");
+    let update = loop {
+        let message = tokio::time::timeout(EVENT_LIMIT, stream.next_message())
+            .await
+            .expect("a message in time")
+            .expect("a message");
+        if message["method"] == "notifications/resources/updated" {
+            break message;
+        }
+    };
+    // The update names the resource, and not the listen it came on, which is Switchboard's.
+    assert_eq!(
+        update,
+        json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": { "uri": "sdk://greeting" },
+        })
+    );
+
+    let unsubscribed = mcp
+        .result(&session, 3, "resources/unsubscribe", greeting)
+        .await;
+    assert_eq!(unsubscribed, json!({}));
+    listened_for(&serve, "modern", "").await;
+    let methods: Vec<String> = serve.api_get("/api/backends/modern").await["output"]
+        .as_array()
+        .expect("output lines")
+        .iter()
+        .filter_map(|line| line["text"].as_str()?.strip_prefix("got resources/"))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        methods
+            .iter()
+            .all(|method| method == "list" || method == "templates/list"),
+        "the server is never sent resources/subscribe or resources/unsubscribe: {methods:?}"
+    );
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::backend_era::listened_for;
 use crate::support::{McpHttp, ServeProcess, ServedBackend, first_text};
 
 const VERSION: &str = "2026-07-28";
@@ -133,6 +134,20 @@ impl Listen {
             response,
             seen: String::new(),
         }
+    }
+
+    /// Opens the listen `id` for updates of `uri`, which its acknowledgement must name.
+    async fn for_resource(serve: &ServeProcess, id: u64, uri: &str) -> Listen {
+        let notifications = json!({"notifications": {"resourceSubscriptions": [uri]}});
+        let listen = request(id, "subscriptions/listen", notifications, json!({}));
+        let mut stream = Listen::open(serve, &listen).await;
+        let acknowledged = stream.next().await;
+        assert_eq!(
+            acknowledged["params"]["notifications"]["resourceSubscriptions"],
+            json!([uri]),
+            "{acknowledged}"
+        );
+        stream
     }
 
     /// The stream's next message; a minute of silence fails the test.
@@ -704,18 +719,7 @@ async fn progress_logs_and_resource_updates_reach_a_2026_client_as_it_asked() {
         (400, &json!(-32602))
     );
 
-    let listen = request(
-        6,
-        "subscriptions/listen",
-        json!({"notifications": {"resourceSubscriptions": ["test://a"]}}),
-        json!({}),
-    );
-    let mut stream = Listen::open(&serve, &listen).await;
-    let acknowledged = stream.next().await;
-    assert_eq!(
-        acknowledged["params"]["notifications"]["resourceSubscriptions"],
-        json!(["test://a"])
-    );
+    let mut stream = Listen::for_resource(&serve, 6, "test://a").await;
     let other = post(
         &serve,
         &call(7, "mis__update", json!({"uri": "test://b"}), json!({})),
@@ -740,6 +744,26 @@ async fn progress_logs_and_resource_updates_reach_a_2026_client_as_it_asked() {
         update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         6
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_naming_a_modern_servers_resource_is_carried_by_that_servers_listen() {
+    let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
+    let mut stream = Listen::for_resource(&serve, 1, "sdk://greeting").await;
+    listened_for(&serve, "modern", "sdk://greeting").await;
+    let touched = post(&serve, &call(2, "modern__touch", json!({}), json!({})), &[]).await;
+    assert_eq!(first_text(&touched.last()["result"]), "touched");
+    let update = stream.next().await;
+    assert_eq!(
+        update,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {
+            "uri": "sdk://greeting", "_meta": {"io.modelcontextprotocol/subscriptionId": 1},
+        }})
+    );
+
+    // Once the stream is closed, the server's listen names the resource no more.
+    drop(stream);
+    listened_for(&serve, "modern", "").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

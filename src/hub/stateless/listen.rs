@@ -16,6 +16,8 @@ use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{Session, invalid_params, ready_with};
 use crate::hub::tasks::{bridge, ids};
 use crate::hub::{HubInner, SessionEvents, notification, response};
+use crate::supervisor::BackendHandle;
+use crate::wire::era::meta;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 
 /// How many resource URIs one listen stream may name.
@@ -45,20 +47,16 @@ pub(super) fn listen(
             format!("{MAX_LISTENS} listen streams are open already; close one first"),
         ));
     }
-    let catalog = hub.catalog(&request.profile);
-    let honoured: Vec<String> = filter
+    let resources: Vec<(String, BackendHandle)> = filter
         .resources
         .iter()
-        .filter(|uri| {
-            catalog.resource_owner(uri).is_ok_and(|owner| {
-                hub.engine
-                    .backend(&owner)
-                    .is_some_and(|backend| ready_with(&backend, &["resources", "subscribe"]))
-            })
+        .filter_map(|uri| {
+            let backend = owner(hub, &request.profile, uri)
+                .filter(|backend| ready_with(backend, &["resources", "subscribe"]))?;
+            Some((uri.clone(), backend))
         })
-        .cloned()
         .collect();
-    let tasks_honoured: Vec<String> = filter
+    let tasks: Vec<String> = filter
         .task_ids
         .iter()
         .filter(|task| {
@@ -68,46 +66,16 @@ pub(super) fn listen(
         .collect();
     let (session, events) = hub.open_session(true, request.profile.clone());
     session.mark_initialized();
-    session.lock_state().subscriptions = honoured.iter().cloned().collect();
-    for uri in &honoured {
-        subscribe_at_owner(hub, &request.profile, uri, "resources/subscribe");
-    }
-    let subscription = request.id.to_owned();
-    let acknowledged = serde_json::json!({
-        "_meta": { "io.modelcontextprotocol/subscriptionId": &*subscription },
-        "notifications": {
-            "toolsListChanged": filter.tools,
-            "promptsListChanged": filter.prompts,
-            "resourcesListChanged": filter.resource_list,
-            "resourceSubscriptions": honoured,
-            "taskIds": tasks_honoured,
-        },
-    });
-    let acknowledged = RawValue::from_string(acknowledged.to_string()).expect("JSON");
-    let _ = reply.send(notification(
-        "notifications/subscriptions/acknowledged",
-        Some(&acknowledged),
-    ));
-    let mut watched = JoinSet::new();
-    for task in tasks_honoured {
-        watched.spawn(watch_task(
-            hub.clone(),
-            task,
-            request.capabilities,
-            subscription.clone(),
-            reply.clone(),
-        ));
-    }
     let listen = Listen {
         hub: hub.clone(),
         session,
         events,
         filter,
-        subscription,
+        subscription: request.id.to_owned(),
+        capabilities: request.capabilities,
         reply,
-        watched,
     };
-    tokio::spawn(listen.run());
+    tokio::spawn(listen.run(resources, tasks));
     Ok(())
 }
 
@@ -194,28 +162,119 @@ struct Listen {
     events: SessionEvents,
     filter: Filter,
     subscription: Box<RawValue>,
+    capabilities: ClientCapabilities,
     reply: mpsc::UnboundedSender<Vec<u8>>,
-    /// Reporting the tasks the stream names; they end with it.
-    watched: JoinSet<()>,
 }
 
 impl Listen {
+    /// Subscribes to `resources` at the backends owning them, acknowledges the stream with
+    /// those taken and `tasks`, then passes on list changes, resource updates and the tasks'
+    /// states until the stream ends.
+    async fn run(mut self, resources: Vec<(String, BackendHandle)>, tasks: Vec<String>) {
+        let taken = tokio::select! {
+            taken = self.subscribe(resources) => Some(taken),
+            _ = self.reply.closed() => None,
+        };
+        if let Some(taken) = taken {
+            self.acknowledge(&taken, &tasks);
+            // Reporting the tasks the stream names; they end with it.
+            let mut watched = JoinSet::new();
+            for task in tasks {
+                watched.spawn(watch_task(
+                    self.hub.clone(),
+                    task,
+                    self.capabilities,
+                    self.subscription.clone(),
+                    self.reply.clone(),
+                ));
+            }
+            self.pass_on().await;
+        }
+        let Listen { hub, session, .. } = self;
+        hub.listens.fetch_sub(1, Ordering::Relaxed);
+        let uris: Vec<String> = session.lock_state().subscriptions.drain().collect();
+        // The watches of modern backends' resources end with the session.
+        session.close();
+        for uri in uris {
+            let still_wanted = hub
+                .sessions()
+                .iter()
+                .any(|other| other.lock_state().subscriptions.contains(&uri));
+            if let Some(backend) = owner(&hub, session.profile(), &uri)
+                && !still_wanted
+                && !backend.is_modern()
+            {
+                send_subscription(backend, &uri, "resources/unsubscribe");
+            }
+        }
+    }
+
+    /// Subscribes the stream to each of `resources` at the backend paired with it, its owner: a
+    /// session-era backend is sent `resources/subscribe`; a modern one's listen names the
+    /// resource, taken once the server acknowledges it within its request timeout. The
+    /// resources taken.
+    async fn subscribe(&self, resources: Vec<(String, BackendHandle)>) -> Vec<String> {
+        let mut taken = Vec::new();
+        let mut watches = JoinSet::new();
+        self.session.lock_state().subscriptions =
+            resources.iter().map(|(uri, _)| uri.clone()).collect();
+        for (uri, backend) in resources {
+            if backend.is_modern() {
+                let timeout = backend.config().request_timeout;
+                let watch = backend.watch_resource(&uri);
+                watches.spawn(async move {
+                    let acknowledged = watch.acknowledged(timeout).await;
+                    (watch, acknowledged)
+                });
+            } else {
+                send_subscription(backend, &uri, "resources/subscribe");
+                taken.push(uri);
+            }
+        }
+        while let Some(Ok((watch, acknowledged))) = watches.join_next().await {
+            let mut state = self.session.lock_state();
+            if acknowledged {
+                taken.push(watch.uri().to_owned());
+                state.watches.insert(watch.uri().to_owned(), watch);
+            } else {
+                state.subscriptions.remove(watch.uri());
+            }
+        }
+        taken
+    }
+
+    /// Tells the editor what the stream carries.
+    fn acknowledge(&self, resources: &[String], tasks: &[String]) {
+        let acknowledged = serde_json::json!({
+            "_meta": { meta::SUBSCRIPTION_ID: &*self.subscription },
+            "notifications": {
+                "toolsListChanged": self.filter.tools,
+                "promptsListChanged": self.filter.prompts,
+                "resourcesListChanged": self.filter.resource_list,
+                "resourceSubscriptions": resources,
+                "taskIds": tasks,
+            },
+        });
+        let acknowledged = RawValue::from_string(acknowledged.to_string()).expect("JSON");
+        let _ = self.reply.send(notification(
+            "notifications/subscriptions/acknowledged",
+            Some(&acknowledged),
+        ));
+    }
+
     /// Passes on list changes and resource updates until the stream ends.
-    async fn run(self) {
+    async fn pass_on(&mut self) {
         let Listen {
-            hub,
             session,
-            mut events,
+            events,
             filter,
             subscription,
             reply,
-            watched,
+            ..
         } = self;
         let closed = session.call_token();
-        let subscription_meta = format!(
-            r#"{{"io.modelcontextprotocol/subscriptionId":{}}}"#,
-            subscription.get()
-        );
+        let subscription_meta =
+            format!(r#"{{"{}":{}}}"#, meta::SUBSCRIPTION_ID, subscription.get());
         let subscription_meta = RawValue::from_string(subscription_meta).expect("JSON");
         loop {
             tokio::select! {
@@ -225,7 +284,7 @@ impl Listen {
                         r#"{{"resultType":"complete","_meta":{}}}"#,
                         subscription_meta.get()
                     );
-                    let _ = reply.send(response(&subscription, Ok(result)));
+                    let _ = reply.send(response(subscription, Ok(result)));
                     break;
                 }
                 event = events.recv() => {
@@ -242,19 +301,6 @@ impl Listen {
                     params.set("_meta", subscription_meta.clone());
                     let _ = reply.send(notification(method, Some(&params.into_raw())));
                 }
-            }
-        }
-        drop(watched);
-        hub.listens.fetch_sub(1, Ordering::Relaxed);
-        let uris: Vec<String> = session.lock_state().subscriptions.drain().collect();
-        session.close();
-        for uri in uris {
-            let still_wanted = hub
-                .sessions()
-                .iter()
-                .any(|other| other.lock_state().subscriptions.contains(&uri));
-            if !still_wanted {
-                subscribe_at_owner(&hub, session.profile(), &uri, "resources/unsubscribe");
             }
         }
     }
@@ -321,14 +367,15 @@ async fn watch_task(
     }
 }
 
-/// Sends `resources/subscribe` or `resources/unsubscribe` for `uri` to the backend owning it.
-fn subscribe_at_owner(hub: &HubInner, profile: &str, uri: &str, method: &'static str) {
-    let Ok(owner) = hub.catalog(profile).resource_owner(uri) else {
-        return;
-    };
-    let Some(backend) = hub.engine.backend(&owner) else {
-        return;
-    };
+/// The backend owning `uri` in `profile`'s catalog.
+fn owner(hub: &HubInner, profile: &str, uri: &str) -> Option<BackendHandle> {
+    let owner = hub.catalog(profile).resource_owner(uri).ok()?;
+    hub.engine.backend(&owner)
+}
+
+/// Sends `resources/subscribe` or `resources/unsubscribe` for `uri` to `backend`, a session-era
+/// one.
+fn send_subscription(backend: BackendHandle, uri: &str, method: &'static str) {
     let params = format!(r#"{{"uri":{}}}"#, json_string(uri).get());
     let params = RawValue::from_string(params).expect("JSON");
     tokio::spawn(async move {

@@ -25,6 +25,7 @@ use crate::supervisor::rpc::{
 use crate::supervisor::runner::{self, INSTALL_TIMEOUT, PackageRun};
 use crate::supervisor::spawn::{self, BackendProcess, SandboxSpec, SpawnSpec};
 use crate::supervisor::status::{Era, ExitDescription, Installing, StopReason};
+use crate::supervisor::subscriptions::Subscriptions;
 use crate::wire::framing::{Frame, LineReader};
 
 const STDERR_MAX_LINE: usize = 64 * 1024;
@@ -414,7 +415,8 @@ impl BackendTask {
             era,
             health: super::health_interval(self.config.health_interval),
             ping_in_flight: false,
-            _listening: (era == Era::Modern).then(|| listen(spawned.connection.clone())),
+            _listening: (era == Era::Modern)
+                .then(|| listen(spawned.connection.clone(), self.subscriptions.clone())),
         };
         self.connection.send_replace(Some(spawned.connection));
         self.transition(State::Ready(Box::new(running)));
@@ -584,15 +586,15 @@ async fn next_install_poll(install: &mut Option<Install>, state: &State) {
     }
 }
 
-/// Keeps a `subscriptions/listen` open on a modern backend's `connection` until the returned
-/// guard is dropped (or the connection closes).
-fn listen(connection: Connection) -> DropGuard {
+/// Keeps a `subscriptions/listen` open on a modern backend's `connection`, naming the resources
+/// of `subscriptions`, until the returned guard is dropped (or the connection closes).
+fn listen(connection: Connection, subscriptions: Arc<Subscriptions>) -> DropGuard {
     let stop = CancellationToken::new();
     let stopped = stop.clone();
     let listening = async move {
         tokio::select! {
             _ = stopped.cancelled() => {}
-            _ = keep_listening(connection) => {}
+            _ = keep_listening(connection, subscriptions) => {}
         }
     };
     tokio::spawn(listening.instrument(tracing::Span::current()));
