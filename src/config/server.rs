@@ -1,7 +1,7 @@
 //! Turns one server's entry into a [`BackendConfig`], reporting every problem found.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -256,10 +256,10 @@ impl Reader<'_, '_> {
     /// backend's own `PATH` if its `env` sets one.
     fn check_command(&mut self, backend: &ProcessLaunch, offset: usize, prefix: &str) {
         let search_path = match backend.env.get("PATH") {
-            Some(path) => OsStr::new(path),
+            Some(path) => OsString::from(path),
             None => crate::supervisor::spawn::search_path(),
         };
-        if crate::supervisor::spawn::find_command(&backend.command, search_path).is_some() {
+        if crate::supervisor::spawn::find_command(&backend.command, &search_path).is_some() {
             return;
         }
         let command = &backend.command;

@@ -188,16 +188,17 @@ fn npm_script(prefix: &Path, script: &str) -> PathBuf {
         .join(script)
 }
 
-/// The `PATH` of the person's session: on Unix what their login shell sets (asked once, for at
-/// most a few seconds), on Windows the `Path` values of the registry (the user's after the
-/// machine's, with `%VARIABLES%` expanded). `None` when it cannot be had.
-pub fn session_path() -> Option<OsString> {
+/// The `PATH` of the person's session: on Unix what their login shell sets (waited for at most
+/// `patience`), on Windows the `Path` values of the registry (the user's after the machine's,
+/// with `%VARIABLES%` expanded). `None` when it cannot be had.
+pub fn session_path(patience: std::time::Duration) -> Option<OsString> {
     #[cfg(unix)]
     {
-        login_shell_path()
+        login_shell_path(patience)
     }
     #[cfg(windows)]
     {
+        let _ = patience;
         super::windows_registry::session_path()
     }
 }
@@ -205,7 +206,7 @@ pub fn session_path() -> Option<OsString> {
 /// Asks the user's login shell for its PATH, interactive so that what its rc files add (nvm,
 /// Homebrew, pyenv) is there, bounded in time so a slow or hanging profile cannot stall start.
 #[cfg(unix)]
-fn login_shell_path() -> Option<OsString> {
+fn login_shell_path(patience: std::time::Duration) -> Option<OsString> {
     use std::io::Read;
     const MARKER: &str = "__switchboard_path__";
     let shell = std::env::var_os("SHELL").filter(|s| !s.is_empty())?;
@@ -222,7 +223,7 @@ fn login_shell_path() -> Option<OsString> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .ok()?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let deadline = std::time::Instant::now() + patience;
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,

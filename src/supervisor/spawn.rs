@@ -32,14 +32,85 @@ use crate::supervisor::status::ExitDescription;
 /// registry's on Windows) followed by our own.
 ///
 /// Apps started from a desktop do not inherit the PATH a terminal has, so `npx`, `uvx` or a
-/// `node` installed by a version manager would not be found without asking once.
-pub fn search_path() -> &'static OsStr {
-    static SEARCH_PATH: OnceLock<OsString> = OnceLock::new();
-    SEARCH_PATH.get_or_init(|| {
+/// `node` installed by a version manager would not be found without asking. Asking a login shell
+/// takes from a few hundred milliseconds to seconds, so the answer is kept in the data directory
+/// (`session-path`): a start that finds it uses it at once and asks again in the background,
+/// for the starts after it; only the first start ever waits for the shell.
+pub fn search_path() -> OsString {
+    static SEARCH_PATH: OnceLock<SearchPath> = OnceLock::new();
+    SEARCH_PATH
+        .get_or_init(|| SearchPath::start(crate::dirs::data_dir().join(SESSION_PATH_FILE)))
+        .current()
+}
+
+/// The file in the data directory that keeps the session's PATH between runs.
+const SESSION_PATH_FILE: &str = "session-path";
+
+struct SearchPath {
+    value: Arc<Mutex<OsString>>,
+}
+
+impl SearchPath {
+    fn start(kept: PathBuf) -> SearchPath {
         let own = std::env::var_os("PATH").unwrap_or_default();
-        let session = crate::platform::command::session_path().unwrap_or_default();
-        merge_paths(&session, &own)
-    })
+        let Some(known) = read_session_path(&kept) else {
+            let session = ask_session_path(&kept, WAITED_FOR).unwrap_or_default();
+            return SearchPath {
+                value: Arc::new(Mutex::new(merge_paths(&session, &own))),
+            };
+        };
+        let value = Arc::new(Mutex::new(merge_paths(&known, &own)));
+        let later = value.clone();
+        let asked = std::thread::Builder::new()
+            .name("session-path".to_owned())
+            .spawn(move || {
+                if let Some(session) =
+                    ask_session_path(&kept, ASKED_LATER).filter(|session| *session != known)
+                {
+                    tracing::info!(
+                        "the login shell's PATH changed; backends started from now on use it"
+                    );
+                    *later
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                        merge_paths(&session, &own);
+                }
+            });
+        if let Err(error) = asked {
+            tracing::warn!(%error, "cannot ask the login shell for its PATH again");
+        }
+        SearchPath { value }
+    }
+
+    fn current(&self) -> OsString {
+        self.value
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// The session's PATH as a run before this one kept it.
+fn read_session_path(kept: &Path) -> Option<OsString> {
+    let text = std::fs::read_to_string(kept).ok()?;
+    Some(OsString::from(text.trim_end_matches('\n')))
+}
+
+/// How long a start that has no session PATH kept waits for the login shell.
+const WAITED_FOR: Duration = Duration::from_secs(3);
+/// How long the login shell may take to answer while a start goes on without it.
+const ASKED_LATER: Duration = Duration::from_secs(60);
+
+/// Asks the system for the session's PATH, waiting at most `patience`, and keeps what it says
+/// in `kept`.
+fn ask_session_path(kept: &Path, patience: Duration) -> Option<OsString> {
+    let session = crate::platform::command::session_path(patience)?;
+    if let Some(text) = session.to_str()
+        && let Err(error) = crate::atomic::write_private(kept, format!("{text}\n").as_bytes())
+    {
+        tracing::debug!(%error, path = %kept.display(), "cannot keep the session's PATH");
+    }
+    Some(session)
 }
 
 /// Finds `command` the way the system's shell would (see `platform::command`): a path is taken
@@ -207,7 +278,7 @@ pub fn spawn_backend(
         .env
         .get("PATH")
         .map(OsString::from)
-        .unwrap_or_else(|| search_path().to_owned());
+        .unwrap_or_else(search_path);
     let resolved = crate::platform::command::resolve(spec.command, &path).ok_or_else(|| {
         SpawnError::NotFound {
             command: spec.command.to_owned(),

@@ -179,3 +179,63 @@ fn check_reports_every_problem_with_its_position_and_exits_1() {
         "a syntax error names its line: {stderr}"
     );
 }
+
+/// A login shell that answers only once the file `SLOW_SHELL_ANSWER` names exists, putting the
+/// folder that file names first in its PATH.
+const SLOW_SHELL: &str = "#!/bin/sh\n\
+    while [ ! -e \"$SLOW_SHELL_ANSWER\" ]; do sleep 0.02; done\n\
+    printf '\\n__switchboard_path__%s:%s\\n' \"$(cat \"$SLOW_SHELL_ANSWER\")\" \"$PATH\"\n";
+
+#[tokio::test]
+async fn a_start_after_the_first_does_not_wait_for_the_login_shell() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let shell = dir.path().join("slow-shell");
+    std::fs::write(&shell, SLOW_SHELL).expect("shell written");
+    std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let answer = dir.path().join("answer");
+    let kept = dir.path().join("data/session-path");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[servers.demo]\ncommand = {:?}\nargs = [\"demo-server\"]\n",
+            switchboard_exe().to_string_lossy()
+        ),
+    )
+    .expect("config written");
+    let start = || {
+        ServeOptions::in_dir(dir.path(), &config)
+            .ready(&["demo"])
+            .env("SHELL", &shell)
+            .env("SLOW_SHELL_ANSWER", &answer)
+            .start()
+    };
+
+    // The first start ever asks the shell and waits for it; what it says is kept.
+    std::fs::write(&answer, "/first-session-folder").expect("answered");
+    drop(start());
+    let first = std::fs::read_to_string(&kept).expect("the session's PATH is kept");
+    assert!(first.starts_with("/first-session-folder:"), "{first}");
+
+    // The next start uses what was kept: it is ready while the shell has not answered yet
+    // (it cannot before the answer file exists), and keeps what the shell says later.
+    std::fs::remove_file(&answer).expect("no answer yet");
+    let serve = start();
+    assert_eq!(
+        std::fs::read_to_string(&kept).expect("kept"),
+        first,
+        "nothing new is kept before the shell answers"
+    );
+    std::fs::write(&answer, "/second-session-folder").expect("answered");
+    let kept_now = eventually("the shell's new answer kept", EVENT_LIMIT, || async {
+        let text = std::fs::read_to_string(&kept).unwrap_or_default();
+        match text.starts_with("/second-session-folder:") {
+            true => Ok(text),
+            false => Err(text),
+        }
+    })
+    .await;
+    assert!(!kept_now.contains("/first-session-folder"), "{kept_now}");
+    serve.wait_for_log("the login shell's PATH changed");
+}

@@ -315,13 +315,14 @@ impl<'a> SandboxView<'a> {
     fn new(sandbox: &'a Sandbox, process: &ProcessLaunch) -> SandboxView<'a> {
         let assessment = sandbox::assess(&sandbox.rules());
         let search_path = match process.env.get("PATH") {
-            Some(path) => std::ffi::OsStr::new(path),
+            Some(path) => std::ffi::OsString::from(path),
             None => crate::supervisor::spawn::search_path(),
         };
         let (mut also_read, also_write) = sandbox::system_grants();
-        if let Some(program) = crate::supervisor::spawn::find_command(&process.command, search_path)
+        if let Some(program) =
+            crate::supervisor::spawn::find_command(&process.command, &search_path)
         {
-            also_read.extend(sandbox::program_roots(&program, search_path));
+            also_read.extend(sandbox::program_roots(&program, &search_path));
         }
         let mut environment: Vec<String> = ["PATH", "HOME", "LANG", "LC_*"]
             .into_iter()
