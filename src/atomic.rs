@@ -17,7 +17,25 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if let Some(parent) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         crate::platform::files::create_private_dir(parent)?;
     }
-    replace(path, bytes, None)
+    replace(path, bytes, None, Durability::Synced)
+}
+
+/// Like [`write_private`], for a record that means something only while the system runs (the
+/// runtime directory's): no reader sees half of it and it survives Switchboard crashing, but it
+/// is not synced to disk first, which would cost milliseconds each time, for a power loss that
+/// the processes it records do not survive either.
+pub fn write_private_record(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(parent) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        crate::platform::files::create_private_dir(parent)?;
+    }
+    replace(path, bytes, None, Durability::UntilShutdown)
+}
+
+/// Whether a replacement is synced to disk before it is put in place.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    Synced,
+    UntilShutdown,
 }
 
 /// Replaces the file at `path` with `bytes`, keeping the permissions of the file it replaces
@@ -34,7 +52,7 @@ pub fn write_keeping_permissions(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if let Some(dir) = target.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         fs::create_dir_all(dir)?;
     }
-    replace(&target, bytes, permissions)
+    replace(&target, bytes, permissions, Durability::Synced)
 }
 
 /// A new file beside `path`, for its owner only, under a name no one can guess; for a caller
@@ -52,14 +70,21 @@ pub fn temporary_beside(path: &Path) -> io::Result<(PathBuf, File)> {
     }
 }
 
-fn replace(target: &Path, bytes: &[u8], permissions: Option<Permissions>) -> io::Result<()> {
+fn replace(
+    target: &Path,
+    bytes: &[u8],
+    permissions: Option<Permissions>,
+    durability: Durability,
+) -> io::Result<()> {
     let (temporary, mut file) = temporary_beside(target)?;
     let result = (|| {
         file.write_all(bytes)?;
         if let Some(permissions) = permissions {
             file.set_permissions(permissions)?;
         }
-        file.sync_all()?;
+        if durability == Durability::Synced {
+            file.sync_all()?;
+        }
         drop(file);
         crate::platform::files::replace(&temporary, target)
     })();

@@ -43,6 +43,6 @@ impl Instance {
     /// Writes the file (owner-only) by renaming a complete temporary file into place.
     fn write(&self, path: &Path) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
-        crate::atomic::write_private(path, &bytes)
+        crate::atomic::write_private_record(path, &bytes)
     }
 }

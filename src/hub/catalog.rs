@@ -561,7 +561,8 @@ impl CatalogCache {
         }))
     }
 
-    /// Writes the catalog with owner-only permissions; failures are logged, never fatal.
+    /// Writes the catalog with owner-only permissions, unless the file already holds it (as
+    /// after most restarts); failures are logged, never fatal.
     pub fn store(&self, backend: &str, catalog: &Catalog) {
         let Some(path) = self.path(backend) else {
             return;
@@ -573,6 +574,9 @@ impl CatalogCache {
             resource_templates: catalog.resource_templates.clone(),
         };
         let text = serde_json::to_string(&cached).expect("raw JSON values serialize");
+        if std::fs::read(&path).is_ok_and(|kept| kept == text.as_bytes()) {
+            return;
+        }
         if let Err(error) = crate::atomic::write_private(&path, text.as_bytes()) {
             tracing::warn!(%error, path = %path.display(), "could not cache the catalog");
         }

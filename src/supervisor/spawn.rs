@@ -570,7 +570,7 @@ impl GroupRegistry {
             text.push_str(&tree.to_string());
             text.push('\n');
         }
-        if let Err(error) = crate::atomic::write_private(record, text.as_bytes()) {
+        if let Err(error) = crate::atomic::write_private_record(record, text.as_bytes()) {
             tracing::warn!(%error, path = %record.display(), "could not record process groups");
         }
     }
