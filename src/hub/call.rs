@@ -29,6 +29,7 @@ use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, CallError};
 use crate::wire::era::TASKS_EXTENSION;
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 
 /// Whether a backend's result asks for input (2026-07-28 multi-round-trip requests).
 fn input_required(result: &RawValue) -> bool {
@@ -95,7 +96,7 @@ struct ProgressToken {
 
 /// One call routed to a backend.
 struct Call {
-    method: String,
+    method: Method,
     backend: BackendHandle,
     params: Box<RawValue>,
     progress: Option<ProgressToken>,
@@ -118,12 +119,12 @@ impl Session {
         &self,
         hub: &Arc<HubInner>,
         id: &RawValue,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         reply: &mpsc::UnboundedSender<Vec<u8>>,
     ) -> Option<Result<String, ErrorObject>> {
         let mut instead = None;
-        if method == "tools/call"
+        if *method == Method::ToolsCall
             && let Some(params) = params
         {
             match mode::intercept(&hub.catalog(self.profile()), params) {
@@ -144,7 +145,7 @@ impl Session {
                 let session = self.clone();
                 let hub = hub.clone();
                 let id = id.to_owned();
-                let method = method.to_owned();
+                let method = method.clone();
                 let params = params.map(ToOwned::to_owned);
                 let reply = reply.clone();
                 tokio::spawn(async move {
@@ -179,7 +180,7 @@ impl Session {
     fn route(
         &self,
         hub: &Arc<HubInner>,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
     ) -> Result<RoutedCall, ErrorObject> {
         let params = params.ok_or_else(|| invalid_params(format!("{method} needs params")))?;
@@ -187,7 +188,7 @@ impl Session {
             .map_err(|_| invalid_params("params must be an object"))?;
         let mut named = Named::of(hub.activity.as_ref(), method, &entries);
         let catalog = hub.catalog(self.profile());
-        let requires_task = method == "tools/call"
+        let requires_task = *method == Method::ToolsCall
             && entries.get("task").is_none()
             && entries
                 .get_str("name")
@@ -201,20 +202,20 @@ impl Session {
             })
         };
         let backend_name = match method {
-            "tools/call" => by_name(
+            Method::ToolsCall => by_name(
                 &mut entries,
                 "tool",
                 &catalog.tools,
                 &catalog.unlisted_tools,
             )?,
-            "prompts/get" => by_name(
+            Method::PromptsGet => by_name(
                 &mut entries,
                 "prompt",
                 &catalog.prompts,
                 &catalog.unlisted_prompts,
             )?,
-            "completion/complete" => route_completion(&catalog, &mut entries)?,
-            "tasks/get" | "tasks/result" | "tasks/update" | "tasks/cancel" => {
+            Method::CompletionComplete => route_completion(&catalog, &mut entries)?,
+            Method::TasksGet | Method::TasksResult | Method::TasksUpdate | Method::TasksCancel => {
                 route_by_task(method, &mut entries)?
             }
             _ => route_by_uri(&catalog, method, &entries)?,
@@ -241,7 +242,7 @@ impl Session {
             } else {
                 TaskPlan::Await
             }
-        } else if method == "tools/call"
+        } else if *method == Method::ToolsCall
             && modern
             && !stateless
             && ready_with(&backend, &["extensions", TASKS_EXTENSION])
@@ -271,8 +272,8 @@ impl Session {
             }
         };
         let with_tasks = task_plan == TaskPlan::AsIs
-            && (method.starts_with("tasks/")
-                || (method == "tools/call"
+            && (method.is_task()
+                || (*method == Method::ToolsCall
                     && (entries.get("task").is_some() || client.capabilities.tasks_extension)));
         Ok(RoutedCall {
             backend,
@@ -374,9 +375,9 @@ impl Session {
 
 /// Which starting backends a call waits for: those whose prefix its name carries, or, for a
 /// call by URI or completion reference, every one.
-fn waiting_for<'a>(method: &str, params: Option<&'a RawValue>) -> Waiting<'a> {
+fn waiting_for<'a>(method: &Method, params: Option<&'a RawValue>) -> Waiting<'a> {
     let name = match method {
-        "tools/call" | "prompts/get" => params
+        Method::ToolsCall | Method::PromptsGet => params
             .and_then(|params| ObjectEntries::parse(params.get()).ok())
             .and_then(|entries| entries.get_str("name")),
         _ => None,
@@ -385,7 +386,7 @@ fn waiting_for<'a>(method: &str, params: Option<&'a RawValue>) -> Waiting<'a> {
 }
 
 fn route_by_name<'c>(
-    method: &str,
+    method: &Method,
     entries: &mut ObjectEntries<'_>,
     kind: &str,
     listed: &'c HashMap<String, Route>,
@@ -404,7 +405,10 @@ fn route_by_name<'c>(
 
 /// For `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: the backend the task id
 /// names, with the id replaced by the backend's own.
-fn route_by_task(method: &str, entries: &mut ObjectEntries<'_>) -> Result<Arc<str>, ErrorObject> {
+fn route_by_task(
+    method: &Method,
+    entries: &mut ObjectEntries<'_>,
+) -> Result<Arc<str>, ErrorObject> {
     let exposed = entries
         .get_str("taskId")
         .ok_or_else(|| invalid_params(format!("{method} needs a taskId")))?;
@@ -424,7 +428,7 @@ fn route_completion(
 ) -> Result<Arc<str>, ErrorObject> {
     let reference = entries
         .get("ref")
-        .ok_or_else(|| invalid_params("completion/complete needs a ref"))?;
+        .ok_or_else(|| invalid_params(format!("{} needs a ref", Method::CompletionComplete)))?;
     let mut reference = ObjectEntries::parse(reference.get())
         .map_err(|_| invalid_params("ref must be an object"))?;
     let backend = match reference.get_str("type").as_deref() {
@@ -461,7 +465,7 @@ fn route_completion(
 /// For the resource methods: the backend owning `uri`.
 fn route_by_uri(
     catalog: &MergedCatalog,
-    method: &str,
+    method: &Method,
     entries: &ObjectEntries<'_>,
 ) -> Result<Arc<str>, ErrorObject> {
     let uri = entries
@@ -473,9 +477,9 @@ fn route_by_uri(
 }
 
 impl Call {
-    fn new(hub: &HubInner, method: &str, params: Option<&RawValue>, routed: RoutedCall) -> Call {
+    fn new(hub: &HubInner, method: &Method, params: Option<&RawValue>, routed: RoutedCall) -> Call {
         Call {
-            method: method.to_owned(),
+            method: method.clone(),
             backend: routed.backend,
             params: routed.params,
             progress: routed.progress,
@@ -503,7 +507,7 @@ impl Call {
         // read and pass on, never as its upstream 401.
         match outcome {
             Err(_)
-                if self.method == "tools/call"
+                if self.method == Method::ToolsCall
                     && self.backend.status().state == BackendState::NeedsSignIn =>
             {
                 let message = crate::supervisor::unavailable_message(
@@ -563,7 +567,7 @@ impl Call {
                 if let Some(task) = bridge::created_task(&result) {
                     let params = raw(&json!({ "taskId": task }));
                     let result = self
-                        .send("tasks/result", &params, deadline, started, reply)
+                        .send(&Method::TasksResult, &params, deadline, started, reply)
                         .await?;
                     return Ok(bridge::without_related_task(result.get()));
                 }
@@ -586,7 +590,7 @@ impl Call {
     /// the call's deadline, relaying its progress.
     async fn send(
         &self,
-        method: &str,
+        method: &Method,
         params: &RawValue,
         deadline: Duration,
         started: Instant,
@@ -612,9 +616,9 @@ impl Call {
             log_level: self.client.log_level.as_deref(),
             call: Some(self.number),
         };
-        let call = self
-            .backend
-            .request_for_client(method, Some(params), remaining, sink, client);
+        let call =
+            self.backend
+                .request_for_client(method.as_str(), Some(params), remaining, sink, client);
         tokio::pin!(call);
         let result = loop {
             let next_progress = async {
@@ -663,7 +667,7 @@ impl Call {
             let questions = ObjectEntries::parse(questions.get()).map_err(|_| malformed())?;
             for (key, question) in questions.iter() {
                 let question = ObjectEntries::parse(question.get()).map_err(|_| malformed())?;
-                let method = question.get_str("method").ok_or_else(malformed)?;
+                let method = Method::parse(&question.get_str("method").ok_or_else(malformed)?);
                 let question_params = question.get("params");
                 if let Some(missing) = self.client.capabilities.lacks(&method, question_params) {
                     return Err(ErrorObject::new(
@@ -753,9 +757,10 @@ impl Call {
                     if !answered.insert(key.clone()) {
                         continue;
                     }
-                    let method = question["method"].as_str().ok_or_else(malformed)?;
+                    let method = Method::parse(question["method"].as_str().ok_or_else(malformed)?);
                     let params = question.get("params").map(raw);
-                    if let Some(missing) = self.client.capabilities.lacks(method, params.as_deref())
+                    if let Some(missing) =
+                        self.client.capabilities.lacks(&method, params.as_deref())
                     {
                         return Err(ErrorObject::new(
                             jsonrpc::INTERNAL_ERROR,
@@ -766,7 +771,7 @@ impl Call {
                         ));
                     }
                     let answer = hub
-                        .ask_session(session, reply, method, params.as_deref())
+                        .ask_session(session, reply, &method, params.as_deref())
                         .await?;
                     answers.insert(key.clone(), parse(&answer).ok_or_else(malformed)?);
                 }
@@ -789,11 +794,11 @@ impl Call {
                 tokio::time::sleep(wait.min(left)).await;
             } else {
                 let update = raw(&json!({ "taskId": own, "inputResponses": answers }));
-                self.send("tasks/update", &update, deadline, started, reply)
+                self.send(&Method::TasksUpdate, &update, deadline, started, reply)
                     .await?;
             }
             let next = self
-                .send("tasks/get", &task, deadline, started, reply)
+                .send(&Method::TasksGet, &task, deadline, started, reply)
                 .await?;
             state = parse(&next).ok_or_else(malformed)?;
         }
@@ -806,7 +811,7 @@ impl Call {
         else {
             return;
         };
-        let _ = reply.send(notification("notifications/progress", Some(&params)));
+        let _ = reply.send(notification(&Method::Progress, Some(&params)));
     }
 }
 
@@ -825,7 +830,10 @@ impl Drop for Unfinished {
         };
         let task = self.task.clone();
         tokio::spawn(async move {
-            if let Err(error) = backend.request("tasks/cancel", Some(&task)).await {
+            if let Err(error) = backend
+                .request(Method::TasksCancel.as_str(), Some(&task))
+                .await
+            {
                 tracing::debug!(backend = backend.name(), %error, "cancelling an unfinished task");
             }
         });

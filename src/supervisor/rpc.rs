@@ -20,6 +20,7 @@ use crate::supervisor::status::ExitDescription;
 use crate::wire::era::{self, meta};
 use crate::wire::framing::{Frame, LineReader};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method;
 
 /// How many incoming notifications and requests may wait for the consumer before the reader
 /// stops reading (and so the backend blocks on its stdout).
@@ -107,12 +108,12 @@ impl RpcError {
 #[derive(Debug)]
 pub enum Incoming {
     Notification {
-        method: String,
+        method: Method,
         params: Option<Box<RawValue>>,
     },
     Request {
         id: Box<RawValue>,
-        method: String,
+        method: Method,
         params: Option<Box<RawValue>>,
     },
 }
@@ -567,7 +568,7 @@ impl Drop for AbandonGuard<'_> {
         }
         let params = serde_json::json!({ "requestId": self.id, "reason": self.reason });
         let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
-        let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
+        let line = jsonrpc::notification_line(Method::Cancelled.as_str(), Some(&params));
         if self.inner.outgoing.try_send(line).is_err() {
             tracing::debug!(backend = %self.inner.backend, id = self.id, "could not send cancellation");
         }
@@ -673,7 +674,7 @@ async fn handle_line(
                 (None, None) => unreachable!("a response has a result or an error"),
             }
         }
-        Kind::Request if envelope.method.as_deref() == Some("ping") => {
+        Kind::Request if envelope.method() == Some(Method::Ping) => {
             let id = envelope.id.expect("a request has an id");
             let empty = RawValue::from_string("{}".into()).expect("{} is valid JSON");
             let _ = inner.outgoing.send(jsonrpc::result_line(id, &empty)).await;
@@ -681,10 +682,7 @@ async fn handle_line(
         Kind::Request => {
             let message = Incoming::Request {
                 id: envelope.id.expect("a request has an id").to_owned(),
-                method: envelope
-                    .method
-                    .expect("a request has a method")
-                    .into_owned(),
+                method: envelope.method().expect("a request has a method"),
                 params: envelope.params.map(ToOwned::to_owned),
             };
             let _ = incoming.send(message).await;
@@ -692,7 +690,7 @@ async fn handle_line(
         Kind::Notification => {
             // Progress for a request that asked for it goes straight to its caller, from this
             // task, so that it cannot fall behind the answer.
-            if envelope.method.as_deref() == Some("notifications/progress")
+            if envelope.method() == Some(Method::Progress)
                 && let Some(params) = envelope.params
                 && let Ok(progress) = serde_json::from_str::<ProgressParams<'_>>(params.get())
             {
@@ -706,10 +704,7 @@ async fn handle_line(
                 }
             }
             let message = Incoming::Notification {
-                method: envelope
-                    .method
-                    .expect("a notification has a method")
-                    .into_owned(),
+                method: envelope.method().expect("a notification has a method"),
                 params: envelope.params.map(ToOwned::to_owned),
             };
             let _ = incoming.send(message).await;

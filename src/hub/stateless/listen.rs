@@ -19,6 +19,7 @@ use crate::hub::{HubInner, SessionEvents, notification, response};
 use crate::supervisor::BackendHandle;
 use crate::wire::era::meta;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::method::Method;
 
 /// How many resource URIs one listen stream may name.
 const MAX_LISTEN_URIS: usize = 1000;
@@ -143,12 +144,12 @@ impl Filter {
         })
     }
 
-    fn wants(&self, method: &str) -> bool {
+    fn wants(&self, method: &Method) -> bool {
         match method {
-            "notifications/tools/list_changed" => self.tools,
-            "notifications/prompts/list_changed" => self.prompts,
-            "notifications/resources/list_changed" => self.resource_list,
-            "notifications/resources/updated" => !self.resources.is_empty(),
+            Method::ToolsListChanged => self.tools,
+            Method::PromptsListChanged => self.prompts,
+            Method::ResourcesListChanged => self.resource_list,
+            Method::ResourcesUpdated => !self.resources.is_empty(),
             _ => false,
         }
     }
@@ -204,7 +205,7 @@ impl Listen {
                 && !still_wanted
                 && !backend.is_modern()
             {
-                send_subscription(backend, &uri, "resources/unsubscribe");
+                send_subscription(backend, &uri, Method::ResourcesUnsubscribe);
             }
         }
     }
@@ -227,7 +228,7 @@ impl Listen {
                     (watch, acknowledged)
                 });
             } else {
-                send_subscription(backend, &uri, "resources/subscribe");
+                send_subscription(backend, &uri, Method::ResourcesSubscribe);
                 taken.push(uri);
             }
         }
@@ -257,7 +258,7 @@ impl Listen {
         });
         let acknowledged = RawValue::from_string(acknowledged.to_string()).expect("JSON");
         let _ = self.reply.send(notification(
-            "notifications/subscriptions/acknowledged",
+            &Method::SubscriptionsAcknowledged,
             Some(&acknowledged),
         ));
     }
@@ -290,7 +291,7 @@ impl Listen {
                 event = events.recv() => {
                     let Some(event) = event else { break };
                     let Ok(envelope) = Envelope::parse(&event) else { continue };
-                    let Some(method) = envelope.method.as_deref().filter(|method| filter.wants(method))
+                    let Some(method) = envelope.method().filter(|method| filter.wants(method))
                     else {
                         continue;
                     };
@@ -299,7 +300,7 @@ impl Listen {
                         .and_then(|params| ObjectEntries::parse(params.get()).ok())
                         .unwrap_or_else(|| ObjectEntries::parse("{}").expect("an empty object"));
                     params.set("_meta", subscription_meta.clone());
-                    let _ = reply.send(notification(method, Some(&params.into_raw())));
+                    let _ = reply.send(notification(&method, Some(&params.into_raw())));
                 }
             }
         }
@@ -346,7 +347,7 @@ async fn watch_task(
                 serde_json::json!({ "io.modelcontextprotocol/subscriptionId": subscription });
             let params = serde_json::value::to_raw_value(&params).expect("JSON");
             if reply
-                .send(notification("notifications/tasks", Some(&params)))
+                .send(notification(&Method::Tasks, Some(&params)))
                 .is_err()
             {
                 return;
@@ -375,12 +376,12 @@ fn owner(hub: &HubInner, profile: &str, uri: &str) -> Option<BackendHandle> {
 
 /// Sends `resources/subscribe` or `resources/unsubscribe` for `uri` to `backend`, a session-era
 /// one.
-fn send_subscription(backend: BackendHandle, uri: &str, method: &'static str) {
+fn send_subscription(backend: BackendHandle, uri: &str, method: Method) {
     let params = format!(r#"{{"uri":{}}}"#, json_string(uri).get());
     let params = RawValue::from_string(params).expect("JSON");
     tokio::spawn(async move {
-        if let Err(error) = backend.request(method, Some(&params)).await {
-            tracing::debug!(backend = backend.name(), %error, method, "listen subscription");
+        if let Err(error) = backend.request(method.as_str(), Some(&params)).await {
+            tracing::debug!(backend = backend.name(), %error, %method, "listen subscription");
         }
     });
 }

@@ -34,6 +34,7 @@ use crate::hub::session::{Session, invalid_params};
 use crate::supervisor::BackendHandle;
 use crate::supervisor::rpc::ClientMeta;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method;
 
 /// How long `tasks/get` waits for the first question of a task that needs input.
 const QUESTION_WAIT: Duration = Duration::from_secs(2);
@@ -127,19 +128,19 @@ pub(in crate::hub) fn capabilities_with_tasks(capabilities: ClientCapabilities) 
 pub(in crate::hub) async fn answer(
     hub: &Arc<HubInner>,
     backend: &BackendHandle,
-    method: &str,
+    method: &Method,
     exposed: &str,
     own: &str,
     input_responses: Option<&RawValue>,
     capabilities: ClientCapabilities,
 ) -> Result<String, ErrorObject> {
     match method {
-        "tasks/get" => detailed(hub, backend, exposed, own, capabilities)
+        Method::TasksGet => detailed(hub, backend, exposed, own, capabilities)
             .await
             .map(|task| task.to_string()),
-        "tasks/update" => {
+        Method::TasksUpdate => {
             let responses = input_responses
-                .ok_or_else(|| invalid_params("tasks/update needs inputResponses"))?;
+                .ok_or_else(|| invalid_params(format!("{method} needs inputResponses")))?;
             let responses: BTreeMap<String, Box<RawValue>> = serde_json::from_str(responses.get())
                 .map_err(|_| invalid_params("inputResponses must be an object"))?;
             let waiting = hub.lock_task_inputs().get(exposed).cloned();
@@ -148,10 +149,10 @@ pub(in crate::hub) async fn answer(
             }
             Ok("{}".to_owned())
         }
-        "tasks/cancel" => {
+        Method::TasksCancel => {
             let params = raw(&json!({ "taskId": own }));
             backend
-                .request("tasks/cancel", Some(&params))
+                .request(method.as_str(), Some(&params))
                 .await
                 .map_err(|error| error.to_error_object())?;
             let waiting = hub.lock_task_inputs().remove(exposed);
@@ -183,7 +184,13 @@ pub(in crate::hub) async fn detailed(
             call: None,
         };
         let state = backend
-            .request_for_client("tasks/get", Some(&params), timeout, None, client)
+            .request_for_client(
+                Method::TasksGet.as_str(),
+                Some(&params),
+                timeout,
+                None,
+                client,
+            )
             .await
             .map_err(|error| error.to_error_object())?;
         let mut state: Value =
@@ -196,14 +203,17 @@ pub(in crate::hub) async fn detailed(
         return Ok(state);
     }
     let state = backend
-        .request("tasks/get", Some(&params))
+        .request(Method::TasksGet.as_str(), Some(&params))
         .await
         .map_err(|error| error.to_error_object())?;
     let state: Value = serde_json::from_str(state.get()).map_err(|_| malformed(backend.name()))?;
     let mut task = extension_shape(&state, backend.name())?;
     match task.get("status").and_then(Value::as_str) {
         Some("completed" | "failed") => {
-            match backend.request("tasks/result", Some(&params)).await {
+            match backend
+                .request(Method::TasksResult.as_str(), Some(&params))
+                .await
+            {
                 Ok(result) => {
                     let result = without_related_task(result.get());
                     let result: Value =
@@ -300,7 +310,7 @@ impl TaskInputs {
         let id = RawValue::from_string("1".into()).expect("JSON");
         let params = raw(&json!({ "taskId": exposed }));
         if session
-            .call(hub, &id, "tasks/result", Some(&params), &reply)
+            .call(hub, &id, &Method::TasksResult, Some(&params), &reply)
             .is_some()
         {
             drop(reply);
