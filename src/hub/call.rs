@@ -4,7 +4,7 @@
 //! client's own token. Cancelling the call (by the client, or by closing the session) drops the
 //! request, which tells the backend.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use super::rewrite::{self, ObjectEntries, json_string};
 use super::search::mode::{self, Intercepted};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
 use super::subscriptions::Subscription;
+use super::tasks::poll::{self, TaskCall};
 use super::tasks::{bridge, ids};
 use super::{HubInner, MAX_INPUT_ROUNDS, notification, response, response_to};
 use crate::supervisor::rpc::ClientMeta;
@@ -37,9 +38,6 @@ fn input_required(result: &RawValue) -> bool {
         && ObjectEntries::parse(result.get())
             .is_ok_and(|result| result.get_str("resultType").as_deref() == Some("input_required"))
 }
-
-/// Longest and shortest wait between two polls of a 2026-07-28 server's task.
-const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
 
 /// What a call does with a task its server may make (see [`bridge`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -574,9 +572,15 @@ impl Call {
             }
             TaskPlan::Handle => return bridge::handle(&result, self.backend.name()),
             TaskPlan::Poll if result_type(&result).as_deref() == Some("task") => {
-                return self
-                    .poll_task(hub, session, reply, &result, deadline, started)
-                    .await;
+                let polling = Polling {
+                    call: self,
+                    hub,
+                    session,
+                    reply,
+                    deadline,
+                    started,
+                };
+                return poll::poll(&polling, &result).await;
             }
             TaskPlan::Poll | TaskPlan::AsIs => {}
         }
@@ -668,18 +672,8 @@ impl Call {
             for (key, question) in questions.iter() {
                 let question = ObjectEntries::parse(question.get()).map_err(|_| malformed())?;
                 let method = Method::parse(&question.get_str("method").ok_or_else(malformed)?);
-                let question_params = question.get("params");
-                if let Some(missing) = self.client.capabilities.lacks(&method, question_params) {
-                    return Err(ErrorObject::new(
-                        jsonrpc::INTERNAL_ERROR,
-                        format!(
-                            "backend {} asked the editor for {missing}, which it did not declare",
-                            self.backend.name()
-                        ),
-                    ));
-                }
-                let answer = hub
-                    .ask_session(session, reply, &method, question_params)
+                let answer = self
+                    .ask(hub, session, reply, &method, question.get("params"))
                     .await?;
                 answers.set(key, answer);
             }
@@ -695,113 +689,26 @@ impl Call {
         Ok(retry.into_raw())
     }
 
-    /// Polls a 2026-07-28 server's task to its end within the call's deadline, and answers with
-    /// its result or error. Its questions go to the editor as real requests and their answers
-    /// back with `tasks/update`; a task left unfinished (the deadline passed, the editor went
-    /// away) is cancelled at the server.
-    async fn poll_task(
+    /// Puts the backend's question (`method` with `params`) to the editor, unless the editor did
+    /// not declare what it needs; the editor's answer.
+    async fn ask(
         &self,
         hub: &HubInner,
         session: &Session,
         reply: &mpsc::UnboundedSender<Vec<u8>>,
-        created: &RawValue,
-        deadline: Duration,
-        started: Instant,
-    ) -> Result<String, ErrorObject> {
-        let backend = self.backend.name();
-        let malformed = || {
-            ErrorObject::new(
+        method: &Method,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        if let Some(missing) = self.client.capabilities.lacks(method, params) {
+            return Err(ErrorObject::new(
                 jsonrpc::INTERNAL_ERROR,
-                format!("backend {backend} described its task in a malformed result"),
-            )
-        };
-        let parse = |state: &RawValue| serde_json::from_str::<Value>(state.get()).ok();
-        let mut state = parse(created).ok_or_else(malformed)?;
-        let own = state["taskId"].as_str().ok_or_else(malformed)?.to_owned();
-        let task = raw(&json!({ "taskId": own }));
-        let mut unfinished = Unfinished {
-            backend: Some(self.backend.clone()),
-            task: task.clone(),
-        };
-        let mut answered = HashSet::new();
-        loop {
-            let status = state["status"].as_str().unwrap_or_default();
-            let ended = |error| {
-                let message = state["statusMessage"].as_str().unwrap_or("no reason given");
-                ErrorObject::new(jsonrpc::INTERNAL_ERROR, format!("{error}: {message}"))
-            };
-            match status {
-                "completed" => {
-                    unfinished.backend = None;
-                    return state
-                        .get("result")
-                        .map(Value::to_string)
-                        .ok_or_else(malformed);
-                }
-                "failed" => {
-                    unfinished.backend = None;
-                    return Err(serde_json::from_value(state["error"].clone())
-                        .unwrap_or_else(|_| ended(format!("backend {backend}'s task failed"))));
-                }
-                "cancelled" => {
-                    unfinished.backend = None;
-                    return Err(ended(format!("backend {backend} cancelled its task")));
-                }
-                _ => {}
-            }
-            let mut answers = serde_json::Map::new();
-            if status == "input_required"
-                && let Some(questions) = state["inputRequests"].as_object()
-            {
-                for (key, question) in questions {
-                    if !answered.insert(key.clone()) {
-                        continue;
-                    }
-                    let method = Method::parse(question["method"].as_str().ok_or_else(malformed)?);
-                    let params = question.get("params").map(raw);
-                    if let Some(missing) =
-                        self.client.capabilities.lacks(&method, params.as_deref())
-                    {
-                        return Err(ErrorObject::new(
-                            jsonrpc::INTERNAL_ERROR,
-                            format!(
-                                "backend {backend} asked the editor for {missing}, which it did \
-                                 not declare"
-                            ),
-                        ));
-                    }
-                    let answer = hub
-                        .ask_session(session, reply, &method, params.as_deref())
-                        .await?;
-                    answers.insert(key.clone(), parse(&answer).ok_or_else(malformed)?);
-                }
-            }
-            if answers.is_empty() {
-                let wait = state["pollIntervalMs"]
-                    .as_u64()
-                    .map_or(POLL_BOUNDS.0 * 10, Duration::from_millis)
-                    .clamp(POLL_BOUNDS.0, POLL_BOUNDS.1);
-                let left = deadline.saturating_sub(started.elapsed());
-                if left.is_zero() {
-                    return Err(ErrorObject::new(
-                        jsonrpc::REQUEST_TIMEOUT,
-                        format!(
-                            "backend {backend}'s task did not end within {} ms; it was cancelled",
-                            deadline.as_millis()
-                        ),
-                    ));
-                }
-                tokio::time::sleep(wait.min(left)).await;
-            } else {
-                let update = raw(&json!({ "taskId": own, "inputResponses": answers }));
-                self.send(&Method::TasksUpdate, &update, deadline, started, reply)
-                    .await?;
-            }
-            let next = self
-                .send(&Method::TasksGet, &task, deadline, started, reply)
-                .await?;
-            state = parse(&next).ok_or_else(malformed)?;
+                format!(
+                    "backend {} asked the editor for {missing}, which it did not declare",
+                    self.backend.name()
+                ),
+            ));
         }
+        hub.ask_session(session, reply, method, params).await
     }
 
     /// Sends a progress notification on with the client's own token.
@@ -815,28 +722,44 @@ impl Call {
     }
 }
 
-/// A 2026-07-28 server's task that a call polls, cancelled at the server if the call ends
-/// before the task does.
-struct Unfinished {
-    /// `None` once the task has ended.
-    backend: Option<BackendHandle>,
-    task: Box<RawValue>,
+/// A call that polls its server's task (see [`poll`]), with where the call stands.
+struct Polling<'a> {
+    call: &'a Call,
+    hub: &'a HubInner,
+    session: &'a Session,
+    reply: &'a mpsc::UnboundedSender<Vec<u8>>,
+    deadline: Duration,
+    started: Instant,
 }
 
-impl Drop for Unfinished {
-    fn drop(&mut self) {
-        let Some(backend) = self.backend.take() else {
-            return;
-        };
-        let task = self.task.clone();
-        tokio::spawn(async move {
-            if let Err(error) = backend
-                .request(Method::TasksCancel.as_str(), Some(&task))
-                .await
-            {
-                tracing::debug!(backend = backend.name(), %error, "cancelling an unfinished task");
-            }
-        });
+impl TaskCall for Polling<'_> {
+    fn backend(&self) -> &BackendHandle {
+        &self.call.backend
+    }
+
+    fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    fn left(&self) -> Duration {
+        self.deadline.saturating_sub(self.started.elapsed())
+    }
+
+    async fn send(&self, method: &Method, params: &RawValue) -> Result<Box<RawValue>, ErrorObject> {
+        let (deadline, started) = (self.deadline, self.started);
+        self.call
+            .send(method, params, deadline, started, self.reply)
+            .await
+    }
+
+    async fn ask(
+        &self,
+        method: &Method,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        self.call
+            .ask(self.hub, self.session, self.reply, method, params)
+            .await
     }
 }
 

@@ -12,7 +12,7 @@
 //!   someone waits on `tasks/result`, so Switchboard waits on it in a session of its own and
 //!   shows the questions in `tasks/get` as `inputRequests`; `tasks/update` answers them.
 //! - A 2026-07-28 server's task for an editor of the session era is polled to its end by the call
-//!   itself (`hub/call.rs`).
+//!   itself (`poll.rs`).
 //!
 //! Listen streams report tasks by polling [`detailed`], whatever the server's era.
 
