@@ -1,6 +1,7 @@
 //! `subscriptions/listen`: a session told of list changes and resource updates, which it passes
 //! on with its `subscriptionId`, and of the tasks the stream names.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -322,8 +323,8 @@ async fn watch_task(
         return;
     };
     let own = own.to_owned();
-    let subscription: serde_json::Value =
-        serde_json::from_str(subscription.get()).expect("an id is JSON");
+    let subscription_meta = format!(r#"{{"{}":{}}}"#, meta::SUBSCRIPTION_ID, subscription.get());
+    let subscription_meta = RawValue::from_string(subscription_meta).expect("JSON");
     let mut reported = None;
     loop {
         let Some(backend) = hub.engine.backend(backend) else {
@@ -336,34 +337,41 @@ async fn watch_task(
                 return;
             }
         };
-        let questions: Vec<&String> = task["inputRequests"]
-            .as_object()
-            .map(|questions| questions.keys().collect())
+        let Ok(mut params) = ObjectEntries::parse(task.get()) else {
+            return;
+        };
+        let status = params.get_str("status").map(Cow::into_owned);
+        let questions: Vec<String> = params
+            .get("inputRequests")
+            .and_then(|questions| ObjectEntries::parse(questions.get()).ok())
+            .map(|questions| questions.iter().map(|(key, _)| key.to_owned()).collect())
             .unwrap_or_default();
-        let state = serde_json::json!([task["status"], task["statusMessage"], questions]);
+        let message = params
+            .get("statusMessage")
+            .map(|message| message.get().to_owned());
+        let wait = params
+            .get("pollIntervalMs")
+            .and_then(|interval| interval.get().parse().ok())
+            .map_or(Duration::from_secs(1), Duration::from_millis)
+            .clamp(TASK_POLL_BOUNDS.0, TASK_POLL_BOUNDS.1);
+        let ended = matches!(
+            status.as_deref(),
+            Some("completed" | "failed" | "cancelled")
+        );
+        let state = (status, message, questions);
         if reported.as_ref() != Some(&state) {
-            let mut params = task.clone();
-            params["_meta"] =
-                serde_json::json!({ "io.modelcontextprotocol/subscriptionId": subscription });
-            let params = serde_json::value::to_raw_value(&params).expect("JSON");
+            params.set("_meta", subscription_meta.clone());
             if reply
-                .send(notification(&Method::Tasks, Some(&params)))
+                .send(notification(&Method::Tasks, Some(&params.into_raw())))
                 .is_err()
             {
                 return;
             }
             reported = Some(state);
         }
-        if matches!(
-            task["status"].as_str(),
-            Some("completed" | "failed" | "cancelled")
-        ) {
+        if ended {
             return;
         }
-        let wait = task["pollIntervalMs"]
-            .as_u64()
-            .map_or(Duration::from_secs(1), Duration::from_millis)
-            .clamp(TASK_POLL_BOUNDS.0, TASK_POLL_BOUNDS.1);
         tokio::time::sleep(wait).await;
     }
 }
