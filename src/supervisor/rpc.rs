@@ -665,8 +665,8 @@ async fn handle_line(
         log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line));
         return;
     };
-    match envelope.kind() {
-        Kind::Response => {
+    match (envelope.kind(), envelope.method()) {
+        (Kind::Response, _) => {
             let id = envelope.id.expect("a response has an id");
             match (envelope.result, envelope.error) {
                 (Some(result), _) => inner.deliver(id, Ok(result)),
@@ -674,23 +674,24 @@ async fn handle_line(
                 (None, None) => unreachable!("a response has a result or an error"),
             }
         }
-        Kind::Request if envelope.method() == Some(Method::Ping) => {
+        (Kind::Request, Some(Method::Ping)) => {
             let id = envelope.id.expect("a request has an id");
             let empty = RawValue::from_string("{}".into()).expect("{} is valid JSON");
             let _ = inner.outgoing.send(jsonrpc::result_line(id, &empty)).await;
         }
-        Kind::Request => {
+        (Kind::Request, method) => {
             let message = Incoming::Request {
                 id: envelope.id.expect("a request has an id").to_owned(),
-                method: envelope.method().expect("a request has a method"),
+                method: method.expect("a request has a method"),
                 params: envelope.params.map(ToOwned::to_owned),
             };
             let _ = incoming.send(message).await;
         }
-        Kind::Notification => {
+        (Kind::Notification, method) => {
+            let method = method.expect("a notification has a method");
             // Progress for a request that asked for it goes straight to its caller, from this
             // task, so that it cannot fall behind the answer.
-            if envelope.method() == Some(Method::Progress)
+            if method == Method::Progress
                 && let Some(params) = envelope.params
                 && let Ok(progress) = serde_json::from_str::<ProgressParams<'_>>(params.get())
             {
@@ -704,12 +705,12 @@ async fn handle_line(
                 }
             }
             let message = Incoming::Notification {
-                method: envelope.method().expect("a notification has a method"),
+                method,
                 params: envelope.params.map(ToOwned::to_owned),
             };
             let _ = incoming.send(message).await;
         }
-        Kind::Invalid => log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line)),
+        (Kind::Invalid, _) => log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line)),
     }
 }
 
