@@ -1,5 +1,6 @@
 //! The shape of `src/` that ARCHITECTURE.md promises, checked on every run: no module imports
-//! in a cycle, and a file past 900 lines has its reason written down.
+//! in a cycle, a file past 900 lines has its reason written down, and a method's name is written
+//! in `src/wire/method.rs` alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,12 @@ fn source() -> PathBuf {
 
 /// The text of a file without comments, string and character literals (which may hold `::`).
 fn code(text: &str) -> String {
+    scan(text, |_, _| {})
+}
+
+/// The text of a file without comments, string and character literals; each string literal
+/// (raw and byte strings too) goes to `literal` with where it starts, quotes and all.
+fn scan(text: &str, mut literal: impl FnMut(usize, &str)) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
@@ -49,6 +56,7 @@ fn code(text: &str) -> String {
         } else if rest.starts_with("/*") {
             at += rest.find("*/").map_or(rest.len(), |end| end + 2);
         } else if let Some(raw) = raw_string_end(rest) {
+            literal(at, &rest[..raw]);
             at += raw;
             out.push(' ');
         } else if rest.starts_with('"') {
@@ -60,6 +68,7 @@ fn code(text: &str) -> String {
                     _ => end += 1,
                 }
             }
+            literal(at, &rest[..(end + 1).min(rest.len())]);
             at += end + 1;
             out.push(' ');
         } else if let Some(length) = char_literal(rest) {
@@ -223,23 +232,37 @@ fn is_within(module: &str, ancestor: &str) -> bool {
     ancestor.is_empty() || module == ancestor || module.starts_with(&format!("{ancestor}::"))
 }
 
+/// The text of a module's file without its tests, which may reach anywhere and write messages
+/// as they are on the wire: `None` for a `tests` module, and a file's own `mod tests`, which
+/// comes last, left out.
+fn outside_tests(module: &str, file: &Path) -> Option<String> {
+    if module.split("::").any(|part| part == "tests") {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).expect("a source file");
+    let end = text.find("#[cfg(test)]\nmod tests {").unwrap_or(text.len());
+    Some(text[..end].to_owned())
+}
+
+/// A file's path within `src/`, with forward slashes.
+fn within_source(file: &Path) -> String {
+    file.strip_prefix(source())
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
 /// Which modules each module imports from, leaving out its own ancestors and descendants (a
 /// folder's `mod.rs` holds what its files share, and declares them).
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let known = modules();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (module, file) in &known {
-        if module.split("::").any(|part| part == "tests") {
+        let Some(text) = outside_tests(module, file) else {
             continue;
-        }
-        let text = std::fs::read_to_string(file).expect("a source file");
-        // A file's own tests come last, and may reach anywhere.
-        let text = text
-            .split("#[cfg(test)]\nmod tests {")
-            .next()
-            .unwrap_or_default();
+        };
         let targets = edges.entry(module.clone()).or_default();
-        for path in named_paths(module, &code(text)) {
+        for path in named_paths(module, &code(&text)) {
             let Some(target) = owner(&path, &known) else {
                 continue;
             };
@@ -363,6 +386,80 @@ fn the_check_sees_an_import_cycle_and_a_use_group() {
     );
 }
 
+/// The one file of `src/` that writes methods' names; everything else uses its `Method`.
+const METHOD_FILE: &str = "wire/method.rs";
+
+/// How the name of a method of MCP begins (`tools/call`, `notifications/progress`).
+const METHOD_PREFIXES: [&str; 12] = [
+    "tools/",
+    "resources/",
+    "prompts/",
+    "notifications/",
+    "completion/",
+    "logging/",
+    "sampling/",
+    "elicitation/",
+    "roots/",
+    "tasks/",
+    "subscriptions/",
+    "server/",
+];
+
+/// The string literals of `text` that are a method's name (not a sentence that starts with
+/// one: a name has no spaces), each with its line. Comments are no literals.
+fn method_names(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    scan(text, |at, literal| {
+        let content = literal.trim_start_matches(['b', 'r', '#']);
+        let content = content.strip_prefix('"').unwrap_or(content);
+        let content = content.trim_end_matches('#');
+        let content = content.strip_suffix('"').unwrap_or(content);
+        let named = matches!(content, "initialize" | "ping")
+            || (METHOD_PREFIXES
+                .iter()
+                .any(|prefix| content.starts_with(prefix))
+                && !content.contains(char::is_whitespace));
+        if named {
+            let line = text[..at].matches('\n').count() + 1;
+            found.push((line, literal.to_owned()));
+        }
+    });
+    found
+}
+
+#[test]
+fn a_method_is_named_only_by_its_enum() {
+    let mut written = Vec::new();
+    for (module, file) in &modules() {
+        let name = within_source(file);
+        if name == METHOD_FILE {
+            continue;
+        }
+        let Some(text) = outside_tests(module, file) else {
+            continue;
+        };
+        for (line, literal) in method_names(&text) {
+            written.push(format!("src/{name}:{line}: {literal}"));
+        }
+    }
+    assert!(
+        written.is_empty(),
+        "method names written outside src/{METHOD_FILE}: match on `Method`, or write \
+         `Method::X.as_str()`:\n{}",
+        written.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_a_method_name_but_not_a_sentence_or_a_comment() {
+    let text = "let a = \"tools/call\"; // \"ping\"\n/// \"initialize\"\n\
+                let b = \"tools/call needs a name\";\nlet c = b\"ping\"; let d = \"pings\";";
+    assert_eq!(
+        method_names(text),
+        vec![(1, "\"tools/call\"".to_owned()), (4, "\"ping\"".to_owned())]
+    );
+}
+
 /// The paragraph of ARCHITECTURE.md that names the files over [`LONGEST`] lines, with why.
 fn long_files_paragraph() -> String {
     let architecture =
@@ -378,7 +475,6 @@ fn long_files_paragraph() -> String {
 #[test]
 fn a_long_file_has_its_reason_written_down() {
     let paragraph = long_files_paragraph();
-    let source = source();
     let unexplained: Vec<String> = modules()
         .values()
         .filter_map(|file| {
@@ -386,11 +482,7 @@ fn a_long_file_has_its_reason_written_down() {
                 .expect("a source file")
                 .lines()
                 .count();
-            let name = file
-                .strip_prefix(&source)
-                .unwrap()
-                .to_string_lossy()
-                .replace('\\', "/");
+            let name = within_source(file);
             (lines > LONGEST && !paragraph.contains(&format!("`{name}`")))
                 .then(|| format!("{name}: {lines} lines"))
         })

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::reach::{Bounds, Reach};
 use super::{Auth, AuthError, canonical_resource, same_issuer};
 use crate::config::RemoteServer;
+use crate::wire::method::Method;
 
 /// What a 401 or 403's `WWW-Authenticate: Bearer …` (or `DPoP …`) says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -449,7 +450,7 @@ impl Auth {
     /// The challenge of an unauthenticated request to the server, if it answers 401 with one.
     async fn probe(&self, server: &RemoteServer) -> Option<Challenge> {
         let probe = serde_json::json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "jsonrpc": "2.0", "id": 0, "method": Method::Initialize,
             "params": {
                 "protocolVersion": crate::wire::era::LEGACY_PROTOCOL_VERSIONS[0],
                 "capabilities": {},

@@ -4,7 +4,7 @@
 //! client's own token. Cancelling the call (by the client, or by closing the session) drops the
 //! request, which tells the backend.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use super::rewrite::{self, ObjectEntries, json_string};
 use super::search::mode::{self, Intercepted};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
 use super::subscriptions::Subscription;
+use super::tasks::poll::{self, TaskCall};
 use super::tasks::{bridge, ids};
 use super::{HubInner, MAX_INPUT_ROUNDS, notification, response, response_to};
 use crate::supervisor::rpc::ClientMeta;
@@ -29,6 +30,7 @@ use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, CallError};
 use crate::wire::era::TASKS_EXTENSION;
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 
 /// Whether a backend's result asks for input (2026-07-28 multi-round-trip requests).
 fn input_required(result: &RawValue) -> bool {
@@ -36,9 +38,6 @@ fn input_required(result: &RawValue) -> bool {
         && ObjectEntries::parse(result.get())
             .is_ok_and(|result| result.get_str("resultType").as_deref() == Some("input_required"))
 }
-
-/// Longest and shortest wait between two polls of a 2026-07-28 server's task.
-const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
 
 /// What a call does with a task its server may make (see [`bridge`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -95,7 +94,7 @@ struct ProgressToken {
 
 /// One call routed to a backend.
 struct Call {
-    method: String,
+    method: Method,
     backend: BackendHandle,
     params: Box<RawValue>,
     progress: Option<ProgressToken>,
@@ -118,12 +117,12 @@ impl Session {
         &self,
         hub: &Arc<HubInner>,
         id: &RawValue,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         reply: &mpsc::UnboundedSender<Vec<u8>>,
     ) -> Option<Result<String, ErrorObject>> {
         let mut instead = None;
-        if method == "tools/call"
+        if *method == Method::ToolsCall
             && let Some(params) = params
         {
             match mode::intercept(&hub.catalog(self.profile()), params) {
@@ -144,7 +143,7 @@ impl Session {
                 let session = self.clone();
                 let hub = hub.clone();
                 let id = id.to_owned();
-                let method = method.to_owned();
+                let method = method.clone();
                 let params = params.map(ToOwned::to_owned);
                 let reply = reply.clone();
                 tokio::spawn(async move {
@@ -179,7 +178,7 @@ impl Session {
     fn route(
         &self,
         hub: &Arc<HubInner>,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
     ) -> Result<RoutedCall, ErrorObject> {
         let params = params.ok_or_else(|| invalid_params(format!("{method} needs params")))?;
@@ -187,7 +186,7 @@ impl Session {
             .map_err(|_| invalid_params("params must be an object"))?;
         let mut named = Named::of(hub.activity.as_ref(), method, &entries);
         let catalog = hub.catalog(self.profile());
-        let requires_task = method == "tools/call"
+        let requires_task = *method == Method::ToolsCall
             && entries.get("task").is_none()
             && entries
                 .get_str("name")
@@ -201,20 +200,20 @@ impl Session {
             })
         };
         let backend_name = match method {
-            "tools/call" => by_name(
+            Method::ToolsCall => by_name(
                 &mut entries,
                 "tool",
                 &catalog.tools,
                 &catalog.unlisted_tools,
             )?,
-            "prompts/get" => by_name(
+            Method::PromptsGet => by_name(
                 &mut entries,
                 "prompt",
                 &catalog.prompts,
                 &catalog.unlisted_prompts,
             )?,
-            "completion/complete" => route_completion(&catalog, &mut entries)?,
-            "tasks/get" | "tasks/result" | "tasks/update" | "tasks/cancel" => {
+            Method::CompletionComplete => route_completion(&catalog, &mut entries)?,
+            Method::TasksGet | Method::TasksResult | Method::TasksUpdate | Method::TasksCancel => {
                 route_by_task(method, &mut entries)?
             }
             _ => route_by_uri(&catalog, method, &entries)?,
@@ -241,7 +240,7 @@ impl Session {
             } else {
                 TaskPlan::Await
             }
-        } else if method == "tools/call"
+        } else if *method == Method::ToolsCall
             && modern
             && !stateless
             && ready_with(&backend, &["extensions", TASKS_EXTENSION])
@@ -271,8 +270,8 @@ impl Session {
             }
         };
         let with_tasks = task_plan == TaskPlan::AsIs
-            && (method.starts_with("tasks/")
-                || (method == "tools/call"
+            && (method.is_task()
+                || (*method == Method::ToolsCall
                     && (entries.get("task").is_some() || client.capabilities.tasks_extension)));
         Ok(RoutedCall {
             backend,
@@ -374,9 +373,9 @@ impl Session {
 
 /// Which starting backends a call waits for: those whose prefix its name carries, or, for a
 /// call by URI or completion reference, every one.
-fn waiting_for<'a>(method: &str, params: Option<&'a RawValue>) -> Waiting<'a> {
+fn waiting_for<'a>(method: &Method, params: Option<&'a RawValue>) -> Waiting<'a> {
     let name = match method {
-        "tools/call" | "prompts/get" => params
+        Method::ToolsCall | Method::PromptsGet => params
             .and_then(|params| ObjectEntries::parse(params.get()).ok())
             .and_then(|entries| entries.get_str("name")),
         _ => None,
@@ -385,7 +384,7 @@ fn waiting_for<'a>(method: &str, params: Option<&'a RawValue>) -> Waiting<'a> {
 }
 
 fn route_by_name<'c>(
-    method: &str,
+    method: &Method,
     entries: &mut ObjectEntries<'_>,
     kind: &str,
     listed: &'c HashMap<String, Route>,
@@ -404,7 +403,10 @@ fn route_by_name<'c>(
 
 /// For `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: the backend the task id
 /// names, with the id replaced by the backend's own.
-fn route_by_task(method: &str, entries: &mut ObjectEntries<'_>) -> Result<Arc<str>, ErrorObject> {
+fn route_by_task(
+    method: &Method,
+    entries: &mut ObjectEntries<'_>,
+) -> Result<Arc<str>, ErrorObject> {
     let exposed = entries
         .get_str("taskId")
         .ok_or_else(|| invalid_params(format!("{method} needs a taskId")))?;
@@ -424,7 +426,7 @@ fn route_completion(
 ) -> Result<Arc<str>, ErrorObject> {
     let reference = entries
         .get("ref")
-        .ok_or_else(|| invalid_params("completion/complete needs a ref"))?;
+        .ok_or_else(|| invalid_params(format!("{} needs a ref", Method::CompletionComplete)))?;
     let mut reference = ObjectEntries::parse(reference.get())
         .map_err(|_| invalid_params("ref must be an object"))?;
     let backend = match reference.get_str("type").as_deref() {
@@ -461,7 +463,7 @@ fn route_completion(
 /// For the resource methods: the backend owning `uri`.
 fn route_by_uri(
     catalog: &MergedCatalog,
-    method: &str,
+    method: &Method,
     entries: &ObjectEntries<'_>,
 ) -> Result<Arc<str>, ErrorObject> {
     let uri = entries
@@ -473,9 +475,9 @@ fn route_by_uri(
 }
 
 impl Call {
-    fn new(hub: &HubInner, method: &str, params: Option<&RawValue>, routed: RoutedCall) -> Call {
+    fn new(hub: &HubInner, method: &Method, params: Option<&RawValue>, routed: RoutedCall) -> Call {
         Call {
-            method: method.to_owned(),
+            method: method.clone(),
             backend: routed.backend,
             params: routed.params,
             progress: routed.progress,
@@ -503,7 +505,7 @@ impl Call {
         // read and pass on, never as its upstream 401.
         match outcome {
             Err(_)
-                if self.method == "tools/call"
+                if self.method == Method::ToolsCall
                     && self.backend.status().state == BackendState::NeedsSignIn =>
             {
                 let message = crate::supervisor::unavailable_message(
@@ -563,16 +565,22 @@ impl Call {
                 if let Some(task) = bridge::created_task(&result) {
                     let params = raw(&json!({ "taskId": task }));
                     let result = self
-                        .send("tasks/result", &params, deadline, started, reply)
+                        .send(&Method::TasksResult, &params, deadline, started, reply)
                         .await?;
                     return Ok(bridge::without_related_task(result.get()));
                 }
             }
             TaskPlan::Handle => return bridge::handle(&result, self.backend.name()),
             TaskPlan::Poll if result_type(&result).as_deref() == Some("task") => {
-                return self
-                    .poll_task(hub, session, reply, &result, deadline, started)
-                    .await;
+                let polling = Polling {
+                    call: self,
+                    hub,
+                    session,
+                    reply,
+                    deadline,
+                    started,
+                };
+                return poll::poll(&polling, &result).await;
             }
             TaskPlan::Poll | TaskPlan::AsIs => {}
         }
@@ -586,7 +594,7 @@ impl Call {
     /// the call's deadline, relaying its progress.
     async fn send(
         &self,
-        method: &str,
+        method: &Method,
         params: &RawValue,
         deadline: Duration,
         started: Instant,
@@ -612,9 +620,9 @@ impl Call {
             log_level: self.client.log_level.as_deref(),
             call: Some(self.number),
         };
-        let call = self
-            .backend
-            .request_for_client(method, Some(params), remaining, sink, client);
+        let call =
+            self.backend
+                .request_for_client(method.as_str(), Some(params), remaining, sink, client);
         tokio::pin!(call);
         let result = loop {
             let next_progress = async {
@@ -663,19 +671,9 @@ impl Call {
             let questions = ObjectEntries::parse(questions.get()).map_err(|_| malformed())?;
             for (key, question) in questions.iter() {
                 let question = ObjectEntries::parse(question.get()).map_err(|_| malformed())?;
-                let method = question.get_str("method").ok_or_else(malformed)?;
-                let question_params = question.get("params");
-                if let Some(missing) = self.client.capabilities.lacks(&method, question_params) {
-                    return Err(ErrorObject::new(
-                        jsonrpc::INTERNAL_ERROR,
-                        format!(
-                            "backend {} asked the editor for {missing}, which it did not declare",
-                            self.backend.name()
-                        ),
-                    ));
-                }
-                let answer = hub
-                    .ask_session(session, reply, &method, question_params)
+                let method = Method::parse(&question.get_str("method").ok_or_else(malformed)?);
+                let answer = self
+                    .ask(hub, session, reply, &method, question.get("params"))
                     .await?;
                 answers.set(key, answer);
             }
@@ -691,112 +689,26 @@ impl Call {
         Ok(retry.into_raw())
     }
 
-    /// Polls a 2026-07-28 server's task to its end within the call's deadline, and answers with
-    /// its result or error. Its questions go to the editor as real requests and their answers
-    /// back with `tasks/update`; a task left unfinished (the deadline passed, the editor went
-    /// away) is cancelled at the server.
-    async fn poll_task(
+    /// Puts the backend's question (`method` with `params`) to the editor, unless the editor did
+    /// not declare what it needs; the editor's answer.
+    async fn ask(
         &self,
         hub: &HubInner,
         session: &Session,
         reply: &mpsc::UnboundedSender<Vec<u8>>,
-        created: &RawValue,
-        deadline: Duration,
-        started: Instant,
-    ) -> Result<String, ErrorObject> {
-        let backend = self.backend.name();
-        let malformed = || {
-            ErrorObject::new(
+        method: &Method,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        if let Some(missing) = self.client.capabilities.lacks(method, params) {
+            return Err(ErrorObject::new(
                 jsonrpc::INTERNAL_ERROR,
-                format!("backend {backend} described its task in a malformed result"),
-            )
-        };
-        let parse = |state: &RawValue| serde_json::from_str::<Value>(state.get()).ok();
-        let mut state = parse(created).ok_or_else(malformed)?;
-        let own = state["taskId"].as_str().ok_or_else(malformed)?.to_owned();
-        let task = raw(&json!({ "taskId": own }));
-        let mut unfinished = Unfinished {
-            backend: Some(self.backend.clone()),
-            task: task.clone(),
-        };
-        let mut answered = HashSet::new();
-        loop {
-            let status = state["status"].as_str().unwrap_or_default();
-            let ended = |error| {
-                let message = state["statusMessage"].as_str().unwrap_or("no reason given");
-                ErrorObject::new(jsonrpc::INTERNAL_ERROR, format!("{error}: {message}"))
-            };
-            match status {
-                "completed" => {
-                    unfinished.backend = None;
-                    return state
-                        .get("result")
-                        .map(Value::to_string)
-                        .ok_or_else(malformed);
-                }
-                "failed" => {
-                    unfinished.backend = None;
-                    return Err(serde_json::from_value(state["error"].clone())
-                        .unwrap_or_else(|_| ended(format!("backend {backend}'s task failed"))));
-                }
-                "cancelled" => {
-                    unfinished.backend = None;
-                    return Err(ended(format!("backend {backend} cancelled its task")));
-                }
-                _ => {}
-            }
-            let mut answers = serde_json::Map::new();
-            if status == "input_required"
-                && let Some(questions) = state["inputRequests"].as_object()
-            {
-                for (key, question) in questions {
-                    if !answered.insert(key.clone()) {
-                        continue;
-                    }
-                    let method = question["method"].as_str().ok_or_else(malformed)?;
-                    let params = question.get("params").map(raw);
-                    if let Some(missing) = self.client.capabilities.lacks(method, params.as_deref())
-                    {
-                        return Err(ErrorObject::new(
-                            jsonrpc::INTERNAL_ERROR,
-                            format!(
-                                "backend {backend} asked the editor for {missing}, which it did \
-                                 not declare"
-                            ),
-                        ));
-                    }
-                    let answer = hub
-                        .ask_session(session, reply, method, params.as_deref())
-                        .await?;
-                    answers.insert(key.clone(), parse(&answer).ok_or_else(malformed)?);
-                }
-            }
-            if answers.is_empty() {
-                let wait = state["pollIntervalMs"]
-                    .as_u64()
-                    .map_or(POLL_BOUNDS.0 * 10, Duration::from_millis)
-                    .clamp(POLL_BOUNDS.0, POLL_BOUNDS.1);
-                let left = deadline.saturating_sub(started.elapsed());
-                if left.is_zero() {
-                    return Err(ErrorObject::new(
-                        jsonrpc::REQUEST_TIMEOUT,
-                        format!(
-                            "backend {backend}'s task did not end within {} ms; it was cancelled",
-                            deadline.as_millis()
-                        ),
-                    ));
-                }
-                tokio::time::sleep(wait.min(left)).await;
-            } else {
-                let update = raw(&json!({ "taskId": own, "inputResponses": answers }));
-                self.send("tasks/update", &update, deadline, started, reply)
-                    .await?;
-            }
-            let next = self
-                .send("tasks/get", &task, deadline, started, reply)
-                .await?;
-            state = parse(&next).ok_or_else(malformed)?;
+                format!(
+                    "backend {} asked the editor for {missing}, which it did not declare",
+                    self.backend.name()
+                ),
+            ));
         }
+        hub.ask_session(session, reply, method, params).await
     }
 
     /// Sends a progress notification on with the client's own token.
@@ -806,29 +718,48 @@ impl Call {
         else {
             return;
         };
-        let _ = reply.send(notification("notifications/progress", Some(&params)));
+        let _ = reply.send(notification(&Method::Progress, Some(&params)));
     }
 }
 
-/// A 2026-07-28 server's task that a call polls, cancelled at the server if the call ends
-/// before the task does.
-struct Unfinished {
-    /// `None` once the task has ended.
-    backend: Option<BackendHandle>,
-    task: Box<RawValue>,
+/// A call that polls its server's task (see [`poll`]), with where the call stands.
+struct Polling<'a> {
+    call: &'a Call,
+    hub: &'a HubInner,
+    session: &'a Session,
+    reply: &'a mpsc::UnboundedSender<Vec<u8>>,
+    deadline: Duration,
+    started: Instant,
 }
 
-impl Drop for Unfinished {
-    fn drop(&mut self) {
-        let Some(backend) = self.backend.take() else {
-            return;
-        };
-        let task = self.task.clone();
-        tokio::spawn(async move {
-            if let Err(error) = backend.request("tasks/cancel", Some(&task)).await {
-                tracing::debug!(backend = backend.name(), %error, "cancelling an unfinished task");
-            }
-        });
+impl TaskCall for Polling<'_> {
+    fn backend(&self) -> &BackendHandle {
+        &self.call.backend
+    }
+
+    fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    fn left(&self) -> Duration {
+        self.deadline.saturating_sub(self.started.elapsed())
+    }
+
+    async fn send(&self, method: &Method, params: &RawValue) -> Result<Box<RawValue>, ErrorObject> {
+        let (deadline, started) = (self.deadline, self.started);
+        self.call
+            .send(method, params, deadline, started, self.reply)
+            .await
+    }
+
+    async fn ask(
+        &self,
+        method: &Method,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        self.call
+            .ask(self.hub, self.session, self.reply, method, params)
+            .await
     }
 }
 

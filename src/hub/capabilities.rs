@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 
 use super::rewrite::ObjectEntries;
 use crate::wire::era::TASKS_EXTENSION;
+use crate::wire::method::Method;
 
 /// What the client declared in `initialize`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +103,7 @@ impl ClientCapabilities {
 
     /// What a backend's `method` request with `params` needs that the client did not declare,
     /// in words; `None` when it can answer.
-    pub(super) fn lacks(&self, method: &str, params: Option<&RawValue>) -> Option<&'static str> {
+    pub(super) fn lacks(&self, method: &Method, params: Option<&RawValue>) -> Option<&'static str> {
         let params = params.and_then(|params| ObjectEntries::parse(params.get()).ok());
         let field = |key: &str| params.as_ref().and_then(|params| params.get_str(key));
         let present = |key: &str| {
@@ -111,7 +112,7 @@ impl ClientCapabilities {
                 .is_some_and(|params| params.get(key).is_some())
         };
         match method {
-            "sampling/createMessage" => {
+            Method::SamplingCreateMessage => {
                 if !self.sampling {
                     Some("sampling")
                 } else if (present("tools") || present("toolChoice")) && !self.sampling_tools {
@@ -124,13 +125,13 @@ impl ClientCapabilities {
                     None
                 }
             }
-            "elicitation/create" => match field("mode").as_deref() {
+            Method::ElicitationCreate => match field("mode").as_deref() {
                 Some("url") if !self.elicitation_url => Some("URL-mode elicitation"),
                 Some("url") => None,
                 _ if !self.elicitation_form => Some("form elicitation"),
                 _ => None,
             },
-            "roots/list" if !self.roots => Some("roots"),
+            Method::RootsList if !self.roots => Some("roots"),
             _ => None,
         }
     }
@@ -165,41 +166,47 @@ mod tests {
         let form = declared(r#"{"elicitation":{}}"#);
         let url = params(r#"{"mode":"url","url":"https://example.com","message":"m"}"#);
         assert_eq!(
-            form.lacks("elicitation/create", Some(&url)),
+            form.lacks(&Method::ElicitationCreate, Some(&url)),
             Some("URL-mode elicitation")
         );
         assert_eq!(
-            form.lacks("elicitation/create", Some(&params(r#"{"message":"m"}"#))),
+            form.lacks(
+                &Method::ElicitationCreate,
+                Some(&params(r#"{"message":"m"}"#))
+            ),
             None
         );
         let both = declared(r#"{"elicitation":{"form":{},"url":{}}}"#);
-        assert_eq!(both.lacks("elicitation/create", Some(&url)), None);
+        assert_eq!(both.lacks(&Method::ElicitationCreate, Some(&url)), None);
 
         let plain = declared(r#"{"sampling":{}}"#);
         let with_tools = params(r#"{"messages":[],"maxTokens":9,"tools":[]}"#);
         assert_eq!(
-            plain.lacks("sampling/createMessage", Some(&with_tools)),
+            plain.lacks(&Method::SamplingCreateMessage, Some(&with_tools)),
             Some("sampling with tools")
         );
         let with_context = params(r#"{"messages":[],"maxTokens":9,"includeContext":"thisServer"}"#);
         assert_eq!(
-            plain.lacks("sampling/createMessage", Some(&with_context)),
+            plain.lacks(&Method::SamplingCreateMessage, Some(&with_context)),
             Some("sampling with context")
         );
         let full = declared(r#"{"sampling":{"tools":{},"context":{}}}"#);
         assert_eq!(
-            full.lacks("sampling/createMessage", Some(&with_tools)),
+            full.lacks(&Method::SamplingCreateMessage, Some(&with_tools)),
             None
         );
         assert_eq!(
-            full.lacks("sampling/createMessage", Some(&with_context)),
+            full.lacks(&Method::SamplingCreateMessage, Some(&with_context)),
             None
         );
-        assert_eq!(declared("{}").lacks("roots/list", None), Some("roots"));
         assert_eq!(
-            declared("{}").lacks("sampling/createMessage", None),
+            declared("{}").lacks(&Method::RootsList, None),
+            Some("roots")
+        );
+        assert_eq!(
+            declared("{}").lacks(&Method::SamplingCreateMessage, None),
             Some("sampling")
         );
-        assert_eq!(declared("{}").lacks("ping", None), None);
+        assert_eq!(declared("{}").lacks(&Method::Ping, None), None);
     }
 }

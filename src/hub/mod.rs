@@ -41,6 +41,7 @@ use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{BackendState, Catalog};
 use crate::supervisor::{Engine, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 use catalog::{CatalogCache, MergedCatalog, Source};
 use pins::Pins;
 use rewrite::json_string;
@@ -302,7 +303,7 @@ impl Hub {
         let params = RawValue::from_string(params).expect("a name and a JSON value are valid JSON");
         let remaining = deadline.saturating_sub(started.elapsed());
         handle
-            .request_with_timeout("tools/call", Some(&params), remaining)
+            .request_with_timeout(Method::ToolsCall.as_str(), Some(&params), remaining)
             .await
             .map_err(|error| error.to_error_object())
     }
@@ -531,9 +532,9 @@ fn rebuild_catalog(
             None => continue,
         };
         let methods = [
-            (changes.tools, "notifications/tools/list_changed"),
-            (changes.prompts, "notifications/prompts/list_changed"),
-            (changes.resources, "notifications/resources/list_changed"),
+            (changes.tools, Method::ToolsListChanged),
+            (changes.prompts, Method::PromptsListChanged),
+            (changes.resources, Method::ResourcesListChanged),
         ];
         for (changed, method) in methods {
             if !changed {
@@ -541,7 +542,7 @@ fn rebuild_catalog(
             }
             for session in hub.sessions() {
                 if session.is_initialized() && session.profile() == profile {
-                    session.send_event(notification(method, None));
+                    session.send_event(notification(&method, None));
                 }
             }
         }
@@ -612,8 +613,8 @@ fn response_to(id: &RawValue, result: &Result<String, ErrorObject>) -> Vec<u8> {
     line
 }
 
-fn notification(method: &str, params: Option<&RawValue>) -> Vec<u8> {
-    let mut line = jsonrpc::notification_line(method, params);
+fn notification(method: &Method, params: Option<&RawValue>) -> Vec<u8> {
+    let mut line = jsonrpc::notification_line(method.as_str(), params);
     line.pop();
     line
 }

@@ -14,6 +14,7 @@ use super::session::Session;
 use crate::activity::{ActivityLog, Outcome, Record, is_tool_error};
 use crate::clock::unix_millis;
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 
 /// What the log keeps of a call's request, read while the call is routed (whose parse of the
 /// params it shares).
@@ -34,7 +35,7 @@ impl Named {
     /// [`Named::name`]).
     pub(super) fn of(
         log: Option<&ActivityLog>,
-        method: &str,
+        method: &Method,
         entries: &ObjectEntries<'_>,
     ) -> Option<Named> {
         let (enabled, payloads) = log?.wants();
@@ -42,8 +43,10 @@ impl Named {
             return None;
         }
         let key = match method {
-            "tools/call" | "prompts/get" => None,
-            "tasks/get" | "tasks/result" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+            Method::ToolsCall | Method::PromptsGet => None,
+            Method::TasksGet | Method::TasksResult | Method::TasksUpdate | Method::TasksCancel => {
+                Some("taskId")
+            }
             _ => Some("uri"),
         };
         Some(Named {
@@ -72,6 +75,7 @@ impl Named {
 /// A call on its way, to be recorded when it ends.
 pub(super) struct Recording {
     log: ActivityLog,
+    method: Method,
     started: Instant,
     record: Record,
 }
@@ -82,13 +86,14 @@ impl Recording {
     pub(super) fn start(
         log: Option<&ActivityLog>,
         session: &Session,
-        method: &str,
+        method: &Method,
         request_bytes: usize,
         server: Option<Arc<str>>,
         named: Named,
     ) -> Option<Recording> {
         Some(Recording {
             log: log?.clone(),
+            method: method.clone(),
             started: Instant::now(),
             record: Record {
                 at_ms: unix_millis(SystemTime::now()),
@@ -115,14 +120,14 @@ impl Recording {
     pub(super) fn refused(
         log: Option<&ActivityLog>,
         session: &Session,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         error: &ErrorObject,
     ) {
         let entries = params.and_then(|params| ObjectEntries::parse(params.get()).ok());
         let named = match &entries {
             Some(entries) => Named::of(log, method, entries).map(|mut named| {
-                if matches!(method, "tools/call" | "prompts/get") {
+                if matches!(method, Method::ToolsCall | Method::PromptsGet) {
                     named.name = entries.get_str("name").map(|name| Arc::from(&*name));
                 }
                 named
@@ -147,6 +152,7 @@ impl Recording {
     pub(super) fn finish(self, outcome: Option<Result<String, ErrorObject>>) {
         let Recording {
             log,
+            method,
             started,
             mut record,
         } = self;
@@ -158,7 +164,7 @@ impl Recording {
             }
             Some(Ok(result)) => {
                 record.response_bytes = result.len() as u64;
-                record.outcome = match &*record.method == "tools/call" && is_tool_error(&result) {
+                record.outcome = match method == Method::ToolsCall && is_tool_error(&result) {
                     true => Outcome::ToolError,
                     false => Outcome::Result,
                 };
@@ -181,23 +187,11 @@ impl Recording {
     }
 }
 
-/// The method's name: a constant for the methods that reach servers, so that recording one
-/// copies nothing.
-fn method_name(method: &str) -> Cow<'static, str> {
-    const ROUTED: &[&str] = &[
-        "tools/call",
-        "prompts/get",
-        "resources/read",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "completion/complete",
-        "tasks/get",
-        "tasks/result",
-        "tasks/update",
-        "tasks/cancel",
-    ];
-    match ROUTED.iter().find(|routed| **routed == method) {
-        Some(routed) => Cow::Borrowed(routed),
-        None => Cow::Owned(method.to_owned()),
+/// The method's name: a constant for the methods Switchboard knows, so that recording one copies
+/// nothing.
+fn method_name(method: &Method) -> Cow<'static, str> {
+    match method.known_name() {
+        Some(name) => Cow::Borrowed(name),
+        None => Cow::Owned(method.as_str().to_owned()),
     }
 }

@@ -16,6 +16,7 @@ use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, r
 use crate::supervisor::status::{BackendState, Era};
 use crate::supervisor::{BackendHandle, Engine, ResourceWatch};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method;
 
 /// One editor's session. Cheap to clone.
 #[derive(Clone)]
@@ -194,10 +195,10 @@ impl Session {
                 ),
             );
         }
-        let method = envelope.method.as_deref().expect("a request has a method");
+        let method = envelope.method().expect("a request has a method");
         let (reply, messages) = mpsc::unbounded_channel();
-        let immediate = match method {
-            "initialize" => match self.initialize(envelope.params) {
+        let immediate = match &method {
+            Method::Initialize => match self.initialize(envelope.params) {
                 Ok(version) => {
                     let profile = self.shared.profile.clone();
                     when_settled(hub, id, &reply, Needs::Statuses, move |hub| {
@@ -206,21 +207,24 @@ impl Session {
                 }
                 Err(error) => Some(Err(error)),
             },
-            "ping" => Some(Ok("{}".to_owned())),
-            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
-                list(hub, self.profile(), id, method, envelope.params, &reply)
+            Method::Ping => Some(Ok("{}".to_owned())),
+            Method::ToolsList
+            | Method::PromptsList
+            | Method::ResourcesList
+            | Method::ResourceTemplatesList => {
+                list(hub, self.profile(), id, &method, envelope.params, &reply)
             }
-            "tools/call"
-            | "prompts/get"
-            | "resources/read"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-            | "completion/complete"
-            | "tasks/get"
-            | "tasks/result"
-            | "tasks/cancel" => self.call(hub, id, method, envelope.params, &reply),
-            "tasks/list" => list_tasks(hub, id, envelope.params, &reply),
-            "logging/setLevel" => {
+            Method::ToolsCall
+            | Method::PromptsGet
+            | Method::ResourcesRead
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe
+            | Method::CompletionComplete
+            | Method::TasksGet
+            | Method::TasksResult
+            | Method::TasksCancel => self.call(hub, id, &method, envelope.params, &reply),
+            Method::TasksList => list_tasks(hub, id, envelope.params, &reply),
+            Method::LoggingSetLevel => {
                 let params = envelope.params.map(ToOwned::to_owned);
                 let reply_id = id.to_owned();
                 let engine = hub.engine.clone();
@@ -242,7 +246,7 @@ impl Session {
         Inbound::Request(RequestReply {
             messages,
             id: id.get().into(),
-            initialize: method == "initialize",
+            initialize: method == Method::Initialize,
             streamed: false,
         })
     }
@@ -277,13 +281,9 @@ impl Session {
     }
 
     fn on_notification(&self, hub: &Arc<HubInner>, envelope: &Envelope<'_>) {
-        match envelope
-            .method
-            .as_deref()
-            .expect("a notification has a method")
-        {
-            "notifications/initialized" => self.lock_state().initialized = true,
-            "notifications/cancelled" => {
+        match envelope.method().expect("a notification has a method") {
+            Method::Initialized => self.lock_state().initialized = true,
+            Method::Cancelled => {
                 let Some(params) = envelope
                     .params
                     .and_then(|params| ObjectEntries::parse(params.get()).ok())
@@ -298,18 +298,18 @@ impl Session {
                     call.cancel.cancel();
                 }
             }
-            "notifications/roots/list_changed" => {
+            Method::RootsListChanged => {
                 for backend in hub.engine.backends() {
                     if backend.status().state == BackendState::Ready {
                         tokio::spawn(async move {
                             let _ = backend
-                                .notify("notifications/roots/list_changed", None)
+                                .notify(Method::RootsListChanged.as_str(), None)
                                 .await;
                         });
                     }
                 }
             }
-            other => tracing::debug!(session = self.id(), method = other, "notification ignored"),
+            other => tracing::debug!(session = self.id(), method = %other, "notification ignored"),
         }
     }
 
@@ -422,8 +422,9 @@ async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
             let backend = backend.clone();
             let params = params.map(ToOwned::to_owned);
             calls.push(tokio::spawn(async move {
-                if let Err(error) = backend.request("logging/setLevel", params.as_deref()).await {
-                    tracing::debug!(backend = backend.name(), %error, "logging/setLevel");
+                let method = Method::LoggingSetLevel;
+                if let Err(error) = backend.request(method.as_str(), params.as_deref()).await {
+                    tracing::debug!(backend = backend.name(), %error, "{method}");
                 }
             }));
         }
@@ -455,10 +456,11 @@ fn list_tasks(
     tokio::spawn(async move {
         let mut all = Vec::new();
         for backend in listing {
-            let answer = match backend.request("tasks/list", None).await {
+            let method = Method::TasksList;
+            let answer = match backend.request(method.as_str(), None).await {
                 Ok(answer) => answer,
                 Err(error) => {
-                    tracing::debug!(backend = backend.name(), %error, "tasks/list");
+                    tracing::debug!(backend = backend.name(), %error, "{method}");
                     continue;
                 }
             };
@@ -481,14 +483,14 @@ fn list(
     hub: &Arc<HubInner>,
     profile: &str,
     id: &RawValue,
-    method: &str,
+    method: &Method,
     params: Option<&RawValue>,
     reply: &mpsc::UnboundedSender<Vec<u8>>,
 ) -> Option<Result<String, ErrorObject>> {
     if let Err(error) = single_page(params) {
         return Some(Err(error));
     }
-    let method = method.to_owned();
+    let method = method.clone();
     let profile = profile.to_owned();
     when_settled(hub, id, reply, Needs::Catalog, move |hub| {
         Ok(list_result(hub, &profile, &method))
@@ -496,12 +498,12 @@ fn list(
 }
 
 /// The merged list a list method answers with.
-pub(super) fn list_result(hub: &HubInner, profile: &str, method: &str) -> String {
+pub(super) fn list_result(hub: &HubInner, profile: &str, method: &Method) -> String {
     let catalog = hub.catalog(profile);
     match method {
-        "tools/list" => catalog.tools_result.clone(),
-        "prompts/list" => catalog.prompts_result.clone(),
-        "resources/list" => catalog.resources_result.clone(),
+        Method::ToolsList => catalog.tools_result.clone(),
+        Method::PromptsList => catalog.prompts_result.clone(),
+        Method::ResourcesList => catalog.resources_result.clone(),
         _ => catalog.templates_result.clone(),
     }
 }

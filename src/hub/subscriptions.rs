@@ -13,6 +13,7 @@ use super::session::{Session, SessionState, ready_with};
 use crate::supervisor::BackendHandle;
 use crate::wire::era::meta;
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 
 /// What a successful `resources/subscribe` or `resources/unsubscribe` changes for the session.
 pub(super) enum Subscription {
@@ -22,15 +23,15 @@ pub(super) enum Subscription {
 
 impl Subscription {
     /// The change a `method` request with `params` asks for, if it is one.
-    pub(super) fn of(method: &str, params: Option<&RawValue>) -> Option<Subscription> {
+    pub(super) fn of(method: &Method, params: Option<&RawValue>) -> Option<Subscription> {
         let uri = || {
             params
                 .and_then(|params| ObjectEntries::parse(params.get()).ok())
                 .and_then(|params| params.get_str("uri").map(|uri| uri.into_owned()))
         };
         match method {
-            "resources/subscribe" => uri().map(Subscription::Subscribe),
-            "resources/unsubscribe" => uri().map(Subscription::Unsubscribe),
+            Method::ResourcesSubscribe => uri().map(Subscription::Subscribe),
+            Method::ResourcesUnsubscribe => uri().map(Subscription::Unsubscribe),
             _ => None,
         }
     }

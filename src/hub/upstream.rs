@@ -19,6 +19,7 @@ use super::tasks::held::{self, Answer, ClientTasks};
 use super::{HubInner, notification};
 use crate::supervisor::{BackendNotification, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 
 /// A request sent on to a session, waiting for its answer.
 pub(super) struct ForwardedRequest {
@@ -85,12 +86,12 @@ impl HubInner {
         &self,
         session: &Session,
         related: Option<&mpsc::UnboundedSender<Vec<u8>>>,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         asker: Asker,
     ) -> u64 {
         let our_id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut message = jsonrpc::request_line(&our_id.to_string(), method, params);
+        let mut message = jsonrpc::request_line(&our_id.to_string(), method.as_str(), params);
         message.pop();
         self.lock_forwarded_requests().insert(
             our_id,
@@ -128,7 +129,7 @@ impl HubInner {
         if let Some(session) = self.lock_sessions().get(&pending.session) {
             let params = serde_json::json!({ "requestId": our_id, "reason": reason });
             let params = serde_json::value::to_raw_value(&params).expect("JSON");
-            session.send_event(notification("notifications/cancelled", Some(&params)));
+            session.send_event(notification(&Method::Cancelled, Some(&params)));
         }
     }
 
@@ -138,7 +139,7 @@ impl HubInner {
         &self,
         session: &Session,
         related: &mpsc::UnboundedSender<Vec<u8>>,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, ErrorObject> {
         let (waiting, answer) = oneshot::channel();
@@ -203,11 +204,11 @@ pub(super) async fn route_notifications(
 fn route_notification(hub: &HubInner, note: &BackendNotification) {
     let params = note.params.as_deref();
     let entries = params.and_then(|params| ObjectEntries::parse(params.get()).ok());
-    match note.method.as_str() {
+    match note.method {
         // Progress of a call in flight goes straight to its caller (see `Call::run`); what
         // arrives here belongs to no call any more.
-        "notifications/progress" => {}
-        "notifications/resources/updated" => {
+        Method::Progress => {}
+        Method::ResourcesUpdated => {
             let Some(uri) = entries.as_ref().and_then(|entries| entries.get_str("uri")) else {
                 return;
             };
@@ -219,10 +220,8 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 }
             }
         }
-        "notifications/tools/list_changed"
-        | "notifications/prompts/list_changed"
-        | "notifications/resources/list_changed" => {}
-        "notifications/cancelled" => {
+        Method::ToolsListChanged | Method::PromptsListChanged | Method::ResourcesListChanged => {}
+        Method::Cancelled => {
             let Some(request_id) = entries
                 .as_ref()
                 .and_then(|entries| entries.get("requestId"))
@@ -250,7 +249,7 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 session.send_event(notification(&note.method, Some(&params)));
             }
         }
-        "notifications/tasks/status" => {
+        Method::TasksStatus => {
             let exposed = params.and_then(|params| {
                 let id = ObjectEntries::parse(params.get())
                     .ok()?
@@ -435,7 +434,7 @@ fn answerable(caller: Caller, request: &ServerRequest) -> Result<ChosenSession, 
 }
 
 fn route_server_request(hub: &HubInner, request: ServerRequest) {
-    if held::TASK_METHODS.contains(&request.method.as_str()) {
+    if held::TASK_METHODS.contains(&request.method) {
         answer_task_request(hub, request);
         return;
     }
@@ -484,8 +483,8 @@ fn respond(request: ServerRequest, outcome: Result<Box<RawValue>, ErrorObject>) 
 
 /// For a request a backend asks Switchboard to run as a task: the ttl it asked for, and the
 /// params without the `task`. `None` for any other request.
-fn task_of(method: &str, params: Option<&RawValue>) -> Option<(Option<u64>, Box<RawValue>)> {
-    if !held::TASK_REQUESTS.contains(&method) {
+fn task_of(method: &Method, params: Option<&RawValue>) -> Option<(Option<u64>, Box<RawValue>)> {
+    if !held::TASK_REQUESTS.contains(method) {
         return None;
     }
     let mut params = ObjectEntries::parse(params?.get()).ok()?;

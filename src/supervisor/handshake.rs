@@ -22,12 +22,13 @@ use crate::supervisor::status::{Catalog, Era, ServerDescription};
 use crate::supervisor::subscriptions::Subscriptions;
 use crate::wire::era::{MODERN_PROTOCOL_VERSION, code, meta};
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 
 /// The session-era protocol versions Switchboard speaks with backends, newest first.
 pub use crate::wire::era::LEGACY_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS;
 const MAX_LIST_PAGES: usize = 1000;
-const DISCOVER: &str = "server/discover";
-const LISTEN: &str = "subscriptions/listen";
+const DISCOVER: Method = Method::ServerDiscover;
+const LISTEN: Method = Method::SubscriptionsListen;
 /// The least time between two openings of a backend's listen request.
 const LISTEN_MIN_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -56,12 +57,12 @@ pub(super) enum ListKind {
 }
 
 impl ListKind {
-    pub(super) fn method(self) -> &'static str {
+    pub(super) fn method(self) -> Method {
         match self {
-            ListKind::Tools => "tools/list",
-            ListKind::Resources => "resources/list",
-            ListKind::ResourceTemplates => "resources/templates/list",
-            ListKind::Prompts => "prompts/list",
+            ListKind::Tools => Method::ToolsList,
+            ListKind::Resources => Method::ResourcesList,
+            ListKind::ResourceTemplates => Method::ResourceTemplatesList,
+            ListKind::Prompts => Method::PromptsList,
         }
     }
 
@@ -83,11 +84,11 @@ impl ListKind {
         }
     }
 
-    pub(super) fn changed_by(method: &str) -> Option<ListKind> {
+    pub(super) fn changed_by(method: &Method) -> Option<ListKind> {
         match method {
-            "notifications/tools/list_changed" => Some(ListKind::Tools),
-            "notifications/resources/list_changed" => Some(ListKind::Resources),
-            "notifications/prompts/list_changed" => Some(ListKind::Prompts),
+            Method::ToolsListChanged => Some(ListKind::Tools),
+            Method::ResourcesListChanged => Some(ListKind::Resources),
+            Method::PromptsListChanged => Some(ListKind::Prompts),
             _ => None,
         }
     }
@@ -303,7 +304,14 @@ async fn initialize(
         "clientInfo": client_info(),
     });
     let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
-    let answer = match opening_request(connection, "initialize", Some(&params), config, clock).await
+    let answer = match opening_request(
+        connection,
+        Method::Initialize.as_str(),
+        Some(&params),
+        config,
+        clock,
+    )
+    .await
     {
         Ok(answer) => answer,
         Err(RpcError::Remote { error, .. }) if names_modern_version(&error) => {
@@ -321,7 +329,7 @@ async fn initialize(
         )));
     }
     connection
-        .notify("notifications/initialized", None)
+        .notify(Method::Initialized.as_str(), None)
         .await
         .map_err(|error| OpeningError::Failed(error.to_string()))?;
     Ok(ServerDescription {
@@ -353,7 +361,7 @@ async fn describe_modern(
     config: &BackendConfig,
     clock: &OpeningClock,
 ) -> Result<ServerDescription, OpeningError> {
-    let answer = match opening_request(connection, DISCOVER, None, config, clock).await {
+    let answer = match opening_request(connection, DISCOVER.as_str(), None, config, clock).await {
         Ok(answer) => answer,
         Err(RpcError::Remote { error, .. }) if error.code != code::UNSUPPORTED_PROTOCOL_VERSION => {
             return Err(OpeningError::NotModern(format!(
@@ -451,9 +459,9 @@ fn names_modern_version(error: &ErrorObject) -> bool {
 }
 
 /// The health check of a backend in `era`: a request that any live server answers at once.
-pub(super) fn health_method(era: Era) -> &'static str {
+pub(super) fn health_method(era: Era) -> Method {
     match era {
-        Era::Legacy => "ping",
+        Era::Legacy => Method::Ping,
         Era::Modern => DISCOVER,
     }
 }
@@ -471,7 +479,7 @@ pub(super) async fn keep_listening(connection: Connection, subscriptions: Arc<Su
         subscriptions.reopening();
         let opened = tokio::time::Instant::now();
         tokio::select! {
-            ended = connection.request_until_closed(LISTEN, Some(&params)) => match ended {
+            ended = connection.request_until_closed(LISTEN.as_str(), Some(&params)) => match ended {
                 Ok(_) => tracing::debug!("the server ended {LISTEN}; listening again"),
                 Err(RpcError::Remote { error, .. }) => {
                     tracing::warn!(
@@ -553,7 +561,7 @@ pub(super) async fn fetch_list(
         };
         let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
         let page = match connection
-            .request(list.method(), Some(&params), timeout)
+            .request(list.method().as_str(), Some(&params), timeout)
             .await
         {
             Ok(page) => page,

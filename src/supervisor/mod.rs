@@ -35,6 +35,7 @@ use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::BackendState;
 use crate::supervisor::task::BackendTask;
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 
 pub use handle::BackendHandle;
 pub use handshake::SUPPORTED_PROTOCOL_VERSIONS;
@@ -93,7 +94,7 @@ pub fn unavailable_message(backend: &str, state: BackendState) -> String {
 #[derive(Debug, Clone)]
 pub struct BackendNotification {
     pub backend: Arc<str>,
-    pub method: String,
+    pub method: Method,
     pub params: Option<Arc<RawValue>>,
 }
 
@@ -102,7 +103,7 @@ pub struct BackendNotification {
 pub struct ServerRequest {
     pub backend: Arc<str>,
     pub id: Box<RawValue>,
-    pub method: String,
+    pub method: Method,
     pub params: Option<Box<RawValue>>,
     pub connection: Connection,
     /// The call this request was sent during ([`rpc::ClientMeta::call`]), when the transport

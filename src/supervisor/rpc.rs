@@ -20,6 +20,7 @@ use crate::supervisor::status::ExitDescription;
 use crate::wire::era::{self, meta};
 use crate::wire::framing::{Frame, LineReader};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method;
 
 /// How many incoming notifications and requests may wait for the consumer before the reader
 /// stops reading (and so the backend blocks on its stdout).
@@ -107,12 +108,12 @@ impl RpcError {
 #[derive(Debug)]
 pub enum Incoming {
     Notification {
-        method: String,
+        method: Method,
         params: Option<Box<RawValue>>,
     },
     Request {
         id: Box<RawValue>,
-        method: String,
+        method: Method,
         params: Option<Box<RawValue>>,
     },
 }
@@ -567,7 +568,7 @@ impl Drop for AbandonGuard<'_> {
         }
         let params = serde_json::json!({ "requestId": self.id, "reason": self.reason });
         let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
-        let line = jsonrpc::notification_line("notifications/cancelled", Some(&params));
+        let line = jsonrpc::notification_line(Method::Cancelled.as_str(), Some(&params));
         if self.inner.outgoing.try_send(line).is_err() {
             tracing::debug!(backend = %self.inner.backend, id = self.id, "could not send cancellation");
         }
@@ -664,8 +665,8 @@ async fn handle_line(
         log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line));
         return;
     };
-    match envelope.kind() {
-        Kind::Response => {
+    match (envelope.kind(), envelope.method()) {
+        (Kind::Response, _) => {
             let id = envelope.id.expect("a response has an id");
             match (envelope.result, envelope.error) {
                 (Some(result), _) => inner.deliver(id, Ok(result)),
@@ -673,26 +674,24 @@ async fn handle_line(
                 (None, None) => unreachable!("a response has a result or an error"),
             }
         }
-        Kind::Request if envelope.method.as_deref() == Some("ping") => {
+        (Kind::Request, Some(Method::Ping)) => {
             let id = envelope.id.expect("a request has an id");
             let empty = RawValue::from_string("{}".into()).expect("{} is valid JSON");
             let _ = inner.outgoing.send(jsonrpc::result_line(id, &empty)).await;
         }
-        Kind::Request => {
+        (Kind::Request, method) => {
             let message = Incoming::Request {
                 id: envelope.id.expect("a request has an id").to_owned(),
-                method: envelope
-                    .method
-                    .expect("a request has a method")
-                    .into_owned(),
+                method: method.expect("a request has a method"),
                 params: envelope.params.map(ToOwned::to_owned),
             };
             let _ = incoming.send(message).await;
         }
-        Kind::Notification => {
+        (Kind::Notification, method) => {
+            let method = method.expect("a notification has a method");
             // Progress for a request that asked for it goes straight to its caller, from this
             // task, so that it cannot fall behind the answer.
-            if envelope.method.as_deref() == Some("notifications/progress")
+            if method == Method::Progress
                 && let Some(params) = envelope.params
                 && let Ok(progress) = serde_json::from_str::<ProgressParams<'_>>(params.get())
             {
@@ -706,15 +705,12 @@ async fn handle_line(
                 }
             }
             let message = Incoming::Notification {
-                method: envelope
-                    .method
-                    .expect("a notification has a method")
-                    .into_owned(),
+                method,
                 params: envelope.params.map(ToOwned::to_owned),
             };
             let _ = incoming.send(message).await;
         }
-        Kind::Invalid => log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line)),
+        (Kind::Invalid, _) => log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line)),
     }
 }
 

@@ -26,6 +26,7 @@ use crate::supervisor::status::{
 use crate::supervisor::subscriptions::Subscriptions;
 use crate::supervisor::{Applied, BackendNotification, ControlError, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 use process::{Link, ProcessEnd, wait_for_end};
 
 const HISTORY_LIMIT: usize = 50;
@@ -376,9 +377,10 @@ impl BackendTask {
 
     async fn on_incoming(&mut self, message: Incoming) {
         match message {
-            Incoming::Notification { method, params }
-                if method == "notifications/subscriptions/acknowledged" =>
-            {
+            Incoming::Notification {
+                method: Method::SubscriptionsAcknowledged,
+                params,
+            } => {
                 tracing::debug!("the backend listens for list changes and resource updates");
                 self.subscriptions.acknowledge(params.as_deref());
             }
@@ -445,7 +447,7 @@ impl BackendTask {
                     });
                 }
                 Err(error) => tracing::warn!(
-                    list = list.method(),
+                    list = %list.method(),
                     "refreshing after list_changed failed: {error}"
                 ),
             }
@@ -464,7 +466,7 @@ impl BackendTask {
         let generation = self.generation;
         let timeout = self.config.health_timeout;
         tokio::spawn(async move {
-            let report = match connection.request(method, None, timeout).await {
+            let report = match connection.request(method.as_str(), None, timeout).await {
                 Ok(_) => Report::PingAnswered { generation },
                 Err(error) => Report::PingFailed { generation, error },
             };

@@ -8,6 +8,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::method::Method;
+
 /// Invalid JSON was received.
 pub const PARSE_ERROR: i64 = -32700;
 /// The JSON sent is not a valid request object.
@@ -58,6 +60,11 @@ impl<'a> Envelope<'a> {
     /// Parses the envelope of one message. Fails on invalid JSON or a non-object.
     pub fn parse(bytes: &'a [u8]) -> Result<Envelope<'a>, serde_json::Error> {
         serde_json::from_slice(bytes)
+    }
+
+    /// The message's method, read from its name.
+    pub fn method(&self) -> Option<Method> {
+        self.method.as_deref().map(Method::parse)
     }
 
     pub fn kind(&self) -> Kind {

@@ -1,8 +1,10 @@
-//! What both sides of Switchboard speak: the JSON-RPC envelope, newline framing, the protocol
-//! eras, the arguments 2026-07-28 mirrors into headers, and how a failed HTTP request is told.
+//! What both sides of Switchboard speak: the JSON-RPC envelope, the methods' names, newline
+//! framing, the protocol eras, the arguments 2026-07-28 mirrors into headers, and how a failed
+//! HTTP request is told.
 
 pub mod era;
 pub mod framing;
 pub mod http_error;
 pub mod jsonrpc;
+pub mod method;
 pub mod mirrored;

@@ -7,10 +7,12 @@ It answers `initialize` with -32022 (unsupported version, naming only 2026-07-28
 `server/discover`, `tools/list`, `tools/call`, `tasks/get`, `tasks/update`, `tasks/cancel` and
 `subscriptions/listen` (acknowledged and kept open).
 
-Tool `report {title}`: for a request that declares the extension, answers with a task handle
-(`resultType: "task"`). The task first needs input: `tasks/get` shows it `input_required` with a
-form elicitation under the key `approve`; once `tasks/update` brings that answer, it is
-`completed` with the text `report TITLE approved by NAME`. A request that does not declare the
+Tool `report {title, figures}`: for a request that declares the extension, answers with a task
+handle (`resultType: "task"`). The task first needs input: `tasks/get` shows it `input_required`
+with a form elicitation under the key `approve`; once `tasks/update` brings that answer, it is
+`completed` with the text `report TITLE approved by NAME`. With `figures: true` its result also
+carries `structuredContent` written as `FIGURES` is, numbers that only a copy of the bytes
+keeps (`1.50`, and `1e400`, which no double holds). A request that does not declare the
 extension gets -32021 naming it.
 """
 
@@ -21,12 +23,15 @@ import time
 VERSION = "2026-07-28"
 EXTENSION = "io.modelcontextprotocol/tasks"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+FIGURES = '{"total": 1.50, "huge": 1e400}'
+# Stands in the message for FIGURES, which json.dumps cannot write, until it is sent.
+FIGURES_MARK = "figures written as they are"
 
 tasks = {}  # task id -> {"title", "status", "approved_by", "created"}
 
 
 def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.write(json.dumps(message).replace(json.dumps(FIGURES_MARK), FIGURES) + "\n")
     sys.stdout.flush()
 
 
@@ -62,6 +67,8 @@ def task_state(task_id):
     if task["status"] == "completed":
         text = "report %s approved by %s" % (task["title"], task["approved_by"])
         state["result"] = {"content": [{"type": "text", "text": text}], "isError": False}
+        if task["figures"]:
+            state["result"]["structuredContent"] = FIGURES_MARK
     return state
 
 
@@ -86,9 +93,10 @@ def call_tool(params):
         raise RpcError(-32021, "this tool runs as a task",
                        {"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
     task_id = "task-%d" % (len(tasks) + 1)
-    title = params.get("arguments", {}).get("title", "")
-    tasks[task_id] = {"title": title, "status": "input_required", "approved_by": None,
-                      "created": now()}
+    arguments = params.get("arguments", {})
+    tasks[task_id] = {"title": arguments.get("title", ""), "status": "input_required",
+                      "approved_by": None, "created": now(),
+                      "figures": arguments.get("figures") is True}
     return dict(task_state(task_id), resultType="task")
 
 

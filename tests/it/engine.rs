@@ -481,7 +481,7 @@ async fn discovery_follows_pagination_keeps_unknown_fields_and_refreshes_on_list
         .await
         .expect("in time")
         .expect("received");
-    assert_eq!(note.method, "notifications/tools/list_changed");
+    assert_eq!(note.method.as_str(), "notifications/tools/list_changed");
     assert_eq!(&*note.backend, "lists");
     engine.shutdown().await;
 }
@@ -697,7 +697,7 @@ async fn progress_notifications_arrive_in_order_with_the_tokens_the_caller_chose
             .await
             .expect("in time")
             .expect("open");
-        if note.method == "notifications/progress" {
+        if note.method.as_str() == "notifications/progress" {
             let params = json(note.params.as_deref().expect("params"));
             assert_eq!(params["progressToken"], "token-7");
             progress.push(params["progress"].as_f64().expect("a number"));

@@ -133,6 +133,18 @@ async fn start_call(
     (next_message(&mut reply.messages).await, reply.messages)
 }
 
+/// Answers the request `asked` of a backend, which `editor` got, by accepting with `content`.
+fn accept(editor: &Session, asked: &Value, content: Value) {
+    let accepted = json!({
+        "jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": content},
+    });
+    assert!(matches!(
+        editor.receive(accepted.to_string().as_bytes()),
+        Inbound::Accepted
+    ));
+}
+
 /// The next message of a call, in time.
 async fn next_message(messages: &mut tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) -> Value {
     let message = tokio::time::timeout(EVENT_LIMIT, messages.recv())
@@ -1024,14 +1036,7 @@ async fn a_modern_servers_questions_reach_an_editor_of_the_session_era_as_reques
         start_call(&editor, 1, "modern__confirm", json!({"action": "deploy"})).await;
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
     assert_eq!(asked["params"]["message"], "Do deploy?");
-    let accepted = json!({
-        "jsonrpc": "2.0", "id": asked["id"],
-        "result": {"action": "accept", "content": {"ok": true}},
-    });
-    assert!(matches!(
-        editor.receive(accepted.to_string().as_bytes()),
-        Inbound::Accepted
-    ));
+    accept(&editor, &asked, json!({"ok": true}));
     let result = next_message(&mut rest).await;
     assert_eq!(result["id"], 1);
     assert_eq!(
@@ -1089,14 +1094,7 @@ async fn a_tool_that_runs_only_as_a_task_answers_an_editor_that_holds_no_task() 
             .is_some_and(|message| message.contains("python")),
         "{asked}"
     );
-    let accepted = json!({
-        "jsonrpc": "2.0", "id": asked["id"],
-        "result": {"action": "accept", "content": {"interpretation": "snake"}},
-    });
-    assert!(matches!(
-        editor.receive(accepted.to_string().as_bytes()),
-        Inbound::Accepted
-    ));
+    accept(&editor, &asked, json!({"interpretation": "snake"}));
     let result = next_message(&mut rest).await;
     assert_eq!(result["id"], 1, "{result}");
     let report = first_text(&result["result"]);
@@ -1121,14 +1119,7 @@ async fn a_modern_servers_task_is_polled_to_its_end_for_an_editor_of_the_session
     let (asked, mut rest) = start_call(&editor, 1, "tasks__report", json!({"title": "Q4"})).await;
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
     assert_eq!(asked["params"]["message"], "Approve report Q4?");
-    let accepted = json!({
-        "jsonrpc": "2.0", "id": asked["id"],
-        "result": {"action": "accept", "content": {"name": "Ada"}},
-    });
-    assert!(matches!(
-        editor.receive(accepted.to_string().as_bytes()),
-        Inbound::Accepted
-    ));
+    accept(&editor, &asked, json!({"name": "Ada"}));
     let result = next_message(&mut rest).await;
     assert_eq!(result["id"], 1, "{result}");
     assert_eq!(first_text(&result["result"]), "report Q4 approved by Ada");
@@ -1162,6 +1153,29 @@ async fn a_modern_servers_task_is_polled_to_its_end_for_an_editor_of_the_session
         }
     })
     .await;
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_polled_tasks_result_reaches_the_editor_as_the_server_wrote_it() {
+    let hub = hub(vec![tasks_server("tasks")]);
+    ready(&hub, "tasks").await;
+    let (editor, _) = initialized(&hub, json!({"elicitation": {}})).await;
+    let arguments = json!({"title": "Q2", "figures": true});
+    let (asked, mut rest) = start_call(&editor, 1, "tasks__report", arguments).await;
+    accept(&editor, &asked, json!({"name": "Ada"}));
+    let answer = tokio::time::timeout(EVENT_LIMIT, rest.recv())
+        .await
+        .expect("in time")
+        .expect("the answer");
+    let answer = String::from_utf8(answer).expect("UTF-8");
+    // `1.50` read as a number is `1.5`, and no double holds `1e400`: only the server's bytes
+    // carry them.
+    assert!(
+        answer.contains(r#""structuredContent": {"total": 1.50, "huge": 1e400}"#),
+        "{answer}"
+    );
+    assert!(answer.contains("report Q2 approved by Ada"), "{answer}");
     hub.shutdown().await;
 }
 

@@ -1,6 +1,7 @@
 //! `subscriptions/listen`: a session told of list changes and resource updates, which it passes
 //! on with its `subscriptionId`, and of the tasks the stream names.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,6 +20,7 @@ use crate::hub::{HubInner, SessionEvents, notification, response};
 use crate::supervisor::BackendHandle;
 use crate::wire::era::meta;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::method::Method;
 
 /// How many resource URIs one listen stream may name.
 const MAX_LISTEN_URIS: usize = 1000;
@@ -143,12 +145,12 @@ impl Filter {
         })
     }
 
-    fn wants(&self, method: &str) -> bool {
+    fn wants(&self, method: &Method) -> bool {
         match method {
-            "notifications/tools/list_changed" => self.tools,
-            "notifications/prompts/list_changed" => self.prompts,
-            "notifications/resources/list_changed" => self.resource_list,
-            "notifications/resources/updated" => !self.resources.is_empty(),
+            Method::ToolsListChanged => self.tools,
+            Method::PromptsListChanged => self.prompts,
+            Method::ResourcesListChanged => self.resource_list,
+            Method::ResourcesUpdated => !self.resources.is_empty(),
             _ => false,
         }
     }
@@ -204,7 +206,7 @@ impl Listen {
                 && !still_wanted
                 && !backend.is_modern()
             {
-                send_subscription(backend, &uri, "resources/unsubscribe");
+                send_subscription(backend, &uri, Method::ResourcesUnsubscribe);
             }
         }
     }
@@ -227,7 +229,7 @@ impl Listen {
                     (watch, acknowledged)
                 });
             } else {
-                send_subscription(backend, &uri, "resources/subscribe");
+                send_subscription(backend, &uri, Method::ResourcesSubscribe);
                 taken.push(uri);
             }
         }
@@ -257,7 +259,7 @@ impl Listen {
         });
         let acknowledged = RawValue::from_string(acknowledged.to_string()).expect("JSON");
         let _ = self.reply.send(notification(
-            "notifications/subscriptions/acknowledged",
+            &Method::SubscriptionsAcknowledged,
             Some(&acknowledged),
         ));
     }
@@ -290,7 +292,7 @@ impl Listen {
                 event = events.recv() => {
                     let Some(event) = event else { break };
                     let Ok(envelope) = Envelope::parse(&event) else { continue };
-                    let Some(method) = envelope.method.as_deref().filter(|method| filter.wants(method))
+                    let Some(method) = envelope.method().filter(|method| filter.wants(method))
                     else {
                         continue;
                     };
@@ -299,7 +301,7 @@ impl Listen {
                         .and_then(|params| ObjectEntries::parse(params.get()).ok())
                         .unwrap_or_else(|| ObjectEntries::parse("{}").expect("an empty object"));
                     params.set("_meta", subscription_meta.clone());
-                    let _ = reply.send(notification(method, Some(&params.into_raw())));
+                    let _ = reply.send(notification(&method, Some(&params.into_raw())));
                 }
             }
         }
@@ -321,8 +323,8 @@ async fn watch_task(
         return;
     };
     let own = own.to_owned();
-    let subscription: serde_json::Value =
-        serde_json::from_str(subscription.get()).expect("an id is JSON");
+    let subscription_meta = format!(r#"{{"{}":{}}}"#, meta::SUBSCRIPTION_ID, subscription.get());
+    let subscription_meta = RawValue::from_string(subscription_meta).expect("JSON");
     let mut reported = None;
     loop {
         let Some(backend) = hub.engine.backend(backend) else {
@@ -335,34 +337,41 @@ async fn watch_task(
                 return;
             }
         };
-        let questions: Vec<&String> = task["inputRequests"]
-            .as_object()
-            .map(|questions| questions.keys().collect())
+        let Ok(mut params) = ObjectEntries::parse(task.get()) else {
+            return;
+        };
+        let status = params.get_str("status").map(Cow::into_owned);
+        let questions: Vec<String> = params
+            .get("inputRequests")
+            .and_then(|questions| ObjectEntries::parse(questions.get()).ok())
+            .map(|questions| questions.iter().map(|(key, _)| key.to_owned()).collect())
             .unwrap_or_default();
-        let state = serde_json::json!([task["status"], task["statusMessage"], questions]);
+        let message = params
+            .get("statusMessage")
+            .map(|message| message.get().to_owned());
+        let wait = params
+            .get("pollIntervalMs")
+            .and_then(|interval| interval.get().parse().ok())
+            .map_or(Duration::from_secs(1), Duration::from_millis)
+            .clamp(TASK_POLL_BOUNDS.0, TASK_POLL_BOUNDS.1);
+        let ended = matches!(
+            status.as_deref(),
+            Some("completed" | "failed" | "cancelled")
+        );
+        let state = (status, message, questions);
         if reported.as_ref() != Some(&state) {
-            let mut params = task.clone();
-            params["_meta"] =
-                serde_json::json!({ "io.modelcontextprotocol/subscriptionId": subscription });
-            let params = serde_json::value::to_raw_value(&params).expect("JSON");
+            params.set("_meta", subscription_meta.clone());
             if reply
-                .send(notification("notifications/tasks", Some(&params)))
+                .send(notification(&Method::Tasks, Some(&params.into_raw())))
                 .is_err()
             {
                 return;
             }
             reported = Some(state);
         }
-        if matches!(
-            task["status"].as_str(),
-            Some("completed" | "failed" | "cancelled")
-        ) {
+        if ended {
             return;
         }
-        let wait = task["pollIntervalMs"]
-            .as_u64()
-            .map_or(Duration::from_secs(1), Duration::from_millis)
-            .clamp(TASK_POLL_BOUNDS.0, TASK_POLL_BOUNDS.1);
         tokio::time::sleep(wait).await;
     }
 }
@@ -375,12 +384,12 @@ fn owner(hub: &HubInner, profile: &str, uri: &str) -> Option<BackendHandle> {
 
 /// Sends `resources/subscribe` or `resources/unsubscribe` for `uri` to `backend`, a session-era
 /// one.
-fn send_subscription(backend: BackendHandle, uri: &str, method: &'static str) {
+fn send_subscription(backend: BackendHandle, uri: &str, method: Method) {
     let params = format!(r#"{{"uri":{}}}"#, json_string(uri).get());
     let params = RawValue::from_string(params).expect("JSON");
     tokio::spawn(async move {
-        if let Err(error) = backend.request(method, Some(&params)).await {
-            tracing::debug!(backend = backend.name(), %error, method, "listen subscription");
+        if let Err(error) = backend.request(method.as_str(), Some(&params)).await {
+            tracing::debug!(backend = backend.name(), %error, %method, "listen subscription");
         }
     });
 }

@@ -44,6 +44,7 @@ use crate::wire::era::{
     LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
 };
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method;
 use listen::listen;
 use relay::{call, resume};
 
@@ -86,7 +87,7 @@ pub fn is_stateless(message: &[u8]) -> bool {
 #[derive(Clone)]
 struct Envelope2026<'a> {
     id: &'a RawValue,
-    method: String,
+    method: Method,
     params: ObjectEntries<'a>,
     capabilities: ClientCapabilities,
     log_level: Option<usize>,
@@ -106,7 +107,7 @@ impl<'a> Envelope2026<'a> {
         profile: Arc<str>,
     ) -> Result<Envelope2026<'a>, ErrorObject> {
         let id = envelope.id.expect("a request has an id");
-        let method = envelope.method.as_deref().unwrap_or_default().to_owned();
+        let method = envelope.method().expect("a request has a method");
         let params = envelope
             .params
             .and_then(|params| ObjectEntries::parse(params.get()).ok())
@@ -170,10 +171,10 @@ impl<'a> Envelope2026<'a> {
     /// The name, URI or task id the request is about (what `Mcp-Name` mirrors), for the
     /// methods that have one.
     fn target(&self) -> Option<String> {
-        let key = match self.method.as_str() {
-            "tools/call" | "prompts/get" => "name",
-            "resources/read" => "uri",
-            "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+        let key = match self.method {
+            Method::ToolsCall | Method::PromptsGet => "name",
+            Method::ResourcesRead => "uri",
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => "taskId",
             _ => return None,
         };
         Some(self.params.get_str(key).unwrap_or_default().into_owned())
@@ -269,8 +270,10 @@ fn start(
     let request = Envelope2026::parse(envelope, headers, profile)?;
     if let Some(headers) = headers {
         let target = request.target();
-        let mirrored = match (request.method.as_str(), &target) {
-            ("tools/call", Some(name)) => hub.catalog(&request.profile).mirrored.get(name).cloned(),
+        let mirrored = match (&request.method, &target) {
+            (Method::ToolsCall, Some(name)) => {
+                hub.catalog(&request.profile).mirrored.get(name).cloned()
+            }
             _ => None,
         };
         let arguments = match &mirrored {
@@ -283,7 +286,7 @@ fn start(
         headers::check(
             headers,
             MODERN_PROTOCOL_VERSION,
-            &request.method,
+            request.method.as_str(),
             target.as_deref(),
             mirrored.as_deref().unwrap_or_default(),
             arguments.as_ref(),
@@ -292,23 +295,26 @@ fn start(
     let (reply, messages) = mpsc::unbounded_channel();
     let streamed = request.wants_progress || request.log_level.is_some();
     let id = request.id;
-    match request.method.as_str() {
-        "server/discover" => {
+    match &request.method {
+        Method::ServerDiscover => {
             let profile = request.profile.clone();
             answer_when_settled(hub, id, &reply, Needs::Statuses, move |hub| {
                 stamp(&discover_result(hub, &profile), true)
             });
         }
-        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+        Method::ToolsList
+        | Method::PromptsList
+        | Method::ResourcesList
+        | Method::ResourceTemplatesList => {
             single_page(envelope.params)?;
             let (method, profile) = (request.method.clone(), request.profile.clone());
             answer_when_settled(hub, id, &reply, Needs::Catalog, move |hub| {
                 stamp(&list_result(hub, &profile, &method), true)
             });
         }
-        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+        Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
             if !request.capabilities.tasks_extension {
-                return Err(tasks_extension_missing(&request.method));
+                return Err(tasks_extension_missing(request.method.as_str()));
             }
             match session_era_task(hub, &request) {
                 Some((backend, exposed, own)) => {
@@ -317,7 +323,10 @@ fn start(
                 None => call(hub, &request, reply),
             }
         }
-        "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
+        Method::ToolsCall
+        | Method::PromptsGet
+        | Method::ResourcesRead
+        | Method::CompletionComplete => {
             match request.params.get_str("requestState") {
                 Some(sealed) if request_state::is_ours(&sealed) => {
                     resume(hub, &request, &sealed, reply)?
@@ -326,18 +335,18 @@ fn start(
                 _ => call(hub, &request, reply),
             }
         }
-        "subscriptions/listen" => {
+        Method::SubscriptionsListen => {
             listen(hub, &request, reply)?;
             return Ok(Started {
                 messages,
                 streamed: true,
             });
         }
-        "initialize"
-        | "ping"
-        | "logging/setLevel"
-        | "resources/subscribe"
-        | "resources/unsubscribe" => {
+        Method::Initialize
+        | Method::Ping
+        | Method::LoggingSetLevel
+        | Method::ResourcesSubscribe
+        | Method::ResourcesUnsubscribe => {
             return Err(not_found(format!(
                 "{} is not part of {MODERN_PROTOCOL_VERSION}",
                 request.method

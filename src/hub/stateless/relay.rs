@@ -17,6 +17,7 @@ use crate::hub::session::{Session, invalid_params, server_info};
 use crate::hub::{HubInner, MAX_INPUT_ROUNDS, SessionEvents, random_id, response};
 use crate::wire::era::{code, meta};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method;
 
 /// How long a parked call waits for the editor's retry.
 const PARK_TTL: Duration = Duration::from_secs(300);
@@ -57,8 +58,8 @@ pub(super) fn call(
     }
     let binding = request.target().and_then(|target| {
         matches!(
-            request.method.as_str(),
-            "tools/call" | "prompts/get" | "resources/read"
+            request.method,
+            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
         )
         .then(|| {
             let arguments = request.params.get("arguments").map(RawValue::get);
@@ -73,7 +74,7 @@ pub(super) fn call(
         capabilities: request.capabilities,
         binding,
         log_level: request.log_level,
-        cacheable: request.method == "resources/read",
+        cacheable: request.method == Method::ResourcesRead,
         rounds: 0,
     };
     tokio::spawn(relay.run(request.id.to_owned(), reply));
@@ -143,7 +144,7 @@ struct Relay {
 /// A backend's request to the editor, sent on under our id.
 struct Question {
     our_id: u64,
-    method: String,
+    method: Method,
     params: Option<Box<RawValue>>,
 }
 
@@ -178,7 +179,7 @@ impl Relay {
                             .id
                             .and_then(|id| id.get().parse().ok())
                             .unwrap_or(0),
-                        method: envelope.method.as_deref().unwrap_or_default().to_owned(),
+                        method: envelope.method().expect("a request has a method"),
                         params: envelope.params.map(ToOwned::to_owned),
                     };
                     match self.ask(question, &id, reply).await {
@@ -250,7 +251,7 @@ impl Relay {
             return Some(missing_capability(
                 id,
                 "URL-mode elicitation",
-                "elicitation/create",
+                &Method::ElicitationCreate,
             ));
         }
         let requests: serde_json::Map<String, serde_json::Value> = elicitations
@@ -258,7 +259,7 @@ impl Relay {
             .enumerate()
             .map(|(index, elicitation)| {
                 let request = serde_json::json!({
-                    "method": "elicitation/create",
+                    "method": Method::ElicitationCreate,
                     "params": elicitation,
                 });
                 (format!("switchboard-url-{index}"), request)
@@ -283,7 +284,7 @@ impl Relay {
         let Ok(envelope) = Envelope::parse(event) else {
             return;
         };
-        if envelope.method.as_deref() != Some("notifications/message") {
+        if envelope.method() != Some(Method::Message) {
             return;
         }
         let level = envelope
@@ -320,7 +321,7 @@ impl Relay {
             self.refuse(&question, "the editor did not declare the capability");
             // Roots are context a server asks for on its own schedule (server-everything does
             // after it starts), not input the call needs: the server hears no, the call goes on.
-            if question.method == "roots/list" {
+            if question.method == Method::RootsList {
                 return Some((id.to_owned(), reply));
             }
             let _ = reply.send(missing_capability(id, missing, &question.method));
@@ -433,9 +434,9 @@ const URL_ELICITATION_REQUIRED: i64 = -32042;
 const RERUN: &str = "rerun";
 
 /// The -32021 answer to a request whose backend asked what the editor did not declare.
-fn missing_capability(id: &RawValue, missing: &str, method: &str) -> Vec<u8> {
+fn missing_capability(id: &RawValue, missing: &str, method: &Method) -> Vec<u8> {
     let required = match method {
-        "sampling/createMessage" => serde_json::json!({ "sampling": {} }),
+        Method::SamplingCreateMessage => serde_json::json!({ "sampling": {} }),
         _ if missing.starts_with("URL") => serde_json::json!({ "elicitation": { "url": {} } }),
         _ => serde_json::json!({ "elicitation": { "form": {} } }),
     };

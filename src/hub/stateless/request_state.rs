@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::wire::method::Method;
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// The largest state worth opening; a sealed state is under 400 bytes.
@@ -64,7 +66,7 @@ pub(in crate::hub) struct Binding {
 impl Binding {
     /// `arguments` is the request's `arguments` value, if any; equal JSON with keys in another
     /// order binds alike.
-    pub(in crate::hub) fn new(method: &str, target: &str, arguments: Option<&str>) -> Binding {
+    pub(in crate::hub) fn new(method: &Method, target: &str, arguments: Option<&str>) -> Binding {
         let canonical = arguments
             .and_then(|text| serde_json::from_str::<Value>(text).ok())
             .map(|value| {
@@ -74,7 +76,7 @@ impl Binding {
             })
             .unwrap_or_default();
         Binding {
-            method: method.to_owned(),
+            method: method.as_str().to_owned(),
             target: target.to_owned(),
             arguments: hex(&Sha256::digest(canonical.as_bytes())),
         }
@@ -216,7 +218,7 @@ mod tests {
 
     fn binding() -> Binding {
         Binding::new(
-            "tools/call",
+            &Method::ToolsCall,
             "demo__ask",
             Some(r#"{"b":[1,{"y":2,"x":1}],"a":"z"}"#),
         )
@@ -228,15 +230,15 @@ mod tests {
         let sealed = sealer.seal("call-7", &binding(), 2_000);
         assert_eq!(sealer.open(&sealed, &binding(), 1_000), Ok("call-7".into()));
         let reordered = Binding::new(
-            "tools/call",
+            &Method::ToolsCall,
             "demo__ask",
             Some(r#"{"a":"z","b":[1,{"x":1,"y":2}]}"#),
         );
         assert_eq!(sealer.open(&sealed, &reordered, 1_000), Ok("call-7".into()));
 
-        let other_arguments = Binding::new("tools/call", "demo__ask", Some(r#"{"a":"y"}"#));
-        let other_tool = Binding::new("tools/call", "demo__other", None);
-        let other_method = Binding::new("prompts/get", "demo__ask", None);
+        let other_arguments = Binding::new(&Method::ToolsCall, "demo__ask", Some(r#"{"a":"y"}"#));
+        let other_tool = Binding::new(&Method::ToolsCall, "demo__other", None);
+        let other_method = Binding::new(&Method::PromptsGet, "demo__ask", None);
         for other in [other_arguments, other_tool, other_method] {
             assert_eq!(
                 sealer.open(&sealed, &other, 1_000),

@@ -12,7 +12,7 @@
 //!   someone waits on `tasks/result`, so Switchboard waits on it in a session of its own and
 //!   shows the questions in `tasks/get` as `inputRequests`; `tasks/update` answers them.
 //! - A 2026-07-28 server's task for an editor of the session era is polled to its end by the call
-//!   itself (`hub/call.rs`).
+//!   itself (`poll.rs`).
 //!
 //! Listen streams report tasks by polling [`detailed`], whatever the server's era.
 
@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::json;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
@@ -30,10 +30,12 @@ use super::ids::{self, RELATED_TASK};
 use crate::config::DEFAULT_PROFILE;
 use crate::hub::HubInner;
 use crate::hub::capabilities::ClientCapabilities;
+use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{Session, invalid_params};
 use crate::supervisor::BackendHandle;
 use crate::supervisor::rpc::ClientMeta;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method;
 
 /// How long `tasks/get` waits for the first question of a task that needs input.
 const QUESTION_WAIT: Duration = Duration::from_secs(2);
@@ -48,33 +50,23 @@ fn malformed(backend: &str) -> ErrorObject {
     )
 }
 
-fn raw(value: &Value) -> Box<RawValue> {
+fn raw(value: &impl serde::Serialize) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).expect("a JSON value serializes")
 }
 
 /// A 2025-11-25 `Task` in the extension's shape: its id exposed, `ttl` and `pollInterval` named
 /// `ttlMs` and `pollIntervalMs`, everything else as sent.
-fn extension_shape(
-    task: &Value,
-    backend: &str,
-) -> Result<serde_json::Map<String, Value>, ErrorObject> {
-    let task = task.as_object().ok_or_else(|| malformed(backend))?;
-    let id = task
-        .get("taskId")
-        .and_then(Value::as_str)
-        .ok_or_else(|| malformed(backend))?;
-    let mut shaped = serde_json::Map::new();
-    for (key, value) in task {
-        let key = match key.as_str() {
-            "taskId" => {
-                shaped.insert(key.clone(), ids::exposed_id(backend, id).into());
-                continue;
-            }
-            "ttl" => "ttlMs",
-            "pollInterval" => "pollIntervalMs",
-            other => other,
-        };
-        shaped.insert(key.to_owned(), value.clone());
+fn extension_shape(task: &RawValue, backend: &str) -> Result<ObjectEntries<'static>, ErrorObject> {
+    let task = ObjectEntries::parse(task.get()).map_err(|_| malformed(backend))?;
+    let id = task.get_str("taskId").ok_or_else(|| malformed(backend))?;
+    let mut shaped = ObjectEntries::parse("{}").expect("an empty object");
+    for (key, value) in task.iter() {
+        match key {
+            "taskId" => shaped.set(key, json_string(&ids::exposed_id(backend, &id))),
+            "ttl" => shaped.set("ttlMs", value.to_owned()),
+            "pollInterval" => shaped.set("pollIntervalMs", value.to_owned()),
+            other => shaped.set(other, value.to_owned()),
+        }
     }
     Ok(shaped)
 }
@@ -82,36 +74,45 @@ fn extension_shape(
 /// A session-era server's created task (`{"task": {…}}`) as the extension's task handle; a result
 /// that created no task (the server ran the call at once) is kept.
 pub(in crate::hub) fn handle(result: &RawValue, backend: &str) -> Result<String, ErrorObject> {
-    let value: Value = serde_json::from_str(result.get()).map_err(|_| malformed(backend))?;
-    let Some(task) = value.get("task") else {
+    let Some(task) = ObjectEntries::parse(result.get())
+        .ok()
+        .and_then(|result| result.get("task").map(ToOwned::to_owned))
+    else {
         return Ok(result.get().to_owned());
     };
-    let mut handle = extension_shape(task, backend)?;
-    handle.insert("resultType".into(), "task".into());
-    Ok(Value::Object(handle).to_string())
+    let mut handle = extension_shape(&task, backend)?;
+    handle.set("resultType", json_string("task"));
+    Ok(handle.to_json())
 }
 
 /// The server's own id of the task a session-era result created, if it created one.
 pub(in crate::hub) fn created_task(result: &RawValue) -> Option<String> {
-    let value: Value = serde_json::from_str(result.get()).ok()?;
-    Some(value.get("task")?.get("taskId")?.as_str()?.to_owned())
+    let result = ObjectEntries::parse(result.get()).ok()?;
+    let task = ObjectEntries::parse(result.get("task")?.get()).ok()?;
+    Some(task.get_str("taskId")?.into_owned())
 }
 
-/// A task's result without the `_meta` entry naming the task, for an editor that never saw it.
+/// A task's result without the `_meta` entry naming the task, for an editor that never saw it;
+/// everything else as the server wrote it.
 pub(in crate::hub) fn without_related_task(result: &str) -> String {
-    let Ok(mut value) = serde_json::from_str::<Value>(result) else {
+    let Ok(mut entries) = ObjectEntries::parse(result) else {
         return result.to_owned();
     };
-    let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) else {
+    let Some(meta) = entries.get("_meta").map(|meta| meta.get().to_owned()) else {
         return result.to_owned();
     };
-    if meta.remove(RELATED_TASK).is_none() {
+    let Ok(mut meta) = ObjectEntries::parse(&meta) else {
+        return result.to_owned();
+    };
+    if !meta.remove(RELATED_TASK) {
         return result.to_owned();
     }
     if meta.is_empty() {
-        value.as_object_mut().expect("has _meta").remove("_meta");
+        entries.remove("_meta");
+    } else {
+        entries.set("_meta", meta.into_raw());
     }
-    value.to_string()
+    entries.to_json()
 }
 
 /// What a 2026-07-28 server is told an editor can be asked when Switchboard itself holds the
@@ -127,19 +128,19 @@ pub(in crate::hub) fn capabilities_with_tasks(capabilities: ClientCapabilities) 
 pub(in crate::hub) async fn answer(
     hub: &Arc<HubInner>,
     backend: &BackendHandle,
-    method: &str,
+    method: &Method,
     exposed: &str,
     own: &str,
     input_responses: Option<&RawValue>,
     capabilities: ClientCapabilities,
 ) -> Result<String, ErrorObject> {
     match method {
-        "tasks/get" => detailed(hub, backend, exposed, own, capabilities)
+        Method::TasksGet => detailed(hub, backend, exposed, own, capabilities)
             .await
-            .map(|task| task.to_string()),
-        "tasks/update" => {
+            .map(|task| task.get().to_owned()),
+        Method::TasksUpdate => {
             let responses = input_responses
-                .ok_or_else(|| invalid_params("tasks/update needs inputResponses"))?;
+                .ok_or_else(|| invalid_params(format!("{method} needs inputResponses")))?;
             let responses: BTreeMap<String, Box<RawValue>> = serde_json::from_str(responses.get())
                 .map_err(|_| invalid_params("inputResponses must be an object"))?;
             let waiting = hub.lock_task_inputs().get(exposed).cloned();
@@ -148,10 +149,10 @@ pub(in crate::hub) async fn answer(
             }
             Ok("{}".to_owned())
         }
-        "tasks/cancel" => {
+        Method::TasksCancel => {
             let params = raw(&json!({ "taskId": own }));
             backend
-                .request("tasks/cancel", Some(&params))
+                .request(method.as_str(), Some(&params))
                 .await
                 .map_err(|error| error.to_error_object())?;
             let waiting = hub.lock_task_inputs().remove(exposed);
@@ -166,13 +167,14 @@ pub(in crate::hub) async fn answer(
 
 /// The task `exposed` (the server's own id `own`) as the extension's `tasks/get` shows it: with
 /// its result or error once it has ended, and with the questions it waits on while it needs input.
+/// The result and the questions are as the server wrote them.
 pub(in crate::hub) async fn detailed(
     hub: &Arc<HubInner>,
     backend: &BackendHandle,
     exposed: &str,
     own: &str,
     capabilities: ClientCapabilities,
-) -> Result<Value, ErrorObject> {
+) -> Result<Box<RawValue>, ErrorObject> {
     let params = raw(&json!({ "taskId": own }));
     let timeout = backend.config().request_timeout;
     if backend.is_modern() {
@@ -182,48 +184,50 @@ pub(in crate::hub) async fn detailed(
             log_level: None,
             call: None,
         };
-        let state = backend
-            .request_for_client("tasks/get", Some(&params), timeout, None, client)
+        let answer = backend
+            .request_for_client(
+                Method::TasksGet.as_str(),
+                Some(&params),
+                timeout,
+                None,
+                client,
+            )
             .await
             .map_err(|error| error.to_error_object())?;
-        let mut state: Value =
-            serde_json::from_str(state.get()).map_err(|_| malformed(backend.name()))?;
-        let state_object = state
-            .as_object_mut()
-            .ok_or_else(|| malformed(backend.name()))?;
-        state_object.insert("taskId".into(), exposed.into());
-        state_object.remove("resultType");
-        return Ok(state);
+        let mut state =
+            ObjectEntries::parse(answer.get()).map_err(|_| malformed(backend.name()))?;
+        state.set("taskId", json_string(exposed));
+        state.remove("resultType");
+        return Ok(state.into_raw());
     }
     let state = backend
-        .request("tasks/get", Some(&params))
+        .request(Method::TasksGet.as_str(), Some(&params))
         .await
         .map_err(|error| error.to_error_object())?;
-    let state: Value = serde_json::from_str(state.get()).map_err(|_| malformed(backend.name()))?;
     let mut task = extension_shape(&state, backend.name())?;
-    match task.get("status").and_then(Value::as_str) {
+    match task.get_str("status").as_deref() {
         Some("completed" | "failed") => {
-            match backend.request("tasks/result", Some(&params)).await {
+            match backend
+                .request(Method::TasksResult.as_str(), Some(&params))
+                .await
+            {
                 Ok(result) => {
                     let result = without_related_task(result.get());
-                    let result: Value =
-                        serde_json::from_str(&result).map_err(|_| malformed(backend.name()))?;
-                    task.insert("result".into(), result);
+                    task.set(
+                        "result",
+                        RawValue::from_string(result).expect("a result is JSON"),
+                    );
                 }
-                Err(error) => {
-                    let error = serde_json::to_value(error.to_error_object())
-                        .expect("an error object serializes");
-                    task.insert("error".into(), error);
-                }
+                Err(error) => task.set("error", raw(&error.to_error_object())),
             }
         }
         Some("input_required") => {
             let questions = questions(hub, exposed, capabilities).await?;
-            task.insert("inputRequests".into(), questions);
+            task.set("inputRequests", questions);
         }
         _ => {}
     }
-    Ok(Value::Object(task))
+    Ok(task.into_raw())
 }
 
 /// The questions the session-era task `exposed` waits on, as `inputRequests`: asked for by
@@ -232,7 +236,7 @@ async fn questions(
     hub: &Arc<HubInner>,
     exposed: &str,
     capabilities: ClientCapabilities,
-) -> Result<Value, ErrorObject> {
+) -> Result<Box<RawValue>, ErrorObject> {
     let waiting = {
         let mut inputs = hub.lock_task_inputs();
         match inputs.get(exposed) {
@@ -262,19 +266,16 @@ async fn questions(
             break;
         }
     }
-    let questions: serde_json::Map<String, Value> = waiting
-        .lock_questions()
-        .iter()
-        .map(|(key, question)| (key.clone(), question.clone()))
-        .collect();
-    Ok(Value::Object(questions))
+    let questions = raw(&*waiting.lock_questions());
+    Ok(questions)
 }
 
 /// One session-era task whose `tasks/result` Switchboard waits on for a 2026-07-28 editor, and
 /// the questions its server asked meanwhile, by key (our id of the request sent on).
 pub(in crate::hub) struct TaskInputs {
     session: Session,
-    questions: Mutex<BTreeMap<String, Value>>,
+    /// Each as `{"method": …, "params": …}`, its params as the server wrote them.
+    questions: Mutex<BTreeMap<String, Box<RawValue>>>,
     changed: Notify,
     ended: AtomicBool,
 }
@@ -300,7 +301,7 @@ impl TaskInputs {
         let id = RawValue::from_string("1".into()).expect("JSON");
         let params = raw(&json!({ "taskId": exposed }));
         if session
-            .call(hub, &id, "tasks/result", Some(&params), &reply)
+            .call(hub, &id, &Method::TasksResult, Some(&params), &reply)
             .is_some()
         {
             drop(reply);
@@ -320,12 +321,12 @@ impl TaskInputs {
                 };
                 match (envelope.kind(), envelope.id, envelope.method.as_deref()) {
                     (Kind::Request, Some(id), Some(method)) => {
-                        let mut question = json!({ "method": method });
-                        if let Some(params) = envelope.params
-                            && let Ok(params) = serde_json::from_str::<Value>(params.get())
-                        {
-                            question["params"] = params;
+                        let mut question = ObjectEntries::parse("{}").expect("an empty object");
+                        question.set("method", json_string(method));
+                        if let Some(params) = envelope.params {
+                            question.set("params", params.to_owned());
                         }
+                        let question = question.into_raw();
                         task.lock_questions().insert(id.get().to_owned(), question);
                         task.changed.notify_waiters();
                     }
@@ -349,7 +350,7 @@ impl TaskInputs {
         waiting
     }
 
-    fn lock_questions(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Value>> {
+    fn lock_questions(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Box<RawValue>>> {
         self.questions
             .lock()
             .expect("task questions lock is never poisoned")
@@ -372,6 +373,8 @@ impl TaskInputs {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     #[test]
@@ -415,5 +418,22 @@ mod tests {
         );
         let untouched = r#"{"content":[],"_meta":{"x":1}}"#;
         assert_eq!(without_related_task(untouched), untouched);
+    }
+
+    #[test]
+    fn a_result_and_a_task_keep_the_numbers_their_server_wrote() {
+        let result = format!(
+            r#"{{"structuredContent":{{"total":1.50,"huge":1e400}},"_meta":{{"{RELATED_TASK}":{{"taskId":"t1"}}}}}}"#
+        );
+        assert_eq!(
+            without_related_task(&result),
+            r#"{"structuredContent":{"total":1.50,"huge":1e400}}"#
+        );
+        let created = r#"{"task":{"taskId":"t1","status":"working","ttl":3.0e5,"x":1e400}}"#;
+        let created = RawValue::from_string(created.to_owned()).unwrap();
+        assert_eq!(
+            handle(&created, "everything").unwrap(),
+            r#"{"taskId":"sb1.everything.t1","status":"working","ttlMs":3.0e5,"x":1e400,"resultType":"task"}"#
+        );
     }
 }

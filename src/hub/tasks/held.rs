@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use crate::hub::rewrite::ObjectEntries;
 use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
 
 /// How many tasks Switchboard keeps for servers at once.
 pub(in crate::hub) const MAX_TASKS: usize = 1000;
@@ -29,12 +30,16 @@ const MAX_TTL: Duration = Duration::from_secs(3600);
 const POLL_INTERVAL_MS: u64 = 500;
 
 /// The requests a server may ask Switchboard to run as tasks.
-pub(in crate::hub) const TASK_REQUESTS: [&str; 2] =
-    ["sampling/createMessage", "elicitation/create"];
+pub(in crate::hub) const TASK_REQUESTS: [Method; 2] =
+    [Method::SamplingCreateMessage, Method::ElicitationCreate];
 
 /// The methods a server polls its tasks with.
-pub(in crate::hub) const TASK_METHODS: [&str; 4] =
-    ["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"];
+pub(in crate::hub) const TASK_METHODS: [Method; 4] = [
+    Method::TasksGet,
+    Method::TasksResult,
+    Method::TasksList,
+    Method::TasksCancel,
+];
 
 #[derive(Debug, Clone)]
 enum Status {
@@ -158,7 +163,7 @@ impl ClientTasks {
     pub(in crate::hub) fn answer(
         &self,
         backend: &Arc<str>,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         cancel: impl FnOnce(u64),
     ) -> Answer {
@@ -168,7 +173,7 @@ impl ClientTasks {
         let mut tasks = self.lock();
         let now = Instant::now();
         tasks.retain(|_, task| task.expires > now);
-        if method == "tasks/list" {
+        if *method == Method::TasksList {
             let list: Vec<Value> = tasks
                 .iter()
                 .filter(|((owner, _), _)| owner == backend)
@@ -186,8 +191,8 @@ impl ClientTasks {
             return Answer::Now(Err(not_found(&id)));
         };
         match method {
-            "tasks/get" => Answer::Now(Ok(describe(&id, task).to_string())),
-            "tasks/cancel" => {
+            Method::TasksGet => Answer::Now(Ok(describe(&id, task).to_string())),
+            Method::TasksCancel => {
                 if !task.status.borrow().is_working() {
                     return Answer::Now(Err(ErrorObject::new(
                         jsonrpc::INVALID_PARAMS,
@@ -309,17 +314,19 @@ mod tests {
         let handle: Value = serde_json::from_str(handle.get()).expect("JSON");
         assert_eq!(handle["task"]["status"], "working");
         assert_eq!(handle["task"]["ttl"], 60_000);
-        let got = now(tasks.answer(&mine, "tasks/get", Some(&params(&id)), |_| {})).expect("known");
+        let got =
+            now(tasks.answer(&mine, &Method::TasksGet, Some(&params(&id)), |_| {})).expect("known");
         assert_eq!(got["taskId"], id.as_str());
-        let foreign = now(tasks.answer(&other, "tasks/get", Some(&params(&id)), |_| {}));
+        let foreign = now(tasks.answer(&other, &Method::TasksGet, Some(&params(&id)), |_| {}));
         assert_eq!(
             foreign.expect_err("not its task").code,
             jsonrpc::INVALID_PARAMS
         );
-        let listed = now(tasks.answer(&other, "tasks/list", None, |_| {})).expect("a list");
+        let listed = now(tasks.answer(&other, &Method::TasksList, None, |_| {})).expect("a list");
         assert_eq!(listed["tasks"], json!([]));
 
-        let Answer::Wait(wait) = tasks.answer(&mine, "tasks/result", Some(&params(&id)), |_| {})
+        let Answer::Wait(wait) =
+            tasks.answer(&mine, &Method::TasksResult, Some(&params(&id)), |_| {})
         else {
             panic!("a wait");
         };
@@ -332,9 +339,10 @@ mod tests {
             result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
             id.as_str()
         );
-        let got = now(tasks.answer(&mine, "tasks/get", Some(&params(&id)), |_| {})).expect("known");
+        let got =
+            now(tasks.answer(&mine, &Method::TasksGet, Some(&params(&id)), |_| {})).expect("known");
         assert_eq!(got["status"], "completed");
-        let cancelled = now(tasks.answer(&mine, "tasks/cancel", Some(&params(&id)), |_| {}));
+        let cancelled = now(tasks.answer(&mine, &Method::TasksCancel, Some(&params(&id)), |_| {}));
         assert!(cancelled.is_err(), "an ended task cannot be cancelled");
     }
 
@@ -344,24 +352,26 @@ mod tests {
         let server: Arc<str> = Arc::from("s");
         let (id, _) = tasks.create(&server, None).expect("made");
         tasks.forwarded(&server, &id, 7);
-        let Answer::Wait(wait) = tasks.answer(&server, "tasks/result", Some(&params(&id)), |_| {})
+        let Answer::Wait(wait) =
+            tasks.answer(&server, &Method::TasksResult, Some(&params(&id)), |_| {})
         else {
             panic!("a wait");
         };
         let mut dropped = None;
-        let cancelled = now(
-            tasks.answer(&server, "tasks/cancel", Some(&params(&id)), |our_id| {
-                dropped = Some(our_id)
-            }),
-        )
+        let cancelled = now(tasks.answer(
+            &server,
+            &Method::TasksCancel,
+            Some(&params(&id)),
+            |our_id| dropped = Some(our_id),
+        ))
         .expect("cancelled");
         assert_eq!(cancelled["status"], "cancelled");
         assert_eq!(dropped, Some(7));
         assert!(wait.result().await.is_err());
         let late = serde_json::value::to_raw_value(&json!({})).expect("JSON");
         tasks.complete(&server, &id, Ok(late));
-        let got =
-            now(tasks.answer(&server, "tasks/get", Some(&params(&id)), |_| {})).expect("known");
+        let got = now(tasks.answer(&server, &Method::TasksGet, Some(&params(&id)), |_| {}))
+            .expect("known");
         assert_eq!(got["status"], "cancelled", "a late answer changes nothing");
     }
 

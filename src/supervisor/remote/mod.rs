@@ -40,6 +40,7 @@ use crate::supervisor::status::OutputStream;
 use crate::wire::era::{header, meta};
 use crate::wire::http_error;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method as McpMethod;
 use crate::wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
 pub(crate) use ends::{LinkSink, LinkSource};
 use sse::SseParser;
@@ -230,7 +231,7 @@ impl Drop for RemoteLink {
 struct Outgoing {
     /// The id of a request (its JSON text), which gets an answer whatever happens.
     id: Option<Box<RawValue>>,
-    method: Option<String>,
+    method: Option<McpMethod>,
     /// For a message carrying the 2026-07-28 envelope: its version and the `Mcp-Name` value.
     modern: Option<(String, Option<String>)>,
     /// A tool call's arguments, for the headers that mirror them.
@@ -264,7 +265,8 @@ impl Outgoing {
         let params: Option<Params> = envelope
             .params
             .and_then(|params| serde_json::from_str(params.get()).ok());
-        let cancelling = envelope.method.as_deref() == Some("notifications/cancelled");
+        let method = envelope.method();
+        let cancelling = method == Some(McpMethod::Cancelled);
         let (modern, arguments, cancels) = match params {
             Some(params) => {
                 let version = params
@@ -287,7 +289,7 @@ impl Outgoing {
         };
         Outgoing {
             id,
-            method: envelope.method.map(|method| method.into_owned()),
+            method,
             modern,
             arguments,
             cancels,
@@ -389,7 +391,7 @@ impl Shared {
             .authorized(|credential| self.post_streamable(line, outgoing, credential))
             .await?;
         let status = response.status();
-        let first = outgoing.method.as_deref() == Some("initialize");
+        let first = outgoing.method == Some(McpMethod::Initialize);
         if first
             && self.server.transport == RemoteTransport::Auto
             && matches!(
@@ -420,10 +422,13 @@ impl Shared {
             return Err(Failure::Error(format!(
                 "{} ended its answer to {} without answering",
                 self.server.shown_url(),
-                outgoing.method.as_deref().unwrap_or("the request")
+                outgoing
+                    .method
+                    .as_ref()
+                    .map_or("the request", McpMethod::as_str)
             )));
         }
-        if outgoing.method.as_deref() == Some("notifications/initialized") {
+        if outgoing.method == Some(McpMethod::Initialized) {
             let span = tracing::Span::current();
             tokio::spawn(self.clone().keep_stream_open().instrument(span));
         }
@@ -474,7 +479,7 @@ impl Shared {
 
     /// The `Mcp-Param-*` headers of a call of tool `name`: each argument the tool mirrors.
     fn mirrored_arguments(&self, name: &str, outgoing: &Outgoing) -> Vec<(String, HeaderValue)> {
-        if outgoing.method.as_deref() != Some("tools/call") {
+        if outgoing.method != Some(McpMethod::ToolsCall) {
             return Vec::new();
         }
         let params = match self.mirrored.lock().expect("mirrored lock").get(name) {
@@ -605,10 +610,10 @@ impl Shared {
             let mut asked = self.asked_during.lock().expect("asked-during lock");
             asked.insert(id.get().to_owned(), ours);
         }
-        if answers && outgoing.method.as_deref() == Some("tools/list") {
+        if answers && outgoing.method == Some(McpMethod::ToolsList) {
             self.remember_mirrored(message);
         }
-        if answers && outgoing.method.as_deref() == Some("initialize") {
+        if answers && outgoing.method == Some(McpMethod::Initialize) {
             #[derive(Deserialize)]
             struct Answer {
                 result: Option<Initialized>,

@@ -113,7 +113,7 @@ async fn an_error_response_fails_the_request_with_the_backends_error() {
     let RpcError::Remote { method, error, .. } = &error else {
         panic!("expected the backend's error, got {error:?}");
     };
-    assert_eq!(method, "tools/call");
+    assert_eq!(method.as_str(), "tools/call");
     assert_eq!(error.code, -32602);
     assert_eq!(error.message, "no such tool");
 }
@@ -208,7 +208,7 @@ async fn progress_reaches_its_request_before_the_answer() {
     let Some(Incoming::Notification { method, params }) = started.incoming.recv().await else {
         panic!("expected the unclaimed progress notification");
     };
-    assert_eq!(method, "notifications/progress");
+    assert_eq!(method.as_str(), "notifications/progress");
     assert_eq!(
         params.expect("params").get(),
         r#"{"progressToken":"other","progress":1}"#
@@ -228,13 +228,13 @@ async fn notifications_and_requests_from_the_backend_arrive_in_order_and_can_be_
     let Some(Incoming::Notification { method, params }) = started.incoming.recv().await else {
         panic!("expected a notification first");
     };
-    assert_eq!(method, "notifications/tools/list_changed");
+    assert_eq!(method.as_str(), "notifications/tools/list_changed");
     assert!(params.is_none());
     let Some(Incoming::Request { id, method, params }) = started.incoming.recv().await else {
         panic!("expected the request next");
     };
     assert_eq!(id.get(), r#""s-1""#);
-    assert_eq!(method, "roots/list");
+    assert_eq!(method.as_str(), "roots/list");
     assert_eq!(params.expect("params").get(), "{}");
 
     started

@@ -26,6 +26,7 @@ use crate::platform::ipc;
 use crate::transport::handoff::{self, Header, Record};
 use crate::wire::framing::{Frame, LineReader};
 use crate::wire::jsonrpc::{self, Envelope, Kind};
+use crate::wire::method::Method;
 
 /// The longest line relayed either way; a longer one from the editor is answered with an error.
 const LINE_LIMIT: usize = handoff::PREFIX_LIMIT;
@@ -349,7 +350,7 @@ impl Relay {
         let (Kind::Request, Some(id)) = (envelope.kind(), envelope.id) else {
             return;
         };
-        if envelope.method.as_deref() == Some("initialize") {
+        if envelope.method() == Some(Method::Initialize) {
             let text = std::str::from_utf8(line).map(str::trim_end);
             if let Ok(Ok(line)) = text.map(|text| RawValue::from_string(text.to_owned())) {
                 self.initialize = Some((line, Box::from(id.get())));

@@ -25,6 +25,8 @@ mod ledger;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::wire::method::Method;
+
 #[cfg(unix)]
 pub use ledger::{LEDGER_SIZE, Ledger, SLOT_ID_BYTES, SLOTS};
 
@@ -135,8 +137,8 @@ pub fn replayed_initialize(initialize: &RawValue) -> [Vec<u8>; 2] {
         .ok()
         .and_then(|envelope| envelope.params);
     [
-        crate::wire::jsonrpc::request_line(REPLAY_ID, "initialize", params),
-        crate::wire::jsonrpc::notification_line("notifications/initialized", None),
+        crate::wire::jsonrpc::request_line(REPLAY_ID, Method::Initialize.as_str(), params),
+        crate::wire::jsonrpc::notification_line(Method::Initialized.as_str(), None),
     ]
 }
 

@@ -14,6 +14,7 @@ use crate::guard::json_response;
 use crate::hub::{Hub, Inbound, RequestHeaders};
 use crate::wire::era::{code, header};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::method::Method;
 
 /// Answers one 2026-07-28 `POST`.
 pub(super) async fn post_stateless(
@@ -34,7 +35,7 @@ pub(super) async fn post_stateless(
         }
         return unparsable(body);
     };
-    let listen = envelope.method.as_deref() == Some("subscriptions/listen");
+    let listen = envelope.method() == Some(Method::SubscriptionsListen);
     let id = envelope.id.map(ToOwned::to_owned);
     let sent = request_headers(headers);
     match hub.receive_stateless(body, Some(&sent), profile) {

@@ -34,6 +34,7 @@ use crate::hub::{
 };
 use crate::wire::era::{MODERN_PROTOCOL_VERSION, code};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::method::Method;
 
 pub(super) async fn post_mcp(
     State(state): State<Arc<HttpState>>,
@@ -217,7 +218,7 @@ pub(super) async fn post_message(
     };
     let id = envelope.id;
     let Some(session_id) = session_id else {
-        if envelope.kind() == Kind::Request && envelope.method.as_deref() == Some("initialize") {
+        if envelope.kind() == Kind::Request && envelope.method() == Some(Method::Initialize) {
             return initialize(state, profile, body, id).await;
         }
         return missing_session(id);

@@ -18,6 +18,7 @@ use crate::hub::{Hub, Inbound, RequestReply, Session, SessionEvents, is_stateles
 use crate::transport::handoff;
 use crate::wire::framing::{Frame, LineReader};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::method::Method;
 
 /// One message or fact for the writer, in the order the client must see them.
 pub(super) enum Outgoing {
@@ -48,14 +49,14 @@ impl StatelessRequests {
     /// Ends the request a `notifications/cancelled` in `line` names, if it is one of these.
     fn cancel_named(&mut self, line: &[u8]) {
         if self.running.is_empty()
-            || memchr::memmem::find(line, b"notifications/cancelled").is_none()
+            || memchr::memmem::find(line, Method::Cancelled.as_str().as_bytes()).is_none()
         {
             return;
         }
         let Ok(envelope) = Envelope::parse(line) else {
             return;
         };
-        if envelope.method.as_deref() != Some("notifications/cancelled") {
+        if envelope.method() != Some(Method::Cancelled) {
             return;
         }
         let named = envelope
