@@ -49,7 +49,8 @@ pub(super) struct SessionState {
     /// its watch is held (see [`subscriptions`](super::subscriptions)).
     pub(super) watches: HashMap<String, ResourceWatch>,
     pub(super) last_active: Option<Instant>,
-    /// The lowest level of log messages a 2026-07-28 request asked for (JSON text).
+    /// The lowest level of log messages the editor asked for (JSON text): by `logging/setLevel`
+    /// in the session era, in each 2026-07-28 request's envelope. Told to 2026-07-28 backends.
     pub(super) log_level: Option<Box<RawValue>>,
     /// The editor's name, as its `clientInfo` says.
     pub(super) client: Option<Arc<str>>,
@@ -225,6 +226,15 @@ impl Session {
             | Method::TasksCancel => self.call(hub, id, &method, envelope.params, &reply),
             Method::TasksList => list_tasks(hub, id, envelope.params, &reply),
             Method::LoggingSetLevel => {
+                // A 2026-07-28 backend has no such method: the level goes with each call instead.
+                if let Some(level) = envelope
+                    .params
+                    .and_then(|params| ObjectEntries::parse(params.get()).ok())
+                    .and_then(|params| params.get("level").map(ToOwned::to_owned))
+                    .filter(|level| level.get().starts_with('"'))
+                {
+                    self.lock_state().log_level = Some(level);
+                }
                 let params = envelope.params.map(ToOwned::to_owned);
                 let reply_id = id.to_owned();
                 let engine = hub.engine.clone();

@@ -385,7 +385,7 @@ async fn the_config_can_name_the_only_protocol_era_to_speak() {
 }
 
 #[tokio::test]
-async fn a_session_era_editor_gets_a_modern_servers_log_messages_without_setting_a_level() {
+async fn a_session_era_editor_gets_a_modern_servers_log_messages_at_the_level_it_sets() {
     let config = format!(
         "[servers.py]\ncommand = {python:?}\nargs = [{script:?}]\nprotocol = \"modern\"\n",
         python = python().to_string_lossy(),
@@ -411,6 +411,32 @@ async fn a_session_era_editor_gets_a_modern_servers_log_messages_without_setting
         if message["method"] == "notifications/message" {
             assert_eq!(message["params"]["level"], "info", "{message}");
             assert_eq!(message["params"]["data"], "working on 1 steps", "{message}");
+            break;
+        }
+    }
+
+    // The level the editor sets is the one the server is told with each call: at `warning` the
+    // server's info message of the next call is not sent, at `info` again the one after is.
+    for (id, level, steps) in [(2, "warning", 2), (3, "info", 3)] {
+        let set = mcp
+            .result(&session, id, "logging/setLevel", json!({ "level": level }))
+            .await;
+        assert_eq!(set, json!({}));
+        let done = mcp
+            .call_tool(&session, id + 10, "py__work", json!({ "steps": steps }))
+            .await;
+        assert_eq!(done["content"][0]["text"], format!("done {steps}"));
+    }
+    loop {
+        let message = tokio::time::timeout(EVENT_LIMIT, stream.next_message())
+            .await
+            .expect("a log message in time")
+            .expect("a message");
+        if message["method"] == "notifications/message" {
+            assert_eq!(
+                message["params"]["data"], "working on 3 steps",
+                "the call made at warning sent no info message: {message}"
+            );
             return;
         }
     }
