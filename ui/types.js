@@ -76,8 +76,9 @@
  */
 
 /**
- * The protocol era of a backend: `initialize` and a session, or the stateless `_meta` envelope.
- * @typedef {"legacy" | "modern"} ProtocolEra
+ * The protocol era of a backend (`Era`): the session era (`initialize` and a session, up to
+ * 2025-11-25), or the stateless era (2026-07-28 on: the `_meta` envelope in every request).
+ * @typedef {"session" | "stateless"} ProtocolEra
  */
 
 /**

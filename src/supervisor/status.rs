@@ -5,6 +5,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::wire::era::Era;
+
 /// The states of a backend, as published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -149,20 +151,11 @@ pub struct Catalog {
     pub prompts: Vec<Box<RawValue>>,
 }
 
-/// The protocol era a backend's process was found to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Era {
-    /// The session era: an `initialize` handshake, then requests (up to 2025-11-25).
-    Legacy,
-    /// The stateless era (2026-07-28 on): every request carries its `_meta` envelope.
-    Modern,
-}
-
 /// What the server said about itself in the handshake (`initialize`, or `server/discover` for a
 /// modern backend).
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerDescription {
+    /// The era the backend was found to speak.
     pub era: Era,
     pub protocol_version: String,
     pub server_info: Box<RawValue>,

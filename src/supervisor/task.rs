@@ -20,11 +20,12 @@ use crate::supervisor::policy::RestartBudget;
 use crate::supervisor::rpc::{Connection, Incoming, RpcError};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
+    BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, Installing,
     ServerDescription, StopReason,
 };
 use crate::supervisor::subscriptions::Subscriptions;
 use crate::supervisor::{Applied, BackendNotification, ControlError, EngineOptions, ServerRequest};
+use crate::wire::era::Era;
 use crate::wire::jsonrpc::{self, ErrorObject};
 use process::{Link, ProcessEnd, wait_for_end};
 
@@ -74,9 +75,10 @@ struct Running {
     ready_since: SystemTime,
     era: Era,
     health: Option<tokio::time::Interval>,
-    /// Whether a health check (`ping`, or `server/discover` for a modern backend) is unanswered.
+    /// Whether a health check (`ping`, or `server/discover` for a stateless-era backend) is
+    /// unanswered.
     ping_in_flight: bool,
-    /// Stops the task keeping a modern backend's `subscriptions/listen` open.
+    /// Stops the task keeping a stateless-era backend's `subscriptions/listen` open.
     _listening: Option<DropGuard>,
 }
 
@@ -134,7 +136,7 @@ pub(super) struct BackendTask {
     catalog: Arc<Catalog>,
     /// Callers of `start` waiting for the current start attempt.
     start_waiters: Vec<Ack>,
-    /// The resources editors want updates of, which a modern backend's listen names.
+    /// The resources editors want updates of, which a stateless-era backend's listen names.
     subscriptions: Arc<Subscriptions>,
 }
 

@@ -6,7 +6,8 @@
 use serde_json::{Value, json};
 use switchboard::config::Protocol;
 use switchboard::supervisor::BackendHandle;
-use switchboard::supervisor::status::{BackendState, Era};
+use switchboard::supervisor::status::BackendState;
+use switchboard::wire::era::Era;
 
 use crate::support::*;
 
@@ -62,7 +63,7 @@ async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legac
 
     let modern = serve.backend_summary("modern").await;
     assert_eq!(modern["state"], "ready");
-    assert_eq!(modern["era"], "modern");
+    assert_eq!(modern["era"], "stateless");
     assert_eq!(modern["protocol_version"], "2026-07-28");
     assert_eq!(modern["restarts"], 0);
     assert_eq!(modern["last_exit"], Value::Null);
@@ -113,7 +114,7 @@ async fn a_server_of_both_eras_is_spoken_to_in_the_session_era() {
     let backend = engine.backend("both").expect("configured");
     let status = wait_state(&backend, BackendState::Ready).await;
     let server = status.server.expect("a handshake");
-    assert_eq!(server.era, Era::Legacy);
+    assert_eq!(server.era, Era::Session);
     assert_eq!(server.protocol_version, "2025-11-25");
     assert_eq!(
         requests_through_handshake(&backend, 1).await,
@@ -278,7 +279,10 @@ async fn a_killed_modern_server_comes_back_modern_without_a_second_initialize() 
     let engine = engine(vec![config]);
     let backend = engine.backend("modern").expect("configured");
     let first = wait_state(&backend, BackendState::Ready).await;
-    assert_eq!(first.server.as_ref().expect("a handshake").era, Era::Modern);
+    assert_eq!(
+        first.server.as_ref().expect("a handshake").era,
+        Era::Stateless
+    );
     let pid = first.pid.expect("a pid");
 
     nix::sys::signal::kill(
@@ -293,7 +297,7 @@ async fn a_killed_modern_server_comes_back_modern_without_a_second_initialize() 
 
     assert_eq!(again.restarts, 1);
     let server = again.server.expect("a handshake");
-    assert_eq!(server.era, Era::Modern);
+    assert_eq!(server.era, Era::Stateless);
     assert_eq!(server.protocol_version, "2026-07-28");
     // The verdict of the first start sent the second straight to server/discover.
     assert_eq!(
@@ -359,15 +363,15 @@ async fn a_modern_server_is_health_checked_with_server_discover() {
 #[tokio::test]
 async fn the_config_can_name_the_only_protocol_era_to_speak() {
     let mut both = sdk_server("both", &[]);
-    both.protocol = Protocol::Modern;
+    both.protocol = Protocol::Only(Era::Stateless);
     both.health_interval = None;
     let mut modern_only = sdk_server("modern", &["--modern-only"]);
-    modern_only.protocol = Protocol::Legacy;
+    modern_only.protocol = Protocol::Only(Era::Session);
     let engine = engine(vec![both, modern_only]);
 
     let both = engine.backend("both").expect("configured");
     let status = wait_state(&both, BackendState::Ready).await;
-    assert_eq!(status.server.expect("a handshake").era, Era::Modern);
+    assert_eq!(status.server.expect("a handshake").era, Era::Stateless);
     assert_eq!(
         requests_through_handshake(&both, 1).await,
         [&["server/discover"][..], &LISTS].concat()
@@ -392,7 +396,7 @@ async fn a_session_era_editor_gets_a_modern_servers_log_messages_without_setting
         script = backend_script("sdk_server.py").to_string_lossy(),
     );
     let serve = ServeProcess::with_config(&config, &["py"]);
-    assert_eq!(serve.backend_summary("py").await["era"], "modern");
+    assert_eq!(serve.backend_summary("py").await["era"], "stateless");
     let mcp = McpHttp::new(&serve.url());
     let session = mcp.open_session("legacy-editor").await.expect("a session");
     let mut stream = mcp.stream(&session).await.expect("a stream");

@@ -172,7 +172,7 @@ async fn a_remote_server_of_2026_07_28_is_spoken_to_in_its_era() {
     let config = remote_entry("modern", &remote.field("url"), "protocol = \"modern\"");
     let serve = ServeProcess::with_config(&config, &["modern"]);
     let entry = serve.backend_summary("modern").await;
-    assert_eq!(entry["era"], "modern", "{entry}");
+    assert_eq!(entry["era"], "stateless", "{entry}");
     let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
     let session = mcp.open_session("modern-test").await.expect("a session");
     let echoed = mcp

@@ -26,9 +26,10 @@ use crate::platform::sandbox;
 use crate::supervisor::Engine;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
+    BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, Installing,
     ServerDescription, StopReason,
 };
+use crate::wire::era::Era;
 
 /// How many of a backend's recent output lines its detail carries.
 const OUTPUT_LINES: usize = 500;

@@ -18,7 +18,7 @@
 
 mod authorized;
 mod ends;
-mod legacy;
+mod http_sse;
 mod sse;
 
 use std::collections::HashMap;
@@ -105,10 +105,10 @@ struct Shared {
     session: Mutex<Option<String>>,
     /// The protocol version `initialize` settled on, sent as `MCP-Protocol-Version`.
     negotiated_version: Mutex<Option<String>>,
-    /// Whether the server speaks the older HTTP+SSE transport, and then where to POST.
-    legacy_endpoint: OnceCell<reqwest::Url>,
+    /// Whether the server speaks the HTTP+SSE transport, and then where to POST.
+    http_sse_endpoint: OnceCell<reqwest::Url>,
     /// Streamable HTTP was tried and refused (404 or 405 to the first POST).
-    use_legacy: Mutex<bool>,
+    use_http_sse: Mutex<bool>,
     /// The arguments each tool (by the server's own name) mirrors into `Mcp-Param-*` headers,
     /// as its `tools/list` said.
     mirrored: Mutex<HashMap<String, Vec<HeaderParam>>>,
@@ -152,8 +152,8 @@ impl RemoteLink {
             stop: CancellationToken::new(),
             session: Mutex::new(None),
             negotiated_version: Mutex::new(None),
-            legacy_endpoint: OnceCell::new(),
-            use_legacy: Mutex::new(server.transport == RemoteTransport::Sse),
+            http_sse_endpoint: OnceCell::new(),
+            use_http_sse: Mutex::new(server.transport == RemoteTransport::Sse),
             mirrored: Mutex::new(HashMap::new()),
             dpop_nonce: Mutex::new(None),
             asked_during: Mutex::new(HashMap::new()),
@@ -232,7 +232,7 @@ struct Outgoing {
     id: Option<Box<RawValue>>,
     method: Option<String>,
     /// For a message carrying the 2026-07-28 envelope: its version and the `Mcp-Name` value.
-    modern: Option<(String, Option<String>)>,
+    stateless: Option<(String, Option<String>)>,
     /// A tool call's arguments, for the headers that mirror them.
     arguments: Option<Box<RawValue>>,
     /// For `notifications/cancelled`, the id of the request of ours it gives up (JSON text).
@@ -265,7 +265,7 @@ impl Outgoing {
             .params
             .and_then(|params| serde_json::from_str(params.get()).ok());
         let cancelling = envelope.method.as_deref() == Some("notifications/cancelled");
-        let (modern, arguments, cancels) = match params {
+        let (stateless, arguments, cancels) = match params {
             Some(params) => {
                 let version = params
                     .meta
@@ -288,7 +288,7 @@ impl Outgoing {
         Outgoing {
             id,
             method: envelope.method.map(|method| method.into_owned()),
-            modern,
+            stateless,
             arguments,
             cancels,
         }
@@ -299,7 +299,7 @@ impl Outgoing {
         Outgoing {
             id: None,
             method: None,
-            modern: None,
+            stateless: None,
             arguments: None,
             cancels: None,
         }
@@ -382,8 +382,8 @@ impl Shared {
     }
 
     async fn send(self: &Arc<Self>, line: &[u8], outgoing: &Outgoing) -> Result<(), Failure> {
-        if *self.use_legacy.lock().expect("transport lock") {
-            return self.send_legacy(line).await;
+        if *self.use_http_sse.lock().expect("transport lock") {
+            return self.send_http_sse(line).await;
         }
         let response = self
             .authorized(|credential| self.post_streamable(line, outgoing, credential))
@@ -398,13 +398,13 @@ impl Shared {
             )
         {
             // Only servers of the older HTTP+SSE transport refuse a POST of `initialize` so.
-            *self.use_legacy.lock().expect("transport lock") = true;
+            *self.use_http_sse.lock().expect("transport lock") = true;
             self.note(&format!(
                 "{} answered HTTP {} to a POST: trying the HTTP+SSE transport of 2024-11-05",
                 self.server.shown_url(),
                 status.as_u16()
             ));
-            return self.send_legacy(line).await;
+            return self.send_http_sse(line).await;
         }
         let had_session = self.session.lock().expect("session lock").is_some();
         if status == StatusCode::NOT_FOUND && had_session {
@@ -444,7 +444,7 @@ impl Shared {
         if let Some(session) = self.session.lock().expect("session lock").clone() {
             request = request.header(header::SESSION_ID, session);
         }
-        match &outgoing.modern {
+        match &outgoing.stateless {
             Some((version, name)) => {
                 request = request.header(header::PROTOCOL_VERSION, version.as_str());
                 if let Some(method) = &outgoing.method {
