@@ -73,6 +73,14 @@
  * @property {LastExit | null} last_exit
  * @property {ProtocolEra | null} era Found by the last handshake.
  * @property {string | null} protocol_version Of the last handshake.
+ * @property {RemoteTransport | null} transport For a remote server, its link's HTTP transport
+ *   (`auto` until a link settles it); null for a local server.
+ */
+
+/**
+ * A remote server's HTTP transport (`RemoteTransport`): `sse` is the HTTP+SSE transport of MCP
+ * 2024-11-05; `auto` tries Streamable HTTP, then that one.
+ * @typedef {"auto" | "streamable-http" | "sse"} RemoteTransport
  */
 
 /**
@@ -160,7 +168,6 @@
  * @property {Record<string, string>} env Values are masked.
  * @property {string | null} url
  * @property {Record<string, string>} headers Sent with every request to a remote server; values are masked.
- * @property {"auto" | "streamable-http" | "sse" | null} transport
  * @property {boolean} enabled
  * @property {string} prefix Exposed tool and prompt names start with it and "__"; empty, they are the server's own.
  * @property {boolean} start_on_demand

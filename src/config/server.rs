@@ -474,7 +474,7 @@ fn json_type(kind: &str) -> Option<Option<RemoteTransport>> {
         "http" | "streamable-http" | "streamableHttp" => {
             Some(Some(RemoteTransport::StreamableHttp))
         }
-        "sse" => Some(Some(RemoteTransport::Sse)),
+        "sse" => Some(Some(RemoteTransport::HttpSse)),
         _ => None,
     }
 }

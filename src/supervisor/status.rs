@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::config::RemoteTransport;
 use crate::wire::era::Era;
 
 /// The states of a backend, as published.
@@ -152,7 +153,7 @@ pub struct Catalog {
 }
 
 /// What the server said about itself in the handshake (`initialize`, or `server/discover` for a
-/// modern backend).
+/// stateless-era backend).
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerDescription {
     /// The era the backend was found to speak.
@@ -197,6 +198,9 @@ pub struct BackendStatus {
     pub history: Arc<Vec<HistoryEntry>>,
     pub server: Option<Arc<ServerDescription>>,
     pub catalog: Arc<Catalog>,
+    /// For a remote server, the HTTP transport of its link: as the config sets it, and once a
+    /// link is ready, the one it speaks. `None` for a local server.
+    pub transport: Option<RemoteTransport>,
 }
 
 impl BackendStatus {
@@ -213,6 +217,7 @@ impl BackendStatus {
             history: Arc::default(),
             server: None,
             catalog: Arc::default(),
+            transport: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::clock::unix_millis;
-use crate::config::BackendConfig;
+use crate::config::{BackendConfig, Launch};
 use crate::supervisor::handle::{Ack, BackendHandle, Command};
 use crate::supervisor::handshake::{EraVerdicts, ListKind, fetch_list, health_method};
 use crate::supervisor::output::OutputLog;
@@ -560,6 +560,11 @@ impl BackendTask {
             State::Starting { installing } => installing.clone(),
             _ => None,
         };
+        let transport = match (&self.state, &self.config.launch) {
+            (State::Ready(running), _) => running.link.transport(),
+            (_, Launch::Remote(remote)) => Some(remote.transport),
+            (_, Launch::Process(_)) => None,
+        };
         let status = BackendStatus {
             name: self.name.to_string(),
             state: self.state.kind(),
@@ -572,6 +577,7 @@ impl BackendTask {
             history: Arc::new(self.history.clone()),
             server: self.server.clone(),
             catalog: self.catalog.clone(),
+            transport,
         };
         self.status.send_replace(status);
         self.changes.send_replace(());

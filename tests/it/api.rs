@@ -118,6 +118,7 @@ async fn backends_are_listed_stopped_started_restarted_and_called() {
     assert_eq!(demo["name"], "demo");
     assert_eq!(demo["state"], "ready");
     assert!(demo["tools"].as_u64().expect("a count") >= 5);
+    assert_eq!(demo["transport"], Value::Null, "a local server has no link");
     assert_eq!(
         demo["pending"], 0,
         "nothing is waiting for the idle backend"

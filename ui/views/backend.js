@@ -14,6 +14,7 @@ import { ToolsTab } from "./tools.js";
 /** @typedef {import('../types.js').BackendDetail} BackendDetail */
 /** @typedef {import('../types.js').BackendConfigView} BackendConfigView */
 /** @typedef {import('../types.js').SandboxView} SandboxView */
+/** @typedef {import('../types.js').RemoteTransport} RemoteTransport */
 /** @typedef {"overview" | "history" | "output" | "tools"} Tab */
 
 /** @type {{tab: Tab, label: string}[]} */
@@ -32,7 +33,7 @@ const ENFORCEMENT_LABELS = {
   refused: "Cannot be enforced here: the server does not start",
 };
 
-/** @type {Record<"auto" | "streamable-http" | "sse", string>} */
+/** @type {Record<RemoteTransport, string>} */
 const TRANSPORT_LABELS = {
   auto: "auto (Streamable HTTP, else HTTP+SSE)",
   "streamable-http": "Streamable HTTP",
@@ -276,7 +277,7 @@ export class BackendView {
     const server = detail.server;
     const capabilities = server ? Object.keys(server.capabilities ?? {}) : [];
     return h("div", { class: "overview-grid" },
-      this.configCard(config),
+      this.configCard(config, detail.transport),
       config && config.url === null ? this.sandboxCard(config) : null,
       h("section", { class: "card" },
         h("h2", { class: "card-title", text: "Server" }),
@@ -307,11 +308,12 @@ export class BackendView {
 
   /**
    * How the backend is reached: a process's command line, directory and environment, or a remote
-   * server's URL, transport and headers (values masked by the API).
+   * server's URL, its link's transport and headers (values masked by the API).
    * @param {BackendConfigView | undefined} config
+   * @param {RemoteTransport | null} transport
    * @returns {HTMLElement}
    */
-  configCard(config) {
+  configCard(config, transport) {
     if (!config) return h("section", { class: "card" }, h("h2", { class: "card-title", text: "Process" }), h("p", { class: "muted", text: "No config details." }));
     /**
      * @param {Record<string, string>} values
@@ -336,7 +338,7 @@ export class BackendView {
         h("h2", { class: "card-title", text: "Connection" }),
         h("dl", { class: "kv" },
           h("dt", { text: "URL" }), h("dd", {}, h("code", { class: "wrap", text: config.url })),
-          h("dt", { text: "Transport" }), h("dd", { text: TRANSPORT_LABELS[config.transport ?? "auto"] }),
+          h("dt", { text: "Transport" }), h("dd", { text: TRANSPORT_LABELS[transport ?? "auto"] }),
           h("dt", { text: "Headers" }), h("dd", {}, masked(config.headers, ": ", "none added")),
           common));
     }

@@ -167,6 +167,9 @@ pub(super) struct Overview<'a> {
     pub(super) era: Option<Era>,
     /// The protocol version of its last handshake.
     pub(super) protocol_version: Option<&'a str>,
+    /// For a remote server, the HTTP transport of its link (`auto` until a link settles it);
+    /// `null` for a local server.
+    pub(super) transport: Option<RemoteTransport>,
 }
 
 /// The newest history entry, without its output tail.
@@ -213,6 +216,7 @@ impl<'a> Overview<'a> {
                 .server
                 .as_ref()
                 .map(|server| server.protocol_version.as_str()),
+            transport: status.transport,
         }
     }
 }
@@ -277,8 +281,6 @@ pub(super) struct ConfigView<'a> {
     pub(super) url: Option<String>,
     /// As `env`.
     pub(super) headers: BTreeMap<&'a str, &'a str>,
-    /// `auto`, `streamable-http` or `sse`, for a remote server.
-    pub(super) transport: Option<&'static str>,
     pub(super) enabled: bool,
     pub(super) prefix: &'a str,
     pub(super) start_on_demand: bool,
@@ -392,11 +394,6 @@ impl<'a> ConfigView<'a> {
             Launch::Remote(remote) => ConfigView {
                 url: Some(shown_url(&remote.written.url)),
                 headers: shown(&remote.headers, &remote.written),
-                transport: Some(match remote.transport {
-                    RemoteTransport::Auto => "auto",
-                    RemoteTransport::StreamableHttp => "streamable-http",
-                    RemoteTransport::Sse => "sse",
-                }),
                 ..view
             },
         }

@@ -105,10 +105,10 @@ struct Shared {
     session: Mutex<Option<String>>,
     /// The protocol version `initialize` settled on, sent as `MCP-Protocol-Version`.
     negotiated_version: Mutex<Option<String>>,
-    /// Whether the server speaks the HTTP+SSE transport, and then where to POST.
+    /// The transport the link speaks: the config's until the server's answers settle it.
+    transport: Mutex<RemoteTransport>,
+    /// Where to POST over the HTTP+SSE transport, once its event stream has named it.
     http_sse_endpoint: OnceCell<reqwest::Url>,
-    /// Streamable HTTP was tried and refused (404 or 405 to the first POST).
-    use_http_sse: Mutex<bool>,
     /// The arguments each tool (by the server's own name) mirrors into `Mcp-Param-*` headers,
     /// as its `tools/list` said.
     mirrored: Mutex<HashMap<String, Vec<HeaderParam>>>,
@@ -152,8 +152,8 @@ impl RemoteLink {
             stop: CancellationToken::new(),
             session: Mutex::new(None),
             negotiated_version: Mutex::new(None),
+            transport: Mutex::new(server.transport),
             http_sse_endpoint: OnceCell::new(),
-            use_http_sse: Mutex::new(server.transport == RemoteTransport::Sse),
             mirrored: Mutex::new(HashMap::new()),
             dpop_nonce: Mutex::new(None),
             asked_during: Mutex::new(HashMap::new()),
@@ -188,6 +188,11 @@ impl RemoteLink {
     pub(crate) fn asked_during(&self, id: &RawValue) -> Option<u64> {
         let mut asked = self.shared.asked_during.lock().expect("asked-during lock");
         asked.remove(id.get())
+    }
+
+    /// The transport the link speaks: the config's until the server's answers settle it.
+    pub(crate) fn transport(&self) -> RemoteTransport {
+        self.shared.transport()
     }
 
     /// Why the link ended, if it has.
@@ -381,8 +386,13 @@ impl Shared {
         }
     }
 
+    /// The transport the link speaks: the config's until the server's answers settle it.
+    fn transport(&self) -> RemoteTransport {
+        *self.transport.lock().expect("transport lock")
+    }
+
     async fn send(self: &Arc<Self>, line: &[u8], outgoing: &Outgoing) -> Result<(), Failure> {
-        if *self.use_http_sse.lock().expect("transport lock") {
+        if self.transport() == RemoteTransport::HttpSse {
             return self.send_http_sse(line).await;
         }
         let response = self
@@ -398,13 +408,19 @@ impl Shared {
             )
         {
             // Only servers of the older HTTP+SSE transport refuse a POST of `initialize` so.
-            *self.use_http_sse.lock().expect("transport lock") = true;
+            *self.transport.lock().expect("transport lock") = RemoteTransport::HttpSse;
             self.note(&format!(
                 "{} answered HTTP {} to a POST: trying the HTTP+SSE transport of 2024-11-05",
                 self.server.shown_url(),
                 status.as_u16()
             ));
             return self.send_http_sse(line).await;
+        }
+        if status.is_success() {
+            let mut transport = self.transport.lock().expect("transport lock");
+            if *transport == RemoteTransport::Auto {
+                *transport = RemoteTransport::StreamableHttp;
+            }
         }
         let had_session = self.session.lock().expect("session lock").is_some();
         if status == StatusCode::NOT_FOUND && had_session {

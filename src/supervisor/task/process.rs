@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::{BackendTask, Flow, Running, State};
 use crate::clock::unix_millis;
-use crate::config::{Launch, ProcessLaunch};
+use crate::config::{Launch, ProcessLaunch, RemoteTransport};
 use crate::supervisor::ControlError;
 use crate::supervisor::handle::Command;
 use crate::supervisor::handshake::{Handshake, OpeningClock, handshake, keep_listening};
@@ -48,6 +48,14 @@ impl Link {
         match self {
             Link::Process(process) => Some(process.pid()),
             Link::Remote(_) => None,
+        }
+    }
+
+    /// The HTTP transport of a remote server's link; a process has none.
+    pub(super) fn transport(&self) -> Option<RemoteTransport> {
+        match self {
+            Link::Process(_) => None,
+            Link::Remote(link) => Some(link.transport()),
         }
     }
 
