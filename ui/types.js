@@ -73,8 +73,15 @@
  * @property {LastExit | null} last_exit
  * @property {ProtocolEra | null} era Found by the last handshake.
  * @property {string | null} protocol_version Of the last handshake.
+ * @property {BackendAction[]} actions What the dashboard and the tray offer to do to it now.
+ * @property {boolean} failing It crashed and waits to restart, or is in a crash loop.
  * @property {RemoteTransport | null} transport For a remote server, its link's HTTP transport
  *   (`auto` until a link settles it); null for a local server.
+ */
+
+/**
+ * What can be done to a backend (`BackendAction`), as its summary offers it.
+ * @typedef {"start" | "stop" | "restart" | "sign_in" | "sign_out"} BackendAction
  */
 
 /**

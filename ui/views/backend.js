@@ -177,15 +177,14 @@ export class BackendView {
     setText(this.facts.pid, summary.pid === null ? "—" : String(summary.pid));
     setText(this.facts.restarts, String(summary.restarts));
     setText(this.facts.tools, String(summary.tools));
-    const needsSignIn = summary.state === "needs_sign_in";
+    const needsSignIn = summary.actions.includes("sign_in");
     // Each wait for a sign-in starts with what the button will do.
     if (this.signInCallout.hidden && needsSignIn) setText(this.signInNote, `Sign in opens the server's sign-in page in a new tab. When you are done there, your browser comes back to Switchboard and ${this.name} connects on its own.`);
     this.signInCallout.hidden = !needsSignIn;
     setText(this.signInReason, summary.last_error ?? "");
     this.alert.hidden = !summary.last_error || needsSignIn;
     setText(this.alert, summary.last_error ? `Last error: ${summary.last_error}` : "");
-    // Only a server whose tokens would be forgotten offers this.
-    this.signOutButton.hidden = !remote || summary.state !== "ready";
+    this.signOutButton.hidden = !summary.actions.includes("sign_out");
     this.updateActions();
     this.tick();
     setText(/** @type {HTMLElement} */ (this.tabLinks[3].lastElementChild), String(summary.tools));

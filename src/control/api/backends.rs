@@ -26,7 +26,7 @@ use crate::platform::sandbox;
 use crate::supervisor::Engine;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, Installing,
+    BackendAction, BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, Installing,
     ServerDescription, StopReason,
 };
 use crate::wire::era::Era;
@@ -167,6 +167,10 @@ pub(super) struct Overview<'a> {
     pub(super) era: Option<Era>,
     /// The protocol version of its last handshake.
     pub(super) protocol_version: Option<&'a str>,
+    /// What the dashboard and the tray offer to do to it now.
+    pub(super) actions: Vec<BackendAction>,
+    /// It crashed and waits to restart, or is in a crash loop.
+    pub(super) failing: bool,
     /// For a remote server, the HTTP transport of its link (`auto` until a link settles it);
     /// `null` for a local server.
     pub(super) transport: Option<RemoteTransport>,
@@ -216,6 +220,8 @@ impl<'a> Overview<'a> {
                 .server
                 .as_ref()
                 .map(|server| server.protocol_version.as_str()),
+            actions: status.actions(),
+            failing: status.state.is_failing(),
             transport: status.transport,
         }
     }
