@@ -193,7 +193,7 @@ enum OpeningError {
     /// version: a server of the stateless era only.
     StatelessOnly,
     /// `server/discover` was answered with another error: not a stateless-era server.
-    NotModern(String),
+    NotStateless(String),
     /// Anything else: the start fails.
     Failed(String),
 }
@@ -204,7 +204,7 @@ impl OpeningError {
             OpeningError::StatelessOnly => format!(
                 "the server speaks only the stateless protocol ({STATELESS_PROTOCOL_VERSION}) and the config asks for the session era"
             ),
-            OpeningError::NotModern(message) | OpeningError::Failed(message) => message,
+            OpeningError::NotStateless(message) | OpeningError::Failed(message) => message,
         }
     }
 }
@@ -275,7 +275,7 @@ async fn describe(
     if plan.first == Era::Stateless {
         match discover(connection, config, clock).await {
             Ok(server) => return Ok(server),
-            Err(OpeningError::NotModern(message)) if plan.fallback => {
+            Err(OpeningError::NotStateless(message)) if plan.fallback => {
                 tracing::info!(
                     "not a stateless-era server after all ({message}); sending initialize"
                 );
@@ -347,14 +347,14 @@ async fn discover(
     clock: &OpeningClock,
 ) -> Result<ServerDescription, OpeningError> {
     connection.set_envelope(Some(STATELESS_ENVELOPE.clone()));
-    let outcome = describe_modern(connection, config, clock).await;
+    let outcome = describe_stateless(connection, config, clock).await;
     if outcome.is_err() {
         connection.set_envelope(None);
     }
     outcome
 }
 
-async fn describe_modern(
+async fn describe_stateless(
     connection: &Connection,
     config: &BackendConfig,
     clock: &OpeningClock,
@@ -362,7 +362,7 @@ async fn describe_modern(
     let answer = match opening_request(connection, DISCOVER, None, config, clock).await {
         Ok(answer) => answer,
         Err(RpcError::Remote { error, .. }) if error.code != code::UNSUPPORTED_PROTOCOL_VERSION => {
-            return Err(OpeningError::NotModern(format!(
+            return Err(OpeningError::NotStateless(format!(
                 "{DISCOVER} answered error {}: {}",
                 error.code, error.message
             )));
