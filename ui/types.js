@@ -73,11 +73,27 @@
  * @property {LastExit | null} last_exit
  * @property {ProtocolEra | null} era Found by the last handshake.
  * @property {string | null} protocol_version Of the last handshake.
+ * @property {BackendAction[]} actions What the dashboard and the tray offer to do to it now.
+ * @property {boolean} failing It crashed and waits to restart, or is in a crash loop.
+ * @property {RemoteTransport | null} transport For a remote server, its link's HTTP transport
+ *   (`auto` until a link settles it); null for a local server.
  */
 
 /**
- * The protocol era of a backend: `initialize` and a session, or the stateless `_meta` envelope.
- * @typedef {"legacy" | "modern"} ProtocolEra
+ * What can be done to a backend (`BackendAction`), as its summary offers it.
+ * @typedef {"start" | "stop" | "restart" | "sign_in" | "sign_out"} BackendAction
+ */
+
+/**
+ * A remote server's HTTP transport (`RemoteTransport`): `sse` is the HTTP+SSE transport of MCP
+ * 2024-11-05; `auto` tries Streamable HTTP, then that one.
+ * @typedef {"auto" | "streamable-http" | "sse"} RemoteTransport
+ */
+
+/**
+ * The protocol era of a backend (`Era`): the session era (`initialize` and a session, up to
+ * 2025-11-25), or the stateless era (2026-07-28 on: the `_meta` envelope in every request).
+ * @typedef {"session" | "stateless"} ProtocolEra
  */
 
 /**
@@ -159,7 +175,6 @@
  * @property {Record<string, string>} env Values are masked.
  * @property {string | null} url
  * @property {Record<string, string>} headers Sent with every request to a remote server; values are masked.
- * @property {"auto" | "streamable-http" | "sse" | null} transport
  * @property {boolean} enabled
  * @property {string} prefix Exposed tool and prompt names start with it and "__"; empty, they are the server's own.
  * @property {boolean} start_on_demand

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use switchboard::control::attention::{self, Attention};
 use switchboard::control::reload::ConfigState;
 use switchboard::hub::pins::{HeldReason, PinReport};
-use switchboard::supervisor::status::{BackendState, BackendStatus};
+use switchboard::supervisor::status::{BackendAction, BackendState, BackendStatus};
 
 /// The overall health the tray icon shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,7 +16,8 @@ pub enum Health {
     Ready,
     /// Something is starting or stopping.
     Starting,
-    /// Something crashed and waits to restart, or is in a crash loop.
+    /// Something is failing (it crashed and waits to restart, or is in a crash loop), or a
+    /// remote server waits for a sign-in.
     Failing,
 }
 
@@ -104,7 +105,7 @@ pub fn menu_model(
     entries.extend(
         statuses
             .iter()
-            .filter(|status| status.state == BackendState::NeedsSignIn)
+            .filter(|status| status.actions().contains(&BackendAction::SignIn))
             .map(|status| Entry::Item {
                 id: MenuId::Backend {
                     name: status.name.clone(),
@@ -143,11 +144,10 @@ pub fn menu_model(
 pub fn health(statuses: &[BackendStatus]) -> Health {
     let any_in =
         |states: &[BackendState]| statuses.iter().any(|status| states.contains(&status.state));
-    if any_in(&[
-        BackendState::Backoff,
-        BackendState::CrashLoop,
-        BackendState::NeedsSignIn,
-    ]) {
+    let failing_or_waiting = |status: &BackendStatus| {
+        status.state.is_failing() || status.state == BackendState::NeedsSignIn
+    };
+    if statuses.iter().any(failing_or_waiting) {
         Health::Failing
     } else if any_in(&[BackendState::Starting, BackendState::Stopping]) {
         Health::Starting
@@ -319,9 +319,9 @@ fn backend_submenu(status: &BackendStatus) -> Entry {
     if !entries.is_empty() {
         entries.push(Entry::Separator);
     }
-    // The same rule as the dashboard's buttons: offer what is not pointless in this state; the
-    // core decides what is allowed.
-    let state = status.state;
+    // What the core offers, as the dashboard's buttons show it: a sign-in only when offered,
+    // the other actions always, enabled when offered.
+    let offered = status.actions();
     let backend_item = |action: Action, label: &str, enabled: bool| Entry::Item {
         id: MenuId::Backend {
             name: status.name.clone(),
@@ -330,20 +330,19 @@ fn backend_submenu(status: &BackendStatus) -> Entry {
         label: label.to_owned(),
         enabled,
     };
-    if state == BackendState::NeedsSignIn {
+    if offered.contains(&BackendAction::SignIn) {
         entries.push(backend_item(Action::SignIn, "Sign in…", true));
     }
-    entries.extend([
-        backend_item(
-            Action::Start,
-            "Start",
-            !matches!(state, BackendState::Ready | BackendState::Starting),
-        ),
-        backend_item(Action::Stop, "Stop", state != BackendState::Stopped),
-        backend_item(Action::Restart, "Restart", true),
-    ]);
+    entries.extend(
+        [
+            (Action::Start, BackendAction::Start, "Start"),
+            (Action::Stop, BackendAction::Stop, "Stop"),
+            (Action::Restart, BackendAction::Restart, "Restart"),
+        ]
+        .map(|(action, core, label)| backend_item(action, label, offered.contains(&core))),
+    );
     Entry::Submenu {
-        label: format!("{}: {}", status.name, state_text(state)),
+        label: format!("{}: {}", status.name, state_text(status.state)),
         entries,
     }
 }

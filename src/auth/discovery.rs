@@ -452,7 +452,7 @@ impl Auth {
         let probe = serde_json::json!({
             "jsonrpc": "2.0", "id": 0, "method": Method::Initialize,
             "params": {
-                "protocolVersion": crate::wire::era::LEGACY_PROTOCOL_VERSIONS[0],
+                "protocolVersion": crate::wire::era::SESSION_PROTOCOL_VERSIONS[0],
                 "capabilities": {},
                 "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
             },

@@ -7,6 +7,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
+
 use super::reader::{LOOKUPS, Reader};
 use super::sandbox::Sandbox;
 use super::tree::Node;
@@ -108,16 +110,20 @@ pub fn shown_url(url: &str) -> String {
     parsed.to_string()
 }
 
-/// Which HTTP transport a remote server speaks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+/// Which HTTP transport a remote server speaks: as its config sets it (`transport`), and as its
+/// link finds it (the backend's status publishes this value, spelled as the config spells it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 pub enum RemoteTransport {
-    /// Streamable HTTP, or HTTP+SSE if the server answers the first POST as only such servers
-    /// do (404 or 405).
+    /// Not settled: Streamable HTTP, or HTTP+SSE if the server answers an `initialize` POST as
+    /// only such servers do (404 or 405).
     #[default]
+    #[serde(rename = "auto")]
     Auto,
+    #[serde(rename = "streamable-http")]
     StreamableHttp,
     /// The HTTP+SSE transport of MCP 2024-11-05: a GET stream, and POSTs to the endpoint it names.
-    Sse,
+    #[serde(rename = "sse")]
+    HttpSse,
 }
 
 /// Settings of sign-in (OAuth) to a remote server. Without a `client_id`, Switchboard registers
@@ -404,7 +410,7 @@ impl Reader<'_, '_> {
         match text.as_str() {
             "auto" => Some(RemoteTransport::Auto),
             "streamable-http" => Some(RemoteTransport::StreamableHttp),
-            "sse" => Some(RemoteTransport::Sse),
+            "sse" => Some(RemoteTransport::HttpSse),
             _ => {
                 self.reporter.error(
                     node.offset,

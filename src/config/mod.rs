@@ -50,6 +50,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use toml::de::DeTable;
 
+use crate::wire::era::Era;
 use report::Reporter;
 use tree::{Entry, Node, NodeValue};
 
@@ -165,17 +166,17 @@ pub struct BackendConfig {
     pub protocol: Protocol,
 }
 
-/// Which protocol era Switchboard speaks with a backend.
+/// Which protocol era Switchboard speaks with a backend (`protocol = "auto"`, `"session"` or
+/// `"stateless"`; `"legacy"` and `"modern"` are read as the last two, as configs once wrote them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Protocol {
     /// `initialize` first, and the stateless era if the server answers that it speaks only
     /// that one (remembered for the next start of the same command).
     #[default]
     Auto,
-    /// Only the session era: `initialize`.
-    Legacy,
-    /// Only the stateless era (2026-07-28): `server/discover` and the `_meta` envelope.
-    Modern,
+    /// Only this era: `initialize` for the session era; `server/discover` and the `_meta`
+    /// envelope for the stateless era (2026-07-28).
+    Only(Era),
 }
 
 impl BackendConfig {

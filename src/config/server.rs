@@ -14,6 +14,7 @@ use super::{
     BackendConfig, Format, Launch, MAX_PREFIX_LEN, ProcessLaunch, Protocol, RemoteServer,
     RemoteTransport, RestartPolicy,
 };
+use crate::wire::era::Era;
 
 const SERVER_FIELDS: &[&str] = &[
     "command",
@@ -448,14 +449,15 @@ impl Reader<'_, '_> {
         let text = self.string(node, field)?;
         match text.as_str() {
             "auto" => Some(Protocol::Auto),
-            "legacy" => Some(Protocol::Legacy),
-            "modern" => Some(Protocol::Modern),
+            // "legacy" and "modern" are how configs wrote the eras before.
+            "session" | "legacy" => Some(Protocol::Only(Era::Session)),
+            "stateless" | "modern" => Some(Protocol::Only(Era::Stateless)),
             _ => {
                 self.reporter.error(
                     node.offset,
                     field,
                     format!(
-                        "unknown protocol {text:?}; expected \"auto\", \"legacy\" or \"modern\""
+                        "unknown protocol {text:?}; expected \"auto\", \"session\" or \"stateless\""
                     ),
                 );
                 None
@@ -472,7 +474,7 @@ fn json_type(kind: &str) -> Option<Option<RemoteTransport>> {
         "http" | "streamable-http" | "streamableHttp" => {
             Some(Some(RemoteTransport::StreamableHttp))
         }
-        "sse" => Some(Some(RemoteTransport::Sse)),
+        "sse" => Some(Some(RemoteTransport::HttpSse)),
         _ => None,
     }
 }

@@ -224,8 +224,8 @@ impl Session {
                 format!("backend {backend_name} is not configured"),
             )
         })?;
-        let modern = backend.is_modern();
-        if !modern && entries.get("requestState").is_some() {
+        let stateless_backend = backend.is_stateless_era();
+        if !stateless_backend && entries.get("requestState").is_some() {
             return Err(invalid_params(
                 "requestState is not one Switchboard issued; send the request again without it",
             ));
@@ -233,7 +233,7 @@ impl Session {
         let progress = self.rewrite_progress_token(hub, &mut entries);
         let stateless = self.is_stateless();
         let capabilities = self.lock_state().capabilities;
-        let task_plan = if requires_task && !modern {
+        let task_plan = if requires_task && !stateless_backend {
             entries.set("task", RawValue::from_string("{}".into()).expect("JSON"));
             if stateless && capabilities.tasks_extension {
                 TaskPlan::Handle
@@ -241,7 +241,7 @@ impl Session {
                 TaskPlan::Await
             }
         } else if *method == Method::ToolsCall
-            && modern
+            && stateless_backend
             && !stateless
             && ready_with(&backend, &["extensions", TASKS_EXTENSION])
         {
@@ -256,7 +256,7 @@ impl Session {
             }
             ClientFacts {
                 capabilities,
-                capabilities_json: modern.then(|| match task_plan {
+                capabilities_json: stateless_backend.then(|| match task_plan {
                     TaskPlan::Poll => bridge::capabilities_with_tasks(capabilities),
                     _ => serde_json::value::to_raw_value(&capabilities.to_json())
                         .expect("capabilities serialize"),
@@ -531,7 +531,7 @@ impl Call {
         let started = Instant::now();
         ready_backend(&self.backend, deadline).await?;
         if let Some(subscription) = &self.subscription
-            && self.backend.is_modern()
+            && self.backend.is_stateless_era()
         {
             let remaining = deadline.saturating_sub(started.elapsed());
             return subscription

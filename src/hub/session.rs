@@ -13,8 +13,9 @@ use super::capabilities::ClientCapabilities;
 use super::cold_start::{self, Waiting};
 use super::rewrite::ObjectEntries;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
-use crate::supervisor::status::{BackendState, Era};
+use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, Engine, ResourceWatch};
+use crate::wire::era::Era;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::wire::method::Method;
 
@@ -45,7 +46,7 @@ pub(super) struct SessionState {
     /// Client request id (its JSON text) → the call in flight.
     pub(super) in_flight: HashMap<String, CallInFlight>,
     pub(super) subscriptions: HashSet<String>,
-    /// Of those, the resources of modern backends, each named by its backend's listen while
+    /// Of those, the resources of stateless-era backends, each named by its backend's listen while
     /// its watch is held (see [`subscriptions`](super::subscriptions)).
     pub(super) watches: HashMap<String, ResourceWatch>,
     pub(super) last_active: Option<Instant>,
@@ -424,11 +425,11 @@ pub(super) fn ready_with(backend: &BackendHandle, path: &[&str]) -> bool {
 async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
     let mut calls = Vec::new();
     for backend in engine.backends() {
-        let legacy = backend
+        let session_era = backend
             .status()
             .server
-            .is_some_and(|server| server.era == Era::Legacy);
-        if legacy && ready_with(&backend, &["logging"]) {
+            .is_some_and(|server| server.era == Era::Session);
+        if session_era && ready_with(&backend, &["logging"]) {
             let backend = backend.clone();
             let params = params.map(ToOwned::to_owned);
             calls.push(tokio::spawn(async move {

@@ -1,5 +1,5 @@
 //! Resource subscriptions. An editor's `resources/subscribe` and `resources/unsubscribe` go to
-//! a session-era backend as they are; a modern backend has neither, and its listen names the
+//! a session-era backend as they are; a stateless-era backend has neither, and its listen names the
 //! resources editors want instead, for as long as a session holds a watch of each
 //! (`supervisor/subscriptions.rs`). Either way the session remembers what it subscribed to, and
 //! the updates reach it through `upstream.rs`.
@@ -48,7 +48,7 @@ impl Subscription {
         }
     }
 
-    /// Makes the change at `backend`, a modern one, through its listen, and answers as
+    /// Makes the change at `backend`, a stateless-era one, through its listen, and answers as
     /// `resources/subscribe` would: a subscription once the server acknowledged the resource,
     /// within `timeout`.
     pub(super) async fn over_listen(
@@ -89,7 +89,7 @@ impl Subscription {
     }
 }
 
-/// A modern backend's notification as an editor gets it: without the `subscriptionId` of the
+/// A stateless-era backend's notification as an editor gets it: without the `subscriptionId` of the
 /// listen it came on, which is Switchboard's own. `None` when it names none.
 pub(super) fn without_subscription_id(params: &RawValue) -> Option<Box<RawValue>> {
     let mut entries = ObjectEntries::parse(params.get()).ok()?;

@@ -9,9 +9,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::config::BackendConfig;
 use crate::supervisor::output::OutputLog;
 use crate::supervisor::rpc::{ClientMeta, Connection, ProgressSink};
-use crate::supervisor::status::{BackendStatus, Era};
+use crate::supervisor::status::BackendStatus;
 use crate::supervisor::subscriptions::{ResourceWatch, Subscriptions};
 use crate::supervisor::{Applied, CallError, ControlError};
+use crate::wire::era::Era;
 
 /// A cheap, cloneable handle to one backend.
 #[derive(Clone)]
@@ -81,12 +82,12 @@ impl BackendHandle {
 
     /// Whether the running server speaks the stateless era (2026-07-28), without copying the
     /// status.
-    pub fn is_modern(&self) -> bool {
+    pub fn is_stateless_era(&self) -> bool {
         self.status
             .borrow()
             .server
             .as_ref()
-            .is_some_and(|server| server.era == Era::Modern)
+            .is_some_and(|server| server.era == Era::Stateless)
     }
 
     /// A receiver that sees every published status.
@@ -130,8 +131,8 @@ impl BackendHandle {
             .await
     }
 
-    /// Like [`BackendHandle::request_with_progress`], and a modern backend is told what `client`
-    /// says about the editor of this request (see [`Connection::request_for_client`]).
+    /// Like [`BackendHandle::request_with_progress`], and a stateless-era backend is told what
+    /// `client` says about the editor of this request (see [`Connection::request_for_client`]).
     pub async fn request_for_client(
         &self,
         method: &str,
@@ -159,8 +160,8 @@ impl BackendHandle {
             .await?)
     }
 
-    /// Wants updates of the resource `uri` from this backend, a modern one, for as long as the
-    /// returned watch lives: its listen names the resource (see [`Subscriptions`]), across
+    /// Wants updates of the resource `uri` from this backend, a stateless-era one, for as long as
+    /// the returned watch lives: its listen names the resource (see [`Subscriptions`]), across
     /// restarts too.
     pub fn watch_resource(&self, uri: &str) -> ResourceWatch {
         self.subscriptions.watch(uri)

@@ -1,8 +1,8 @@
 //! The opening of a backend's connection and the discovery of its catalog, list by list and page
 //! by page. A backend is asked `initialize` first (a server that speaks both eras is served in
 //! full in the session era); one that answers it with the stateless era's "unsupported protocol
-//! version" error is modern, and is asked `server/discover` instead, as is one already known to be
-//! modern. Modern backends get the `_meta` envelope in every request, and one
+//! version" error speaks only the stateless era, and is asked `server/discover` instead, as is one
+//! already known to. Stateless-era backends get the `_meta` envelope in every request, and one
 //! `subscriptions/listen` that stays open for their list changes.
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,30 +18,34 @@ use tokio::time::Instant;
 use crate::config::{BackendConfig, Protocol};
 use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
 use crate::supervisor::runner::INSTALL_TIMEOUT;
-use crate::supervisor::status::{Catalog, Era, ServerDescription};
+use crate::supervisor::status::{Catalog, ServerDescription};
 use crate::supervisor::subscriptions::Subscriptions;
-use crate::wire::era::{MODERN_PROTOCOL_VERSION, code, meta};
+use crate::wire::era::{Era, STATELESS_PROTOCOL_VERSION, code, meta};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
 
 /// The session-era protocol versions Switchboard speaks with backends, newest first.
-pub use crate::wire::era::LEGACY_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS;
+pub use crate::wire::era::SESSION_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS;
 const MAX_LIST_PAGES: usize = 1000;
 const DISCOVER: Method = Method::ServerDiscover;
 const LISTEN: Method = Method::SubscriptionsListen;
 /// The least time between two openings of a backend's listen request.
 const LISTEN_MIN_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The `_meta` entries every request to a modern backend carries unless its caller gave its own.
-static MODERN_ENVELOPE: LazyLock<Arc<MetaEnvelope>> = LazyLock::new(|| {
+/// The `_meta` entries every request to a stateless-era backend carries unless its caller gave its
+/// own.
+static STATELESS_ENVELOPE: LazyLock<Arc<MetaEnvelope>> = LazyLock::new(|| {
     let raw = |value: serde_json::Value| {
         RawValue::from_string(value.to_string()).expect("a JSON value's text is valid JSON")
     };
     Arc::new(vec![
-        (meta::PROTOCOL_VERSION, raw(MODERN_PROTOCOL_VERSION.into())),
+        (
+            meta::PROTOCOL_VERSION,
+            raw(STATELESS_PROTOCOL_VERSION.into()),
+        ),
         (
             meta::CLIENT_CAPABILITIES,
-            raw(client_capabilities(Era::Modern)),
+            raw(client_capabilities(Era::Stateless)),
         ),
         (meta::CLIENT_INFO, raw(client_info())),
     ])
@@ -186,11 +190,11 @@ struct ServerCapabilities {
 
 /// Why one way of opening a connection did not work.
 enum OpeningError {
-    /// `initialize` was answered with "unsupported protocol version" naming the modern
-    /// version: a modern-only server.
-    ModernOnly,
-    /// `server/discover` was answered with another error: not a modern server.
-    NotModern(String),
+    /// `initialize` was answered with "unsupported protocol version" naming the stateless
+    /// version: a server of the stateless era only.
+    StatelessOnly,
+    /// `server/discover` was answered with another error: not a stateless-era server.
+    NotStateless(String),
     /// Anything else: the start fails.
     Failed(String),
 }
@@ -198,10 +202,10 @@ enum OpeningError {
 impl OpeningError {
     fn into_message(self) -> String {
         match self {
-            OpeningError::ModernOnly => format!(
-                "the server speaks only the stateless protocol ({MODERN_PROTOCOL_VERSION}) and the config asks for the session era"
+            OpeningError::StatelessOnly => format!(
+                "the server speaks only the stateless protocol ({STATELESS_PROTOCOL_VERSION}) and the config asks for the session era"
             ),
-            OpeningError::NotModern(message) | OpeningError::Failed(message) => message,
+            OpeningError::NotStateless(message) | OpeningError::Failed(message) => message,
         }
     }
 }
@@ -269,18 +273,20 @@ async fn describe(
     plan: EraPlan,
     clock: &OpeningClock,
 ) -> Result<ServerDescription, String> {
-    if plan.first == Era::Modern {
+    if plan.first == Era::Stateless {
         match discover(connection, config, clock).await {
             Ok(server) => return Ok(server),
-            Err(OpeningError::NotModern(message)) if plan.fallback => {
-                tracing::info!("not a modern server after all ({message}); sending initialize");
+            Err(OpeningError::NotStateless(message)) if plan.fallback => {
+                tracing::info!(
+                    "not a stateless-era server after all ({message}); sending initialize"
+                );
             }
             Err(error) => return Err(error.into_message()),
         }
     }
     match initialize(connection, config, clock).await {
         Ok(server) => Ok(server),
-        Err(OpeningError::ModernOnly) if plan.fallback && plan.first == Era::Legacy => {
+        Err(OpeningError::StatelessOnly) if plan.fallback && plan.first == Era::Session => {
             tracing::info!(
                 "the server speaks only the stateless protocol; sending server/discover"
             );
@@ -300,7 +306,7 @@ async fn initialize(
 ) -> Result<ServerDescription, OpeningError> {
     let params = serde_json::json!({
         "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
-        "capabilities": client_capabilities(Era::Legacy),
+        "capabilities": client_capabilities(Era::Session),
         "clientInfo": client_info(),
     });
     let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
@@ -314,8 +320,8 @@ async fn initialize(
     .await
     {
         Ok(answer) => answer,
-        Err(RpcError::Remote { error, .. }) if names_modern_version(&error) => {
-            return Err(OpeningError::ModernOnly);
+        Err(RpcError::Remote { error, .. }) if names_stateless_version(&error) => {
+            return Err(OpeningError::StatelessOnly);
         }
         Err(error) => return Err(OpeningError::Failed(error.to_string())),
     };
@@ -333,7 +339,7 @@ async fn initialize(
         .await
         .map_err(|error| OpeningError::Failed(error.to_string()))?;
     Ok(ServerDescription {
-        era: Era::Legacy,
+        era: Era::Session,
         protocol_version: initialized.protocol_version,
         server_info: initialized.server_info,
         capabilities: initialized.capabilities,
@@ -341,22 +347,22 @@ async fn initialize(
     })
 }
 
-/// Puts the modern envelope on the connection and asks `server/discover`; takes the envelope off
-/// again if the server is not modern.
+/// Puts the stateless era's envelope on the connection and asks `server/discover`; takes the
+/// envelope off again if the server is not of that era.
 async fn discover(
     connection: &Connection,
     config: &BackendConfig,
     clock: &OpeningClock,
 ) -> Result<ServerDescription, OpeningError> {
-    connection.set_envelope(Some(MODERN_ENVELOPE.clone()));
-    let outcome = describe_modern(connection, config, clock).await;
+    connection.set_envelope(Some(STATELESS_ENVELOPE.clone()));
+    let outcome = describe_stateless(connection, config, clock).await;
     if outcome.is_err() {
         connection.set_envelope(None);
     }
     outcome
 }
 
-async fn describe_modern(
+async fn describe_stateless(
     connection: &Connection,
     config: &BackendConfig,
     clock: &OpeningClock,
@@ -364,7 +370,7 @@ async fn describe_modern(
     let answer = match opening_request(connection, DISCOVER.as_str(), None, config, clock).await {
         Ok(answer) => answer,
         Err(RpcError::Remote { error, .. }) if error.code != code::UNSUPPORTED_PROTOCOL_VERSION => {
-            return Err(OpeningError::NotModern(format!(
+            return Err(OpeningError::NotStateless(format!(
                 "{DISCOVER} answered error {}: {}",
                 error.code, error.message
             )));
@@ -376,10 +382,10 @@ async fn describe_modern(
     if !discovered
         .supported_versions
         .iter()
-        .any(|version| version == MODERN_PROTOCOL_VERSION)
+        .any(|version| version == STATELESS_PROTOCOL_VERSION)
     {
         return Err(OpeningError::Failed(format!(
-            "the server speaks protocol versions {:?}, and Switchboard's stateless version is {MODERN_PROTOCOL_VERSION}",
+            "the server speaks protocol versions {:?}, and Switchboard's stateless version is {STATELESS_PROTOCOL_VERSION}",
             discovered.supported_versions
         )));
     }
@@ -389,8 +395,8 @@ async fn describe_modern(
         .or(discovered.server_info)
         .unwrap_or_else(empty_object);
     Ok(ServerDescription {
-        era: Era::Modern,
-        protocol_version: MODERN_PROTOCOL_VERSION.to_owned(),
+        era: Era::Stateless,
+        protocol_version: STATELESS_PROTOCOL_VERSION.to_owned(),
         server_info,
         capabilities: discovered.capabilities,
         instructions: discovered.instructions,
@@ -445,7 +451,7 @@ async fn opening_request(
 
 /// Whether `error` is the stateless era's "unsupported protocol version" naming the version
 /// Switchboard speaks in that era.
-fn names_modern_version(error: &ErrorObject) -> bool {
+fn names_stateless_version(error: &ErrorObject) -> bool {
     error.code == code::UNSUPPORTED_PROTOCOL_VERSION
         && error
             .data
@@ -454,19 +460,19 @@ fn names_modern_version(error: &ErrorObject) -> bool {
             .is_some_and(|data| {
                 data.supported
                     .iter()
-                    .any(|version| version == MODERN_PROTOCOL_VERSION)
+                    .any(|version| version == STATELESS_PROTOCOL_VERSION)
             })
 }
 
 /// The health check of a backend in `era`: a request that any live server answers at once.
 pub(super) fn health_method(era: Era) -> Method {
     match era {
-        Era::Legacy => Method::Ping,
-        Era::Modern => DISCOVER,
+        Era::Session => Method::Ping,
+        Era::Stateless => DISCOVER,
     }
 }
 
-/// Keeps one `subscriptions/listen` open on a modern backend's connection for its list
+/// Keeps one `subscriptions/listen` open on a stateless-era backend's connection for its list
 /// changes and for updates of the resources editors want (`subscriptions`), which then arrive
 /// among its other notifications. Opens it again when the server ends it, and when the wanted
 /// resources change (the listen naming the old ones is given up); returns when the connection
@@ -522,9 +528,9 @@ fn listen_params(resources: &[String]) -> Box<RawValue> {
 /// call cannot answer is refused there.
 fn client_capabilities(era: Era) -> serde_json::Value {
     let roots = match era {
-        Era::Legacy => serde_json::json!({ "listChanged": true }),
+        Era::Session => serde_json::json!({ "listChanged": true }),
         // Roots have no change notification in the stateless era.
-        Era::Modern => serde_json::json!({}),
+        Era::Stateless => serde_json::json!({}),
     };
     let mut capabilities = serde_json::json!({
         "sampling": { "context": {}, "tools": {} },
@@ -532,7 +538,7 @@ fn client_capabilities(era: Era) -> serde_json::Value {
         "roots": roots,
     });
     // Switchboard holds the tasks a session-era server asks it to run (`hub/tasks/held.rs`).
-    if era == Era::Legacy {
+    if era == Era::Session {
         capabilities["tasks"] = serde_json::json!({
             "list": {},
             "cancel": {},
@@ -608,7 +614,7 @@ pub(crate) struct EraVerdicts {
 
 impl EraVerdicts {
     /// What a start of `config` tries: the era its config names, or else the era its command
-    /// was last found to speak, else the session era (whose `initialize` tells a modern-only
+    /// was last found to speak, else the session era (whose `initialize` tells a stateless-only
     /// server).
     pub(super) fn plan(&self, config: &BackendConfig) -> EraPlan {
         let only = |era| EraPlan {
@@ -616,8 +622,7 @@ impl EraVerdicts {
             fallback: false,
         };
         match config.protocol {
-            Protocol::Legacy => return only(Era::Legacy),
-            Protocol::Modern => return only(Era::Modern),
+            Protocol::Only(era) => return only(era),
             Protocol::Auto => {}
         }
         let known = self
@@ -626,7 +631,7 @@ impl EraVerdicts {
             .filter(|(fingerprint, _)| *fingerprint == command_fingerprint(config))
             .map(|(_, era)| *era);
         EraPlan {
-            first: known.unwrap_or(Era::Legacy),
+            first: known.unwrap_or(Era::Session),
             fallback: true,
         }
     }
@@ -675,40 +680,40 @@ mod tests {
     fn a_start_tries_the_era_the_same_command_was_found_to_speak_first() {
         let verdicts = EraVerdicts::default();
         let config = config();
-        assert_eq!(verdicts.plan(&config), plan(Era::Legacy, true));
+        assert_eq!(verdicts.plan(&config), plan(Era::Session, true));
 
-        verdicts.record(&config, Some(Era::Modern));
-        assert_eq!(verdicts.plan(&config), plan(Era::Modern, true));
+        verdicts.record(&config, Some(Era::Stateless));
+        assert_eq!(verdicts.plan(&config), plan(Era::Stateless, true));
         let mut other_command = config.clone();
         other_command
             .process_mut()
             .expect("local")
             .args
             .push("--legacy".to_owned());
-        assert_eq!(verdicts.plan(&other_command), plan(Era::Legacy, true));
+        assert_eq!(verdicts.plan(&other_command), plan(Era::Session, true));
         let mut other_env = config.clone();
         other_env
             .process_mut()
             .expect("local")
             .env
             .insert("MODE".to_owned(), "x".to_owned());
-        assert_eq!(verdicts.plan(&other_env), plan(Era::Legacy, true));
+        assert_eq!(verdicts.plan(&other_env), plan(Era::Session, true));
         let mut other_backend = config.clone();
         other_backend.name = "other".to_owned();
-        assert_eq!(verdicts.plan(&other_backend), plan(Era::Legacy, true));
+        assert_eq!(verdicts.plan(&other_backend), plan(Era::Session, true));
 
         verdicts.record(&config, None);
-        assert_eq!(verdicts.plan(&config), plan(Era::Legacy, true));
+        assert_eq!(verdicts.plan(&config), plan(Era::Session, true));
     }
 
     #[test]
     fn a_protocol_named_in_the_config_is_the_only_one_tried() {
         let verdicts = EraVerdicts::default();
         let mut config = config();
-        verdicts.record(&config, Some(Era::Modern));
-        config.protocol = Protocol::Legacy;
-        assert_eq!(verdicts.plan(&config), plan(Era::Legacy, false));
-        config.protocol = Protocol::Modern;
-        assert_eq!(verdicts.plan(&config), plan(Era::Modern, false));
+        verdicts.record(&config, Some(Era::Stateless));
+        config.protocol = Protocol::Only(Era::Session);
+        assert_eq!(verdicts.plan(&config), plan(Era::Session, false));
+        config.protocol = Protocol::Only(Era::Stateless);
+        assert_eq!(verdicts.plan(&config), plan(Era::Stateless, false));
     }
 }

@@ -3,9 +3,9 @@
 //! [`Engine`] holds every backend and applies a new config as a diff. `handle` is the
 //! [`BackendHandle`] and the commands it sends; `task` is the task that owns one backend, whose
 //! state is an enum whose variants own their resources and changes only in
-//! `BackendTask::transition`, which also publishes it; `handshake` is the opening of a
-//! backend's connection in its protocol era and the discovery of its catalog; `subscriptions` is
-//! the resources editors want updates of from a modern backend, which its listen names; `runner`
+//! `BackendTask::transition`, which also publishes it; `handshake` is the opening of a backend's
+//! connection in its protocol era and the discovery of its catalog; `subscriptions` is the
+//! resources editors want updates of from a stateless-era backend, which its listen names; `runner`
 //! knows package runners (`npx`, `uvx`…), whose install precedes the server.
 
 pub mod output;

@@ -2,8 +2,8 @@
 //!
 //! A writer task owns the backend's stdin and a reader task owns its stdout. Requests get ids from
 //! our own space, wait in a pending map with a deadline, and tell the backend when they are
-//! abandoned. Closing the connection wakes every waiter at once with an error that says why.
-//! Once told the `_meta` envelope of a modern backend, it puts that envelope into every request.
+//! abandoned. Closing the connection wakes every waiter at once with an error that says why. Once
+//! told the `_meta` envelope of a stateless-era backend, it puts that envelope into every request.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,13 +118,13 @@ pub enum Incoming {
     },
 }
 
-/// The `_meta` entries (key and JSON value) every request to a modern backend carries, unless
-/// its caller gave its own.
+/// The `_meta` entries (key and JSON value) every request to a stateless-era backend carries,
+/// unless its caller gave its own.
 pub type MetaEnvelope = Vec<(&'static str, Box<RawValue>)>;
 
-/// What the connection is told about the client of one request: what a modern backend hears
-/// of it, in place of what the connection's envelope says by default (a legacy backend hears
-/// none of it), and which of the client's calls the request is part of.
+/// What the connection is told about the client of one request: what a stateless-era backend hears
+/// of it, in place of what the connection's envelope says by default (a session-era backend
+/// hears none of it), and which of the client's calls the request is part of.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ClientMeta<'a> {
     /// What the client can be asked during this request (`io.modelcontextprotocol/clientCapabilities`).
@@ -169,7 +169,7 @@ struct Inner {
     outgoing: mpsc::Sender<Vec<u8>>,
     stop_writing: CancellationToken,
     max_message_size: usize,
-    /// Set while the backend is spoken to in the modern era.
+    /// Set while the backend is spoken to in the stateless era.
     envelope: Mutex<Option<Arc<MetaEnvelope>>>,
 }
 
@@ -235,7 +235,7 @@ impl Connection {
 
     /// Like [`Connection::request`], and the backend's progress notifications for this request
     /// go to `progress` — in the order the backend sent them, and all of them before the
-    /// answer is returned; a modern backend is told what `client` says about the client of
+    /// answer is returned; a stateless-era backend is told what `client` says about the client of
     /// this request.
     pub async fn request_for_client(
         &self,
@@ -262,7 +262,7 @@ impl Connection {
     }
 
     /// From now on, every request carries `envelope` in its `_meta` (`None`: no envelope, as
-    /// for a legacy backend).
+    /// for a session-era backend).
     pub fn set_envelope(&self, envelope: Option<Arc<MetaEnvelope>>) {
         *self
             .inner

@@ -5,6 +5,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::config::RemoteTransport;
+use crate::wire::era::Era;
+
 /// The states of a backend, as published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -19,6 +22,27 @@ pub enum BackendState {
     Stopping,
     /// A remote server wants a sign-in that Switchboard holds no token for; waits for one.
     NeedsSignIn,
+}
+
+impl BackendState {
+    /// Whether a backend in this state is failing: it crashed and waits to restart, or is in a
+    /// crash loop. (One waiting for a sign-in waits for a person, and is not counted.)
+    pub fn is_failing(self) -> bool {
+        matches!(self, BackendState::Backoff | BackendState::CrashLoop)
+    }
+}
+
+/// What a person can do to a backend, from the dashboard or the tray.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendAction {
+    Start,
+    Stop,
+    Restart,
+    /// Opens a remote server's sign-in page.
+    SignIn,
+    /// Forgets the tokens Switchboard keeps for a remote server, which then waits for a sign-in.
+    SignOut,
 }
 
 impl std::fmt::Display for BackendState {
@@ -149,20 +173,11 @@ pub struct Catalog {
     pub prompts: Vec<Box<RawValue>>,
 }
 
-/// The protocol era a backend's process was found to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Era {
-    /// The session era: an `initialize` handshake, then requests (up to 2025-11-25).
-    Legacy,
-    /// The stateless era (2026-07-28 on): every request carries its `_meta` envelope.
-    Modern,
-}
-
 /// What the server said about itself in the handshake (`initialize`, or `server/discover` for a
-/// modern backend).
+/// stateless-era backend).
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerDescription {
+    /// The era the backend was found to speak.
     pub era: Era,
     pub protocol_version: String,
     pub server_info: Box<RawValue>,
@@ -204,6 +219,9 @@ pub struct BackendStatus {
     pub history: Arc<Vec<HistoryEntry>>,
     pub server: Option<Arc<ServerDescription>>,
     pub catalog: Arc<Catalog>,
+    /// For a remote server, the HTTP transport of its link: as the config sets it, and once a
+    /// link is ready, the one it speaks. `None` for a local server.
+    pub transport: Option<RemoteTransport>,
 }
 
 impl BackendStatus {
@@ -220,6 +238,78 @@ impl BackendStatus {
             history: Arc::default(),
             server: None,
             catalog: Arc::default(),
+            transport: None,
         }
+    }
+
+    /// The actions worth offering now, the one rule the dashboard's buttons and the tray's menu
+    /// both follow: start unless ready or starting, stop unless stopped, restart always; a
+    /// sign-in while a remote server waits for one, and a sign-out while one is ready (it has
+    /// tokens to forget). The control API decides what is allowed.
+    pub fn actions(&self) -> Vec<BackendAction> {
+        let state = self.state;
+        let remote = self.transport.is_some();
+        [
+            (BackendAction::SignIn, state == BackendState::NeedsSignIn),
+            (
+                BackendAction::Start,
+                !matches!(state, BackendState::Ready | BackendState::Starting),
+            ),
+            (BackendAction::Stop, state != BackendState::Stopped),
+            (BackendAction::Restart, true),
+            (
+                BackendAction::SignOut,
+                remote && state == BackendState::Ready,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(action, offered)| offered.then_some(action))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(state: BackendState, transport: Option<RemoteTransport>) -> BackendStatus {
+        BackendStatus {
+            state,
+            transport,
+            ..BackendStatus::new("files")
+        }
+    }
+
+    #[test]
+    fn the_actions_offered_follow_the_state_and_a_sign_out_needs_a_remote_server() {
+        use BackendAction::*;
+        let local = |state| status(state, None).actions();
+        assert_eq!(local(BackendState::Stopped), [Start, Restart]);
+        assert_eq!(local(BackendState::Starting), [Stop, Restart]);
+        assert_eq!(local(BackendState::Ready), [Stop, Restart]);
+        assert_eq!(local(BackendState::CrashLoop), [Start, Stop, Restart]);
+        let remote = |state| status(state, Some(RemoteTransport::StreamableHttp)).actions();
+        assert_eq!(remote(BackendState::Ready), [Stop, Restart, SignOut]);
+        assert_eq!(
+            remote(BackendState::NeedsSignIn),
+            [SignIn, Start, Stop, Restart]
+        );
+    }
+
+    #[test]
+    fn only_a_backend_waiting_to_restart_or_in_a_crash_loop_is_failing() {
+        let failing: Vec<BackendState> = [
+            BackendState::Stopped,
+            BackendState::Starting,
+            BackendState::Ready,
+            BackendState::Backoff,
+            BackendState::CrashLoop,
+            BackendState::Stopping,
+            BackendState::NeedsSignIn,
+        ]
+        .into_iter()
+        .filter(|state| state.is_failing())
+        .collect();
+        assert_eq!(failing, [BackendState::Backoff, BackendState::CrashLoop]);
     }
 }

@@ -1,7 +1,8 @@
-//! Resource subscriptions at a modern backend. The stateless era has no `resources/subscribe`:
-//! a client names the resources it wants updates of in its `subscriptions/listen`. The one
-//! listen Switchboard keeps open on a modern backend (`handshake::keep_listening`) names every
-//! resource some editor wants, and is opened again, naming them anew, whenever that set changes.
+//! Resource subscriptions at a stateless-era backend. The stateless era has no
+//! `resources/subscribe`: a client names the resources it wants updates of in its
+//! `subscriptions/listen`. The one listen Switchboard keeps open on a stateless-era backend
+//! (`handshake::keep_listening`) names every resource some editor wants, and is opened again,
+//! naming them anew, whenever that set changes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 
-/// What editors want of one modern backend's resources, and what its server acknowledged.
+/// What editors want of one stateless-era backend's resources, and what its server acknowledged.
 pub(crate) struct Subscriptions {
     /// Each URI some editor wants updates of, with how many watches want it.
     wanted: watch::Sender<BTreeMap<String, usize>>,
@@ -73,7 +74,7 @@ impl Subscriptions {
     }
 }
 
-/// Updates of one resource wanted from a modern backend: its listen names the resource until
+/// Updates of one resource wanted from a stateless-era backend: its listen names the resource until
 /// the last watch of it is dropped.
 pub struct ResourceWatch {
     subscriptions: Arc<Subscriptions>,

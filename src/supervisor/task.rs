@@ -12,7 +12,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::clock::unix_millis;
-use crate::config::BackendConfig;
+use crate::config::{BackendConfig, Launch};
 use crate::supervisor::handle::{Ack, BackendHandle, Command};
 use crate::supervisor::handshake::{EraVerdicts, ListKind, fetch_list, health_method};
 use crate::supervisor::output::OutputLog;
@@ -20,11 +20,12 @@ use crate::supervisor::policy::RestartBudget;
 use crate::supervisor::rpc::{Connection, Incoming, RpcError};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
+    BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, Installing,
     ServerDescription, StopReason,
 };
 use crate::supervisor::subscriptions::Subscriptions;
 use crate::supervisor::{Applied, BackendNotification, ControlError, EngineOptions, ServerRequest};
+use crate::wire::era::Era;
 use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
 use process::{Link, ProcessEnd, wait_for_end};
@@ -75,9 +76,10 @@ struct Running {
     ready_since: SystemTime,
     era: Era,
     health: Option<tokio::time::Interval>,
-    /// Whether a health check (`ping`, or `server/discover` for a modern backend) is unanswered.
+    /// Whether a health check (`ping`, or `server/discover` for a stateless-era backend) is
+    /// unanswered.
     ping_in_flight: bool,
-    /// Stops the task keeping a modern backend's `subscriptions/listen` open.
+    /// Stops the task keeping a stateless-era backend's `subscriptions/listen` open.
     _listening: Option<DropGuard>,
 }
 
@@ -135,7 +137,7 @@ pub(super) struct BackendTask {
     catalog: Arc<Catalog>,
     /// Callers of `start` waiting for the current start attempt.
     start_waiters: Vec<Ack>,
-    /// The resources editors want updates of, which a modern backend's listen names.
+    /// The resources editors want updates of, which a stateless-era backend's listen names.
     subscriptions: Arc<Subscriptions>,
 }
 
@@ -560,6 +562,11 @@ impl BackendTask {
             State::Starting { installing } => installing.clone(),
             _ => None,
         };
+        let transport = match (&self.state, &self.config.launch) {
+            (State::Ready(running), _) => running.link.transport(),
+            (_, Launch::Remote(remote)) => Some(remote.transport),
+            (_, Launch::Process(_)) => None,
+        };
         let status = BackendStatus {
             name: self.name.to_string(),
             state: self.state.kind(),
@@ -572,6 +579,7 @@ impl BackendTask {
             history: Arc::new(self.history.clone()),
             server: self.server.clone(),
             catalog: self.catalog.clone(),
+            transport,
         };
         self.status.send_replace(status);
         self.changes.send_replace(());

@@ -4,14 +4,28 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
+/// The protocol era a backend speaks, or a request is in. The HTTP+SSE transport of 2024-11-05
+/// is a transport, not an era: its messages are of the session era.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// The session era (2024-11-05 to 2025-11-25): an `initialize` handshake opens a session,
+    /// then requests follow in it.
+    Session,
+    /// The stateless era (2026-07-28 on): every request carries its protocol version and the
+    /// client's capabilities in its `_meta` envelope.
+    Stateless,
+}
+
 /// The stateless revision Switchboard speaks, on both sides.
-pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+pub const STATELESS_PROTOCOL_VERSION: &str = "2026-07-28";
 
 /// The session-era versions Switchboard speaks, newest first.
-pub const LEGACY_PROTOCOL_VERSIONS: [&str; 4] =
+pub const SESSION_PROTOCOL_VERSIONS: [&str; 4] =
     ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// The Tasks extension of the stateless era (`tools/call` answered with a task handle, then

@@ -118,6 +118,9 @@ async fn backends_are_listed_stopped_started_restarted_and_called() {
     assert_eq!(demo["name"], "demo");
     assert_eq!(demo["state"], "ready");
     assert!(demo["tools"].as_u64().expect("a count") >= 5);
+    assert_eq!(demo["transport"], Value::Null, "a local server has no link");
+    assert_eq!(demo["actions"], json!(["stop", "restart"]));
+    assert_eq!(demo["failing"], false);
     assert_eq!(
         demo["pending"], 0,
         "nothing is waiting for the idle backend"
@@ -130,6 +133,7 @@ async fn backends_are_listed_stopped_started_restarted_and_called() {
     assert_eq!(stopped["ok"], true);
     assert_eq!(stopped["backend"]["state"], "stopped");
     assert_eq!(stopped["backend"]["pid"], Value::Null);
+    assert_eq!(stopped["backend"]["actions"], json!(["start", "restart"]));
     assert!(!alive(first), "acknowledged only once the process is gone");
     let list = serve.api_get("/api/backends").await;
     assert_eq!(list[0]["state"], "stopped");

@@ -1,12 +1,13 @@
 //! Backends of both protocol eras, on the official TypeScript SDK (`tests/backends/sdk_server.mjs`)
-//! and Python SDK (`tests/backends/sdk_server.py`): a modern-only server is found modern and
+//! and Python SDK (`tests/backends/sdk_server.py`): a server of the stateless era only is found so and
 //! spoken to with the `_meta` envelope, a server of both eras is spoken to in the session era, and
 //! editors of the session era use either alike, its log messages included.
 
 use serde_json::{Value, json};
 use switchboard::config::Protocol;
 use switchboard::supervisor::BackendHandle;
-use switchboard::supervisor::status::{BackendState, Era};
+use switchboard::supervisor::status::BackendState;
+use switchboard::wire::era::Era;
 
 use crate::support::*;
 
@@ -24,7 +25,7 @@ async fn tool_names(mcp: &McpHttp, session: &str, id: u64) -> Vec<String> {
 
 /// The methods of the requests the backend's processes reported receiving, up to the last list
 /// of its `n`-th handshake (`prompts/list`), without the listen requests, which come whenever
-/// a modern backend is ready.
+/// a stateless-era backend is ready.
 async fn requests_through_handshake(backend: &BackendHandle, n: usize) -> Vec<String> {
     eventually("the handshakes' requests", EVENT_LIMIT, || async {
         let methods: Vec<String> = backend
@@ -57,12 +58,13 @@ const LISTS: [&str; 4] = [
 ];
 
 #[tokio::test]
-async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legacy_editor() {
+async fn a_stateless_only_server_is_ready_in_the_stateless_era_and_callable_by_a_session_era_editor()
+ {
     let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
 
     let modern = serve.backend_summary("modern").await;
     assert_eq!(modern["state"], "ready");
-    assert_eq!(modern["era"], "modern");
+    assert_eq!(modern["era"], "stateless");
     assert_eq!(modern["protocol_version"], "2026-07-28");
     assert_eq!(modern["restarts"], 0);
     assert_eq!(modern["last_exit"], Value::Null);
@@ -80,7 +82,10 @@ async fn a_modern_only_server_is_ready_in_the_modern_era_and_callable_by_a_legac
     assert_eq!(detail["prompts"][0]["name"], "hello");
 
     let mcp = McpHttp::new(&serve.url());
-    let session = mcp.open_session("legacy-editor").await.expect("a session");
+    let session = mcp
+        .open_session("session-era-editor")
+        .await
+        .expect("a session");
     assert_eq!(
         tool_names(&mcp, &session, 1).await,
         [
@@ -113,7 +118,7 @@ async fn a_server_of_both_eras_is_spoken_to_in_the_session_era() {
     let backend = engine.backend("both").expect("configured");
     let status = wait_state(&backend, BackendState::Ready).await;
     let server = status.server.expect("a handshake");
-    assert_eq!(server.era, Era::Legacy);
+    assert_eq!(server.era, Era::Session);
     assert_eq!(server.protocol_version, "2025-11-25");
     assert_eq!(
         requests_through_handshake(&backend, 1).await,
@@ -135,9 +140,12 @@ async fn a_server_of_both_eras_is_spoken_to_in_the_session_era() {
 }
 
 /// A session-era editor of `serve`: its client, session and stream of server messages.
-async fn legacy_editor(serve: &ServeProcess) -> (McpHttp, String, McpStream) {
+async fn session_era_editor(serve: &ServeProcess) -> (McpHttp, String, McpStream) {
     let mcp = McpHttp::new(&serve.url());
-    let session = mcp.open_session("legacy-editor").await.expect("a session");
+    let session = mcp
+        .open_session("session-era-editor")
+        .await
+        .expect("a session");
     let stream = mcp.stream(&session).await.expect("a stream");
     (mcp, session, stream)
 }
@@ -145,7 +153,7 @@ async fn legacy_editor(serve: &ServeProcess) -> (McpHttp, String, McpStream) {
 #[tokio::test]
 async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stream() {
     let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
-    let (mcp, session, mut stream) = legacy_editor(&serve).await;
+    let (mcp, session, mut stream) = session_era_editor(&serve).await;
     assert_eq!(
         tool_names(&mcp, &session, 1).await,
         [
@@ -222,7 +230,7 @@ pub(crate) async fn listened_for(serve: &ServeProcess, name: &str, expected: &st
 #[tokio::test]
 async fn a_session_era_editor_subscribes_to_a_modern_servers_resource_over_its_listen() {
     let serve = ServeProcess::start(&[ServedBackend::SdkModernOnly]);
-    let (mcp, session, mut stream) = legacy_editor(&serve).await;
+    let (mcp, session, mut stream) = session_era_editor(&serve).await;
     let greeting = json!({ "uri": "sdk://greeting" });
 
     let subscribed = mcp
@@ -278,7 +286,10 @@ async fn a_killed_modern_server_comes_back_modern_without_a_second_initialize() 
     let engine = engine(vec![config]);
     let backend = engine.backend("modern").expect("configured");
     let first = wait_state(&backend, BackendState::Ready).await;
-    assert_eq!(first.server.as_ref().expect("a handshake").era, Era::Modern);
+    assert_eq!(
+        first.server.as_ref().expect("a handshake").era,
+        Era::Stateless
+    );
     let pid = first.pid.expect("a pid");
 
     nix::sys::signal::kill(
@@ -293,7 +304,7 @@ async fn a_killed_modern_server_comes_back_modern_without_a_second_initialize() 
 
     assert_eq!(again.restarts, 1);
     let server = again.server.expect("a handshake");
-    assert_eq!(server.era, Era::Modern);
+    assert_eq!(server.era, Era::Stateless);
     assert_eq!(server.protocol_version, "2026-07-28");
     // The verdict of the first start sent the second straight to server/discover.
     assert_eq!(
@@ -351,7 +362,7 @@ async fn a_modern_server_is_health_checked_with_server_discover() {
             .tail(usize::MAX)
             .iter()
             .any(|line| line.text == "got ping"),
-        "a modern backend is never pinged"
+        "a stateless-era backend is never pinged"
     );
     engine.shutdown().await;
 }
@@ -359,15 +370,15 @@ async fn a_modern_server_is_health_checked_with_server_discover() {
 #[tokio::test]
 async fn the_config_can_name_the_only_protocol_era_to_speak() {
     let mut both = sdk_server("both", &[]);
-    both.protocol = Protocol::Modern;
+    both.protocol = Protocol::Only(Era::Stateless);
     both.health_interval = None;
     let mut modern_only = sdk_server("modern", &["--modern-only"]);
-    modern_only.protocol = Protocol::Legacy;
+    modern_only.protocol = Protocol::Only(Era::Session);
     let engine = engine(vec![both, modern_only]);
 
     let both = engine.backend("both").expect("configured");
     let status = wait_state(&both, BackendState::Ready).await;
-    assert_eq!(status.server.expect("a handshake").era, Era::Modern);
+    assert_eq!(status.server.expect("a handshake").era, Era::Stateless);
     assert_eq!(
         requests_through_handshake(&both, 1).await,
         [&["server/discover"][..], &LISTS].concat()
@@ -392,9 +403,12 @@ async fn a_session_era_editor_gets_a_modern_servers_log_messages_at_the_level_it
         script = backend_script("sdk_server.py").to_string_lossy(),
     );
     let serve = ServeProcess::with_config(&config, &["py"]);
-    assert_eq!(serve.backend_summary("py").await["era"], "modern");
+    assert_eq!(serve.backend_summary("py").await["era"], "stateless");
     let mcp = McpHttp::new(&serve.url());
-    let session = mcp.open_session("legacy-editor").await.expect("a session");
+    let session = mcp
+        .open_session("session-era-editor")
+        .await
+        .expect("a session");
     let mut stream = mcp.stream(&session).await.expect("a stream");
 
     // Under 2025-11-25 a server logs before any logging/setLevel; a 2026-07-28 server logs only

@@ -164,6 +164,11 @@ async fn the_older_http_sse_transport_is_found_on_its_own_or_named() {
         output.contains("trying the HTTP+SSE transport of 2024-11-05"),
         "{output}"
     );
+    // Each link publishes the transport it speaks, found on its own or named.
+    for name in ["found", "named"] {
+        let summary = serve.backend_summary(name).await;
+        assert_eq!(summary["transport"], "sse", "{summary}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,7 +177,8 @@ async fn a_remote_server_of_2026_07_28_is_spoken_to_in_its_era() {
     let config = remote_entry("modern", &remote.field("url"), "protocol = \"modern\"");
     let serve = ServeProcess::with_config(&config, &["modern"]);
     let entry = serve.backend_summary("modern").await;
-    assert_eq!(entry["era"], "modern", "{entry}");
+    assert_eq!(entry["era"], "stateless", "{entry}");
+    assert_eq!(entry["transport"], "streamable-http", "{entry}");
     let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
     let session = mcp.open_session("modern-test").await.expect("a session");
     let echoed = mcp

@@ -14,6 +14,7 @@ import { ToolsTab } from "./tools.js";
 /** @typedef {import('../types.js').BackendDetail} BackendDetail */
 /** @typedef {import('../types.js').BackendConfigView} BackendConfigView */
 /** @typedef {import('../types.js').SandboxView} SandboxView */
+/** @typedef {import('../types.js').RemoteTransport} RemoteTransport */
 /** @typedef {"overview" | "history" | "output" | "tools"} Tab */
 
 /** @type {{tab: Tab, label: string}[]} */
@@ -32,7 +33,7 @@ const ENFORCEMENT_LABELS = {
   refused: "Cannot be enforced here: the server does not start",
 };
 
-/** @type {Record<"auto" | "streamable-http" | "sse", string>} */
+/** @type {Record<RemoteTransport, string>} */
 const TRANSPORT_LABELS = {
   auto: "auto (Streamable HTTP, else HTTP+SSE)",
   "streamable-http": "Streamable HTTP",
@@ -176,15 +177,14 @@ export class BackendView {
     setText(this.facts.pid, summary.pid === null ? "—" : String(summary.pid));
     setText(this.facts.restarts, String(summary.restarts));
     setText(this.facts.tools, String(summary.tools));
-    const needsSignIn = summary.state === "needs_sign_in";
+    const needsSignIn = summary.actions.includes("sign_in");
     // Each wait for a sign-in starts with what the button will do.
     if (this.signInCallout.hidden && needsSignIn) setText(this.signInNote, `Sign in opens the server's sign-in page in a new tab. When you are done there, your browser comes back to Switchboard and ${this.name} connects on its own.`);
     this.signInCallout.hidden = !needsSignIn;
     setText(this.signInReason, summary.last_error ?? "");
     this.alert.hidden = !summary.last_error || needsSignIn;
     setText(this.alert, summary.last_error ? `Last error: ${summary.last_error}` : "");
-    // Only a server whose tokens would be forgotten offers this.
-    this.signOutButton.hidden = !remote || summary.state !== "ready";
+    this.signOutButton.hidden = !summary.actions.includes("sign_out");
     this.updateActions();
     this.tick();
     setText(/** @type {HTMLElement} */ (this.tabLinks[3].lastElementChild), String(summary.tools));
@@ -276,7 +276,7 @@ export class BackendView {
     const server = detail.server;
     const capabilities = server ? Object.keys(server.capabilities ?? {}) : [];
     return h("div", { class: "overview-grid" },
-      this.configCard(config),
+      this.configCard(config, detail.transport),
       config && config.url === null ? this.sandboxCard(config) : null,
       h("section", { class: "card" },
         h("h2", { class: "card-title", text: "Server" }),
@@ -307,11 +307,12 @@ export class BackendView {
 
   /**
    * How the backend is reached: a process's command line, directory and environment, or a remote
-   * server's URL, transport and headers (values masked by the API).
+   * server's URL, its link's transport and headers (values masked by the API).
    * @param {BackendConfigView | undefined} config
+   * @param {RemoteTransport | null} transport
    * @returns {HTMLElement}
    */
-  configCard(config) {
+  configCard(config, transport) {
     if (!config) return h("section", { class: "card" }, h("h2", { class: "card-title", text: "Process" }), h("p", { class: "muted", text: "No config details." }));
     /**
      * @param {Record<string, string>} values
@@ -336,7 +337,7 @@ export class BackendView {
         h("h2", { class: "card-title", text: "Connection" }),
         h("dl", { class: "kv" },
           h("dt", { text: "URL" }), h("dd", {}, h("code", { class: "wrap", text: config.url })),
-          h("dt", { text: "Transport" }), h("dd", { text: TRANSPORT_LABELS[config.transport ?? "auto"] }),
+          h("dt", { text: "Transport" }), h("dd", { text: TRANSPORT_LABELS[transport ?? "auto"] }),
           h("dt", { text: "Headers" }), h("dd", {}, masked(config.headers, ": ", "none added")),
           common));
     }

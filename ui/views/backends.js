@@ -128,7 +128,7 @@ export class BackendsView {
       return;
     }
     const ready = summaries.filter((summary) => summary.state === "ready").length;
-    const failing = summaries.filter((summary) => summary.state === "backoff" || summary.state === "crash_loop").length;
+    const failing = summaries.filter((summary) => summary.failing).length;
     const waiting = summaries.filter((summary) => summary.state === "needs_sign_in").length;
     const parts = [plural(summaries.length, "backend"), `${ready} ready`];
     if (failing > 0) parts.push(`${failing} failing`);
@@ -181,7 +181,7 @@ export class BackendsView {
       if (!summary) return;
       const config = store.details.get(name)?.detail?.config;
       badge.update(summary.state, store.isRemote(name));
-      signIn.element.hidden = summary.state !== "needs_sign_in";
+      signIn.element.hidden = !summary.actions.includes("sign_in");
       disabled.hidden = summary.enabled;
       // In a narrow column the program's own name says more than the start of its path; the
       // whole command line is in the title.

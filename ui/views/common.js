@@ -141,11 +141,9 @@ export function actionButtons(store, name, options = {}) {
       const busy = pending === action;
       button.classList.toggle("is-busy", busy);
       setText(/** @type {Element} */ (button.querySelector(".btn-text")), busy ? spec.busy : spec.label);
-      // What the buttons offer follows the published state; the API decides what is allowed.
-      const state = summary?.state;
-      const pointless = (action === "start" && (state === "ready" || state === "starting"))
-        || (action === "stop" && state === "stopped");
-      button.disabled = pending !== undefined || pointless;
+      // The buttons offer what the summary offers; the API decides what is allowed.
+      const offered = summary === undefined || summary.actions.includes(action);
+      button.disabled = pending !== undefined || !offered;
     }
   };
   update();

@@ -241,7 +241,7 @@ fn a_claude_desktop_file_is_accepted_unchanged() {
         Launch::Remote(RemoteServer::new("https://example.com/mcp"))
     );
     let mut events = RemoteServer::new("https://example.com/sse");
-    events.transport = RemoteTransport::Sse;
+    events.transport = RemoteTransport::HttpSse;
     assert_eq!(config.backends[2].launch, Launch::Remote(events));
     assert_eq!(config.backends[4].health_interval, None);
     assert!(!config.has_errors());

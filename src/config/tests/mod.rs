@@ -180,9 +180,25 @@ stable_after = "0s"
         tools_allow: strings(&["read_*", "list_?"]),
         tools_deny: strings(&["*_secret"]),
         start_on_demand: false,
-        protocol: Protocol::Modern,
+        protocol: Protocol::Only(Era::Stateless),
     };
     assert_eq!(config.backends, vec![expected]);
+}
+
+#[test]
+fn protocol_names_an_era_in_todays_words_or_as_configs_once_wrote_it() {
+    for (written, protocol) in [
+        ("auto", Protocol::Auto),
+        ("session", Protocol::Only(Era::Session)),
+        ("legacy", Protocol::Only(Era::Session)),
+        ("stateless", Protocol::Only(Era::Stateless)),
+        ("modern", Protocol::Only(Era::Stateless)),
+    ] {
+        let config = parse_toml(&format!(
+            "[servers.a]\ncommand = \"sh\"\nprotocol = \"{written}\"\n"
+        ));
+        assert_eq!(config.backends[0].protocol, protocol, "{written}");
+    }
 }
 
 #[test]
@@ -437,7 +453,7 @@ backoff_base = "2m"
             "expected a duration like \"250ms\", \"30s\", \"5m\", \"1h\" or \"7d\", found \"soon\"",
             "must be larger than zero",
             "expected a duration, found the integer -2",
-            "unknown protocol \"2026\"; expected \"auto\", \"legacy\" or \"modern\"",
+            "unknown protocol \"2026\"; expected \"auto\", \"session\" or \"stateless\"",
             "expected a whole number from 0 to 4294967295, found -1",
             "backoff_cap (60s) is shorter than backoff_base (120s)",
         ]

@@ -33,7 +33,7 @@ fn every_remote_field_is_read() {
     assert_eq!(config.backends[0].launch, Launch::Remote(linear));
     assert_eq!(config.backends[0].prefix, "lin");
     let mut local = RemoteServer::new("http://127.0.0.1:9000/sse");
-    local.transport = RemoteTransport::Sse;
+    local.transport = RemoteTransport::HttpSse;
     assert_eq!(config.backends[1].launch, Launch::Remote(local));
     // Header values may be secrets: Debug shows their names only.
     assert!(!format!("{:?}", config.backends[0]).contains("k-123"));

@@ -26,9 +26,10 @@ use crate::platform::sandbox;
 use crate::supervisor::Engine;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{
-    BackendState, BackendStatus, Catalog, Era, ExitDescription, HistoryEntry, Installing,
+    BackendAction, BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, Installing,
     ServerDescription, StopReason,
 };
+use crate::wire::era::Era;
 
 /// How many of a backend's recent output lines its detail carries.
 const OUTPUT_LINES: usize = 500;
@@ -166,6 +167,13 @@ pub(super) struct Overview<'a> {
     pub(super) era: Option<Era>,
     /// The protocol version of its last handshake.
     pub(super) protocol_version: Option<&'a str>,
+    /// What the dashboard and the tray offer to do to it now.
+    pub(super) actions: Vec<BackendAction>,
+    /// It crashed and waits to restart, or is in a crash loop.
+    pub(super) failing: bool,
+    /// For a remote server, the HTTP transport of its link (`auto` until a link settles it);
+    /// `null` for a local server.
+    pub(super) transport: Option<RemoteTransport>,
 }
 
 /// The newest history entry, without its output tail.
@@ -212,6 +220,9 @@ impl<'a> Overview<'a> {
                 .server
                 .as_ref()
                 .map(|server| server.protocol_version.as_str()),
+            actions: status.actions(),
+            failing: status.state.is_failing(),
+            transport: status.transport,
         }
     }
 }
@@ -276,8 +287,6 @@ pub(super) struct ConfigView<'a> {
     pub(super) url: Option<String>,
     /// As `env`.
     pub(super) headers: BTreeMap<&'a str, &'a str>,
-    /// `auto`, `streamable-http` or `sse`, for a remote server.
-    pub(super) transport: Option<&'static str>,
     pub(super) enabled: bool,
     pub(super) prefix: &'a str,
     pub(super) start_on_demand: bool,
@@ -392,11 +401,6 @@ impl<'a> ConfigView<'a> {
             Launch::Remote(remote) => ConfigView {
                 url: Some(shown_url(&remote.written.url)),
                 headers: shown(&remote.headers, &remote.written),
-                transport: Some(match remote.transport {
-                    RemoteTransport::Auto => "auto",
-                    RemoteTransport::StreamableHttp => "streamable-http",
-                    RemoteTransport::Sse => "sse",
-                }),
                 ..view
             },
         }

@@ -195,7 +195,7 @@ impl Listen {
         let Listen { hub, session, .. } = self;
         hub.listens.fetch_sub(1, Ordering::Relaxed);
         let uris: Vec<String> = session.lock_state().subscriptions.drain().collect();
-        // The watches of modern backends' resources end with the session.
+        // The watches of stateless-era backends' resources end with the session.
         session.close();
         for uri in uris {
             let still_wanted = hub
@@ -204,7 +204,7 @@ impl Listen {
                 .any(|other| other.lock_state().subscriptions.contains(&uri));
             if let Some(backend) = owner(&hub, session.profile(), &uri)
                 && !still_wanted
-                && !backend.is_modern()
+                && !backend.is_stateless_era()
             {
                 send_subscription(backend, &uri, Method::ResourcesUnsubscribe);
             }
@@ -212,7 +212,7 @@ impl Listen {
     }
 
     /// Subscribes the stream to each of `resources` at the backend paired with it, its owner: a
-    /// session-era backend is sent `resources/subscribe`; a modern one's listen names the
+    /// session-era backend is sent `resources/subscribe`; a stateless-era one's listen names the
     /// resource, taken once the server acknowledges it within its request timeout. The
     /// resources taken.
     async fn subscribe(&self, resources: Vec<(String, BackendHandle)>) -> Vec<String> {
@@ -221,7 +221,7 @@ impl Listen {
         self.session.lock_state().subscriptions =
             resources.iter().map(|(uri, _)| uri.clone()).collect();
         for (uri, backend) in resources {
-            if backend.is_modern() {
+            if backend.is_stateless_era() {
                 let timeout = backend.config().request_timeout;
                 let watch = backend.watch_resource(&uri);
                 watches.spawn(async move {

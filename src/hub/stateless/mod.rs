@@ -41,7 +41,7 @@ use crate::hub::tasks::{bridge, ids};
 use crate::hub::{HubInner, Inbound, RequestReply, response};
 use crate::supervisor::BackendHandle;
 use crate::wire::era::{
-    LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
+    SESSION_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
 };
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::wire::method::Method;
@@ -123,7 +123,7 @@ impl<'a> Envelope2026<'a> {
         if let Some(headers) = headers {
             headers::check_version(headers, &version)?;
         }
-        if version != MODERN_PROTOCOL_VERSION {
+        if version != STATELESS_PROTOCOL_VERSION {
             return Err(unsupported_version(&version));
         }
         let capabilities = meta.get(meta::CLIENT_CAPABILITIES).ok_or_else(|| {
@@ -285,7 +285,7 @@ fn start(
         };
         headers::check(
             headers,
-            MODERN_PROTOCOL_VERSION,
+            STATELESS_PROTOCOL_VERSION,
             request.method.as_str(),
             target.as_deref(),
             mirrored.as_deref().unwrap_or_default(),
@@ -348,7 +348,7 @@ fn start(
         | Method::ResourcesSubscribe
         | Method::ResourcesUnsubscribe => {
             return Err(not_found(format!(
-                "{} is not part of {MODERN_PROTOCOL_VERSION}",
+                "{} is not part of {STATELESS_PROTOCOL_VERSION}",
                 request.method
             )));
         }
@@ -433,8 +433,8 @@ fn stamp(result: &str, cacheable: bool) -> String {
 
 /// Every version the endpoint speaks, newest first.
 fn supported_versions() -> Vec<&'static str> {
-    let mut versions = vec![MODERN_PROTOCOL_VERSION];
-    versions.extend(LEGACY_PROTOCOL_VERSIONS);
+    let mut versions = vec![STATELESS_PROTOCOL_VERSION];
+    versions.extend(SESSION_PROTOCOL_VERSIONS);
     versions
 }
 
@@ -483,7 +483,7 @@ fn session_era_task(
     let backend = hub
         .engine
         .backend(backend)
-        .filter(|backend| !backend.is_modern())?;
+        .filter(|backend| !backend.is_stateless_era())?;
     let own = own.to_owned();
     Some((backend, exposed, own))
 }
@@ -547,8 +547,8 @@ mod tests {
 
     #[test]
     fn the_envelope_is_recognised_only_in_params_meta() {
-        let modern = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        assert!(is_stateless(modern));
+        let stateless = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert!(is_stateless(stateless));
         let in_arguments = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"io.modelcontextprotocol/protocolVersion":"x"}}}"#;
         assert!(!is_stateless(in_arguments));
         let notification = br#"{"jsonrpc":"2.0","method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;

@@ -177,7 +177,7 @@ pub(in crate::hub) async fn detailed(
 ) -> Result<Box<RawValue>, ErrorObject> {
     let params = raw(&json!({ "taskId": own }));
     let timeout = backend.config().request_timeout;
-    if backend.is_modern() {
+    if backend.is_stateless_era() {
         let capabilities = capabilities_with_tasks(capabilities);
         let client = ClientMeta {
             capabilities: Some(&capabilities),

@@ -18,7 +18,7 @@
 
 mod authorized;
 mod ends;
-mod legacy;
+mod http_sse;
 mod sse;
 
 use std::collections::HashMap;
@@ -106,10 +106,10 @@ struct Shared {
     session: Mutex<Option<String>>,
     /// The protocol version `initialize` settled on, sent as `MCP-Protocol-Version`.
     negotiated_version: Mutex<Option<String>>,
-    /// Whether the server speaks the older HTTP+SSE transport, and then where to POST.
-    legacy_endpoint: OnceCell<reqwest::Url>,
-    /// Streamable HTTP was tried and refused (404 or 405 to the first POST).
-    use_legacy: Mutex<bool>,
+    /// The transport the link speaks: the config's until the server's answers settle it.
+    transport: Mutex<RemoteTransport>,
+    /// Where to POST over the HTTP+SSE transport, once its event stream has named it.
+    http_sse_endpoint: OnceCell<reqwest::Url>,
     /// The arguments each tool (by the server's own name) mirrors into `Mcp-Param-*` headers,
     /// as its `tools/list` said.
     mirrored: Mutex<HashMap<String, Vec<HeaderParam>>>,
@@ -153,8 +153,8 @@ impl RemoteLink {
             stop: CancellationToken::new(),
             session: Mutex::new(None),
             negotiated_version: Mutex::new(None),
-            legacy_endpoint: OnceCell::new(),
-            use_legacy: Mutex::new(server.transport == RemoteTransport::Sse),
+            transport: Mutex::new(server.transport),
+            http_sse_endpoint: OnceCell::new(),
             mirrored: Mutex::new(HashMap::new()),
             dpop_nonce: Mutex::new(None),
             asked_during: Mutex::new(HashMap::new()),
@@ -189,6 +189,11 @@ impl RemoteLink {
     pub(crate) fn asked_during(&self, id: &RawValue) -> Option<u64> {
         let mut asked = self.shared.asked_during.lock().expect("asked-during lock");
         asked.remove(id.get())
+    }
+
+    /// The transport the link speaks: the config's until the server's answers settle it.
+    pub(crate) fn transport(&self) -> RemoteTransport {
+        self.shared.transport()
     }
 
     /// Why the link ended, if it has.
@@ -233,7 +238,7 @@ struct Outgoing {
     id: Option<Box<RawValue>>,
     method: Option<McpMethod>,
     /// For a message carrying the 2026-07-28 envelope: its version and the `Mcp-Name` value.
-    modern: Option<(String, Option<String>)>,
+    stateless: Option<(String, Option<String>)>,
     /// A tool call's arguments, for the headers that mirror them.
     arguments: Option<Box<RawValue>>,
     /// For `notifications/cancelled`, the id of the request of ours it gives up (JSON text).
@@ -267,7 +272,7 @@ impl Outgoing {
             .and_then(|params| serde_json::from_str(params.get()).ok());
         let method = envelope.method();
         let cancelling = method == Some(McpMethod::Cancelled);
-        let (modern, arguments, cancels) = match params {
+        let (stateless, arguments, cancels) = match params {
             Some(params) => {
                 let version = params
                     .meta
@@ -290,7 +295,7 @@ impl Outgoing {
         Outgoing {
             id,
             method,
-            modern,
+            stateless,
             arguments,
             cancels,
         }
@@ -301,7 +306,7 @@ impl Outgoing {
         Outgoing {
             id: None,
             method: None,
-            modern: None,
+            stateless: None,
             arguments: None,
             cancels: None,
         }
@@ -383,9 +388,14 @@ impl Shared {
         }
     }
 
+    /// The transport the link speaks: the config's until the server's answers settle it.
+    fn transport(&self) -> RemoteTransport {
+        *self.transport.lock().expect("transport lock")
+    }
+
     async fn send(self: &Arc<Self>, line: &[u8], outgoing: &Outgoing) -> Result<(), Failure> {
-        if *self.use_legacy.lock().expect("transport lock") {
-            return self.send_legacy(line).await;
+        if self.transport() == RemoteTransport::HttpSse {
+            return self.send_http_sse(line).await;
         }
         let response = self
             .authorized(|credential| self.post_streamable(line, outgoing, credential))
@@ -400,13 +410,19 @@ impl Shared {
             )
         {
             // Only servers of the older HTTP+SSE transport refuse a POST of `initialize` so.
-            *self.use_legacy.lock().expect("transport lock") = true;
+            *self.transport.lock().expect("transport lock") = RemoteTransport::HttpSse;
             self.note(&format!(
                 "{} answered HTTP {} to a POST: trying the HTTP+SSE transport of 2024-11-05",
                 self.server.shown_url(),
                 status.as_u16()
             ));
-            return self.send_legacy(line).await;
+            return self.send_http_sse(line).await;
+        }
+        if status.is_success() {
+            let mut transport = self.transport.lock().expect("transport lock");
+            if *transport == RemoteTransport::Auto {
+                *transport = RemoteTransport::StreamableHttp;
+            }
         }
         let had_session = self.session.lock().expect("session lock").is_some();
         if status == StatusCode::NOT_FOUND && had_session {
@@ -449,7 +465,7 @@ impl Shared {
         if let Some(session) = self.session.lock().expect("session lock").clone() {
             request = request.header(header::SESSION_ID, session);
         }
-        match &outgoing.modern {
+        match &outgoing.stateless {
             Some((version, name)) => {
                 request = request.header(header::PROTOCOL_VERSION, version.as_str());
                 if let Some(method) = &outgoing.method {

@@ -349,7 +349,7 @@ async fn garbage_and_oversized_lines_are_skipped_without_losing_the_next_message
 }
 
 #[tokio::test]
-async fn the_modern_envelope_goes_into_requests_only_and_keeps_what_the_caller_sent() {
+async fn the_stateless_envelope_goes_into_requests_only_and_keeps_what_the_caller_sent() {
     let (started, mut backend, _log) = connect(1 << 20);
     let connection = started.connection.clone();
     connection.set_envelope(Some(Arc::new(vec![
@@ -392,10 +392,10 @@ async fn the_modern_envelope_goes_into_requests_only_and_keeps_what_the_caller_s
     );
 
     started.connection.set_envelope(None);
-    let legacy = spawn_request(&started.connection, "ping", SECOND);
+    let session_era = spawn_request(&started.connection, "ping", SECOND);
     assert_eq!(
         backend.read_line().await,
         r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
     );
-    drop(legacy);
+    drop(session_era);
 }

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::{BackendTask, Flow, Running, State};
 use crate::clock::unix_millis;
-use crate::config::{Launch, ProcessLaunch};
+use crate::config::{Launch, ProcessLaunch, RemoteTransport};
 use crate::supervisor::ControlError;
 use crate::supervisor::handle::Command;
 use crate::supervisor::handshake::{Handshake, OpeningClock, handshake, keep_listening};
@@ -24,8 +24,9 @@ use crate::supervisor::rpc::{
 };
 use crate::supervisor::runner::{self, INSTALL_TIMEOUT, PackageRun};
 use crate::supervisor::spawn::{self, BackendProcess, SandboxSpec, SpawnSpec};
-use crate::supervisor::status::{Era, ExitDescription, Installing, StopReason};
+use crate::supervisor::status::{ExitDescription, Installing, StopReason};
 use crate::supervisor::subscriptions::Subscriptions;
+use crate::wire::era::Era;
 use crate::wire::framing::{Frame, LineReader};
 
 const STDERR_MAX_LINE: usize = 64 * 1024;
@@ -47,6 +48,14 @@ impl Link {
         match self {
             Link::Process(process) => Some(process.pid()),
             Link::Remote(_) => None,
+        }
+    }
+
+    /// The HTTP transport of a remote server's link; a process has none.
+    pub(super) fn transport(&self) -> Option<RemoteTransport> {
+        match self {
+            Link::Process(_) => None,
+            Link::Remote(link) => Some(link.transport()),
         }
     }
 
@@ -415,7 +424,7 @@ impl BackendTask {
             era,
             health: super::health_interval(self.config.health_interval),
             ping_in_flight: false,
-            _listening: (era == Era::Modern)
+            _listening: (era == Era::Stateless)
                 .then(|| listen(spawned.connection.clone(), self.subscriptions.clone())),
         };
         self.connection.send_replace(Some(spawned.connection));
@@ -586,8 +595,8 @@ async fn next_install_poll(install: &mut Option<Install>, state: &State) {
     }
 }
 
-/// Keeps a `subscriptions/listen` open on a modern backend's `connection`, naming the resources
-/// of `subscriptions`, until the returned guard is dropped (or the connection closes).
+/// Keeps a `subscriptions/listen` open on a stateless-era backend's `connection`, naming the
+/// resources of `subscriptions`, until the returned guard is dropped (or the connection closes).
 fn listen(connection: Connection, subscriptions: Arc<Subscriptions>) -> DropGuard {
     let stop = CancellationToken::new();
     let stopped = stop.clone();

@@ -47,7 +47,7 @@
 //!   `/messages?sessionId=<id>`; every later event is a `message` carrying one JSON-RPC message:
 //!   the session's own events and every message of the replies to what the client posted,
 //!   responses included. When the client goes away, the session is closed, which cancels its
-//!   calls. Legacy sessions are bounded like Streamable ones (at most `max_sessions` of each
+//!   calls. HTTP+SSE sessions are bounded like Streamable ones (at most `max_sessions` of each
 //!   kind; a new one closes, and so ends the stream of, the least recently used) but never
 //!   expire while their stream is open. Streams do not carry event ids and cannot be resumed.
 //! - `POST /messages?sessionId=<id>` takes one JSON-RPC message and answers `202 Accepted`
@@ -59,7 +59,7 @@
 //!   `MCP-Protocol-Version` is not looked at: the old transport has no such header.
 
 mod body;
-mod legacy_sse;
+mod http_sse;
 mod messages;
 mod sessions;
 mod stateless;
@@ -84,7 +84,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use self::body::DeadlineBody;
-use self::legacy_sse::{get_legacy_sse, post_legacy_message};
+use self::http_sse::{get_http_sse, post_http_sse_message};
 use self::sessions::{SessionLimits, Sessions};
 use self::streamable::{delete_mcp, delete_profile, get_mcp, get_profile, post_mcp, post_profile};
 use crate::guard::{EndpointToken, Guard};
@@ -97,10 +97,10 @@ pub const MCP_PATH: &str = "/mcp";
 const MCP_PROFILE_PATH: &str = "/mcp/{profile}";
 
 /// The path where a client of the HTTP+SSE transport (2024-11-05) opens its event stream.
-pub const LEGACY_SSE_PATH: &str = "/sse";
+pub const HTTP_SSE_PATH: &str = "/sse";
 
 /// The path where a client of the HTTP+SSE transport posts its messages, with `?sessionId=<id>`.
-pub const LEGACY_MESSAGES_PATH: &str = "/messages";
+pub const HTTP_SSE_MESSAGES_PATH: &str = "/messages";
 
 /// The header that carries the session id after `initialize`.
 pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static(header::SESSION_ID);
@@ -234,7 +234,7 @@ fn app_with_limits(hub: Hub, options: HttpOptions, limits: SessionLimits) -> Rou
     ));
     let state = Arc::new(HttpState {
         sessions: Sessions::new(hub.clone(), limits),
-        legacy_sessions: Sessions::new(hub, limits),
+        http_sse_sessions: Sessions::new(hub, limits),
         max_body_size: options.max_body_size,
     });
     let routes = Router::new()
@@ -243,8 +243,8 @@ fn app_with_limits(hub: Hub, options: HttpOptions, limits: SessionLimits) -> Rou
             MCP_PROFILE_PATH,
             get(get_profile).post(post_profile).delete(delete_profile),
         )
-        .route(LEGACY_SSE_PATH, get(get_legacy_sse))
-        .route(LEGACY_MESSAGES_PATH, post(post_legacy_message))
+        .route(HTTP_SSE_PATH, get(get_http_sse))
+        .route(HTTP_SSE_MESSAGES_PATH, post(post_http_sse_message))
         .with_state(state);
     guard.protect(routes)
 }
@@ -254,7 +254,7 @@ struct HttpState {
     /// Sessions of the Streamable HTTP transport (`/mcp`).
     sessions: Sessions,
     /// Sessions of the HTTP+SSE transport, each one alive while its `GET /sse` stream is open.
-    legacy_sessions: Sessions,
+    http_sse_sessions: Sessions,
     max_body_size: usize,
 }
 

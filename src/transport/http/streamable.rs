@@ -32,7 +32,7 @@ use crate::hub::rewrite::ObjectEntries;
 use crate::hub::{
     Inbound, SUPPORTED_PROTOCOL_VERSIONS, SessionEvents, is_stateless, unsupported_version,
 };
-use crate::wire::era::{MODERN_PROTOCOL_VERSION, code};
+use crate::wire::era::{Era, STATELESS_PROTOCOL_VERSION, code};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::wire::method::Method;
 
@@ -137,7 +137,7 @@ async fn post(
                     code::HEADER_MISMATCH,
                     format!(
                         "header mismatch: MCP-Protocol-Version names a session-era version, \
-                         but the body carries the {MODERN_PROTOCOL_VERSION} envelope"
+                         but the body carries the {STATELESS_PROTOCOL_VERSION} envelope"
                     ),
                 );
             }
@@ -163,14 +163,6 @@ async fn post(
     }
 }
 
-/// Which era a request's `MCP-Protocol-Version` names, if it names one.
-pub(super) enum Era {
-    /// A version of the `initialize` era, up to 2025-11-25.
-    Session,
-    /// 2026-07-28: each request on its own.
-    Stateless,
-}
-
 /// The id of the one request `body` holds, if it holds one (not a batch, nor what is not JSON).
 fn request_id(body: &[u8]) -> Option<&RawValue> {
     Envelope::parse(body)
@@ -186,7 +178,7 @@ pub(super) fn era(headers: &HeaderMap) -> Result<Option<Era>, ErrorObject> {
         return Ok(None);
     };
     let version = value.to_str().map(str::trim).unwrap_or_default();
-    if version == MODERN_PROTOCOL_VERSION {
+    if version == STATELESS_PROTOCOL_VERSION {
         return Ok(Some(Era::Stateless));
     }
     if SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
@@ -550,7 +542,7 @@ fn sessions_only(headers: &HeaderMap) -> Option<Response> {
             StatusCode::METHOD_NOT_ALLOWED,
             None,
             jsonrpc::INVALID_REQUEST,
-            format!("{MODERN_PROTOCOL_VERSION} has no GET or DELETE on the MCP endpoint"),
+            format!("{STATELESS_PROTOCOL_VERSION} has no GET or DELETE on the MCP endpoint"),
         )),
         Ok(_) => None,
         Err(error) => Some(json_response(

@@ -105,7 +105,7 @@ async fn read_until(socket: &mut tokio::net::TcpStream, seen: &mut String, patte
 }
 
 #[tokio::test]
-async fn a_legacy_client_is_served_over_a_real_socket() {
+async fn an_http_sse_client_is_served_over_a_real_socket() {
     let hub = hub(Vec::new());
     let (address, shutdown, server) = serve_on_loopback(hub.clone()).await;
     let host = address.to_string();

@@ -1,5 +1,5 @@
 mod guard;
-mod legacy_sse;
+mod http_sse;
 mod listener;
 mod streamable;
 

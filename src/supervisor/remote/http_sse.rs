@@ -12,10 +12,10 @@ use super::{Failure, LinkEnd, Outgoing, Shared, header_text, quoted};
 
 impl Shared {
     /// Sends a message over the HTTP+SSE transport (its answer comes on the stream).
-    pub(super) async fn send_legacy(self: &Arc<Self>, line: &[u8]) -> Result<(), Failure> {
+    pub(super) async fn send_http_sse(self: &Arc<Self>, line: &[u8]) -> Result<(), Failure> {
         let endpoint = self
-            .legacy_endpoint
-            .get_or_try_init(|| self.clone().open_legacy_stream())
+            .http_sse_endpoint
+            .get_or_try_init(|| self.clone().open_http_sse_stream())
             .await?
             .clone();
         let response = self
@@ -42,7 +42,7 @@ impl Shared {
 
     /// Opens the event stream of the HTTP+SSE transport and waits for the endpoint it names;
     /// then reads the stream, delivering each message, until it ends (and with it the link).
-    async fn open_legacy_stream(self: Arc<Self>) -> Result<reqwest::Url, Failure> {
+    async fn open_http_sse_stream(self: Arc<Self>) -> Result<reqwest::Url, Failure> {
         let mut response = self
             .authorized(|credential| {
                 let request = self
@@ -96,13 +96,13 @@ impl Shared {
         let span = tracing::Span::current();
         tokio::spawn(
             self.clone()
-                .read_legacy_stream(response, parser)
+                .read_http_sse_stream(response, parser)
                 .instrument(span),
         );
         Ok(endpoint)
     }
 
-    async fn read_legacy_stream(
+    async fn read_http_sse_stream(
         self: Arc<Self>,
         mut response: reqwest::Response,
         mut parser: SseParser,

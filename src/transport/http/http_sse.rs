@@ -18,13 +18,13 @@ use super::body::read_body;
 use super::messages::{accepts, error_body, jsonrpc_error_response, unparsable_body};
 use super::sessions::Activity;
 use super::streamable::EventStream;
-use super::{HttpState, LEGACY_MESSAGES_PATH, Shutdown};
+use super::{HTTP_SSE_MESSAGES_PATH, HttpState, Shutdown};
 use crate::guard::{ContentType, content_type};
 use crate::hub::Inbound;
 use crate::wire::jsonrpc::{self, Envelope};
 
 /// Opens a session of the HTTP+SSE transport and streams everything it says.
-pub(super) async fn get_legacy_sse(
+pub(super) async fn get_http_sse(
     State(state): State<Arc<HttpState>>,
     shutdown: Option<Extension<Shutdown>>,
     headers: HeaderMap,
@@ -37,14 +37,14 @@ pub(super) async fn get_legacy_sse(
             "GET /sse opens a server-sent event stream; send Accept: text/event-stream",
         );
     }
-    let sessions = &state.legacy_sessions;
+    let sessions = &state.http_sse_sessions;
     let (session, events) = sessions.hub.open_session();
-    let messages_uri = format!("{LEGACY_MESSAGES_PATH}?sessionId={}", session.id());
+    let messages_uri = format!("{HTTP_SSE_MESSAGES_PATH}?sessionId={}", session.id());
     tracing::debug!(session = session.id(), "HTTP+SSE session opened");
     let record = sessions.insert(session, events);
     let messages = EventStream::open(record, shutdown.map(|s| s.0))
         .expect("nothing took the events of a session just opened");
-    let stream = LegacyStream {
+    let stream = HttpSseStream {
         endpoint_event: Some(Event::default().event("endpoint").data(messages_uri)),
         messages,
         state: Arc::clone(&state),
@@ -56,13 +56,13 @@ pub(super) async fn get_legacy_sse(
 
 /// Takes one message for a session of the HTTP+SSE transport; whatever answers it goes on the
 /// session's stream.
-pub(super) async fn post_legacy_message(
+pub(super) async fn post_http_sse_message(
     State(state): State<Arc<HttpState>>,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let Some(session_id) = legacy_session_id(&uri) else {
+    let Some(session_id) = http_sse_session_id(&uri) else {
         return jsonrpc_error_response(
             StatusCode::BAD_REQUEST,
             None,
@@ -80,7 +80,7 @@ pub(super) async fn post_legacy_message(
     }
     // A session whose stream has just ended has no sender any more: it is as good as gone.
     let Some((record, stream)) = state
-        .legacy_sessions
+        .http_sse_sessions
         .find(session_id)
         .and_then(|record| record.stream_sender().map(|stream| (record, stream)))
     else {
@@ -101,7 +101,7 @@ pub(super) async fn post_legacy_message(
             match activity.record().session.receive(&body) {
                 Inbound::Request(reply) => {
                     // Ends with the reply, or when the stream goes away (which cancels the call).
-                    tokio::spawn(forward_legacy_reply(reply.messages, stream, activity));
+                    tokio::spawn(forward_http_sse_reply(reply.messages, stream, activity));
                     return StatusCode::ACCEPTED.into_response();
                 }
                 Inbound::Accepted => None,
@@ -127,7 +127,7 @@ pub(super) async fn post_legacy_message(
 }
 
 /// The `sessionId` of a `/messages` URI. Session ids are plain hex, so it is not decoded.
-pub(super) fn legacy_session_id(uri: &Uri) -> Option<&str> {
+pub(super) fn http_sse_session_id(uri: &Uri) -> Option<&str> {
     uri.query()?
         .split('&')
         .find_map(|pair| pair.strip_prefix("sessionId="))
@@ -137,7 +137,7 @@ pub(super) fn legacy_session_id(uri: &Uri) -> Option<&str> {
 ///
 /// Returns when the reply ends or when the stream is gone; dropping the reply then cancels the
 /// request at the backend.
-pub(super) async fn forward_legacy_reply(
+pub(super) async fn forward_http_sse_reply(
     mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
     stream: mpsc::UnboundedSender<Vec<u8>>,
     _activity: Activity,
@@ -160,14 +160,14 @@ pub(super) async fn forward_legacy_reply(
 ///
 /// The session lives as long as this stream: dropping it (the client went away, the server shut
 /// down, or the session was evicted) closes the session, which cancels its calls.
-pub(super) struct LegacyStream {
+pub(super) struct HttpSseStream {
     /// Sent before anything else; `None` once sent.
     pub(super) endpoint_event: Option<Event>,
     pub(super) messages: EventStream,
     pub(super) state: Arc<HttpState>,
 }
 
-impl Stream for LegacyStream {
+impl Stream for HttpSseStream {
     type Item = Result<Event, Infallible>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -179,9 +179,9 @@ impl Stream for LegacyStream {
     }
 }
 
-impl Drop for LegacyStream {
+impl Drop for HttpSseStream {
     fn drop(&mut self) {
-        let sessions = &self.state.legacy_sessions;
+        let sessions = &self.state.http_sse_sessions;
         let id = self.messages.activity.record().session.id();
         // Already gone when it was evicted; then it was closed at that moment.
         if let Some(record) = sessions.remove(id) {

@@ -2,11 +2,11 @@
 
 use super::*;
 
-fn legacy_get(headers: &[(&str, &str)]) -> Request {
-    with_uri(Method::GET, LEGACY_SSE_PATH, headers, "")
+fn http_sse_get(headers: &[(&str, &str)]) -> Request {
+    with_uri(Method::GET, HTTP_SSE_PATH, headers, "")
 }
 
-fn legacy_post(uri: &str, body: &str) -> Request {
+fn http_sse_post(uri: &str, body: &str) -> Request {
     let host = loopback();
     let headers = [
         ("host", host.as_str()),
@@ -16,64 +16,64 @@ fn legacy_post(uri: &str, body: &str) -> Request {
 }
 
 /// Opens `GET /sse`; returns the stream past its `endpoint` event, and that event's URI.
-async fn open_legacy(app: &Router) -> (SseReader, String) {
+async fn open_http_sse(app: &Router) -> (SseReader, String) {
     let host = loopback();
-    let request = legacy_get(&[("host", &host), ("accept", "text/event-stream")]);
+    let request = http_sse_get(&[("host", &host), ("accept", "text/event-stream")]);
     let mut stream = SseReader::new(send(app, request).await);
     let (event, uri) = stream.next_event().await.expect("an endpoint event");
     assert_eq!(event, "endpoint", "the first event names the endpoint");
     (stream, uri)
 }
 
-fn legacy_session(uri: &str) -> &str {
+fn http_sse_session(uri: &str) -> &str {
     uri.split_once("?sessionId=").expect("a session id").1
 }
 
 /// Posts one message, which must get `202` and an empty body.
-async fn legacy_send(app: &Router, uri: &str, body: &str) {
-    let response = send(app, legacy_post(uri, body)).await;
+async fn http_sse_send(app: &Router, uri: &str, body: &str) {
+    let response = send(app, http_sse_post(uri, body)).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED, "{body}");
     assert!(body_bytes(response).await.is_empty());
 }
 
 /// Posts one message and returns the next message of the stream.
-async fn legacy_exchange(app: &Router, stream: &mut SseReader, uri: &str, body: &str) -> Value {
-    legacy_send(app, uri, body).await;
+async fn http_sse_exchange(app: &Router, stream: &mut SseReader, uri: &str, body: &str) -> Value {
+    http_sse_send(app, uri, body).await;
     stream.next().await.expect("an answer on the stream")
 }
 
-/// Opens a legacy session and initializes it with protocol version 2024-11-05.
-async fn initialize_legacy(app: &Router) -> (SseReader, String) {
-    let (mut stream, uri) = open_legacy(app).await;
-    let answer = legacy_exchange(app, &mut stream, &uri, INITIALIZE_2024).await;
+/// Opens an HTTP+SSE session and initializes it with protocol version 2024-11-05.
+async fn initialize_http_sse(app: &Router) -> (SseReader, String) {
+    let (mut stream, uri) = open_http_sse(app).await;
+    let answer = http_sse_exchange(app, &mut stream, &uri, INITIALIZE_2024).await;
     assert_eq!(answer["id"], 0);
     assert_eq!(
         answer["result"]["protocolVersion"], "2024-11-05",
         "{answer}"
     );
-    legacy_send(app, &uri, INITIALIZED).await;
+    http_sse_send(app, &uri, INITIALIZED).await;
     (stream, uri)
 }
 
 #[tokio::test]
-async fn legacy_sse_first_names_a_relative_endpoint_with_the_session_id() {
+async fn http_sse_first_names_a_relative_endpoint_with_the_session_id() {
     let hub = hub(Vec::new());
     let app = app(hub.clone(), options());
-    let (mut stream, uri) = open_legacy(&app).await;
-    let session = legacy_session(&uri);
+    let (mut stream, uri) = open_http_sse(&app).await;
+    let session = http_sse_session(&uri);
     assert_eq!(uri, format!("/messages?sessionId={session}"), "relative");
     assert!(hub.session(session).is_some(), "the hub knows the session");
-    let answer = legacy_exchange(&app, &mut stream, &uri, &ping(1)).await;
+    let answer = http_sse_exchange(&app, &mut stream, &uri, &ping(1)).await;
     assert_eq!(answer, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
 }
 
 #[tokio::test]
-async fn legacy_initialize_list_and_call_are_answered_on_the_stream() {
+async fn http_sse_initialize_list_and_call_are_answered_on_the_stream() {
     let app = app(misbehave_hub().await, options());
-    let (mut stream, uri) = initialize_legacy(&app).await;
+    let (mut stream, uri) = initialize_http_sse(&app).await;
 
     let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-    let tools = legacy_exchange(&app, &mut stream, &uri, list).await;
+    let tools = http_sse_exchange(&app, &mut stream, &uri, list).await;
     assert_eq!(tools["id"], 1);
     let names: Vec<&str> = tools["result"]["tools"]
         .as_array()
@@ -84,7 +84,7 @@ async fn legacy_initialize_list_and_call_are_answered_on_the_stream() {
     assert!(names.contains(&"mis__echo"), "{names:?}");
 
     let request = call(2, "mis__echo", json!({"text": "over HTTP+SSE"}), None);
-    let result = legacy_exchange(&app, &mut stream, &uri, &request).await;
+    let result = http_sse_exchange(&app, &mut stream, &uri, &request).await;
     assert_eq!(result["id"], 2);
     assert_eq!(
         result["result"]["content"][0]["text"], "over HTTP+SSE",
@@ -92,7 +92,7 @@ async fn legacy_initialize_list_and_call_are_answered_on_the_stream() {
     );
 
     // Every message of a reply comes on the stream: progress first, then the response.
-    legacy_send(
+    http_sse_send(
         &app,
         &uri,
         &call(3, "mis__slow", json!({"ms": 100}), Some(5)),
@@ -113,18 +113,18 @@ async fn legacy_initialize_list_and_call_are_answered_on_the_stream() {
     assert!(progress > 0, "progress came before the response");
 
     // Requests run side by side: one that never ends does not hold up the next.
-    legacy_send(&app, &uri, &call(4, "mis__hang", json!({}), None)).await;
+    http_sse_send(&app, &uri, &call(4, "mis__hang", json!({}), None)).await;
     let request = call(5, "mis__echo", json!({"text": "meanwhile"}), None);
-    let result = legacy_exchange(&app, &mut stream, &uri, &request).await;
+    let result = http_sse_exchange(&app, &mut stream, &uri, &request).await;
     assert_eq!(result["id"], 5, "{result}");
 }
 
 #[tokio::test]
-async fn legacy_session_events_reach_the_stream() {
+async fn http_sse_session_events_reach_the_stream() {
     let hub = misbehave_hub().await;
     let app = app(hub.clone(), options());
-    let (mut stream, uri) = initialize_legacy(&app).await;
-    legacy_send(&app, &uri, &call(1, "mis__change_tools", json!({}), None)).await;
+    let (mut stream, uri) = initialize_http_sse(&app).await;
+    http_sse_send(&app, &uri, &call(1, "mis__change_tools", json!({}), None)).await;
     approve_when_held(&hub, "mis", "added_later").await;
     let mut methods = Vec::new();
     while methods.len() < 2 {
@@ -140,9 +140,9 @@ async fn legacy_session_events_reach_the_stream() {
 }
 
 #[tokio::test]
-async fn legacy_bad_bodies_are_answered_on_the_stream_after_202() {
+async fn http_sse_bad_bodies_are_answered_on_the_stream_after_202() {
     let app = app(hub(Vec::new()), options());
-    let (mut stream, uri) = open_legacy(&app).await;
+    let (mut stream, uri) = open_http_sse(&app).await;
     for (body, code) in [
         ("{not json", -32700),
         ("", -32700),
@@ -150,18 +150,18 @@ async fn legacy_bad_bodies_are_answered_on_the_stream_after_202() {
         (r#"{"jsonrpc":"2.0","id":1,"method":5}"#, -32600),
         (&format!("[{}]", ping(1)), -32600),
     ] {
-        let answer = legacy_exchange(&app, &mut stream, &uri, body).await;
+        let answer = http_sse_exchange(&app, &mut stream, &uri, body).await;
         assert_eq!(answer["error"]["code"], code, "{body:?}: {answer}");
         assert_eq!(answer["id"], Value::Null, "{body:?}");
     }
     let rejected = r#"{"jsonrpc":"1.0","id":9,"method":"ping"}"#;
-    let answer = legacy_exchange(&app, &mut stream, &uri, rejected).await;
+    let answer = http_sse_exchange(&app, &mut stream, &uri, rejected).await;
     assert_eq!(answer["id"], 9);
     assert_eq!(answer["error"]["code"], -32600);
 }
 
 #[tokio::test]
-async fn legacy_oversized_and_non_json_bodies_are_refused_over_http() {
+async fn http_sse_oversized_and_non_json_bodies_are_refused_over_http() {
     let app = app(
         hub(Vec::new()),
         HttpOptions {
@@ -169,8 +169,8 @@ async fn legacy_oversized_and_non_json_bodies_are_refused_over_http() {
             ..options()
         },
     );
-    let (_stream, uri) = open_legacy(&app).await;
-    let response = send(&app, legacy_post(&uri, &"x".repeat(101))).await;
+    let (_stream, uri) = open_http_sse(&app).await;
+    let response = send(&app, http_sse_post(&uri, &"x".repeat(101))).await;
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(body_json(response).await["error"]["code"], -32600);
 
@@ -182,36 +182,36 @@ async fn legacy_oversized_and_non_json_bodies_are_refused_over_http() {
 }
 
 #[tokio::test]
-async fn legacy_unknown_or_missing_session_is_refused() {
+async fn http_sse_unknown_or_missing_session_is_refused() {
     let app = app(hub(Vec::new()), options());
-    let response = send(&app, legacy_post("/messages?sessionId=no-such", &ping(1))).await;
+    let response = send(&app, http_sse_post("/messages?sessionId=no-such", &ping(1))).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert_eq!(body_json(response).await["error"]["code"], -32600);
     for uri in ["/messages", "/messages?session=x", "/messages?sessionId"] {
-        let response = send(&app, legacy_post(uri, &ping(1))).await;
+        let response = send(&app, http_sse_post(uri, &ping(1))).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{uri}");
     }
-    let response = send(&app, legacy_post("/messages?sessionId=", &ping(1))).await;
+    let response = send(&app, http_sse_post("/messages?sessionId=", &ping(1))).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
 
     let host = loopback();
-    let response = send(&app, legacy_get(&[("host", &host)])).await;
+    let response = send(&app, http_sse_get(&[("host", &host)])).await;
     assert_eq!(response.status(), StatusCode::NOT_ACCEPTABLE);
-    let request = with_uri(Method::GET, LEGACY_MESSAGES_PATH, &[("host", &host)], "");
+    let request = with_uri(Method::GET, HTTP_SSE_MESSAGES_PATH, &[("host", &host)], "");
     let response = send(&app, request).await;
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
 }
 
 #[tokio::test]
-async fn legacy_routes_sit_behind_the_guard() {
+async fn http_sse_routes_sit_behind_the_guard() {
     let hub = hub(Vec::new());
     let app = app(hub.clone(), options());
     let evil_host = format!("localhost.evil.com:{PORT}");
-    let request = legacy_get(&[("host", &evil_host), ("accept", "text/event-stream")]);
+    let request = http_sse_get(&[("host", &evil_host), ("accept", "text/event-stream")]);
     assert_refused(&app, request, StatusCode::FORBIDDEN, "forbidden_host").await;
     assert_eq!(hub.session_count(), 0, "no session was opened");
 
-    let (mut stream, uri) = open_legacy(&app).await;
+    let (mut stream, uri) = open_http_sse(&app).await;
     let host = loopback();
     for (name, value, code) in [
         ("host", evil_host.as_str(), "forbidden_host"),
@@ -225,38 +225,38 @@ async fn legacy_routes_sit_behind_the_guard() {
         let request = with_uri(Method::POST, &uri, &headers, &ping(1));
         assert_refused(&app, request, StatusCode::FORBIDDEN, code).await;
     }
-    let answer = legacy_exchange(&app, &mut stream, &uri, &ping(2)).await;
+    let answer = http_sse_exchange(&app, &mut stream, &uri, &ping(2)).await;
     assert_eq!(
         answer["id"], 2,
         "the refused messages never reached the session"
     );
 
     let app = guarded_app(token_options());
-    let request = legacy_get(&[("host", &host), ("accept", "text/event-stream")]);
+    let request = http_sse_get(&[("host", &host), ("accept", "text/event-stream")]);
     assert_refused(&app, request, StatusCode::UNAUTHORIZED, "unauthorized").await;
 }
 
 #[tokio::test]
-async fn dropping_the_legacy_stream_closes_the_session_and_cancels_its_calls() {
+async fn dropping_the_http_sse_stream_closes_the_session_and_cancels_its_calls() {
     let hub = misbehave_hub().await;
     let app = app(hub.clone(), options());
-    let (mut stream, uri) = initialize_legacy(&app).await;
-    let session = legacy_session(&uri).to_owned();
+    let (mut stream, uri) = initialize_http_sse(&app).await;
+    let session = http_sse_session(&uri).to_owned();
     let request = call(1, "mis__slow", json!({"ms": 600_000}), Some(9));
-    legacy_send(&app, &uri, &request).await;
+    http_sse_send(&app, &uri, &request).await;
     let progress = stream.next().await.expect("progress: the call runs");
     assert_eq!(progress["method"], "notifications/progress");
 
     drop(stream);
     assert!(hub.session(&session).is_none(), "the hub closed it");
-    let response = send(&app, legacy_post(&uri, &ping(2))).await;
+    let response = send(&app, http_sse_post(&uri, &ping(2))).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
 
-    let (mut stream, uri) = initialize_legacy(&app).await;
+    let (mut stream, uri) = initialize_http_sse(&app).await;
     let deadline = Instant::now() + EVENT_LIMIT;
     for id in 10.. {
         let request = call(id, "mis__cancelled_ids", json!({}), None);
-        let answer = legacy_exchange(&app, &mut stream, &uri, &request).await;
+        let answer = http_sse_exchange(&app, &mut stream, &uri, &request).await;
         let text = answer["result"]["content"][0]["text"]
             .as_str()
             .expect("text");
@@ -273,7 +273,7 @@ async fn dropping_the_legacy_stream_closes_the_session_and_cancels_its_calls() {
 }
 
 #[tokio::test]
-async fn legacy_sessions_are_bounded_apart_from_streamable_ones() {
+async fn http_sse_sessions_are_bounded_apart_from_streamable_ones() {
     let hub = hub(Vec::new());
     let limits = SessionLimits {
         max_sessions: 1,
@@ -281,19 +281,19 @@ async fn legacy_sessions_are_bounded_apart_from_streamable_ones() {
     };
     let app = app_with_limits(hub.clone(), options(), limits);
     let streamable = initialize(&app).await;
-    let (mut first, first_uri) = open_legacy(&app).await;
-    let (mut second, second_uri) = open_legacy(&app).await;
+    let (mut first, first_uri) = open_http_sse(&app).await;
+    let (mut second, second_uri) = open_http_sse(&app).await;
 
     assert_eq!(
         first.next().await,
         None,
         "the evicted session's stream ended"
     );
-    assert!(hub.session(legacy_session(&first_uri)).is_none());
-    let response = send(&app, legacy_post(&first_uri, &ping(1))).await;
+    assert!(hub.session(http_sse_session(&first_uri)).is_none());
+    let response = send(&app, http_sse_post(&first_uri, &ping(1))).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
 
-    let answer = legacy_exchange(&app, &mut second, &second_uri, &ping(2)).await;
+    let answer = http_sse_exchange(&app, &mut second, &second_uri, &ping(2)).await;
     assert_eq!(answer["id"], 2);
     let response = send(&app, post(Some(&streamable), "application/json", &ping(3))).await;
     assert_eq!(
