@@ -104,8 +104,8 @@ const RICH_SCHEMA = {
   additionalProperties: false,
 };
 
-/// What the modern handler publishes list changes through (set once it exists).
-let modern;
+/// What the stateless-era handler publishes list changes through (set once it exists).
+let stateless;
 /// Every session-era server, for list changes and resource updates.
 const sessions = new Map();
 
@@ -115,7 +115,7 @@ function clientCapabilities(ctx) {
   return envelope.clientCapabilities ?? envelope['io.modelcontextprotocol/clientCapabilities'];
 }
 
-/// Tools, resources and prompts shared by both eras; `era` is 'legacy' or 'modern'.
+/// Tools, resources and prompts shared by both eras; `era` is 'session' or 'stateless'.
 function makeServer(era) {
   const server = new McpServer(
     { name: 'switchboard-conformance-server', version: '1.0.0' },
@@ -126,7 +126,7 @@ function makeServer(era) {
         resources: { listChanged: true, subscribe: true },
         logging: {},
         completions: {},
-        ...(era === 'modern' ? { extensions: { [TASKS]: {} } } : {}),
+        ...(era === 'stateless' ? { extensions: { [TASKS]: {} } } : {}),
       },
       cacheHints: {
         'tools/list': { ttlMs: 60_000, cacheScope: 'public' },
@@ -215,7 +215,7 @@ function makeServer(era) {
     const ctx = given.at(-1);
     const args = given.length > 1 ? given[0] : {};
     const { method, params } = request(args);
-    if (era === 'legacy') {
+    if (era === 'session') {
       if (method === 'sampling/createMessage') {
         return answered({ kind: 'sampling', result: await ctx.mcpReq.requestSampling(params) });
       }
@@ -456,7 +456,7 @@ function makeServer(era) {
       };
     },
   );
-  if (era === 'legacy') {
+  if (era === 'session') {
     const subscriptions = new Set();
     server.server.setRequestHandler('resources/subscribe', async (request) => {
       subscriptions.add(request.params.uri);
@@ -748,14 +748,14 @@ const pause = (ms, signal) =>
   });
 
 function registerTaskFixtures(server, era) {
-  const modernTasks = era === 'modern';
+  const statelessTasks = era === 'stateless';
   /// A task-supporting tool: a task for a client that declared the extension, else `sync` (or
   /// -32021 when the tool requires a task).
   const taskTool = (name, description, inputSchema, support, work) => {
     const registered = server.registerTool(name, { description, ...(inputSchema ? { inputSchema } : {}) }, async (...given) => {
       const ctx = given.at(-1);
       const args = given.length > 1 ? given[0] : {};
-      if (modernTasks && declaresTasks(ctx)) return startTask((task) => work(args, task));
+      if (statelessTasks && declaresTasks(ctx)) return startTask((task) => work(args, task));
       if (support === 'required') throw missingTasks();
       const task = { abort: new AbortController(), answers: new Map(), waiters: [] };
       return work(args, task);
@@ -808,7 +808,7 @@ function registerTaskFixtures(server, era) {
     if (typeof answer?.name !== 'string') {
       return inputRequired({ inputRequests: { user_name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: nameSchema }) } });
     }
-    if (!(modernTasks && declaresTasks(ctx))) throw missingTasks();
+    if (!(statelessTasks && declaresTasks(ctx))) throw missingTasks();
     return startTask(async (task) => {
       await pause(200, task.abort.signal);
       return text(`Hello, ${answer.name}! (from a task)`);
@@ -824,14 +824,14 @@ function registerTaskFixtures(server, era) {
   const callTool = handlers.get('tools/call');
   handlers.set('tools/call', async (request, ctx) => {
     const name = request.params?.name;
-    if (requiresTask.has(name) && !(modernTasks && declaresTasks(ctx))) {
+    if (requiresTask.has(name) && !(statelessTasks && declaresTasks(ctx))) {
       const round = ctx.mcpReq.inputResponses;
       if (name === 'failing_job' || (round && Object.keys(round).length > 0)) throw missingTasks();
     }
     return callTool(request, ctx);
   });
 
-  if (!modernTasks) return;
+  if (!statelessTasks) return;
   const byId = (ctx, taskId) => {
     if (!declaresTasks(ctx)) throw missingTasks();
     const task = tasks.get(taskId);
@@ -879,7 +879,7 @@ const askFor = (message) =>
 const added = { tools: 0, prompts: 0 };
 
 function toolsChanged() {
-  modern?.notify.toolsChanged();
+  stateless?.notify.toolsChanged();
   for (const { server } of sessions.values()) {
     const n = added.tools;
     server.registerTool(`test_added_tool_${n}`, { description: 'Added by test_trigger_tool_change' }, async () =>
@@ -888,7 +888,7 @@ function toolsChanged() {
   }
 }
 function promptsChanged() {
-  modern?.notify.promptsChanged();
+  stateless?.notify.promptsChanged();
   for (const { server } of sessions.values()) {
     const n = added.prompts;
     server.registerPrompt(`test_added_prompt_${n}`, { description: 'Added by test_trigger_prompt_change' }, () => ({
@@ -927,8 +927,8 @@ class MemoryEventStore {
 }
 const eventStore = new MemoryEventStore();
 
-async function legacySession() {
-  const server = makeServer('legacy');
+async function openSessionEraSession() {
+  const server = makeServer('session');
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
     eventStore,
@@ -950,7 +950,7 @@ function jsonError(status, code, message) {
   });
 }
 
-async function serveLegacy(request, body) {
+async function serveSessionEra(request, body) {
   const sessionId = request.headers.get('mcp-session-id');
   if (sessionId) {
     const session = sessions.get(sessionId);
@@ -961,7 +961,7 @@ async function serveLegacy(request, body) {
     ? body.some((message) => message?.method === 'initialize')
     : body?.method === 'initialize';
   if (request.method === 'POST' && opens) {
-    const transport = await legacySession();
+    const transport = await openSessionEraSession();
     return transport.handleRequest(request, { parsedBody: body });
   }
   if (request.method === 'POST' && body === undefined) return jsonError(400, -32700, 'Parse error');
@@ -970,7 +970,7 @@ async function serveLegacy(request, body) {
 
 // --- HTTP --------------------------------------------------------------------------------------
 
-modern = createMcpHandler(() => makeServer('modern'), { legacy: 'reject' });
+stateless = createMcpHandler(() => makeServer('stateless'), { legacy: 'reject' });
 const allowedHosts = localhostAllowedHostnames();
 const allowedOrigins = localhostAllowedOrigins();
 
@@ -990,8 +990,8 @@ async function handle(request) {
     }
     request = new Request(request.url, { method: 'POST', headers: request.headers, body: raw, signal: request.signal });
   }
-  if (await isLegacyRequest(request.clone(), body)) return serveLegacy(request, body);
-  return modern.fetch(request);
+  if (await isLegacyRequest(request.clone(), body)) return serveSessionEra(request, body);
+  return stateless.fetch(request);
 }
 
 /// node:http to web-standard Request/Response and back, streaming both ways.

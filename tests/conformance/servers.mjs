@@ -1,7 +1,7 @@
 // Runs every server scenario of the MCP conformance suite (@modelcontextprotocol/conformance,
 // from node_modules) against tests/conformance/server.mjs twice over: directly, and through
 // Switchboard's `/mcp` with that server as a remote server, once per `protocol` setting
-// (`auto`, `legacy`, `modern`). A scenario that passes directly must pass through Switchboard in
+// (`auto`, `session`, `stateless`). A scenario that passes directly must pass through Switchboard in
 // every one of them. Each target gets two passes: the suite's own choice of revision per
 // scenario (2025-11-25 for session-era scenarios, 2026-07-28 for the stateless era's own,
 // extensions once), and every scenario the 2026-07-28 revision has, at 2026-07-28, so that the
@@ -12,7 +12,7 @@
 // directly not succeeding there (found not applicable, or only a warning); these are listed, not
 // counted as regressions. A full run takes about five minutes.
 //
-//   node tests/conformance/servers.mjs [--direct-only] [--protocol auto|legacy|modern]... [SCENARIO]...
+//   node tests/conformance/servers.mjs [--direct-only] [--protocol auto|session|stateless]... [SCENARIO]...
 //
 // Run it with the Node the suite needs (22). Switchboard is target/debug/switchboard
 // (SWITCHBOARD_BIN overrides it), built beforehand. Output goes to target/conformance/servers/.
@@ -32,7 +32,7 @@ const SUITE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/in
 const SERVER = join(ROOT, 'tests/conformance/server.mjs');
 const SWITCHBOARD = process.env.SWITCHBOARD_BIN ?? join(ROOT, 'target/debug/switchboard');
 const LOGS = join(ROOT, 'target/conformance/servers');
-const PROTOCOLS = ['auto', 'legacy', 'modern'];
+const PROTOCOLS = ['auto', 'session', 'stateless'];
 /// The two passes of every target: the suite's own revision per scenario, and 2026-07-28.
 const PASSES = [
   { name: 'default', args: [] },
@@ -225,7 +225,7 @@ try {
 /// Scenarios the suite runs at 2026-07-28 in its default pass already (the stateless era's own,
 /// `[2026-07-28]` in its list): their 2026-07-28 pass repeats that run and is left out.
 const { stdout: listed } = await run(process.execPath, [SUITE, 'list', '--server']);
-const modernOnly = new Set([...listed.matchAll(/^\s+- (\S+) \[2026-07-28\]$/gm)].map((match) => match[1]));
+const statelessOnly = new Set([...listed.matchAll(/^\s+- (\S+) \[2026-07-28\]$/gm)].map((match) => match[1]));
 
 const targets = [...results.keys()];
 const rows = [];
@@ -233,7 +233,7 @@ for (const pass of PASSES) {
   const names = new Set();
   for (const target of targets) for (const name of results.get(target).get(pass.name).keys()) names.add(name);
   for (const name of [...names].sort()) {
-    if (pass.name === '2026-07-28' && modernOnly.has(name)) continue;
+    if (pass.name === '2026-07-28' && statelessOnly.has(name)) continue;
     const cells = targets.map((target) => results.get(target).get(pass.name).get(name));
     rows.push({ label: `${name} @ ${pass.name}`, cells });
   }
