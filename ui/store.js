@@ -436,13 +436,13 @@ export class Store {
   }
 
   /**
-   * Whether a backend is a remote server, reached by URL; false until its detail is loaded.
+   * Whether a backend is a remote server, reached by URL: its summary names a transport.
    * @param {string} name
    * @returns {boolean}
    */
   isRemote(name) {
-    const url = this.details.get(name)?.detail?.config.url;
-    return url !== undefined && url !== null;
+    const transport = this.summaries.get(name)?.summary.transport;
+    return transport !== undefined && transport !== null;
   }
 
   /**
