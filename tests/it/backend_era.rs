@@ -396,7 +396,7 @@ async fn the_config_can_name_the_only_protocol_era_to_speak() {
 }
 
 #[tokio::test]
-async fn a_session_era_editor_gets_a_modern_servers_log_messages_at_the_level_it_sets() {
+async fn a_session_era_editor_gets_a_stateless_era_servers_log_messages_at_the_level_it_sets() {
     let config = format!(
         "[servers.py]\ncommand = {python:?}\nargs = [{script:?}]\nprotocol = \"modern\"\n",
         python = python().to_string_lossy(),
