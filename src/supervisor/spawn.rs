@@ -54,7 +54,8 @@ impl SearchPath {
     fn start(kept: PathBuf) -> SearchPath {
         let own = std::env::var_os("PATH").unwrap_or_default();
         let Some(known) = read_session_path(&kept) else {
-            let session = ask_session_path(&kept, WAITED_FOR).unwrap_or_default();
+            let session = crate::platform::command::session_path(WAITED_FOR).unwrap_or_default();
+            keep_session_path(&kept, &session);
             return SearchPath {
                 value: Arc::new(Mutex::new(merge_paths(&session, &own))),
             };
@@ -64,9 +65,10 @@ impl SearchPath {
         let asked = std::thread::Builder::new()
             .name("session-path".to_owned())
             .spawn(move || {
-                if let Some(session) =
-                    ask_session_path(&kept, ASKED_LATER).filter(|session| *session != known)
+                if let Some(session) = crate::platform::command::session_path(ASKED_LATER)
+                    .filter(|session| *session != known)
                 {
+                    keep_session_path(&kept, &session);
                     tracing::info!(
                         "the login shell's PATH changed; backends started from now on use it"
                     );
@@ -101,16 +103,13 @@ const WAITED_FOR: Duration = Duration::from_secs(3);
 /// How long the login shell may take to answer while a start goes on without it.
 const ASKED_LATER: Duration = Duration::from_secs(60);
 
-/// Asks the system for the session's PATH, waiting at most `patience`, and keeps what it says
-/// in `kept`.
-fn ask_session_path(kept: &Path, patience: Duration) -> Option<OsString> {
-    let session = crate::platform::command::session_path(patience)?;
-    if let Some(text) = session.to_str()
+/// Keeps the session's PATH in `kept` for the starts after this one (nothing when there is none).
+fn keep_session_path(kept: &Path, session: &OsStr) {
+    if let Some(text) = session.to_str().filter(|text| !text.is_empty())
         && let Err(error) = crate::atomic::write_private(kept, format!("{text}\n").as_bytes())
     {
         tracing::debug!(%error, path = %kept.display(), "cannot keep the session's PATH");
     }
-    Some(session)
 }
 
 /// Finds `command` the way the system's shell would (see `platform::command`): a path is taken
