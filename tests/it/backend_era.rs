@@ -417,17 +417,9 @@ async fn a_session_era_editor_gets_a_stateless_era_servers_log_messages_at_the_l
         .call_tool(&session, 1, "py__work", json!({ "steps": 1 }))
         .await;
     assert_eq!(done["content"][0]["text"], "done 1");
-    loop {
-        let message = tokio::time::timeout(EVENT_LIMIT, stream.next_message())
-            .await
-            .expect("a log message in time")
-            .expect("a message");
-        if message["method"] == "notifications/message" {
-            assert_eq!(message["params"]["level"], "info", "{message}");
-            assert_eq!(message["params"]["data"], "working on 1 steps", "{message}");
-            break;
-        }
-    }
+    let message = next_log_message(&mut stream).await;
+    assert_eq!(message["params"]["level"], "info", "{message}");
+    assert_eq!(message["params"]["data"], "working on 1 steps", "{message}");
 
     // The level the editor sets is the one the server is told with each call: at `warning` the
     // server's info message of the next call is not sent, at `info` again the one after is.
@@ -441,17 +433,22 @@ async fn a_session_era_editor_gets_a_stateless_era_servers_log_messages_at_the_l
             .await;
         assert_eq!(done["content"][0]["text"], format!("done {steps}"));
     }
+    let message = next_log_message(&mut stream).await;
+    assert_eq!(
+        message["params"]["data"], "working on 3 steps",
+        "the call made at warning sent no info message: {message}"
+    );
+}
+
+/// The next log message on `stream`, past whatever else comes before it.
+async fn next_log_message(stream: &mut McpStream) -> Value {
     loop {
         let message = tokio::time::timeout(EVENT_LIMIT, stream.next_message())
             .await
             .expect("a log message in time")
             .expect("a message");
         if message["method"] == "notifications/message" {
-            assert_eq!(
-                message["params"]["data"], "working on 3 steps",
-                "the call made at warning sent no info message: {message}"
-            );
-            return;
+            return message;
         }
     }
 }
