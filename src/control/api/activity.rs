@@ -49,6 +49,8 @@ pub(super) async fn list(
             ))),
         }
     })?;
+    // Read before the records, so that every record the health counts is in the page.
+    let health = log.health();
     let path = log.path().to_path_buf();
     let records = blocking(move || match Reader::open(&path)? {
         Some(reader) => reader.page(&filter, before, limit),
@@ -61,7 +63,7 @@ pub(super) async fn list(
     Ok(json_ok(&Page {
         records,
         next_before,
-        health: log.health(),
+        health,
     }))
 }
 
