@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::config::{BackendConfig, Protocol};
+use crate::config::{BackendConfig, Launch, Protocol};
 use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
 use crate::supervisor::runner::INSTALL_TIMEOUT;
 use crate::supervisor::status::{Catalog, ServerDescription};
@@ -614,8 +614,14 @@ pub(crate) struct EraVerdicts {
 
 impl EraVerdicts {
     /// What a start of `config` tries: the era its config names, or else the era its command
-    /// was last found to speak, else the session era (whose `initialize` tells a stateless-only
-    /// server).
+    /// was last found to speak, else the newest era the way to it allows.
+    ///
+    /// Over HTTP every request stands alone, so a `server/discover` that a session-era server
+    /// does not know costs one error answer and leaves nothing behind: a remote server is asked
+    /// in the stateless era first, and one that speaks both eras gives a stateless-era editor
+    /// everything it offers that era. On a child's stdio the first request fixes the
+    /// connection's era, and some session-era servers stop at any request before `initialize`:
+    /// there `initialize` comes first (its `-32022` tells a stateless-only server).
     pub(super) fn plan(&self, config: &BackendConfig) -> EraPlan {
         let only = |era| EraPlan {
             first: era,
@@ -630,8 +636,12 @@ impl EraVerdicts {
             .get(&config.name)
             .filter(|(fingerprint, _)| *fingerprint == command_fingerprint(config))
             .map(|(_, era)| *era);
+        let newest = match config.launch {
+            Launch::Remote(_) => Era::Stateless,
+            Launch::Process(_) => Era::Session,
+        };
         EraPlan {
-            first: known.unwrap_or(Era::Session),
+            first: known.unwrap_or(newest),
             fallback: true,
         }
     }
@@ -667,6 +677,7 @@ fn command_fingerprint(config: &BackendConfig) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::RemoteServer;
 
     fn config() -> BackendConfig {
         BackendConfig::new("sdk", "node", vec!["server.mjs".to_owned()])
@@ -704,6 +715,18 @@ mod tests {
 
         verdicts.record(&config, None);
         assert_eq!(verdicts.plan(&config), plan(Era::Session, true));
+    }
+
+    #[test]
+    fn a_remote_server_is_asked_in_the_stateless_era_first_and_a_process_in_the_session_era() {
+        let verdicts = EraVerdicts::default();
+        let mut remote = config();
+        remote.launch = Launch::Remote(RemoteServer::new("http://127.0.0.1:9/mcp"));
+        assert_eq!(verdicts.plan(&remote), plan(Era::Stateless, true));
+        assert_eq!(verdicts.plan(&config()), plan(Era::Session, true));
+
+        verdicts.record(&remote, Some(Era::Session));
+        assert_eq!(verdicts.plan(&remote), plan(Era::Session, true));
     }
 
     #[test]

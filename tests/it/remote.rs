@@ -100,8 +100,11 @@ async fn a_remote_server_serves_editors_of_both_eras_like_a_local_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_servers_question_goes_to_the_editor_whose_call_it_came_with() {
     let remote = remote_server(&[]);
+    // In the session era a server asks on the stream of the POST it answers, and that stream is
+    // what tells whose call a question belongs to. (In the stateless era a question is part of
+    // the call's own answer.)
     let serve = ServeProcess::with_config(
-        &remote_entry("remote", &remote.field("url"), ""),
+        &remote_entry("remote", &remote.field("url"), "protocol = \"session\""),
         &["remote"],
     );
     let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
