@@ -17,9 +17,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
@@ -266,7 +267,7 @@ pub struct BackendProcess {
 
 /// Starts a backend as a process tree of its own with piped stdio (and, on Windows, no console
 /// window).
-pub fn spawn_backend(
+pub async fn spawn_backend(
     spec: &SpawnSpec<'_>,
     groups: &Arc<GroupRegistry>,
 ) -> Result<(BackendProcess, Pipes), SpawnError> {
@@ -322,12 +323,35 @@ pub fn spawn_backend(
             source,
         },
     };
-    let mut child = command.spawn().map_err(io_error)?;
+    let groups = groups.clone();
+    let started = on_fork_thread(move || start(command, &groups))
+        .await
+        .map_err(io_error)?;
+    let (process, pipes) = started.ok_or(SpawnError::ShuttingDown)?;
+    tracing::debug!(
+        backend = spec.backend,
+        pid = process.pid,
+        program = %resolved.program.display(),
+        "spawned"
+    );
+    Ok((process, pipes))
+}
+
+/// Starts `command` and takes its tree into `groups` at once, so that no moment passes in which
+/// the guardian does not know it; `None` once `groups` is closed.
+fn start(
+    mut command: tokio::process::Command,
+    groups: &Arc<GroupRegistry>,
+) -> io::Result<Option<(BackendProcess, Pipes)>> {
+    if groups.is_closed() {
+        return Ok(None);
+    }
+    let mut child = command.spawn()?;
     let tree = match Tree::adopt(&child) {
         Ok(tree) => tree,
         Err(error) => {
             let _ = child.start_kill();
-            return Err(io_error(error));
+            return Err(error);
         }
     };
     let pid = child.id().expect("a child that was just spawned has a pid");
@@ -337,22 +361,77 @@ pub fn spawn_backend(
         stdout: child.stdout.take().expect("stdout was piped"),
         stderr: child.stderr.take().expect("stderr was piped"),
     };
-    tracing::debug!(
-        backend = spec.backend,
+    let process = BackendProcess {
+        child,
         pid,
-        program = %resolved.program.display(),
-        "spawned"
-    );
-    Ok((
-        BackendProcess {
-            child,
-            pid,
-            tree,
-            groups: groups.clone(),
-            exit: None,
-        },
-        pipes,
-    ))
+        tree,
+        groups: groups.clone(),
+        exit: None,
+    };
+    Ok(Some((process, pipes)))
+}
+
+/// Runs `job`, which starts a process, on one of the threads that start every backend, in the
+/// caller's runtime; the caller waits without holding up its thread.
+///
+/// A start waits until the child has called `exec`, a millisecond or more: on the runtime's
+/// thread, where every other backend's handshake runs, starting ten backends would hold up all
+/// their handshakes until the last one had started. And the threads live as long as Switchboard
+/// does, because a child's parent-death signal (Linux) fires when the thread that started it
+/// ends, not the process: an idle pool thread that ended would kill what it started. If the
+/// threads cannot be had, `job` runs here.
+async fn on_fork_thread<T: Send + 'static>(
+    job: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    let runtime = tokio::runtime::Handle::current();
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    // A start given up by its caller drops what it started, which kills it.
+    let job: ForkJob = Box::new(move || {
+        let _runtime = runtime.enter();
+        let _ = answer.send(job());
+    });
+    match fork_threads() {
+        Some(jobs) => {
+            if let Err(mpsc::SendError(job)) = jobs.send(job) {
+                job();
+            }
+        }
+        None => job(),
+    }
+    answered
+        .await
+        .unwrap_or_else(|_| Err(io::Error::other("the thread starting it failed")))
+}
+
+type ForkJob = Box<dyn FnOnce() + Send>;
+
+/// The queue of the threads that start backends (see [`on_fork_thread`]): one per core, up to
+/// four, since a start mostly waits for the child's `exec`.
+fn fork_threads() -> Option<&'static mpsc::Sender<ForkJob>> {
+    static JOBS: OnceLock<Option<mpsc::Sender<ForkJob>>> = OnceLock::new();
+    JOBS.get_or_init(|| {
+        let (jobs, queue) = mpsc::channel::<ForkJob>();
+        let queue = Arc::new(Mutex::new(queue));
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let mut started = 0;
+        for _ in 0..threads {
+            let queue = queue.clone();
+            let thread = std::thread::Builder::new()
+                .name("backend-start".to_owned())
+                .spawn(move || {
+                    loop {
+                        let job = queue.lock().expect("the start queue's lock").recv();
+                        // The sender lives in a static: the queue never closes.
+                        let Ok(job) = job else { return };
+                        // A panic must not end the thread, and with it what it started.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    }
+                });
+            started += usize::from(thread.is_ok());
+        }
+        (started > 0).then_some(jobs)
+    })
+    .as_ref()
 }
 
 /// The sandbox `spec` starts in, made ready for `program`; `None` when it runs without one (none

@@ -150,7 +150,7 @@ impl BackendTask {
     pub(super) async fn start_process(&mut self) -> Flow {
         self.transition(State::Starting { installing: None });
         self.generation += 1;
-        let Some(mut spawned) = self.spawn_process() else {
+        let Some(mut spawned) = self.spawn_process().await else {
             return Flow::Continue;
         };
         match self.await_handshake(&mut spawned).await {
@@ -168,17 +168,19 @@ impl BackendTask {
 
     /// Spawns the process with a reader of its stderr and a connection over its stdio, or opens
     /// the link to a remote server. When it cannot, records why and returns `None`.
-    fn spawn_process(&mut self) -> Option<Spawned> {
+    async fn spawn_process(&mut self) -> Option<Spawned> {
         let options = ConnectionOptions {
             max_message_size: self.config.max_message_size,
             log: self.output.clone(),
         };
         let launch = self.config.launch.clone();
         let opened = match &launch {
-            Launch::Process(process) => self.spawn(process).map(|(process, stdin, stdout)| {
-                let started = Connection::start(&self.config.name, stdin, stdout, options);
-                (Link::Process(Box::new(process)), started)
-            }),
+            Launch::Process(process) => {
+                self.spawn(process).await.map(|(process, stdin, stdout)| {
+                    let started = Connection::start(&self.config.name, stdin, stdout, options);
+                    (Link::Process(Box::new(process)), started)
+                })
+            }
             Launch::Remote(server) => {
                 let link_options = LinkOptions {
                     max_message_size: self.config.max_message_size,
@@ -268,7 +270,7 @@ impl BackendTask {
     }
 
     /// Spawns `process` and the reader of its stderr; `None` (recorded) if it cannot start.
-    fn spawn(
+    async fn spawn(
         &mut self,
         process: &ProcessLaunch,
     ) -> Option<(
@@ -287,7 +289,7 @@ impl BackendTask {
                 required: sandbox.required,
             }),
         };
-        let (process, pipes) = match spawn::spawn_backend(&spec, &self.groups) {
+        let (process, pipes) = match spawn::spawn_backend(&spec, &self.groups).await {
             Ok(spawned) => spawned,
             Err(spawn::SpawnError::ShuttingDown) => {
                 self.transition(State::Stopped);
