@@ -1,6 +1,7 @@
 //! One JSON-RPC connection to a backend over its pipes.
 //!
-//! A writer task owns the backend's stdin and a reader task owns its stdout. Requests get ids from
+//! Senders write the backend's stdin themselves (`stdin.rs`), and a reader task owns its stdout.
+//! Requests get ids from
 //! our own space, wait in a pending map with a deadline, and tell the backend when they are
 //! abandoned. Closing the connection wakes every waiter at once with an error that says why. Once
 //! told the `_meta` envelope of a stateless-era backend, it puts that envelope into every request.
@@ -11,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -21,12 +22,11 @@ use crate::wire::era::{self, meta};
 use crate::wire::framing::{Frame, LineReader};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::wire::method::Method;
+use stdin::Stdin;
 
 /// How many incoming notifications and requests may wait for the consumer before the reader
 /// stops reading (and so the backend blocks on its stdout).
 const INCOMING_CAPACITY: usize = 1024;
-/// How many outgoing messages may wait for the writer.
-const OUTGOING_CAPACITY: usize = 1024;
 const PIPE_BUFFER: usize = 64 * 1024;
 
 /// Why a connection stopped carrying requests.
@@ -166,8 +166,7 @@ struct Inner {
     pending: Mutex<Pending>,
     /// Progress token (its JSON text) → where that request's progress notifications go.
     progress: Mutex<HashMap<String, mpsc::UnboundedSender<Box<RawValue>>>>,
-    outgoing: mpsc::Sender<Vec<u8>>,
-    stop_writing: CancellationToken,
+    stdin: Stdin,
     max_message_size: usize,
     /// Set while the backend is spoken to in the stateless era.
     envelope: Mutex<Option<Arc<MetaEnvelope>>>,
@@ -189,22 +188,19 @@ impl Connection {
     /// Starts the reader and writer tasks over a backend's stdout and stdin.
     pub fn start<W, R>(backend: &str, stdin: W, stdout: R, options: ConnectionOptions) -> Started
     where
-        W: AsyncWrite + Send + Unpin + 'static,
+        W: AsyncWrite + Send + 'static,
         R: AsyncRead + Send + Unpin + 'static,
     {
-        let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_CAPACITY);
         let (incoming_tx, incoming) = mpsc::channel(INCOMING_CAPACITY);
         let inner = Arc::new(Inner {
             backend: Arc::from(backend),
             next_id: AtomicU64::new(1),
             pending: Mutex::new(Pending::Open(HashMap::new())),
             progress: Mutex::new(HashMap::new()),
-            outgoing,
-            stop_writing: CancellationToken::new(),
+            stdin: Stdin::new(stdin),
             max_message_size: options.max_message_size,
             envelope: Mutex::new(None),
         });
-        tokio::spawn(write_loop(stdin, outgoing_rx, inner.stop_writing.clone()));
         let inner_for_reader = inner.clone();
         let stdout_closed = CancellationToken::new();
         let closed_on_exit = stdout_closed.clone().drop_guard();
@@ -313,7 +309,7 @@ impl Connection {
         };
         let line = jsonrpc::request_line(&id.to_string(), method, params);
         let exchange = async {
-            if self.inner.outgoing.send(line).await.is_err() {
+            if self.inner.stdin.send(line).await.is_err() {
                 return Err(self.inner.closed_error(method, CloseReason::Stopping));
             }
             answer
@@ -375,7 +371,7 @@ impl Connection {
             let error = self.inner.closed_error(&waiter.method, reason.clone());
             let _ = waiter.reply.send(Err(error));
         }
-        self.inner.stop_writing.cancel();
+        self.inner.stdin.close();
     }
 
     /// The caller's number for the call that our request `id`, still unanswered, is part of
@@ -415,7 +411,7 @@ impl Connection {
             return Err(self.inner.closed_error(method, reason.clone()));
         }
         self.inner
-            .outgoing
+            .stdin
             .send(line)
             .await
             .map_err(|_| self.inner.closed_error(method, CloseReason::Stopping))
@@ -569,46 +565,8 @@ impl Drop for AbandonGuard<'_> {
         let params = serde_json::json!({ "requestId": self.id, "reason": self.reason });
         let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
         let line = jsonrpc::notification_line(Method::Cancelled.as_str(), Some(&params));
-        if self.inner.outgoing.try_send(line).is_err() {
-            tracing::debug!(backend = %self.inner.backend, id = self.id, "could not send cancellation");
-        }
+        self.inner.stdin.send_detached(line);
     }
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(
-    stdin: W,
-    mut outgoing: mpsc::Receiver<Vec<u8>>,
-    stop: CancellationToken,
-) {
-    let mut writer = BufWriter::with_capacity(PIPE_BUFFER, stdin);
-    loop {
-        let line = tokio::select! {
-            biased;
-            _ = stop.cancelled() => break,
-            line = outgoing.recv() => match line {
-                Some(line) => line,
-                None => break,
-            },
-        };
-        let written = async {
-            writer.write_all(&line).await?;
-            // Batch whatever else is already queued before paying for a flush.
-            while let Ok(line) = outgoing.try_recv() {
-                writer.write_all(&line).await?;
-            }
-            writer.flush().await
-        };
-        let result = tokio::select! {
-            biased;
-            _ = stop.cancelled() => break,
-            result = written => result,
-        };
-        if result.is_err() {
-            break;
-        }
-    }
-    // Dropping the writer closes the backend's stdin, which asks a well-behaved server to exit.
-    let _ = writer.shutdown().await;
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(
@@ -677,7 +635,7 @@ async fn handle_line(
         (Kind::Request, Some(Method::Ping)) => {
             let id = envelope.id.expect("a request has an id");
             let empty = RawValue::from_string("{}".into()).expect("{} is valid JSON");
-            let _ = inner.outgoing.send(jsonrpc::result_line(id, &empty)).await;
+            inner.stdin.send_detached(jsonrpc::result_line(id, &empty));
         }
         (Kind::Request, method) => {
             let message = Incoming::Request {
@@ -714,5 +672,6 @@ async fn handle_line(
     }
 }
 
+mod stdin;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! The connection against a fake backend on the far end of in-memory pipes.
 
-use tokio::io::{AsyncBufReadExt, DuplexStream, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, DuplexStream, Lines};
 
 use super::*;
 
@@ -398,4 +398,53 @@ async fn the_stateless_envelope_goes_into_requests_only_and_keeps_what_the_calle
         r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
     );
     drop(session_era);
+}
+
+#[tokio::test]
+async fn lines_the_pipe_cannot_take_at_once_reach_the_backend_whole_and_in_turn() {
+    let (started, mut backend, _log) = connect(1 << 20);
+    // Each request is several times the pipe's buffer, so it waits for the backend to read,
+    // while the next one waits its turn and the backend's pings are still answered.
+    let big = |fill: &str| raw(&format!(r#"{{"text":"{}"}}"#, fill.repeat(4 * PIPE_BUFFER)));
+    let mut requests = Vec::new();
+    for fill in ["a", "b", "c"] {
+        let connection = started.connection.clone();
+        let params = big(fill);
+        requests.push(tokio::spawn(async move {
+            connection
+                .request("tools/call", Some(&params), 10 * SECOND)
+                .await
+        }));
+        tokio::task::yield_now().await;
+    }
+    backend
+        .write(r#"{"jsonrpc":"2.0","id":"ping-1","method":"ping"}"#)
+        .await;
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let message = backend.read().await;
+        match message["method"].as_str() {
+            Some("tools/call") => {
+                let text = message["params"]["text"].as_str().unwrap();
+                assert_eq!(text.len(), 4 * PIPE_BUFFER);
+                assert!(text.bytes().all(|byte| byte == text.as_bytes()[0]));
+                seen.push(text[..1].to_owned());
+                backend
+                    .write(&format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#,
+                        message["id"]
+                    ))
+                    .await;
+            }
+            _ => {
+                assert_eq!(message["id"], "ping-1", "{message}");
+                seen.push("ping".to_owned());
+            }
+        }
+    }
+    let calls: Vec<&String> = seen.iter().filter(|seen| *seen != "ping").collect();
+    assert_eq!(calls, ["a", "b", "c"], "{seen:?}");
+    for request in requests {
+        assert!(request.await.unwrap().is_ok());
+    }
 }
