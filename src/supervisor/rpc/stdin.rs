@@ -100,12 +100,24 @@ fn write(mut held: Held, line: Vec<u8>, closing: &CancellationToken) -> Result<(
     }
     let flushed = written == line.len()
         && matches!(pipe.as_mut().poll_flush(&mut context), Poll::Ready(Ok(())));
-    if !flushed {
-        tokio::spawn(finish(held, line, written, closing.clone()));
-    } else if closing.is_cancelled() {
-        *held = None;
+    if flushed {
+        if closing.is_cancelled() {
+            *held = None;
+        }
+        return Ok(());
     }
-    Ok(())
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(finish(held, line, written, closing.clone()));
+            Ok(())
+        }
+        // No runtime is left to finish it (a destructor at the very end): a line cut short would
+        // garble the next one, so the pipe closes instead.
+        Err(_) => {
+            *held = None;
+            Err(Closed)
+        }
+    }
 }
 
 /// Writes the rest of a line the pipe could not take at once, holding the pipe meanwhile; a
