@@ -137,11 +137,11 @@ async fn post(
         Some(b'{') => Envelope::parse(&body).ok(),
         _ => None,
     };
-    let carries_envelope = envelope.as_ref().is_some_and(is_stateless_envelope);
+    let carries_envelope = || envelope.as_ref().is_some_and(is_stateless_envelope);
     let stateless = match era {
         Some(Era::Stateless) => true,
         Some(Era::Session) => {
-            if carries_envelope {
+            if carries_envelope() {
                 let id = envelope.as_ref().and_then(|envelope| envelope.id);
                 return jsonrpc_error_response(
                     StatusCode::BAD_REQUEST,
@@ -155,7 +155,7 @@ async fn post(
             }
             false
         }
-        None => session_id.is_none() && carries_envelope,
+        None => session_id.is_none() && carries_envelope(),
     };
     if stateless {
         let hub = &state.sessions.hub;
