@@ -168,3 +168,49 @@ fn without_newline(mut line: Vec<u8>) -> Vec<u8> {
     line.pop();
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_carries_its_result_exactly_as_it_came() {
+        let id = RawValue::from_string("\"a\"".to_owned()).expect("JSON");
+        let result = r#"{"total": 1.50, "huge": 1e400, "x-new": {}}"#;
+        let response = Response::new(&id, Ok(result.to_owned()));
+        assert_eq!(response.error_code(), None);
+        assert_eq!(
+            String::from_utf8(response.to_json()).expect("UTF-8"),
+            format!(r#"{{"jsonrpc":"2.0","id":"a","result":{result}}}"#)
+        );
+    }
+
+    #[test]
+    fn a_refusal_without_an_id_answers_null_and_names_its_code() {
+        let refused = Response::error(None, ErrorObject::new(jsonrpc::INVALID_REQUEST, "no"));
+        assert_eq!(refused.error_code(), Some(jsonrpc::INVALID_REQUEST));
+        let value: serde_json::Value = serde_json::from_slice(&refused.to_json()).expect("JSON");
+        assert_eq!(value["id"], serde_json::Value::Null);
+        assert_eq!(value["error"]["code"], jsonrpc::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn what_a_closed_reply_could_not_take_goes_on_as_an_event_unless_it_is_the_response() {
+        let asked = Reply::Request(Request {
+            id: 7,
+            method: Method::RootsList,
+            params: None,
+        });
+        let event = asked.into_event().expect("a request is an event");
+        assert_eq!(
+            String::from_utf8(event.to_json()).expect("UTF-8"),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":7,"method":"{}"}}"#,
+                Method::RootsList.as_str()
+            )
+        );
+        let id = RawValue::from_string("1".to_owned()).expect("JSON");
+        let answered = Reply::Response(Response::new(&id, Ok("{}".to_owned())));
+        assert!(answered.into_event().is_none());
+    }
+}

@@ -171,8 +171,8 @@ impl Relay {
                     }
                     None => break,
                 },
-                Reply::Notification(notification) => {
-                    let _ = reply.send(Reply::Notification(notification));
+                notification @ Reply::Notification(_) => {
+                    let _ = reply.send(notification);
                 }
             }
         }

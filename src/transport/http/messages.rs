@@ -15,8 +15,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::sessions::{Activity, SessionRecord};
 use crate::guard::{essence, json_response};
-use crate::hub::Reply;
-use crate::hub::reply;
+use crate::hub::reply::{self, Reply};
 use crate::wire::jsonrpc::{self, ErrorObject};
 
 /// Returns the reply's response; the messages before it go to the session's `GET` stream.
