@@ -81,12 +81,12 @@ fn check(fixture: &Fixture, message: &[u8], headers: Option<&RequestHeaders>) ->
     }
     let answer = fixture.runtime.block_on(async {
         match fixture.hub.receive_stateless(message, headers, "default") {
-            Inbound::Rejected(error) => error,
+            Inbound::Rejected(error) => error.to_json(),
             Inbound::Accepted => panic!("a request was taken as a notification"),
             // The answer is the response; a listen stream that opens answers with its
             // acknowledgement first, and is closed by dropping it.
             Inbound::Request(mut reply) => loop {
-                let message = reply.messages.recv().await.expect("an answer");
+                let message = reply.messages.recv().await.expect("an answer").to_json();
                 let value: Value = serde_json::from_slice(&message).expect("JSON");
                 if value.get("id").is_some()
                     || value["method"] == "notifications/subscriptions/acknowledged"

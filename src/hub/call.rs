@@ -17,13 +17,14 @@ use super::capabilities::ClientCapabilities;
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
 use super::recorded::{Named, Recording};
+use super::reply::{Notification, Reply};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::search::mode::{self, Intercepted};
 use super::session::{CallInFlight, Session, invalid_params, ready_with};
 use super::subscriptions::Subscription;
 use super::tasks::poll::{self, TaskCall};
 use super::tasks::{bridge, ids};
-use super::{HubInner, MAX_INPUT_ROUNDS, notification, response, response_to};
+use super::{HubInner, MAX_INPUT_ROUNDS, response};
 use crate::supervisor::rpc::ClientMeta;
 use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
@@ -119,7 +120,7 @@ impl Session {
         id: &RawValue,
         method: &Method,
         params: Option<&RawValue>,
-        reply: &mpsc::UnboundedSender<Vec<u8>>,
+        reply: &mpsc::UnboundedSender<Reply>,
     ) -> Option<Result<String, ErrorObject>> {
         let mut instead = None;
         if *method == Method::ToolsCall
@@ -309,7 +310,7 @@ impl Session {
         id: &RawValue,
         sent: Option<&RawValue>,
         mut call: Call,
-        reply: mpsc::UnboundedSender<Vec<u8>>,
+        reply: mpsc::UnboundedSender<Reply>,
     ) {
         let recording = call.named.take().and_then(|named| {
             Recording::start(
@@ -361,11 +362,11 @@ impl Session {
                     subscription.apply(&mut state);
                 }
             }
-            if let Some(result) = &outcome {
-                let _ = reply.send(response_to(&id, result));
-            }
             if let Some(recording) = recording {
-                recording.finish(outcome);
+                recording.finish(outcome.as_ref());
+            }
+            if let Some(result) = outcome {
+                let _ = reply.send(response(&id, result));
             }
         });
     }
@@ -498,7 +499,7 @@ impl Call {
         &self,
         hub: &HubInner,
         session: &Session,
-        reply: &mpsc::UnboundedSender<Vec<u8>>,
+        reply: &mpsc::UnboundedSender<Reply>,
     ) -> Result<String, ErrorObject> {
         let outcome = self.run_ready(hub, session, reply).await;
         // A remote server that wants a sign-in fails a tool call as a tool error the model can
@@ -525,7 +526,7 @@ impl Call {
         &self,
         hub: &HubInner,
         session: &Session,
-        reply: &mpsc::UnboundedSender<Vec<u8>>,
+        reply: &mpsc::UnboundedSender<Reply>,
     ) -> Result<String, ErrorObject> {
         let deadline = self.backend.config().request_timeout;
         let started = Instant::now();
@@ -587,7 +588,7 @@ impl Call {
         if self.with_tasks {
             return Ok(ids::expose_ids(result.get(), self.backend.name()));
         }
-        Ok(result.get().to_owned())
+        Ok(Box::<str>::from(result).into_string())
     }
 
     /// Sends `method` (the call's own, or one about its task) with `params` in what is left of
@@ -598,7 +599,7 @@ impl Call {
         params: &RawValue,
         deadline: Duration,
         started: Instant,
-        reply: &mpsc::UnboundedSender<Vec<u8>>,
+        reply: &mpsc::UnboundedSender<Reply>,
     ) -> Result<Box<RawValue>, ErrorObject> {
         let remaining = deadline.saturating_sub(started.elapsed());
         let (sink, mut progress) = match &self.progress {
@@ -652,7 +653,7 @@ impl Call {
         &self,
         hub: &HubInner,
         session: &Session,
-        reply: &mpsc::UnboundedSender<Vec<u8>>,
+        reply: &mpsc::UnboundedSender<Reply>,
         params: &RawValue,
         result: &RawValue,
     ) -> Result<Box<RawValue>, ErrorObject> {
@@ -695,7 +696,7 @@ impl Call {
         &self,
         hub: &HubInner,
         session: &Session,
-        reply: &mpsc::UnboundedSender<Vec<u8>>,
+        reply: &mpsc::UnboundedSender<Reply>,
         method: &Method,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, ErrorObject> {
@@ -712,13 +713,17 @@ impl Call {
     }
 
     /// Sends a progress notification on with the client's own token.
-    fn forward_progress(&self, reply: &mpsc::UnboundedSender<Vec<u8>>, params: &RawValue) {
+    fn forward_progress(&self, reply: &mpsc::UnboundedSender<Reply>, params: &RawValue) {
         let Some(token) = &self.progress else { return };
         let Some(params) = rewrite::replace_field(params, "progressToken", token.original.clone())
         else {
             return;
         };
-        let _ = reply.send(notification(&Method::Progress, Some(&params)));
+        let progress = Notification {
+            method: Method::Progress,
+            params: Some(params),
+        };
+        let _ = reply.send(progress.into());
     }
 }
 
@@ -727,7 +732,7 @@ struct Polling<'a> {
     call: &'a Call,
     hub: &'a HubInner,
     session: &'a Session,
-    reply: &'a mpsc::UnboundedSender<Vec<u8>>,
+    reply: &'a mpsc::UnboundedSender<Reply>,
     deadline: Duration,
     started: Instant,
 }

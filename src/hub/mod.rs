@@ -18,6 +18,7 @@ mod capabilities;
 mod cold_start;
 pub mod pins;
 mod recorded;
+pub mod reply;
 pub mod search;
 mod session;
 mod stateless;
@@ -40,18 +41,20 @@ use crate::config::{BackendConfig, DEFAULT_PROFILE, Profile};
 use crate::supervisor::spawn::GroupRegistry;
 use crate::supervisor::status::{BackendState, Catalog};
 use crate::supervisor::{Engine, EngineOptions, ServerRequest};
-use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 use crate::wire::method::Method;
 use catalog::{CatalogCache, MergedCatalog, Source};
 use pins::Pins;
+use reply::{Notification, Response};
 use rewrite::json_string;
 use stateless::Parked;
 use stateless::request_state::Sealer;
 use upstream::ForwardedRequest;
 
+pub use reply::{Reply, SessionEvent};
 pub use session::Session;
 pub use stateless::RequestHeaders;
-pub use stateless::{is_stateless, unsupported_version};
+pub use stateless::{is_stateless, is_stateless_envelope, unsupported_version};
 
 /// The protocol versions editors may speak with the hub, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = crate::supervisor::SUPPORTED_PROTOCOL_VERSIONS;
@@ -71,15 +74,15 @@ pub enum Inbound {
     Request(RequestReply),
     /// A notification or a response was taken; there is nothing to answer.
     Accepted,
-    /// The message cannot be taken; this error response (one JSON text) is the answer.
-    Rejected(Vec<u8>),
+    /// The message cannot be taken; this error response is the answer.
+    Rejected(Response),
 }
 
-/// The messages belonging to one client request, each one complete JSON text without a newline.
+/// The messages belonging to one client request, its response last.
 pub struct RequestReply {
-    pub messages: mpsc::UnboundedReceiver<Vec<u8>>,
-    /// The request's id, as the client wrote it (JSON text).
-    pub id: Box<str>,
+    pub messages: mpsc::UnboundedReceiver<Reply>,
+    /// The request's id, as the client wrote it.
+    pub id: Box<RawValue>,
     /// Whether the request is `initialize`.
     pub initialize: bool,
     /// Whether the reply is best streamed: a 2026-07-28 request that asked for progress or log
@@ -88,8 +91,8 @@ pub struct RequestReply {
 }
 
 /// Messages for the session not tied to any of its requests (list_changed, resource updates,
-/// log messages, server-to-client requests no request explains), each one JSON text.
-pub type SessionEvents = mpsc::Receiver<Vec<u8>>;
+/// log messages, server-to-client requests no request explains).
+pub type SessionEvents = mpsc::Receiver<SessionEvent>;
 
 /// Settings of the hub.
 #[derive(Default, Clone)]
@@ -249,7 +252,20 @@ impl Hub {
         headers: Option<&RequestHeaders>,
         profile: &str,
     ) -> Inbound {
-        stateless::receive(&self.inner, message, headers, profile.into())
+        match Envelope::parse(message) {
+            Ok(envelope) => self.receive_stateless_envelope(&envelope, headers, profile),
+            Err(error) => Inbound::Rejected(Response::parse_error(&error)),
+        }
+    }
+
+    /// [`Hub::receive_stateless`] for a message its transport has parsed already.
+    pub fn receive_stateless_envelope(
+        &self,
+        envelope: &Envelope<'_>,
+        headers: Option<&RequestHeaders>,
+        profile: &str,
+    ) -> Inbound {
+        stateless::receive(&self.inner, envelope, headers, profile.into())
     }
 
     /// The open session with this id.
@@ -542,7 +558,7 @@ fn rebuild_catalog(
             }
             for session in hub.sessions() {
                 if session.is_initialized() && session.profile() == profile {
-                    session.send_event(notification(&method, None));
+                    session.send_event(Notification::new(method.clone(), None).into());
                 }
             }
         }
@@ -595,28 +611,9 @@ async fn maintain_catalog(hub: Weak<HubInner>, cache: CatalogCache, stop: Cancel
     }
 }
 
-/// One response, as JSON text without a newline.
-fn response(id: &RawValue, result: Result<String, ErrorObject>) -> Vec<u8> {
-    response_to(id, &result)
-}
-
-/// [`response`] from a borrowed answer.
-fn response_to(id: &RawValue, result: &Result<String, ErrorObject>) -> Vec<u8> {
-    let mut line = match result {
-        Ok(result) => {
-            let result: &RawValue = serde_json::from_str(result).expect("results are valid JSON");
-            jsonrpc::result_line(id, result)
-        }
-        Err(error) => jsonrpc::error_line(Some(id), error),
-    };
-    line.pop();
-    line
-}
-
-fn notification(method: &Method, params: Option<&RawValue>) -> Vec<u8> {
-    let mut line = jsonrpc::notification_line(method.as_str(), params);
-    line.pop();
-    line
+/// The response to the request `id`.
+fn response(id: &RawValue, result: Result<String, ErrorObject>) -> Reply {
+    Reply::Response(Response::new(id, result))
 }
 
 /// 128 random bits as hex.

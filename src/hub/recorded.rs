@@ -144,12 +144,13 @@ impl Recording {
         let request_bytes = params.map_or(0, |params| params.get().len());
         if let Some(recording) = Recording::start(log, session, method, request_bytes, None, named)
         {
-            recording.finish(Some(Err(error.clone())));
+            recording.finish(Some(&Err(error.clone())));
         }
     }
 
-    /// Records how the call ended: its answer, or `None` if it was cancelled.
-    pub(super) fn finish(self, outcome: Option<Result<String, ErrorObject>>) {
+    /// Records how the call ended: its answer, or `None` if it was cancelled. Borrowed, so
+    /// that the answer goes on to the editor without a copy when the log keeps no payloads.
+    pub(super) fn finish(self, outcome: Option<&Result<String, ErrorObject>>) {
         let Recording {
             log,
             method,
@@ -164,12 +165,12 @@ impl Recording {
             }
             Some(Ok(result)) => {
                 record.response_bytes = result.len() as u64;
-                record.outcome = match method == Method::ToolsCall && is_tool_error(&result) {
+                record.outcome = match method == Method::ToolsCall && is_tool_error(result) {
                     true => Outcome::ToolError,
                     false => Outcome::Result,
                 };
                 if log.wants().1 {
-                    record.result = Some(result);
+                    record.result = Some(result.clone());
                 }
                 log.record(record);
             }
@@ -180,7 +181,7 @@ impl Recording {
                     _ => Outcome::Error,
                 };
                 record.error_code = Some(error.code);
-                record.error = Some(error.message);
+                record.error = Some(error.message.clone());
                 log.record(record);
             }
         }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capabilities::ClientCapabilities;
 use super::cold_start::{self, Waiting};
+use super::reply::{Reply, Response, SessionEvent};
 use super::rewrite::ObjectEntries;
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
 use crate::supervisor::status::BackendState;
@@ -33,7 +34,7 @@ struct SessionShared {
     /// The profile whose catalog the session sees.
     profile: Arc<str>,
     hub: Weak<HubInner>,
-    events: mpsc::Sender<Vec<u8>>,
+    events: mpsc::Sender<SessionEvent>,
     state: Mutex<SessionState>,
     closed: CancellationToken,
 }
@@ -67,14 +68,14 @@ pub(super) struct CallInFlight {
     /// backend's requests during the call are known when its transport tells.
     pub(super) number: u64,
     /// Where the call's related messages go (progress, and requests the backend makes for it).
-    pub(super) reply: mpsc::UnboundedSender<Vec<u8>>,
+    pub(super) reply: mpsc::UnboundedSender<Reply>,
 }
 
 impl Session {
     pub(super) fn new(
         id: String,
         hub: Weak<HubInner>,
-        events: mpsc::Sender<Vec<u8>>,
+        events: mpsc::Sender<SessionEvent>,
         closed: CancellationToken,
         stateless: bool,
         profile: Arc<str>,
@@ -143,20 +144,19 @@ impl Session {
 
     /// Takes one JSON-RPC message (a single object, not a batch) from the client.
     pub fn receive(&self, message: &[u8]) -> Inbound {
+        match Envelope::parse(message) {
+            Ok(envelope) => self.receive_envelope(&envelope),
+            Err(error) => Inbound::Rejected(Response::parse_error(&error)),
+        }
+    }
+
+    /// [`Session::receive`] for a message its transport has parsed already.
+    pub fn receive_envelope(&self, envelope: &Envelope<'_>) -> Inbound {
         let Some(hub) = self.shared.hub.upgrade() else {
             return rejected(
                 None,
                 ErrorObject::new(jsonrpc::INTERNAL_ERROR, "switchboard is shutting down"),
             );
-        };
-        let envelope = match Envelope::parse(message) {
-            Ok(envelope) => envelope,
-            Err(error) => {
-                return rejected(
-                    None,
-                    ErrorObject::new(jsonrpc::PARSE_ERROR, format!("parse error: {error}")),
-                );
-            }
         };
         self.lock_state().last_active = Some(Instant::now());
         if envelope.jsonrpc.as_deref() != Some("2.0") {
@@ -167,13 +167,13 @@ impl Session {
             return rejected(valid_id(envelope.id), error);
         }
         match envelope.kind() {
-            Kind::Request => self.on_request(&hub, &envelope),
+            Kind::Request => self.on_request(&hub, envelope),
             Kind::Notification => {
-                self.on_notification(&hub, &envelope);
+                self.on_notification(&hub, envelope);
                 Inbound::Accepted
             }
             Kind::Response => {
-                self.on_response(&hub, &envelope);
+                self.on_response(&hub, envelope);
                 Inbound::Accepted
             }
             Kind::Invalid => rejected(
@@ -256,7 +256,7 @@ impl Session {
         }
         Inbound::Request(RequestReply {
             messages,
-            id: id.get().into(),
+            id: id.to_owned(),
             initialize: method == Method::Initialize,
             streamed: false,
         })
@@ -325,17 +325,9 @@ impl Session {
     }
 
     /// Takes the editor's answer to a request a backend made, and passes it to that backend.
-    fn on_response(&self, hub: &Arc<HubInner>, envelope: &Envelope<'_>) {
+    fn on_response(&self, hub: &HubInner, envelope: &Envelope<'_>) {
         let id = envelope.id.expect("a response has an id");
         let Ok(our_id) = id.get().parse::<u64>() else {
-            return;
-        };
-        let Some(request) = hub.take_forwarded_request(self.id(), our_id) else {
-            tracing::debug!(
-                session = self.id(),
-                id = id.get(),
-                "response to no request of ours"
-            );
             return;
         };
         let outcome = match (envelope.result, envelope.error) {
@@ -346,12 +338,30 @@ impl Session {
                 })),
             (None, None) => return,
         };
+        self.answered(hub, our_id, outcome);
+    }
+
+    /// Passes the editor's answer to the request `our_id` on to whoever asked it.
+    pub(super) fn answered(
+        &self,
+        hub: &HubInner,
+        our_id: u64,
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    ) {
+        let Some(request) = hub.take_forwarded_request(self.id(), our_id) else {
+            tracing::debug!(
+                session = self.id(),
+                our_id,
+                "response to no request of ours"
+            );
+            return;
+        };
         request.answer(outcome);
     }
 
     /// Sends a message that belongs to no request of this session.
-    pub(super) fn send_event(&self, message: Vec<u8>) {
-        if self.shared.events.try_send(message).is_err() {
+    pub(super) fn send_event(&self, event: SessionEvent) {
+        if self.shared.events.try_send(event).is_err() {
             tracing::warn!(
                 session = self.id(),
                 "session event queue full or closed; message dropped"
@@ -452,7 +462,7 @@ fn list_tasks(
     hub: &Arc<HubInner>,
     id: &RawValue,
     params: Option<&RawValue>,
-    reply: &mpsc::UnboundedSender<Vec<u8>>,
+    reply: &mpsc::UnboundedSender<Reply>,
 ) -> Option<Result<String, ErrorObject>> {
     if let Err(error) = single_page(params) {
         return Some(Err(error));
@@ -496,7 +506,7 @@ fn list(
     id: &RawValue,
     method: &Method,
     params: Option<&RawValue>,
-    reply: &mpsc::UnboundedSender<Vec<u8>>,
+    reply: &mpsc::UnboundedSender<Reply>,
 ) -> Option<Result<String, ErrorObject>> {
     if let Err(error) = single_page(params) {
         return Some(Err(error));
@@ -533,7 +543,7 @@ pub(super) enum Needs {
 pub(super) fn when_settled(
     hub: &Arc<HubInner>,
     id: &RawValue,
-    reply: &mpsc::UnboundedSender<Vec<u8>>,
+    reply: &mpsc::UnboundedSender<Reply>,
     needs: Needs,
     answer: impl FnOnce(&HubInner) -> Result<String, ErrorObject> + Send + 'static,
 ) -> Option<Result<String, ErrorObject>> {
@@ -673,11 +683,9 @@ pub(super) fn valid_id(id: Option<&RawValue>) -> Option<&RawValue> {
     })
 }
 
-/// The answer to a message that cannot be taken: this error response, as JSON text.
+/// The answer to a message that cannot be taken: this error response.
 pub(super) fn rejected(id: Option<&RawValue>, error: ErrorObject) -> Inbound {
-    let mut line = jsonrpc::error_line(id, &error);
-    line.pop();
-    Inbound::Rejected(line)
+    Inbound::Rejected(Response::error(id, error))
 }
 
 /// The `name` of a `clientInfo` object.

@@ -11,12 +11,13 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::HubInner;
 use super::capabilities::ClientCapabilities;
+use super::reply::{Notification, Reply, Request, SessionEvent};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::Session;
 use super::subscriptions::without_subscription_id;
 use super::tasks::held::{self, Answer, ClientTasks};
-use super::{HubInner, notification};
 use crate::supervisor::{BackendNotification, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
@@ -85,14 +86,17 @@ impl HubInner {
     fn forward(
         &self,
         session: &Session,
-        related: Option<&mpsc::UnboundedSender<Vec<u8>>>,
+        related: Option<&mpsc::UnboundedSender<Reply>>,
         method: &Method,
         params: Option<&RawValue>,
         asker: Asker,
     ) -> u64 {
         let our_id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut message = jsonrpc::request_line(&our_id.to_string(), method.as_str(), params);
-        message.pop();
+        let request = Request {
+            id: our_id,
+            method: method.clone(),
+            params: params.map(ToOwned::to_owned),
+        };
         self.lock_forwarded_requests().insert(
             our_id,
             ForwardedRequest {
@@ -100,9 +104,15 @@ impl HubInner {
                 asker,
             },
         );
-        match related {
-            Some(reply) if reply.send(message.clone()).is_ok() => {}
-            _ => session.send_event(message),
+        let unsent = match related {
+            Some(reply) => reply
+                .send(Reply::Request(request))
+                .err()
+                .and_then(|unsent| unsent.0.into_event()),
+            None => Some(SessionEvent::Request(request)),
+        };
+        if let Some(event) = unsent {
+            session.send_event(event);
         }
         our_id
     }
@@ -129,7 +139,7 @@ impl HubInner {
         if let Some(session) = self.lock_sessions().get(&pending.session) {
             let params = serde_json::json!({ "requestId": our_id, "reason": reason });
             let params = serde_json::value::to_raw_value(&params).expect("JSON");
-            session.send_event(notification(&Method::Cancelled, Some(&params)));
+            session.send_event(Notification::new(Method::Cancelled, Some(&params)).into());
         }
     }
 
@@ -138,7 +148,7 @@ impl HubInner {
     pub(super) async fn ask_session(
         &self,
         session: &Session,
-        related: &mpsc::UnboundedSender<Vec<u8>>,
+        related: &mpsc::UnboundedSender<Reply>,
         method: &Method,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, ErrorObject> {
@@ -216,7 +226,7 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
             let params = unstamped.as_deref().or(params);
             for session in hub.sessions() {
                 if session.lock_state().subscriptions.contains(&*uri) {
-                    session.send_event(notification(&note.method, params));
+                    session.send_event(Notification::new(note.method.clone(), params).into());
                 }
             }
         }
@@ -246,7 +256,7 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 return;
             };
             if let Some(session) = hub.lock_sessions().get(&pending.session) {
-                session.send_event(notification(&note.method, Some(&params)));
+                session.send_event(Notification::new(note.method.clone(), Some(&params)).into());
             }
         }
         Method::TasksStatus => {
@@ -284,7 +294,7 @@ fn send_to_concerned(hub: &HubInner, note: &BackendNotification, params: Option<
         waiting
     };
     for session in targets {
-        session.send_event(notification(&note.method, params));
+        session.send_event(Notification::new(note.method.clone(), params).into());
     }
 }
 
@@ -308,7 +318,7 @@ pub(super) async fn route_server_requests(
 }
 
 /// A session to ask, and the reply channel of its call that caused the request, if known.
-type ChosenSession = (Session, Option<mpsc::UnboundedSender<Vec<u8>>>);
+type ChosenSession = (Session, Option<mpsc::UnboundedSender<Reply>>);
 
 /// A session with calls in flight at the backend that asks.
 struct Caller {
@@ -316,7 +326,7 @@ struct Caller {
     /// What it did not declare that the request needs, in words.
     missing: Option<&'static str>,
     /// Where the messages of its call go.
-    reply: mpsc::UnboundedSender<Vec<u8>>,
+    reply: mpsc::UnboundedSender<Reply>,
 }
 
 /// Picks the session that should answer a backend's request.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::support::*;
 use serde_json::{Value, json};
 use switchboard::config::{BackendConfig, Pattern, Profile};
-use switchboard::hub::{Hub, HubOptions, Inbound, Session, SessionEvents};
+use switchboard::hub::{Hub, HubOptions, Inbound, Reply, Session, SessionEvents};
 use switchboard::supervisor::Engine;
 use switchboard::supervisor::spawn::GroupRegistry;
 use switchboard::supervisor::status::BackendState;
@@ -101,11 +101,11 @@ async fn exchange(session: &Session, message: Value) -> Vec<Value> {
                 .await
                 .expect("reply in time")
             {
-                messages.push(serde_json::from_slice(&message).expect("JSON"));
+                messages.push(serde_json::from_slice(&message.to_json()).expect("JSON"));
             }
             messages
         }
-        Inbound::Rejected(error) => vec![serde_json::from_slice(&error).expect("JSON")],
+        Inbound::Rejected(error) => vec![serde_json::from_slice(&error.to_json()).expect("JSON")],
         Inbound::Accepted => Vec::new(),
     }
 }
@@ -125,7 +125,7 @@ async fn start_call(
     id: u64,
     tool: &str,
     arguments: Value,
-) -> (Value, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
+) -> (Value, tokio::sync::mpsc::UnboundedReceiver<Reply>) {
     let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
     let Inbound::Request(mut reply) = session.receive(call.to_string().as_bytes()) else {
         panic!("a request");
@@ -146,12 +146,12 @@ fn accept(editor: &Session, asked: &Value, content: Value) {
 }
 
 /// The next message of a call, in time.
-async fn next_message(messages: &mut tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) -> Value {
+async fn next_message(messages: &mut tokio::sync::mpsc::UnboundedReceiver<Reply>) -> Value {
     let message = tokio::time::timeout(EVENT_LIMIT, messages.recv())
         .await
         .expect("in time")
         .expect("a message");
-    serde_json::from_slice(&message).expect("JSON")
+    serde_json::from_slice(&message.to_json()).expect("JSON")
 }
 
 async fn initialized(hub: &Hub, capabilities: Value) -> (Session, SessionEvents) {
@@ -178,7 +178,7 @@ async fn next_event(events: &mut SessionEvents) -> Value {
         .await
         .expect("event in time")
         .expect("open");
-    serde_json::from_slice(&message).expect("JSON")
+    serde_json::from_slice(&message.to_json()).expect("JSON")
 }
 
 #[tokio::test]
@@ -339,7 +339,7 @@ async fn a_cancelled_call_is_cancelled_at_the_backend_and_gets_no_response() {
     assert!(
         end.is_none(),
         "no response after a cancellation: {:?}",
-        end.map(|m| String::from_utf8_lossy(&m).into_owned())
+        end.map(|m| String::from_utf8_lossy(&m.to_json()).into_owned())
     );
 
     let ids = tool_ids(&session, "mis__cancelled_ids").await;
@@ -387,7 +387,9 @@ async fn bad_input_gets_the_right_json_rpc_errors() {
     ready(&hub, "mis").await;
     let (session, _) = initialized(&hub, json!({})).await;
     let raw = |text: &str| match session.receive(text.as_bytes()) {
-        Inbound::Rejected(error) => serde_json::from_slice::<Value>(&error).expect("JSON"),
+        Inbound::Rejected(error) => {
+            serde_json::from_slice::<Value>(&error.to_json()).expect("JSON")
+        }
         _ => panic!("{text} should be rejected"),
     };
     assert_eq!(raw("{not json")["error"]["code"], -32700);
@@ -1168,7 +1170,7 @@ async fn a_polled_tasks_result_reaches_the_editor_as_the_server_wrote_it() {
         .await
         .expect("in time")
         .expect("the answer");
-    let answer = String::from_utf8(answer).expect("UTF-8");
+    let answer = String::from_utf8(answer.to_json()).expect("UTF-8");
     // `1.50` read as a number is `1.5`, and no double holds `1e400`: only the server's bytes
     // carry them.
     assert!(
@@ -1207,7 +1209,7 @@ async fn listen_streams_are_bounded_and_a_closed_one_frees_its_place() {
     else {
         panic!("the listen over the bound is taken");
     };
-    let refused: Value = serde_json::from_slice(&refused).expect("JSON");
+    let refused: Value = serde_json::from_slice(&refused.to_json()).expect("JSON");
     assert!(
         refused["error"]["message"]
             .as_str()

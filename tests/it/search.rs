@@ -44,7 +44,7 @@ async fn request(session: &Session, id: u64, method: &str, params: Value) -> Val
         .await
         .expect("an answer in time")
     {
-        last = serde_json::from_slice(&message).expect("JSON");
+        last = serde_json::from_slice(&message.to_json()).expect("JSON");
     }
     last
 }

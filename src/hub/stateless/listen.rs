@@ -13,13 +13,14 @@ use tokio::task::JoinSet;
 
 use super::{Envelope2026, tasks_extension_missing};
 use crate::hub::capabilities::ClientCapabilities;
+use crate::hub::reply::{Notification, Reply, SessionEvent};
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{Session, invalid_params, ready_with};
 use crate::hub::tasks::{bridge, ids};
-use crate::hub::{HubInner, SessionEvents, notification, response};
+use crate::hub::{HubInner, SessionEvents, response};
 use crate::supervisor::BackendHandle;
 use crate::wire::era::meta;
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
 
 /// How many resource URIs one listen stream may name.
@@ -36,7 +37,7 @@ const TASK_POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(250), Dura
 pub(super) fn listen(
     hub: &Arc<HubInner>,
     request: &Envelope2026<'_>,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
+    reply: mpsc::UnboundedSender<Reply>,
 ) -> Result<(), ErrorObject> {
     let filter = Filter::parse(request.params.get("notifications"))?;
     if !filter.task_ids.is_empty() && !request.capabilities.tasks_extension {
@@ -165,7 +166,7 @@ struct Listen {
     filter: Filter,
     subscription: Box<RawValue>,
     capabilities: ClientCapabilities,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
+    reply: mpsc::UnboundedSender<Reply>,
 }
 
 impl Listen {
@@ -258,10 +259,11 @@ impl Listen {
             },
         });
         let acknowledged = RawValue::from_string(acknowledged.to_string()).expect("JSON");
-        let _ = self.reply.send(notification(
-            &Method::SubscriptionsAcknowledged,
-            Some(&acknowledged),
-        ));
+        let acknowledged = Notification {
+            method: Method::SubscriptionsAcknowledged,
+            params: Some(acknowledged),
+        };
+        let _ = self.reply.send(acknowledged.into());
     }
 
     /// Passes on list changes and resource updates until the stream ends.
@@ -291,17 +293,21 @@ impl Listen {
                 }
                 event = events.recv() => {
                     let Some(event) = event else { break };
-                    let Ok(envelope) = Envelope::parse(&event) else { continue };
-                    let Some(method) = envelope.method().filter(|method| filter.wants(method))
-                    else {
+                    let SessionEvent::Notification(notification) = event else { continue };
+                    if !filter.wants(&notification.method) {
                         continue;
-                    };
-                    let mut params = envelope
+                    }
+                    let mut params = notification
                         .params
+                        .as_deref()
                         .and_then(|params| ObjectEntries::parse(params.get()).ok())
                         .unwrap_or_else(|| ObjectEntries::parse("{}").expect("an empty object"));
                     params.set("_meta", subscription_meta.clone());
-                    let _ = reply.send(notification(&method, Some(&params.into_raw())));
+                    let stamped = Notification {
+                        params: Some(params.into_raw()),
+                        method: notification.method,
+                    };
+                    let _ = reply.send(stamped.into());
                 }
             }
         }
@@ -317,7 +323,7 @@ async fn watch_task(
     exposed: String,
     capabilities: ClientCapabilities,
     subscription: Box<RawValue>,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
+    reply: mpsc::UnboundedSender<Reply>,
 ) {
     let Some((backend, own)) = ids::backend_id(&exposed) else {
         return;
@@ -361,10 +367,11 @@ async fn watch_task(
         let state = (status, message, questions);
         if reported.as_ref() != Some(&state) {
             params.set("_meta", subscription_meta.clone());
-            if reply
-                .send(notification(&Method::Tasks, Some(&params.into_raw())))
-                .is_err()
-            {
+            let told = Notification {
+                method: Method::Tasks,
+                params: Some(params.into_raw()),
+            };
+            if reply.send(told.into()).is_err() {
                 return;
             }
             reported = Some(state);

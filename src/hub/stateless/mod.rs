@@ -32,6 +32,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use crate::hub::capabilities::ClientCapabilities;
+use crate::hub::reply::Reply;
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{
     Needs, capabilities, instructions, invalid_params, list_result, ready_with, rejected,
@@ -79,8 +80,12 @@ pub(super) fn carries_envelope(envelope: &Envelope<'_>) -> bool {
 /// Whether `message` is a request that carries the 2026-07-28 envelope.
 pub fn is_stateless(message: &[u8]) -> bool {
     memchr::memmem::find(message, meta::PROTOCOL_VERSION.as_bytes()).is_some()
-        && Envelope::parse(message)
-            .is_ok_and(|envelope| envelope.kind() == Kind::Request && carries_envelope(&envelope))
+        && Envelope::parse(message).is_ok_and(|envelope| is_stateless_envelope(&envelope))
+}
+
+/// [`is_stateless`] for a message its transport has parsed already.
+pub fn is_stateless_envelope(envelope: &Envelope<'_>) -> bool {
+    envelope.kind() == Kind::Request && carries_envelope(envelope)
 }
 
 /// What one 2026-07-28 request says about itself in `params._meta`.
@@ -215,27 +220,27 @@ impl<'a> Envelope2026<'a> {
 /// request, if it came over HTTP. Dropping the reply's receiver ends the request.
 pub(super) fn receive(
     hub: &Arc<HubInner>,
-    message: &[u8],
+    envelope: &Envelope<'_>,
     headers: Option<&RequestHeaders>,
     profile: Arc<str>,
 ) -> Inbound {
-    let envelope = match Envelope::parse(message) {
-        Ok(envelope) => envelope,
-        Err(error) => {
-            return rejected(
-                None,
-                ErrorObject::new(jsonrpc::PARSE_ERROR, format!("parse error: {error}")),
-            );
-        }
-    };
     let id = valid_id(envelope.id);
-    let outcome = match (envelope.jsonrpc.as_deref(), envelope.kind()) {
-        (Some("2.0"), Kind::Request) if id.is_some() => start(hub, &envelope, headers, profile),
-        (Some("2.0"), Kind::Request) => Err(ErrorObject::new(
+    let outcome = match (envelope.jsonrpc.as_deref(), envelope.kind(), id) {
+        (Some("2.0"), Kind::Request, Some(id)) => {
+            start(hub, envelope, headers, profile).map(|Started { messages, streamed }| {
+                RequestReply {
+                    messages,
+                    id: id.to_owned(),
+                    initialize: false,
+                    streamed,
+                }
+            })
+        }
+        (Some("2.0"), Kind::Request, None) => Err(ErrorObject::new(
             jsonrpc::INVALID_REQUEST,
             "a request id must be a string or a number",
         )),
-        (Some("2.0"), _) => Err(ErrorObject::new(
+        (Some("2.0"), _, _) => Err(ErrorObject::new(
             jsonrpc::INVALID_REQUEST,
             "only requests carry the 2026-07-28 envelope",
         )),
@@ -245,19 +250,14 @@ pub(super) fn receive(
         )),
     };
     match outcome {
-        Ok(Started { messages, streamed }) => Inbound::Request(RequestReply {
-            messages,
-            id: id.map_or("null", RawValue::get).into(),
-            initialize: false,
-            streamed,
-        }),
+        Ok(reply) => Inbound::Request(reply),
         Err(error) => rejected(id, error),
     }
 }
 
 /// A request under way: its messages, and whether they are best streamed.
 struct Started {
-    messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    messages: mpsc::UnboundedReceiver<Reply>,
     streamed: bool,
 }
 
@@ -361,7 +361,7 @@ fn start(
 fn answer_when_settled(
     hub: &Arc<HubInner>,
     id: &RawValue,
-    reply: &mpsc::UnboundedSender<Vec<u8>>,
+    reply: &mpsc::UnboundedSender<Reply>,
     needs: Needs,
     answer: impl FnOnce(&HubInner) -> String + Send + 'static,
 ) {
@@ -496,7 +496,7 @@ fn answer_task(
     backend: BackendHandle,
     exposed: String,
     own: String,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
+    reply: mpsc::UnboundedSender<Reply>,
 ) {
     let hub = hub.clone();
     let id = request.id.to_owned();

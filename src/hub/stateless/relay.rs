@@ -12,11 +12,12 @@ use super::request_state::Binding;
 use super::{Envelope2026, LOG_LEVELS, stamp};
 use crate::clock::unix_millis;
 use crate::hub::capabilities::ClientCapabilities;
+use crate::hub::reply::{Reply, Request, SessionEvent};
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{Session, invalid_params, server_info};
 use crate::hub::{HubInner, MAX_INPUT_ROUNDS, SessionEvents, random_id, response};
 use crate::wire::era::{code, meta};
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
 
 /// How long a parked call waits for the editor's retry.
@@ -32,7 +33,7 @@ pub(in crate::hub) struct Parked {
 /// The retry of a parked call's request.
 struct Resume {
     id: Box<RawValue>,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
+    reply: mpsc::UnboundedSender<Reply>,
     responses: Option<Box<RawValue>>,
 }
 
@@ -40,7 +41,7 @@ struct Resume {
 pub(super) fn call(
     hub: &Arc<HubInner>,
     request: &Envelope2026<'_>,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
+    reply: mpsc::UnboundedSender<Reply>,
 ) {
     let (session, events) = hub.open_session(true, request.profile.clone());
     {
@@ -86,7 +87,7 @@ pub(super) fn resume(
     hub: &Arc<HubInner>,
     request: &Envelope2026<'_>,
     sealed: &str,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
+    reply: mpsc::UnboundedSender<Reply>,
 ) -> Result<(), ErrorObject> {
     let target = request
         .target()
@@ -132,7 +133,7 @@ struct Relay {
     hub: Arc<HubInner>,
     session: Session,
     events: SessionEvents,
-    messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    messages: mpsc::UnboundedReceiver<Reply>,
     capabilities: ClientCapabilities,
     /// The request a parked call must come back with; `None` for methods that cannot ask.
     binding: Option<Binding>,
@@ -141,15 +142,8 @@ struct Relay {
     rounds: u32,
 }
 
-/// A backend's request to the editor, sent on under our id.
-struct Question {
-    our_id: u64,
-    method: Method,
-    params: Option<Box<RawValue>>,
-}
-
 impl Relay {
-    async fn run(mut self, mut id: Box<RawValue>, mut reply: mpsc::UnboundedSender<Vec<u8>>) {
+    async fn run(mut self, mut id: Box<RawValue>, mut reply: mpsc::UnboundedSender<Reply>) {
         loop {
             // Events first: a log message the backend wrote before its answer is routed before
             // the answer arrives, and must go out before it.
@@ -157,7 +151,7 @@ impl Relay {
                 biased;
                 _ = reply.closed() => break,
                 Some(event) = self.events.recv() => {
-                    self.relay_event(&event, &reply);
+                    self.relay_event(event, &reply);
                     continue;
                 }
                 message = self.messages.recv() => match message {
@@ -165,86 +159,46 @@ impl Relay {
                     None => break,
                 },
             };
-            let Ok(envelope) = Envelope::parse(&message) else {
-                continue;
-            };
-            match envelope.kind() {
-                Kind::Response => {
-                    let _ = reply.send(self.final_response(&envelope, &id));
+            match message {
+                Reply::Response(response) => {
+                    let _ = reply.send(self.final_response(response.outcome, &id));
                     break;
                 }
-                Kind::Request => {
-                    let question = Question {
-                        our_id: envelope
-                            .id
-                            .and_then(|id| id.get().parse().ok())
-                            .unwrap_or(0),
-                        method: envelope.method().expect("a request has a method"),
-                        params: envelope.params.map(ToOwned::to_owned),
-                    };
-                    match self.ask(question, &id, reply).await {
-                        Some((next_id, next_reply)) => {
-                            id = next_id;
-                            reply = next_reply;
-                        }
-                        None => break,
+                Reply::Request(question) => match self.ask(question, &id, reply).await {
+                    Some((next_id, next_reply)) => {
+                        id = next_id;
+                        reply = next_reply;
                     }
-                }
-                _ => {
-                    let _ = reply.send(message);
+                    None => break,
+                },
+                notification @ Reply::Notification(_) => {
+                    let _ = reply.send(notification);
                 }
             }
         }
         self.session.close();
     }
 
-    /// The backend's response as the editor's current request's: its id, the result stamped,
-    /// and codes of the session era replaced by this revision's.
-    fn final_response(&self, envelope: &Envelope<'_>, id: &RawValue) -> Vec<u8> {
-        let error = envelope
-            .error
-            .and_then(|error| serde_json::from_str::<ErrorObject>(error.get()).ok());
-        if let Some(error) = &error
-            && error.code == URL_ELICITATION_REQUIRED
-            && let Some(asked) = self.url_elicitation(error, id)
-        {
-            return asked;
+    /// The backend's answer as the editor's current request's response: its id, the result
+    /// stamped, and codes of the session era replaced by this revision's.
+    fn final_response(&self, outcome: Result<String, ErrorObject>, id: &RawValue) -> Reply {
+        match outcome {
+            Ok(result) => response(id, Ok(stamp(&result, self.cacheable))),
+            Err(error) if error.code == URL_ELICITATION_REQUIRED => {
+                match self.url_elicitation(&error, id) {
+                    Some(asked) => asked,
+                    None => response(id, Err(this_revision(error))),
+                }
+            }
+            Err(error) => response(id, Err(this_revision(error))),
         }
-        let mut line = match (envelope.result, envelope.error) {
-            (Some(result), _) => {
-                let stamped = stamp(result.get(), self.cacheable);
-                let stamped = RawValue::from_string(stamped).expect("stamped results are JSON");
-                jsonrpc::result_line(id, &stamped)
-            }
-            (None, Some(error)) => {
-                let mut error =
-                    serde_json::from_str::<ErrorObject>(error.get()).unwrap_or_else(|_| {
-                        ErrorObject::new(
-                            jsonrpc::INTERNAL_ERROR,
-                            "the server sent a malformed error",
-                        )
-                    });
-                error.code = match error.code {
-                    jsonrpc::RESOURCE_NOT_FOUND => jsonrpc::INVALID_PARAMS,
-                    URL_ELICITATION_REQUIRED => jsonrpc::INTERNAL_ERROR,
-                    other => other,
-                };
-                jsonrpc::error_line(Some(id), &error)
-            }
-            (None, None) => jsonrpc::error_line(
-                Some(id),
-                &ErrorObject::new(jsonrpc::INTERNAL_ERROR, "the server sent an empty response"),
-            ),
-        };
-        line.pop();
-        line
     }
 
     /// A session-era server's "URL elicitation required" (-32042) as this revision puts it:
     /// `input_required` with the URL elicitations, and a sealed state whose retry runs the call
     /// again (nothing is parked: the server ended the call). `None` when the error carries no
     /// elicitations or the request cannot take input.
-    fn url_elicitation(&self, error: &ErrorObject, id: &RawValue) -> Option<Vec<u8>> {
+    fn url_elicitation(&self, error: &ErrorObject, id: &RawValue) -> Option<Reply> {
         let binding = self.binding.as_ref()?;
         let elicitations = error.data.as_ref()?.get("elicitations")?.as_array()?;
         if !self.capabilities.elicitation_url {
@@ -277,23 +231,24 @@ impl Relay {
 
     /// Log messages the request asked for, at or above its level; nothing else of the
     /// session's events concerns a single request.
-    fn relay_event(&self, event: &[u8], reply: &mpsc::UnboundedSender<Vec<u8>>) {
+    fn relay_event(&self, event: SessionEvent, reply: &mpsc::UnboundedSender<Reply>) {
         let Some(minimum) = self.log_level else {
             return;
         };
-        let Ok(envelope) = Envelope::parse(event) else {
+        let SessionEvent::Notification(notification) = event else {
             return;
         };
-        if envelope.method() != Some(Method::Message) {
+        if notification.method != Method::Message {
             return;
         }
-        let level = envelope
+        let level = notification
             .params
+            .as_deref()
             .and_then(|params| ObjectEntries::parse(params.get()).ok())
             .and_then(|params| params.get_str("level").map(|level| level.into_owned()))
             .and_then(|level| LOG_LEVELS.iter().position(|known| *known == level));
         if level.is_some_and(|level| level >= minimum) {
-            let _ = reply.send(event.to_vec());
+            let _ = reply.send(Reply::Notification(notification));
         }
     }
 
@@ -302,10 +257,10 @@ impl Relay {
     /// id and reply, or `None` once the call is over.
     async fn ask(
         &mut self,
-        question: Question,
+        question: Request,
         id: &RawValue,
-        reply: mpsc::UnboundedSender<Vec<u8>>,
-    ) -> Option<(Box<RawValue>, mpsc::UnboundedSender<Vec<u8>>)> {
+        reply: mpsc::UnboundedSender<Reply>,
+    ) -> Option<(Box<RawValue>, mpsc::UnboundedSender<Reply>)> {
         let Some(binding) = self.binding.clone() else {
             self.refuse(
                 &question,
@@ -327,7 +282,7 @@ impl Relay {
             let _ = reply.send(missing_capability(id, missing, &question.method));
             return None;
         }
-        let key = format!("switchboard-{}", question.our_id);
+        let key = format!("switchboard-{}", question.id);
         let input_request = serde_json::json!({
             "method": question.method,
             "params": question.params.as_deref(),
@@ -409,7 +364,7 @@ impl Relay {
     }
 
     /// Tells the backend its question will not be answered.
-    fn refuse(&self, question: &Question, why: &str) {
+    fn refuse(&self, question: &Request, why: &str) {
         let error = ErrorObject::new(
             jsonrpc::INTERNAL_ERROR,
             format!("{} cannot be put to the editor: {why}", question.method),
@@ -417,10 +372,10 @@ impl Relay {
         self.answer(question, Err(&error));
     }
 
-    fn answer(&self, question: &Question, outcome: Result<&RawValue, &ErrorObject>) {
+    fn answer(&self, question: &Request, outcome: Result<&RawValue, &ErrorObject>) {
         if let Some(asker) = self
             .hub
-            .take_forwarded_request(self.session.id(), question.our_id)
+            .take_forwarded_request(self.session.id(), question.id)
         {
             asker.answer(outcome.map(ToOwned::to_owned).map_err(Clone::clone));
         }
@@ -433,8 +388,19 @@ const URL_ELICITATION_REQUIRED: i64 = -32042;
 /// The call a sealed state names when nothing is parked and its retry runs the call again.
 const RERUN: &str = "rerun";
 
+/// A session-era error as this revision gives it: a missing resource is invalid params, and a
+/// URL elicitation this request cannot carry is an internal error.
+fn this_revision(mut error: ErrorObject) -> ErrorObject {
+    error.code = match error.code {
+        jsonrpc::RESOURCE_NOT_FOUND => jsonrpc::INVALID_PARAMS,
+        URL_ELICITATION_REQUIRED => jsonrpc::INTERNAL_ERROR,
+        other => other,
+    };
+    error
+}
+
 /// The -32021 answer to a request whose backend asked what the editor did not declare.
-fn missing_capability(id: &RawValue, missing: &str, method: &Method) -> Vec<u8> {
+fn missing_capability(id: &RawValue, missing: &str, method: &Method) -> Reply {
     let required = match method {
         Method::SamplingCreateMessage => serde_json::json!({ "sampling": {} }),
         _ if missing.starts_with("URL") => serde_json::json!({ "elicitation": { "url": {} } }),

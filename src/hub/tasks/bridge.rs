@@ -30,11 +30,12 @@ use super::ids::{self, RELATED_TASK};
 use crate::config::DEFAULT_PROFILE;
 use crate::hub::HubInner;
 use crate::hub::capabilities::ClientCapabilities;
+use crate::hub::reply::Reply;
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{Session, invalid_params};
 use crate::supervisor::BackendHandle;
 use crate::supervisor::rpc::ClientMeta;
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
 
 /// How long `tasks/get` waits for the first question of a task that needs input.
@@ -145,7 +146,7 @@ pub(in crate::hub) async fn answer(
                 .map_err(|_| invalid_params("inputResponses must be an object"))?;
             let waiting = hub.lock_task_inputs().get(exposed).cloned();
             if let Some(waiting) = waiting {
-                waiting.answer(responses);
+                waiting.answer(hub, responses);
             }
             Ok("{}".to_owned())
         }
@@ -313,25 +314,23 @@ impl TaskInputs {
             loop {
                 let message = tokio::select! {
                     message = messages.recv() => message,
-                    event = events.recv() => event,
+                    event = events.recv() => event.map(Reply::from),
                 };
                 let Some(message) = message else { break };
-                let Ok(envelope) = Envelope::parse(&message) else {
-                    continue;
-                };
-                match (envelope.kind(), envelope.id, envelope.method.as_deref()) {
-                    (Kind::Request, Some(id), Some(method)) => {
+                match message {
+                    Reply::Request(request) => {
                         let mut question = ObjectEntries::parse("{}").expect("an empty object");
-                        question.set("method", json_string(method));
-                        if let Some(params) = envelope.params {
-                            question.set("params", params.to_owned());
+                        question.set("method", json_string(request.method.as_str()));
+                        if let Some(params) = request.params {
+                            question.set("params", params);
                         }
                         let question = question.into_raw();
-                        task.lock_questions().insert(id.get().to_owned(), question);
+                        task.lock_questions()
+                            .insert(request.id.to_string(), question);
                         task.changed.notify_waiters();
                     }
-                    (Kind::Response, _, _) => break,
-                    _ => {}
+                    Reply::Response(_) => break,
+                    Reply::Notification(_) => {}
                 }
             }
             task.ended.store(true, Ordering::Release);
@@ -357,16 +356,14 @@ impl TaskInputs {
     }
 
     /// Passes each answer to the question of its key; keys not outstanding are ignored.
-    fn answer(&self, responses: BTreeMap<String, Box<RawValue>>) {
+    fn answer(&self, hub: &HubInner, responses: BTreeMap<String, Box<RawValue>>) {
         for (key, answer) in responses {
             if self.lock_questions().remove(&key).is_none() {
                 continue;
             }
-            let message = format!(
-                r#"{{"jsonrpc":"2.0","id":{key},"result":{}}}"#,
-                answer.get()
-            );
-            self.session.receive(message.as_bytes());
+            if let Ok(our_id) = key.parse() {
+                self.session.answered(hub, our_id, Ok(answer));
+            }
         }
     }
 }

@@ -20,7 +20,7 @@ use super::sessions::Activity;
 use super::streamable::EventStream;
 use super::{HTTP_SSE_MESSAGES_PATH, HttpState, Shutdown};
 use crate::guard::{ContentType, content_type};
-use crate::hub::Inbound;
+use crate::hub::{Inbound, Reply};
 use crate::wire::jsonrpc::{self, Envelope};
 
 /// Opens a session of the HTTP+SSE transport and streams everything it says.
@@ -96,19 +96,22 @@ pub(super) async fn post_http_sse_message(
         Err(response) => return response,
     };
     let activity = Activity::begin(record);
-    let error = match body.iter().find(|byte| !byte.is_ascii_whitespace()) {
-        Some(b'{') if Envelope::parse(&body).is_ok() => {
-            match activity.record().session.receive(&body) {
-                Inbound::Request(reply) => {
-                    // Ends with the reply, or when the stream goes away (which cancels the call).
-                    tokio::spawn(forward_http_sse_reply(reply.messages, stream, activity));
-                    return StatusCode::ACCEPTED.into_response();
-                }
-                Inbound::Accepted => None,
-                Inbound::Rejected(error) => Some(error),
+    let first = body.iter().find(|byte| !byte.is_ascii_whitespace());
+    let envelope = match first {
+        Some(b'{') => Envelope::parse(&body).ok(),
+        _ => None,
+    };
+    let error = match (first, envelope) {
+        (_, Some(envelope)) => match activity.record().session.receive_envelope(&envelope) {
+            Inbound::Request(reply) => {
+                // Ends with the reply, or when the stream goes away (which cancels the call).
+                tokio::spawn(forward_http_sse_reply(reply.messages, stream, activity));
+                return StatusCode::ACCEPTED.into_response();
             }
-        }
-        Some(b'[') => Some(error_body(
+            Inbound::Accepted => None,
+            Inbound::Rejected(error) => Some(error.to_json()),
+        },
+        (Some(b'['), None) => Some(error_body(
             None,
             jsonrpc::INVALID_REQUEST,
             "batches are not supported on the HTTP+SSE transport; post one message at a time",
@@ -138,7 +141,7 @@ pub(super) fn http_sse_session_id(uri: &Uri) -> Option<&str> {
 /// Returns when the reply ends or when the stream is gone; dropping the reply then cancels the
 /// request at the backend.
 pub(super) async fn forward_http_sse_reply(
-    mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut messages: mpsc::UnboundedReceiver<Reply>,
     stream: mpsc::UnboundedSender<Vec<u8>>,
     _activity: Activity,
 ) {
@@ -150,7 +153,7 @@ pub(super) async fn forward_http_sse_reply(
         let Some(message) = message else {
             return;
         };
-        if stream.send(message).is_err() {
+        if stream.send(message.to_json()).is_err() {
             return;
         }
     }

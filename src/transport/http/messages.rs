@@ -1,5 +1,5 @@
 //! What both HTTP transports answer with: JSON-RPC error responses, SSE message events, the SSE
-//! body of one request's reply, and the final message of a reply.
+//! body of one request's reply, and the response of a reply.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -15,23 +15,23 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::sessions::{Activity, SessionRecord};
 use crate::guard::{essence, json_response};
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use crate::hub::reply::{self, Reply};
+use crate::wire::jsonrpc::{self, ErrorObject};
 
 /// Returns the reply's response; the messages before it go to the session's `GET` stream.
-pub(super) async fn final_message(
-    mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
+pub(super) async fn final_response(
+    mut messages: mpsc::UnboundedReceiver<Reply>,
     record: Option<&SessionRecord>,
-) -> Option<Vec<u8>> {
+) -> Option<reply::Response> {
     // Everything before the response goes on at once: a request to the client among it must be
     // answered before the response can come.
     while let Some(message) = messages.recv().await {
-        let is_response =
-            Envelope::parse(&message).is_ok_and(|envelope| envelope.kind() == Kind::Response);
-        if is_response {
-            return Some(message);
-        }
+        let related = match message {
+            Reply::Response(response) => return Some(response),
+            related @ (Reply::Request(_) | Reply::Notification(_)) => related,
+        };
         match record {
-            Some(record) => record.send_related(message),
+            Some(record) => record.send_related(related.to_json()),
             None => tracing::debug!("dropped a message related to a request answered as JSON"),
         }
     }
@@ -131,11 +131,11 @@ pub(super) fn error_object_body(id: Option<&RawValue>, error: &ErrorObject) -> V
 ///
 /// It owns the reply's receiver, so a client that goes away cancels the request.
 pub(super) struct ReplyStream {
-    pub(super) messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    pub(super) messages: mpsc::UnboundedReceiver<Reply>,
     pub(super) shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     /// The request's id until its response has gone out: if the messages end without one (the
     /// session was deleted mid-call), an error response takes its place, as over JSON.
-    pub(super) unanswered: Option<Option<Box<RawValue>>>,
+    pub(super) unanswered: Option<Box<RawValue>>,
     /// The session's activity, for a request of a session.
     pub(super) _activity: Option<Activity>,
 }
@@ -152,17 +152,15 @@ impl Stream for ReplyStream {
         }
         match this.messages.poll_recv(cx) {
             Poll::Ready(Some(message)) => {
-                let is_response = Envelope::parse(&message)
-                    .is_ok_and(|envelope| envelope.kind() == Kind::Response);
-                if is_response {
+                if let Reply::Response(_) = message {
                     this.unanswered = None;
                 }
-                Poll::Ready(Some(Ok(message_event(&message))))
+                Poll::Ready(Some(Ok(message_event(&message.to_json()))))
             }
             Poll::Ready(None) => Poll::Ready(
                 this.unanswered
                     .take()
-                    .map(|id| Ok(message_event(&no_response(id.as_deref())))),
+                    .map(|id| Ok(message_event(&no_response(Some(&id))))),
             ),
             Poll::Pending => Poll::Pending,
         }

@@ -5,15 +5,14 @@
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::value::RawValue;
 
 use super::messages::ReplyStream;
-use super::messages::{accepts, final_message, jsonrpc_error_response, no_response, unparsable};
+use super::messages::{accepts, final_response, jsonrpc_error_response, no_response, unparsable};
 use super::{MCP_PROTOCOL_VERSION, Shutdown};
 use crate::guard::json_response;
-use crate::hub::{Hub, Inbound, RequestHeaders};
+use crate::hub::{Hub, Inbound, RequestHeaders, reply};
 use crate::wire::era::{code, header};
-use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
+use crate::wire::jsonrpc::{self, Envelope};
 use crate::wire::method::Method;
 
 /// Answers one 2026-07-28 `POST`.
@@ -22,9 +21,10 @@ pub(super) async fn post_stateless(
     profile: &str,
     headers: &HeaderMap,
     body: &[u8],
+    envelope: Option<&Envelope<'_>>,
     shutdown: Option<Shutdown>,
 ) -> Response {
-    let Ok(envelope) = Envelope::parse(body) else {
+    let Some(envelope) = envelope else {
         if body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
             return jsonrpc_error_response(
                 StatusCode::BAD_REQUEST,
@@ -36,18 +36,17 @@ pub(super) async fn post_stateless(
         return unparsable(body);
     };
     let listen = envelope.method() == Some(Method::SubscriptionsListen);
-    let id = envelope.id.map(ToOwned::to_owned);
     let sent = request_headers(headers);
-    match hub.receive_stateless(body, Some(&sent), profile) {
+    match hub.receive_stateless_envelope(envelope, Some(&sent), profile) {
         Inbound::Accepted => StatusCode::ACCEPTED.into_response(),
-        Inbound::Rejected(error) => json_response(rejection_status(&error), error),
+        Inbound::Rejected(error) => json_response(rejection_status(&error), error.to_json()),
         Inbound::Request(reply) => {
             let stream = accepts(headers, "text/event-stream");
             if reply.streamed && stream {
                 let stream = ReplyStream {
                     messages: reply.messages,
                     shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
-                    unanswered: Some(id),
+                    unanswered: Some(reply.id),
                     _activity: None,
                 };
                 let mut response = Sse::new(stream)
@@ -62,16 +61,16 @@ pub(super) async fn post_stateless(
             if listen {
                 return jsonrpc_error_response(
                     StatusCode::NOT_ACCEPTABLE,
-                    id.as_deref(),
+                    Some(&reply.id),
                     jsonrpc::INVALID_REQUEST,
                     "subscriptions/listen answers with an event stream; send Accept: \
                      text/event-stream",
                 );
             }
-            let message = final_message(reply.messages, None)
-                .await
-                .unwrap_or_else(|| no_response(id.as_deref()));
-            json_response(answer_status(&message), message)
+            match final_response(reply.messages, None).await {
+                Some(response) => json_response(answer_status(&response), response.to_json()),
+                None => json_response(StatusCode::OK, no_response(Some(&reply.id))),
+            }
         }
     }
 }
@@ -95,16 +94,16 @@ fn request_headers(headers: &HeaderMap) -> RequestHeaders {
 
 /// The status of a request refused before it ran: 404 for a method this revision does not
 /// have, 400 for the rest (a bad envelope, header or version, or a refused `requestState`).
-fn rejection_status(error: &[u8]) -> StatusCode {
-    match error_code(error) {
+fn rejection_status(error: &reply::Response) -> StatusCode {
+    match error.error_code() {
         Some(jsonrpc::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
         _ => StatusCode::BAD_REQUEST,
     }
 }
 
 /// The status of a request's answer: 400 for the errors this revision gives that status.
-fn answer_status(message: &[u8]) -> StatusCode {
-    match error_code(message) {
+fn answer_status(response: &reply::Response) -> StatusCode {
+    match response.error_code() {
         Some(
             code::HEADER_MISMATCH
             | code::MISSING_CLIENT_CAPABILITY
@@ -112,11 +111,4 @@ fn answer_status(message: &[u8]) -> StatusCode {
         ) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
-}
-
-fn error_code(message: &[u8]) -> Option<i64> {
-    let error: &RawValue = Envelope::parse(message).ok()?.error?;
-    serde_json::from_str::<ErrorObject>(error.get())
-        .ok()
-        .map(|error| error.code)
 }

@@ -20,7 +20,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 use super::body::read_body;
 use super::messages::ReplyStream;
 use super::messages::{
-    accepts, error_body, error_object_body, final_message, jsonrpc_error_response, message_event,
+    accepts, error_body, error_object_body, final_response, jsonrpc_error_response, message_event,
     missing_session, no_response, unknown_session, unparsable,
 };
 use super::sessions::{Activity, CloseUnlessKept, SessionRecord, lock};
@@ -30,7 +30,8 @@ use crate::config::DEFAULT_PROFILE;
 use crate::guard::{ContentType, content_type, json_response};
 use crate::hub::rewrite::ObjectEntries;
 use crate::hub::{
-    Inbound, SUPPORTED_PROTOCOL_VERSIONS, SessionEvents, is_stateless, unsupported_version,
+    Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, SessionEvents, is_stateless_envelope,
+    unsupported_version,
 };
 use crate::wire::era::{Era, STATELESS_PROTOCOL_VERSION, code};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
@@ -127,13 +128,24 @@ async fn post(
         Err(response) => return response,
     };
     let session_id = session_id(&headers);
+    // A message is parsed here, once, and handed on as parsed; a batch is parsed as one.
+    let first = body
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .copied();
+    let envelope = match first {
+        Some(b'{') => Envelope::parse(&body).ok(),
+        _ => None,
+    };
+    let carries_envelope = || envelope.as_ref().is_some_and(is_stateless_envelope);
     let stateless = match era {
         Some(Era::Stateless) => true,
         Some(Era::Session) => {
-            if is_stateless(&body) {
+            if carries_envelope() {
+                let id = envelope.as_ref().and_then(|envelope| envelope.id);
                 return jsonrpc_error_response(
                     StatusCode::BAD_REQUEST,
-                    request_id(&body),
+                    id,
                     code::HEADER_MISMATCH,
                     format!(
                         "header mismatch: MCP-Protocol-Version names a session-era version, \
@@ -143,22 +155,23 @@ async fn post(
             }
             false
         }
-        None => session_id.is_none() && is_stateless(&body),
+        None => session_id.is_none() && carries_envelope(),
     };
     if stateless {
         let hub = &state.sessions.hub;
-        return post_stateless(hub, profile, &headers, &body, shutdown.map(|s| s.0)).await;
+        let shutdown = shutdown.map(|s| s.0);
+        return post_stateless(hub, profile, &headers, &body, envelope.as_ref(), shutdown).await;
     }
-    match body.iter().find(|byte| !byte.is_ascii_whitespace()) {
-        Some(b'{') => {
+    match (first, envelope) {
+        (_, Some(envelope)) => {
             let answer = if accepts(&headers, "text/event-stream") {
                 Answer::Stream(shutdown.map(|s| s.0))
             } else {
                 Answer::Json
             };
-            post_message(state, profile, session_id, &body, answer).await
+            post_message(state, profile, session_id, &envelope, answer).await
         }
-        Some(b'[') => post_batch(state, profile, session_id, &body).await,
+        (Some(b'['), None) => post_batch(state, profile, session_id, &body).await,
         _ => unparsable(&body),
     }
 }
@@ -197,21 +210,18 @@ pub(super) enum Answer {
     Stream(Option<Shutdown>),
 }
 
-/// Answers one message.
+/// Answers one message, parsed.
 pub(super) async fn post_message(
     state: &HttpState,
     profile: &str,
     session_id: Option<&str>,
-    body: &[u8],
+    envelope: &Envelope<'_>,
     answer: Answer,
 ) -> Response {
-    let Ok(envelope) = Envelope::parse(body) else {
-        return unparsable(body);
-    };
     let id = envelope.id;
     let Some(session_id) = session_id else {
         if envelope.kind() == Kind::Request && envelope.method() == Some(Method::Initialize) {
-            return initialize(state, profile, body, id).await;
+            return initialize(state, profile, envelope).await;
         }
         return missing_session(id);
     };
@@ -219,19 +229,19 @@ pub(super) async fn post_message(
         return unknown_session(id);
     };
     let answer = match answer {
-        Answer::Stream(_) if !may_relate_messages(&envelope, &record) => Answer::Json,
+        Answer::Stream(_) if !may_relate_messages(envelope, &record) => Answer::Json,
         answer => answer,
     };
     let activity = Activity::begin(record);
-    match activity.record().session.receive(body) {
+    match activity.record().session.receive_envelope(envelope) {
         Inbound::Accepted => StatusCode::ACCEPTED.into_response(),
-        Inbound::Rejected(error) => json_response(StatusCode::OK, error),
+        Inbound::Rejected(error) => json_response(StatusCode::OK, error.to_json()),
         Inbound::Request(reply) => match answer {
             Answer::Stream(shutdown) => {
                 let stream = ReplyStream {
                     messages: reply.messages,
                     shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
-                    unanswered: Some(id.map(ToOwned::to_owned)),
+                    unanswered: Some(reply.id),
                     _activity: Some(activity),
                 };
                 Sse::new(stream)
@@ -239,8 +249,12 @@ pub(super) async fn post_message(
                     .into_response()
             }
             Answer::Json => {
-                let response = final_message(reply.messages, Some(activity.record())).await;
-                json_response(StatusCode::OK, response.unwrap_or_else(|| no_response(id)))
+                let response = final_response(reply.messages, Some(activity.record())).await;
+                let body = match response {
+                    Some(response) => response.to_json(),
+                    None => no_response(Some(&reply.id)),
+                };
+                json_response(StatusCode::OK, body)
             }
         },
     }
@@ -266,9 +280,9 @@ pub(super) fn may_relate_messages(envelope: &Envelope<'_>, record: &SessionRecor
 pub(super) async fn initialize(
     state: &HttpState,
     profile: &str,
-    body: &[u8],
-    id: Option<&RawValue>,
+    envelope: &Envelope<'_>,
 ) -> Response {
+    let id = envelope.id;
     let hub = &state.sessions.hub;
     let Some((session, events)) = hub.open_session_in(profile) else {
         return jsonrpc_error_response(
@@ -284,12 +298,12 @@ pub(super) async fn initialize(
         session: session.clone(),
         keep: false,
     };
-    let response = match session.receive(body) {
-        Inbound::Request(reply) => match final_message(reply.messages, None).await {
+    let response = match session.receive_envelope(envelope) {
+        Inbound::Request(reply) => match final_response(reply.messages, None).await {
             Some(response) => response,
             None => return json_response(StatusCode::OK, no_response(id)),
         },
-        Inbound::Rejected(error) => return json_response(StatusCode::OK, error),
+        Inbound::Rejected(error) => return json_response(StatusCode::OK, error.to_json()),
         Inbound::Accepted => {
             return jsonrpc_error_response(
                 StatusCode::OK,
@@ -299,9 +313,8 @@ pub(super) async fn initialize(
             );
         }
     };
-    let failed = Envelope::parse(&response).map_or(true, |envelope| envelope.error.is_some());
-    if failed {
-        return json_response(StatusCode::OK, response);
+    if response.outcome.is_err() {
+        return json_response(StatusCode::OK, response.to_json());
     }
     let Ok(session_header) = HeaderValue::from_str(session.id()) else {
         return jsonrpc_error_response(
@@ -314,7 +327,7 @@ pub(super) async fn initialize(
     unkept.keep = true;
     tracing::debug!(session = session.id(), "HTTP session opened");
     state.sessions.insert(session, events);
-    let mut response = json_response(StatusCode::OK, response);
+    let mut response = json_response(StatusCode::OK, response.to_json());
     response
         .headers_mut()
         .insert(MCP_SESSION_ID, session_header);
@@ -347,9 +360,9 @@ pub(super) async fn post_batch(
     };
     let activity = Activity::begin(record);
 
-    enum Answer<'a> {
+    enum Answer {
         Ready(Vec<u8>),
-        Pending(&'a RawValue, mpsc::UnboundedReceiver<Vec<u8>>),
+        Pending(RequestReply),
     }
     let mut answers = Vec::new();
     for element in &elements {
@@ -363,9 +376,9 @@ pub(super) async fn post_batch(
             continue;
         }
         match activity.record().session.receive(text.as_bytes()) {
-            Inbound::Request(reply) => answers.push(Answer::Pending(element, reply.messages)),
+            Inbound::Request(reply) => answers.push(Answer::Pending(reply)),
             Inbound::Accepted => {}
-            Inbound::Rejected(error) => answers.push(Answer::Ready(error)),
+            Inbound::Rejected(error) => answers.push(Answer::Ready(error.to_json())),
         }
     }
     if answers.is_empty() {
@@ -379,14 +392,12 @@ pub(super) async fn post_batch(
         }
         let message = match answer {
             Answer::Ready(message) => message,
-            Answer::Pending(element, messages) => final_message(messages, Some(activity.record()))
-                .await
-                .unwrap_or_else(|| {
-                    let id = Envelope::parse(element.get().as_bytes())
-                        .ok()
-                        .and_then(|envelope| envelope.id);
-                    no_response(id)
-                }),
+            Answer::Pending(reply) => {
+                match final_response(reply.messages, Some(activity.record())).await {
+                    Some(response) => response.to_json(),
+                    None => no_response(Some(&reply.id)),
+                }
+            }
         };
         out.extend_from_slice(&message);
     }
@@ -470,6 +481,7 @@ fn delete(state: &HttpState, profile: &str, headers: &HeaderMap) -> Response {
 /// answered as plain JSON. On drop, the session's queue goes back to its record.
 pub(super) struct EventStream {
     pub(super) events: Option<SessionEvents>,
+    /// Lines only this stream reads, whatever their kind: it writes them as they are.
     pub(super) related: mpsc::UnboundedReceiver<Vec<u8>>,
     pub(super) closed: Pin<Box<WaitForCancellationFutureOwned>>,
     pub(super) shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
@@ -522,7 +534,7 @@ impl Stream for EventStream {
         };
         events
             .poll_recv(cx)
-            .map(|message| message.map(|message| Ok(message_event(&message))))
+            .map(|event| event.map(|event| Ok(message_event(&event.to_json()))))
     }
 }
 

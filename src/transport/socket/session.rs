@@ -13,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::ledger::{LedgerWriter, SharedLedger, ShimSocket, Unanswered};
 use super::{CLOSE_LIMIT, DRAIN_LIMIT, OUTGOING_CAPACITY, SOCKET_BUFFER, SocketReader};
+use crate::hub::reply::Response;
 use crate::hub::rewrite::ObjectEntries;
-use crate::hub::{Hub, Inbound, RequestReply, Session, SessionEvents, is_stateless};
+use crate::hub::{Hub, Inbound, RequestReply, Session, SessionEvents, is_stateless_envelope};
 use crate::transport::handoff;
 use crate::wire::framing::{Frame, LineReader};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
@@ -46,17 +47,9 @@ impl StatelessRequests {
         self.running.insert(id, forwarding);
     }
 
-    /// Ends the request a `notifications/cancelled` in `line` names, if it is one of these.
-    fn cancel_named(&mut self, line: &[u8]) {
-        if self.running.is_empty()
-            || memchr::memmem::find(line, Method::Cancelled.as_str().as_bytes()).is_none()
-        {
-            return;
-        }
-        let Ok(envelope) = Envelope::parse(line) else {
-            return;
-        };
-        if envelope.method() != Some(Method::Cancelled) {
+    /// Ends the request a `notifications/cancelled` names, if it is one of these.
+    fn cancel_named(&mut self, envelope: &Envelope<'_>) {
+        if self.running.is_empty() || envelope.method() != Some(Method::Cancelled) {
             return;
         }
         let named = envelope
@@ -253,14 +246,18 @@ pub(super) fn receive_line(
         ));
     }
     let session = connection.session;
-    let stateless = is_stateless(line);
+    let envelope = match Envelope::parse(line) {
+        Ok(envelope) => envelope,
+        Err(error) => return Some(Response::parse_error(&error).to_json()),
+    };
+    let stateless = is_stateless_envelope(&envelope);
     let inbound = match stateless {
         true => connection
             .hub
-            .receive_stateless(line, None, session.profile()),
+            .receive_stateless_envelope(&envelope, None, session.profile()),
         false => {
-            connection.stateless.cancel_named(line);
-            session.receive(line)
+            connection.stateless.cancel_named(&envelope);
+            session.receive_envelope(&envelope)
         }
     };
     match inbound {
@@ -269,9 +266,9 @@ pub(super) fn receive_line(
                 if reply.initialize {
                     shared.record(handoff::Record::Initialize(line));
                 }
-                shared.request(&reply.id)
+                shared.request(reply.id.get())
             });
-            let id = reply.id.clone();
+            let id = reply.id.get().into();
             let forwarding = replies.spawn(forward_reply(reply, outgoing.clone(), entry));
             if stateless {
                 connection.stateless.insert(id, forwarding);
@@ -279,7 +276,7 @@ pub(super) fn receive_line(
             None
         }
         Inbound::Accepted => None,
-        Inbound::Rejected(error) => Some(error),
+        Inbound::Rejected(error) => Some(error.to_json()),
     }
 }
 
@@ -303,7 +300,11 @@ pub(super) async fn forward_reply(
     let mut messages = reply.messages;
     let mut forwarded = false;
     while let Some(message) = messages.recv().await {
-        if outgoing.send(Outgoing::Message(message)).await.is_err() {
+        if outgoing
+            .send(Outgoing::Message(message.to_json()))
+            .await
+            .is_err()
+        {
             return;
         }
         forwarded = true;
@@ -314,8 +315,12 @@ pub(super) async fn forward_reply(
 }
 
 pub(super) async fn forward_events(mut events: SessionEvents, outgoing: mpsc::Sender<Outgoing>) {
-    while let Some(message) = events.recv().await {
-        if outgoing.send(Outgoing::Message(message)).await.is_err() {
+    while let Some(event) = events.recv().await {
+        if outgoing
+            .send(Outgoing::Message(event.to_json()))
+            .await
+            .is_err()
+        {
             return;
         }
     }

@@ -103,7 +103,7 @@ async fn misbehave_hub() -> Hub {
             while let Some(message) = reply.messages.recv().await {
                 last = Some(message);
             }
-            String::from_utf8(last.expect("a response")).expect("UTF-8")
+            String::from_utf8(last.expect("a response").to_json()).expect("UTF-8")
         }
     };
     exchange(INITIALIZE).await;
