@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +27,7 @@ use crate::wire::method::Method;
 const INCOMING_CAPACITY: usize = 1024;
 /// How many outgoing messages may wait for the writer.
 const OUTGOING_CAPACITY: usize = 1024;
+/// How many bytes of queued messages the writer gathers into one write: a pipe's buffer.
 const PIPE_BUFFER: usize = 64 * 1024;
 
 /// Why a connection stopped carrying requests.
@@ -576,13 +577,12 @@ impl Drop for AbandonGuard<'_> {
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
-    stdin: W,
+    mut stdin: W,
     mut outgoing: mpsc::Receiver<Vec<u8>>,
     stop: CancellationToken,
 ) {
-    let mut writer = BufWriter::with_capacity(PIPE_BUFFER, stdin);
     loop {
-        let line = tokio::select! {
+        let mut lines = tokio::select! {
             biased;
             _ = stop.cancelled() => break,
             line = outgoing.recv() => match line {
@@ -590,13 +590,16 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 None => break,
             },
         };
+        // Whatever else is already queued goes in the same write, up to a pipe's buffer; there is
+        // no buffer of our own, which would stay allocated for every backend while it idles.
+        while lines.len() < PIPE_BUFFER
+            && let Ok(line) = outgoing.try_recv()
+        {
+            lines.extend_from_slice(&line);
+        }
         let written = async {
-            writer.write_all(&line).await?;
-            // Batch whatever else is already queued before paying for a flush.
-            while let Ok(line) = outgoing.try_recv() {
-                writer.write_all(&line).await?;
-            }
-            writer.flush().await
+            stdin.write_all(&lines).await?;
+            stdin.flush().await
         };
         let result = tokio::select! {
             biased;
@@ -607,8 +610,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             break;
         }
     }
-    // Dropping the writer closes the backend's stdin, which asks a well-behaved server to exit.
-    let _ = writer.shutdown().await;
+    // Closing the backend's stdin asks a well-behaved server to exit.
+    let _ = stdin.shutdown().await;
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(
@@ -617,10 +620,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
     incoming: mpsc::Sender<Incoming>,
     options: ConnectionOptions,
 ) {
-    let mut lines = LineReader::new(
-        BufReader::with_capacity(PIPE_BUFFER, stdout),
-        options.max_message_size,
-    );
+    // The default buffer (8 KiB): it lives as long as the backend, and a larger one saves only
+    // a few reads of the rare long message.
+    let mut lines = LineReader::new(BufReader::new(stdout), options.max_message_size);
     loop {
         match lines.next_frame().await {
             Ok(Some(Frame::Line(line))) => {
