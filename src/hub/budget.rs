@@ -155,7 +155,8 @@ pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> 
         #[serde(borrow)]
         name: std::borrow::Cow<'a, str>,
     }
-    let listed: Vec<&RawValue> = serde_json::from_str::<Listed<'_>>(&catalog.tools_result)
+    let tools_result = catalog.tools_result.text();
+    let listed: Vec<&RawValue> = serde_json::from_str::<Listed<'_>>(&tools_result)
         .map(|listed| listed.tools)
         .unwrap_or_default();
     let mut tool_costs: Vec<ToolCost> = listed

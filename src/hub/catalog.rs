@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::list_result::{ItemKind, ListResult, Listed};
 use super::names::{self, Clash, Offered};
 use super::rewrite::{ObjectEntries, json_string};
 use super::search::rank::ToolIndex;
@@ -29,9 +30,9 @@ pub struct Route {
 /// What every session sees, rebuilt whenever a backend's status or catalog changes.
 #[derive(Default)]
 pub struct MergedCatalog {
-    /// `{"tools":[…]}` with exposed names, ready to send.
-    pub tools_result: String,
-    pub prompts_result: String,
+    /// `{"tools":[…]}` with exposed names.
+    pub tools_result: ListResult,
+    pub prompts_result: ListResult,
     pub resources_result: String,
     pub templates_result: String,
     pub tools: HashMap<String, Route>,
@@ -231,7 +232,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         let backend: Arc<str> = Arc::from(source.config.name.as_str());
         merged.catalogued.insert(backend.clone());
         let prefix = source.config.prefix.as_str();
-        for tool in &catalog.tools {
+        for (index, tool) in catalog.tools.iter().enumerate() {
             if let Some(name) = item_str(tool, "name")
                 && names::tool_allowed(&name, &source.config.tools_allow, &source.config.tools_deny)
             {
@@ -240,17 +241,23 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
                     prefix,
                     name,
                     raw: tool,
+                    catalog,
+                    kind: ItemKind::Tool,
+                    index,
                     listed: source.listed,
                 });
             }
         }
-        for prompt in &catalog.prompts {
+        for (index, prompt) in catalog.prompts.iter().enumerate() {
             if let Some(name) = item_str(prompt, "name") {
                 prompt_items.push(Item {
                     backend: backend.clone(),
                     prefix,
                     name,
                     raw: prompt,
+                    catalog,
+                    kind: ItemKind::Prompt,
+                    index,
                     listed: source.listed,
                 });
             }
@@ -353,53 +360,58 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     merged.unlisted_prompts = prompt_listing.unlisted;
     merged.tool_clashes = tool_listing.clashes;
     merged.prompt_clashes = prompt_listing.clashes;
-    // (exposed name, JSON, whether it is always listed)
-    let tools_json: Vec<(String, String, bool)> = tool_listing
+    // (exposed name, item, whether it is always listed)
+    let tools_json: Vec<(String, Listed, bool)> = tool_listing
         .json
         .into_iter()
-        .map(|(name, json)| {
+        .map(|(name, listed)| {
             let route = &merged.tools[&name];
             let pinned = profile.always_listed.iter().any(|pattern| {
                 names::glob_match(&pattern.glob, &name)
                     || names::glob_match(&pattern.glob, &route.name)
             });
-            let json = if pinned {
-                tools::always_loaded(&json)
+            let listed = if pinned {
+                Listed::Rewritten(tools::always_loaded(&listed.text()))
             } else {
-                json
+                listed
             };
-            (name, json, pinned)
+            (name, listed, pinned)
         })
         .collect();
     merged.tools_result = match profile.discovery {
-        Discovery::List => {
-            list_result("tools", tools_json.iter().map(|(_, json, _)| json.as_str()))
-        }
+        Discovery::List => ListResult::new(
+            "tools",
+            tools_json
+                .into_iter()
+                .map(|(_, listed, _)| listed)
+                .collect(),
+        ),
         Discovery::Search => {
             let meta = tools::meta_tools(tools_json.len());
-            let listed = meta.iter().map(String::as_str).chain(
-                tools_json
-                    .iter()
-                    .filter(|(_, _, pinned)| *pinned)
-                    .map(|(_, json, _)| json.as_str()),
-            );
-            let result = list_result("tools", listed);
+            let mut listed: Vec<Listed> = meta.into_iter().map(Listed::Rewritten).collect();
+            let mut definitions = HashMap::with_capacity(tools_json.len());
+            for (name, item, pinned) in tools_json {
+                let json = item.text();
+                if pinned {
+                    listed.push(Listed::Rewritten(json.clone()));
+                }
+                let own = merged.tools[&name].name.clone();
+                definitions.insert(name, Searchable { own, json });
+            }
             merged.search = Some(Arc::new(Search {
                 index: OnceLock::new(),
-                definitions: tools_json
-                    .into_iter()
-                    .map(|(name, json, _)| {
-                        let own = merged.tools[&name].name.clone();
-                        (name, Searchable { own, json })
-                    })
-                    .collect(),
+                definitions,
             }));
-            result
+            ListResult::new("tools", listed)
         }
     };
-    merged.prompts_result = list_result(
+    merged.prompts_result = ListResult::new(
         "prompts",
-        prompt_listing.json.iter().map(|(_, json)| json.as_str()),
+        prompt_listing
+            .json
+            .into_iter()
+            .map(|(_, listed)| listed)
+            .collect(),
     );
     merged.resources_result =
         list_result("resources", resource_items.iter().map(|item| item.get()));
@@ -447,13 +459,17 @@ struct Item<'a> {
     prefix: &'a str,
     name: String,
     raw: &'a RawValue,
+    /// The catalog it is item `index` of, in the list of its `kind`.
+    catalog: &'a Arc<Catalog>,
+    kind: ItemKind,
+    index: usize,
     listed: bool,
 }
 
 /// What [`expose`] gives.
 struct Listing {
-    /// The exposed name and JSON of each listed item.
-    json: Vec<(String, String)>,
+    /// The exposed name and the item of each listed item.
+    json: Vec<(String, Listed)>,
     routes: HashMap<String, Route>,
     /// The routes of the items not listed now.
     unlisted: HashMap<String, Route>,
@@ -493,11 +509,11 @@ fn expose(
             unlisted.insert(exposed, route);
             continue;
         }
-        let Ok(mut entries) = ObjectEntries::parse(item.raw.get()) else {
+        let name = json_string(&exposed);
+        let Some(listed) = Listed::renamed(item.catalog, item.kind, item.index, name) else {
             continue;
         };
-        entries.set("name", json_string(&exposed));
-        json.push((exposed.clone(), entries.to_json()));
+        json.push((exposed.clone(), listed));
         routes.insert(exposed, route);
     }
     Listing {
@@ -508,8 +524,12 @@ fn expose(
     }
 }
 
-fn list_result<'a>(field: &str, items: impl Iterator<Item = &'a str>) -> String {
-    let mut out = format!("{{\"{field}\":[");
+fn list_result<'a>(field: &str, items: impl Iterator<Item = &'a str> + Clone) -> String {
+    // Sized first: the result lives until the next rebuild, and a string grown by doubling would
+    // keep up to twice the room it needs.
+    let length = items.clone().map(|item| item.len() + 1).sum::<usize>() + field.len() + 8;
+    let mut out = String::with_capacity(length);
+    out.push_str(&format!("{{\"{field}\":["));
     for (index, item) in items.enumerate() {
         if index > 0 {
             out.push(',');
@@ -624,7 +644,7 @@ mod tests {
     }
 
     fn tool_names(catalog: &MergedCatalog) -> Vec<String> {
-        let result: Value = serde_json::from_str(&catalog.tools_result).expect("JSON");
+        let result: Value = serde_json::from_str(&catalog.tools_result.text()).expect("JSON");
         result["tools"]
             .as_array()
             .expect("tools")

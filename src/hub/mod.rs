@@ -9,6 +9,7 @@
 //! space.
 
 pub mod catalog;
+pub mod list_result;
 pub(crate) mod names;
 pub mod rewrite;
 

@@ -522,8 +522,8 @@ fn list(
 pub(super) fn list_result(hub: &HubInner, profile: &str, method: &Method) -> String {
     let catalog = hub.catalog(profile);
     match method {
-        Method::ToolsList => catalog.tools_result.clone(),
-        Method::PromptsList => catalog.prompts_result.clone(),
+        Method::ToolsList => catalog.tools_result.text(),
+        Method::PromptsList => catalog.prompts_result.text(),
         Method::ResourcesList => catalog.resources_result.clone(),
         _ => catalog.templates_result.clone(),
     }

@@ -16,7 +16,6 @@ const LIVE_CAPACITY: usize = 1024;
 /// The ring of recent lines of one backend, kept across its restarts.
 pub struct OutputLog {
     ring: Mutex<Ring>,
-    live: broadcast::Sender<OutputLine>,
 }
 
 struct Ring {
@@ -24,6 +23,10 @@ struct Ring {
     bytes: usize,
     max_lines: usize,
     max_bytes: usize,
+    /// The live feed, while someone follows it. A channel holds room for all its
+    /// `LIVE_CAPACITY` lines from the start, which most backends, never followed, would pay
+    /// for in vain.
+    live: Option<broadcast::Sender<OutputLine>>,
 }
 
 impl OutputLog {
@@ -33,10 +36,10 @@ impl OutputLog {
             bytes: 0,
             max_lines,
             max_bytes,
+            live: None,
         };
         OutputLog {
             ring: Mutex::new(ring),
-            live: broadcast::channel(LIVE_CAPACITY).0,
         }
     }
 
@@ -47,21 +50,24 @@ impl OutputLog {
             stream,
             text: cut(text),
         };
+        let mut ring = self
+            .ring
+            .lock()
+            .expect("output ring lock is never poisoned");
+        ring.bytes += line.text.len();
+        if let Some(live) = &ring.live
+            && live.send(line.clone()).is_err()
         {
-            let mut ring = self
-                .ring
-                .lock()
-                .expect("output ring lock is never poisoned");
-            ring.bytes += line.text.len();
-            ring.lines.push_back(line.clone());
-            while ring.lines.len() > ring.max_lines || ring.bytes > ring.max_bytes {
-                let Some(old) = ring.lines.pop_front() else {
-                    break;
-                };
-                ring.bytes -= old.text.len();
-            }
+            // Every follower has gone.
+            ring.live = None;
         }
-        let _ = self.live.send(line);
+        ring.lines.push_back(line);
+        while ring.lines.len() > ring.max_lines || ring.bytes > ring.max_bytes {
+            let Some(old) = ring.lines.pop_front() else {
+                break;
+            };
+            ring.bytes -= old.text.len();
+        }
     }
 
     /// The last `n` lines, oldest first.
@@ -79,7 +85,12 @@ impl OutputLog {
 
     /// Lines as they arrive.
     pub fn follow(&self) -> broadcast::Receiver<OutputLine> {
-        self.live.subscribe()
+        self.ring
+            .lock()
+            .expect("output ring lock is never poisoned")
+            .live
+            .get_or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
+            .subscribe()
     }
 
     /// Bytes of text held now.

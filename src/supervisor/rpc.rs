@@ -27,7 +27,6 @@ use stdin::Stdin;
 /// How many incoming notifications and requests may wait for the consumer before the reader
 /// stops reading (and so the backend blocks on its stdout).
 const INCOMING_CAPACITY: usize = 1024;
-const PIPE_BUFFER: usize = 64 * 1024;
 
 /// Why a connection stopped carrying requests.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -575,10 +574,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
     incoming: mpsc::Sender<Incoming>,
     options: ConnectionOptions,
 ) {
-    let mut lines = LineReader::new(
-        BufReader::with_capacity(PIPE_BUFFER, stdout),
-        options.max_message_size,
-    );
+    // The default buffer (8 KiB): it lives as long as the backend, and a larger one saves only
+    // a few reads of the rare long message.
+    let mut lines = LineReader::new(BufReader::new(stdout), options.max_message_size);
     loop {
         match lines.next_frame().await {
             Ok(Some(Frame::Line(line))) => {

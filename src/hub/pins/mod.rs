@@ -13,7 +13,7 @@
 mod canonical;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -193,19 +193,64 @@ impl PinFile {
             PinnedKind::Instructions => self.instructions = Some(pin),
         }
     }
+
+    /// Every pin, with its kind and name.
+    fn pins_mut(&mut self) -> impl Iterator<Item = (PinnedKind, &str, &mut Pin)> {
+        let tools = self
+            .tools
+            .iter_mut()
+            .map(|(name, pin)| (PinnedKind::Tool, name.as_str(), pin));
+        let prompts = self
+            .prompts
+            .iter_mut()
+            .map(|(name, pin)| (PinnedKind::Prompt, name.as_str(), pin));
+        let instructions = self
+            .instructions
+            .iter_mut()
+            .map(|pin| (PinnedKind::Instructions, "instructions", pin));
+        tools.chain(prompts).chain(instructions)
+    }
+
+    /// Forgets the pinned definitions, which the file keeps: only a change needs one (to show
+    /// it), and holding every server's definitions would be one more copy of all their tools.
+    fn forget_definitions(&mut self) {
+        for (_, _, pin) in self.pins_mut() {
+            pin.definition = None;
+        }
+    }
+
+    /// Takes back from `saved` (the file as it is) the definitions forgotten, of the pins that
+    /// are still the same.
+    fn recall_definitions(&mut self, saved: &PinFile) {
+        for (kind, name, pin) in self.pins_mut() {
+            if pin.definition.is_none()
+                && let Some(kept) = saved.get(kind, name)
+                && kept.sha256 == pin.sha256
+            {
+                pin.definition = kept.definition.clone();
+            }
+        }
+    }
+
+    /// The file at `path`, if it can be read.
+    fn read(path: &Path) -> Option<PinFile> {
+        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    }
 }
 
 #[derive(Clone, Serialize, Deserialize)]
 struct Pin {
     sha256: String,
-    definition: Definition,
+    /// `None` once the file keeps it (see [`PinFile::forget_definitions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    definition: Option<Definition>,
 }
 
 impl Pin {
     fn of(definition: Definition) -> Pin {
         Pin {
             sha256: definition.sha256(),
-            definition,
+            definition: Some(definition),
         }
     }
 }
@@ -306,12 +351,20 @@ impl Pins {
             .filter(|held| held.kind == PinnedKind::Instructions)
             .cloned()
             .collect();
+        let file = self.path(server);
         let mut vet_all = |items: &[Box<RawValue>], kind, fields| -> Vec<Box<RawValue>> {
             let mut offered = Vec::with_capacity(items.len());
             for item in items {
                 let candidate = candidate(kind, item, fields);
                 let trusted = FirstSight::of(kind, first_sight);
-                match pins.decide(server, candidate, approve_new, trusted, &mut added) {
+                match pins.decide(
+                    server,
+                    candidate,
+                    file.as_deref(),
+                    approve_new,
+                    trusted,
+                    &mut added,
+                ) {
                     Verdict::Offered => offered.push(item.clone()),
                     Verdict::Held(one) => held.push(one),
                 }
@@ -373,7 +426,15 @@ impl Pins {
             definition: Ok(Definition(definition)),
         };
         let mut added = false;
-        let verdict = pins.decide(server, candidate, approve_new, first_sight, &mut added);
+        let file = self.path(server);
+        let verdict = pins.decide(
+            server,
+            candidate,
+            file.as_deref(),
+            approve_new,
+            first_sight,
+            &mut added,
+        );
         if added || pins.unsaved {
             pins.save(self.path(server));
         }
@@ -552,13 +613,18 @@ impl ServerPins {
                     true,
                 ),
                 Ok(bytes) => (
-                    serde_json::from_slice::<PinFile>(&bytes).map_err(|error| {
-                        format!(
-                            "the pins {} are not valid ({error}); everything of it is held until \
-                             approved",
-                            path.display()
-                        )
-                    }),
+                    serde_json::from_slice::<PinFile>(&bytes)
+                        .map(|mut file| {
+                            file.forget_definitions();
+                            file
+                        })
+                        .map_err(|error| {
+                            format!(
+                                "the pins {} are not valid ({error}); everything of it is held \
+                                 until approved",
+                                path.display()
+                            )
+                        }),
                     true,
                 ),
             },
@@ -601,6 +667,7 @@ impl ServerPins {
         &mut self,
         server: &str,
         candidate: Candidate,
+        file: Option<&Path>,
         approve_new: bool,
         first_sight: bool,
         added: &mut bool,
@@ -618,7 +685,15 @@ impl ServerPins {
                 name: name.clone(),
                 reason,
                 detail,
-                pinned: pinned.map(|pin| pin.definition.clone()),
+                pinned: pinned.and_then(|pin| {
+                    pin.definition.clone().or_else(|| {
+                        let saved = PinFile::read(file?)?;
+                        let kept = saved
+                            .get(kind, &name)
+                            .filter(|kept| kept.sha256 == pin.sha256);
+                        kept?.definition.clone()
+                    })
+                }),
                 sha256: current.sha256(),
                 current,
             })
@@ -649,17 +724,22 @@ impl ServerPins {
         };
         pinned.version = PIN_FILE_VERSION;
         self.unsaved = false;
+        if let Some(saved) = PinFile::read(&path) {
+            pinned.recall_definitions(&saved);
+        }
         let text = serde_json::to_vec_pretty(pinned).expect("pins serialize");
-        self.save_error = crate::atomic::write_private(&path, &text)
-            .err()
-            .map(|error| {
-                tracing::warn!(%error, path = %path.display(), "cannot save the pins");
-                format!(
-                    "cannot save the pins {}: {error}; a change made while Switchboard is stopped \
+        let written = crate::atomic::write_private(&path, &text);
+        if written.is_ok() {
+            pinned.forget_definitions();
+        }
+        self.save_error = written.err().map(|error| {
+            tracing::warn!(%error, path = %path.display(), "cannot save the pins");
+            format!(
+                "cannot save the pins {}: {error}; a change made while Switchboard is stopped \
                  would go unnoticed",
-                    path.display()
-                )
-            });
+                path.display()
+            )
+        });
     }
 }
 

@@ -366,3 +366,42 @@ fn pins_made_from_serde_json_values_still_match() {
     let text = tool.to_string();
     assert_eq!(tools(&pins.vet("s", &catalog(&[&text], &[]))), ["t"]);
 }
+
+/// Memory holds no pinned definition once the file keeps it, yet every save writes them all and a
+/// change shows the one pinned.
+#[test]
+fn the_file_keeps_every_definition_across_saves() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pins = Pins::new(Some(dir.path().to_owned()), false);
+    let first = catalog(
+        &[
+            r#"{"name": "a", "description": "one"}"#,
+            r#"{"name": "b", "description": "two"}"#,
+        ],
+        &[r#"{"name": "p", "description": "three"}"#],
+    );
+    assert_eq!(tools(&pins.vet("s", &first)), ["a", "b"]);
+    let changed = catalog(
+        &[
+            r#"{"name": "a", "description": "one"}"#,
+            r#"{"name": "b", "description": "two, changed"}"#,
+        ],
+        &[r#"{"name": "p", "description": "three"}"#],
+    );
+    assert_eq!(tools(&pins.vet("s", &changed)), ["a"]);
+    let report = pins.report();
+    assert_eq!(
+        json_of(report.held[0].pinned.as_ref().expect("the pinned one"))["description"],
+        "two"
+    );
+    assert_eq!(pins.approve("s", None, None), Ok(1));
+    assert_eq!(tools(&pins.vet("s", &changed)), ["a", "b"]);
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("s.json")).expect("written"))
+            .expect("JSON");
+    let description =
+        |kind: &str, name: &str| file[kind][name]["definition"]["description"].clone();
+    assert_eq!(description("tools", "a"), "one");
+    assert_eq!(description("tools", "b"), "two, changed");
+    assert_eq!(description("prompts", "p"), "three");
+}

@@ -5,6 +5,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, DuplexStream, Lines};
 use super::*;
 
 const SECOND: Duration = Duration::from_secs(1);
+/// The size of the in-memory pipes: a pipe's buffer on Linux.
+const PIPE_BUFFER: usize = 64 * 1024;
 
 /// The far end of a connection: what the connection wrote to the backend's stdin, and the
 /// backend's stdout.

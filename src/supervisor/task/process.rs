@@ -30,6 +30,9 @@ use crate::wire::era::Era;
 use crate::wire::framing::{Frame, LineReader};
 
 const STDERR_MAX_LINE: usize = 64 * 1024;
+/// The read buffer of a backend's stderr, which lives as long as the backend: stderr carries
+/// short lines, and few of them.
+const STDERR_BUFFER: usize = 1024;
 /// How long to wait for the exit status once a backend closed its stdout.
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
 /// How often a package runner that is installing is looked at, to see when it starts the server.
@@ -639,7 +642,10 @@ pub(super) async fn wait_for_end(link: &mut Link, stdout_closed: &CancellationTo
 }
 
 async fn read_stderr(stderr: tokio::process::ChildStderr, output: Arc<OutputLog>) {
-    let mut lines = LineReader::new(tokio::io::BufReader::new(stderr), STDERR_MAX_LINE);
+    let mut lines = LineReader::new(
+        tokio::io::BufReader::with_capacity(STDERR_BUFFER, stderr),
+        STDERR_MAX_LINE,
+    );
     while let Ok(Some(frame)) = lines.next_frame().await {
         let text = match frame {
             Frame::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
