@@ -98,7 +98,7 @@ impl From<Notification> for SessionEvent {
 impl Request {
     pub fn to_json(&self) -> Vec<u8> {
         let id = self.id.to_string();
-        without_newline(jsonrpc::request_line(
+        jsonrpc::without_newline(jsonrpc::request_line(
             &id,
             self.method.as_str(),
             self.params.as_deref(),
@@ -115,7 +115,7 @@ impl Notification {
     }
 
     pub fn to_json(&self) -> Vec<u8> {
-        without_newline(jsonrpc::notification_line(
+        jsonrpc::without_newline(jsonrpc::notification_line(
             self.method.as_str(),
             self.params.as_deref(),
         ))
@@ -159,14 +159,8 @@ impl Response {
             Ok(result) => jsonrpc::result_text_line(&self.id, result),
             Err(error) => jsonrpc::error_line(Some(&self.id), error),
         };
-        without_newline(line)
+        jsonrpc::without_newline(line)
     }
-}
-
-/// A line of the stdio framing as JSON text: the transport that writes it adds what it needs.
-fn without_newline(mut line: Vec<u8>) -> Vec<u8> {
-    line.pop();
-    line
 }
 
 #[cfg(test)]

@@ -135,6 +135,15 @@ pub fn result_text_line(id: &RawValue, result: &str) -> Vec<u8> {
     line
 }
 
+/// A line these builders made, as one JSON text without its newline: what a transport that
+/// frames messages its own way (an HTTP body, an SSE event) writes.
+pub fn without_newline(mut line: Vec<u8>) -> Vec<u8> {
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    line
+}
+
 /// Builds an error response for `id` (raw; `null` when the request's id is unknown).
 pub fn error_line(id: Option<&RawValue>, error: &ErrorObject) -> Vec<u8> {
     let id = id.map_or("null", RawValue::get);

@@ -120,11 +120,7 @@ pub(super) fn error_body(id: Option<&RawValue>, code: i64, message: impl Into<St
 
 /// [`error_body`] for an error object of any shape (with `data`, say).
 pub(super) fn error_object_body(id: Option<&RawValue>, error: &ErrorObject) -> Vec<u8> {
-    let mut body = jsonrpc::error_line(id, error);
-    if body.last() == Some(&b'\n') {
-        body.pop();
-    }
-    body
+    jsonrpc::without_newline(jsonrpc::error_line(id, error))
 }
 
 /// The SSE body answering one request: its messages, the response last.
