@@ -3,7 +3,7 @@
 `MCPServer`), used by Switchboard's tests as a backend it reaches by URL, optionally an OAuth
 protected resource of tests/auth/oidc_server.mjs.
 
-    remote_server.py [--port N] [--transport streamable|sse] [--stateless]
+    remote_server.py [--port N] [--transport streamable|sse] [--stateless] [--resumable]
                      [--auth ISSUER --introspection-client ID --introspection-secret SECRET]
                      [--garbage html|hang]
 
@@ -19,6 +19,8 @@ Transports:
                         A request whose `MCP-Protocol-Version` header is 2026-07-28 is served
                         statelessly, one POST per request, without `initialize` or session.
   --stateless           Streamable HTTP without sessions, each POST answered with one JSON body.
+  --resumable           Streamable HTTP whose streams can be resumed (SEP-1699): every event kept
+                        in memory with an id, `retry: 100`, and the tool `pause`.
   sse                   the legacy HTTP+SSE transport of 2024-11-05: GET /sse opens the event
                         stream, whose `endpoint` event names POST /messages/?session_id=...
 
@@ -42,6 +44,11 @@ Tools:
                    "hello <name>"
   region {name} -> `name`, unchanged; the argument is marked `x-mcp-header: Region`, so a
                    2026-07-28 request must mirror it in `Mcp-Param-Region` (the SDK checks)
+
+With --resumable:
+  pause {ms}    -> closes its request's SSE stream before answering (a client of 2025-11-25 or
+                   later reconnects with `Last-Event-ID`), sleeps `ms` milliseconds, then
+                   answers "resumed after <ms> ms"
 
 --garbage serves no MCP at all: every POST to /mcp answers 200 with a text/html page (`html`)
 or never answers (`hang`).
@@ -67,7 +74,8 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import CallNext, ServerRequestContext
-from mcp.server.mcpserver import AcceptedElicitation, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 
 SCOPE = "mcp:tools"
 
@@ -111,7 +119,31 @@ class IntrospectionVerifier:
         )
 
 
-def make_server(auth: AuthSettings | None, token_verifier: IntrospectionVerifier | None) -> MCPServer:
+class MemoryEventStore(EventStore):
+    """Keeps every event of this process, so that any stream can be resumed after any event."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    async def store_event(self, stream_id: str, message: Any) -> str:
+        event_id = str(len(self.events))
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        stream = next((stream for (event_id, stream, _) in self.events if event_id == last_event_id), None)
+        if stream is None:
+            return None
+        after = int(last_event_id)
+        for event_id, event_stream, message in self.events[after + 1 :]:
+            if event_stream == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
+
+
+def make_server(
+    auth: AuthSettings | None, token_verifier: IntrospectionVerifier | None, resumable: bool = False
+) -> MCPServer:
     n_tool_calls = 0
     n_sleeping = 0
 
@@ -175,6 +207,15 @@ def make_server(auth: AuthSettings | None, token_verifier: IntrospectionVerifier
         """Answers with `name`, which a 2026-07-28 client also sends as `Mcp-Param-Region`."""
         return name
 
+    if resumable:
+
+        @server.tool()
+        async def pause(ms: int, ctx: Context) -> str:
+            """Closes this request's stream, then answers after `ms` milliseconds."""
+            await ctx.close_sse_stream()
+            await anyio.sleep(ms / 1000)
+            return f"resumed after {ms} ms"
+
     return server
 
 
@@ -192,6 +233,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--transport", choices=["streamable", "sse"], default="streamable")
     parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--resumable", action="store_true")
     parser.add_argument("--auth", metavar="ISSUER")
     parser.add_argument("--introspection-client", metavar="ID")
     parser.add_argument("--introspection-secret", metavar="SECRET")
@@ -223,9 +265,11 @@ def main() -> None:
                 validate_token_resource=True,
             )
             token_verifier = IntrospectionVerifier(args.auth, args.introspection_client, args.introspection_secret)
-        server = make_server(auth, token_verifier)
+        server = make_server(auth, token_verifier, args.resumable)
         if args.transport == "sse":
             app = server.sse_app()
+        elif args.resumable:
+            app = server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=100)
         else:
             app = server.streamable_http_app(stateless_http=args.stateless, json_response=args.stateless)
 

@@ -148,6 +148,27 @@ async fn a_remote_servers_question_goes_to_the_editor_whose_call_it_came_with() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_stream_the_server_closes_is_followed_to_its_answer() {
+    // The Python SDK closes a request's stream only for a client of 2025-11-25 or later, in
+    // the session era.
+    let remote = remote_server(&["--resumable"]);
+    let url = remote.field("url");
+    let entry = remote_entry("remote", &url, "protocol = \"session\"");
+    let serve = ServeProcess::with_config(&entry, &["remote"]);
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("remote-test").await.expect("a session");
+    let paused = mcp
+        .call_tool(&session, 2, "remote__pause", json!({"ms": 300}))
+        .await;
+    assert_eq!(first_text(&paused), "resumed after 300 ms", "{paused}");
+    // The link is as good as before.
+    let echoed = mcp
+        .call_tool(&session, 3, "remote__echo", json!({"text": "after"}))
+        .await;
+    assert_eq!(first_text(&echoed), "after");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_older_http_sse_transport_is_found_on_its_own_or_named() {
     let sse = remote_server(&["--transport", "sse"]);
     let url = sse.field("url");

@@ -19,6 +19,7 @@
 mod authorized;
 mod ends;
 mod http_sse;
+mod resume;
 mod sse;
 
 use std::collections::HashMap;
@@ -52,6 +53,8 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Between two attempts to reopen the GET stream.
 const STREAM_RETRY: Duration = Duration::from_secs(1);
 const STREAM_RETRY_CAP: Duration = Duration::from_secs(30);
+/// How many times in a row a request's stream is taken up again without bringing a new event.
+const RESUME_TRIES: u32 = 3;
 /// The most of a non-JSON-RPC answer quoted in an error.
 const QUOTED_BYTES: usize = 200;
 
@@ -554,20 +557,13 @@ impl Shared {
             .to_ascii_lowercase();
         if content_type.starts_with("text/event-stream") {
             let mut parser = SseParser::new(self.max_message_size);
-            let mut answered = false;
-            while let Some(chunk) = self.next_chunk(&mut response).await? {
-                let events = parser.feed(&chunk).map_err(|too_large| {
-                    Failure::Error(format!(
-                        "{} sent a message over the limit of {} bytes",
-                        self.server.shown_url(),
-                        too_large.limit
-                    ))
-                })?;
-                for event in events {
-                    answered |= self.deliver_message(event.data.as_bytes(), outgoing).await;
-                }
+            let answered = self
+                .read_events(&mut response, &mut parser, outgoing)
+                .await?;
+            if answered || outgoing.id.is_none() {
+                return Ok(answered);
             }
-            return Ok(answered);
+            return self.resume_answer(parser, outgoing).await;
         }
         let body = self.read_body(response).await?;
         if content_type.starts_with("application/json")
@@ -693,29 +689,7 @@ impl Shared {
         let nothing = Outgoing::nothing();
         loop {
             let session = self.session.lock().expect("session lock").clone();
-            let version = self
-                .negotiated_version
-                .lock()
-                .expect("version lock")
-                .clone();
-            let last = last_event.clone();
-            let opened = self
-                .authorized(|credential| {
-                    let mut request = self
-                        .request(Method::GET, self.url.clone(), credential.as_ref())
-                        .header(ACCEPT, "text/event-stream");
-                    if let Some(session) = &session {
-                        request = request.header(header::SESSION_ID, session.as_str());
-                    }
-                    if let Some(version) = &version {
-                        request = request.header(header::PROTOCOL_VERSION, version.as_str());
-                    }
-                    if let Some(last) = &last {
-                        request = request.header("last-event-id", last.as_str());
-                    }
-                    self.send_request(request)
-                })
-                .await;
+            let opened = self.open_get(last_event.as_deref()).await;
             let mut response = match opened {
                 Ok(response) => response,
                 Err(Failure::NeedsSignIn(message)) => {
@@ -765,10 +739,10 @@ impl Shared {
                     self.note("the GET stream sent a message over the size limit; reopened");
                     break;
                 };
-                for event in events {
-                    if event.id.is_some() {
-                        last_event.clone_from(&event.id);
-                    }
+                if let Some(id) = parser.last_event_id() {
+                    last_event = Some(id.to_owned());
+                }
+                for event in events.iter().filter(|event| !event.data.is_empty()) {
                     self.deliver_message(event.data.as_bytes(), &nothing).await;
                 }
             }

@@ -30,6 +30,8 @@ pub(crate) struct SseParser {
     /// Whether the event being read has a `data:` line at all.
     has_data: bool,
     id: Option<String>,
+    /// The last `retry:` field, in milliseconds.
+    retry: Option<u64>,
     limit: usize,
 }
 
@@ -43,8 +45,20 @@ impl SseParser {
             data: String::new(),
             has_data: false,
             id: None,
+            retry: None,
             limit,
         }
+    }
+
+    /// The id of the last event, set by its `id:` field even on an event without data (a
+    /// priming event): what `Last-Event-ID` sends to resume after it.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// How long the stream asked a client to wait before reconnecting (`retry:`).
+    pub(crate) fn retry(&self) -> Option<std::time::Duration> {
+        self.retry.map(std::time::Duration::from_millis)
     }
 
     /// Reads `chunk`; returns the events it completed.
@@ -96,6 +110,9 @@ impl SseParser {
                 }
             }
             "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok();
+            }
             _ => {}
         }
         Ok(None)
@@ -124,6 +141,33 @@ mod tests {
             .iter()
             .flat_map(|chunk| parser.feed(chunk).expect("within the limit"))
             .collect()
+    }
+
+    #[test]
+    fn a_priming_event_leaves_its_id_and_retry() {
+        let mut parser = SseParser::new(1024);
+        let events = parser
+            .feed(b"id: 7-0\nretry: 250\ndata:\n\n")
+            .expect("within the limit");
+        assert_eq!(
+            events,
+            [SseEvent {
+                event: None,
+                data: String::new(),
+                id: Some("7-0".to_owned()),
+            }]
+        );
+        assert_eq!(parser.last_event_id(), Some("7-0"));
+        assert_eq!(parser.retry(), Some(std::time::Duration::from_millis(250)));
+        parser
+            .feed(b"retry: soon\nid: 7-1\n\n")
+            .expect("within the limit");
+        assert_eq!(parser.last_event_id(), Some("7-1"), "an event without data");
+        assert_eq!(
+            parser.retry(),
+            Some(std::time::Duration::from_millis(250)),
+            "not a number"
+        );
     }
 
     #[test]
