@@ -42,7 +42,7 @@ pub(super) async fn get_http_sse(
     let messages_uri = format!("{HTTP_SSE_MESSAGES_PATH}?sessionId={}", session.id());
     tracing::debug!(session = session.id(), "HTTP+SSE session opened");
     let record = sessions.insert(session, events);
-    let messages = EventStream::open(record, shutdown.map(|s| s.0))
+    let messages = EventStream::open(record, shutdown.map(|s| s.0), None)
         .expect("nothing took the events of a session just opened");
     let stream = HttpSseStream {
         endpoint_event: Some(Event::default().event("endpoint").data(messages_uri)),

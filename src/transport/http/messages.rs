@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
+use super::events::{Parked, Resumable, message_event};
 use super::sessions::{Activity, SessionRecord};
 use crate::guard::{essence, json_response};
 use crate::hub::reply::{self, Reply};
@@ -38,14 +39,6 @@ pub(super) async fn final_response(
     None
 }
 
-pub(super) fn message_event(message: &[u8]) -> Event {
-    let event = Event::default().event("message");
-    match std::str::from_utf8(message) {
-        Ok(text) => event.data(text),
-        Err(_) => event.data(String::from_utf8_lossy(message)),
-    }
-}
-
 /// Whether an `Accept` header lists `media_type` (parameters and weights are not weighed).
 pub(super) fn accepts(headers: &HeaderMap, media_type: &str) -> bool {
     headers
@@ -54,6 +47,40 @@ pub(super) fn accepts(headers: &HeaderMap, media_type: &str) -> bool {
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .any(|item| essence(item).eq_ignore_ascii_case(media_type))
+}
+
+/// Whether an `Accept` header that lists `text/event-stream` prefers it to `application/json`:
+/// by a higher weight (`q`), or the same weight and listed first, or without JSON listed.
+pub(super) fn prefers_stream(headers: &HeaderMap) -> bool {
+    // (weight, position) of the first mention of each.
+    let mut stream = None;
+    let mut json = None;
+    let items = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','));
+    for (position, item) in items.enumerate() {
+        let weight = item
+            .split(';')
+            .skip(1)
+            .filter_map(|parameter| parameter.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        let essence = essence(item);
+        if essence.eq_ignore_ascii_case("text/event-stream") {
+            stream.get_or_insert((weight, position));
+        } else if essence.eq_ignore_ascii_case("application/json") {
+            json.get_or_insert((weight, position));
+        }
+    }
+    match (stream, json) {
+        (Some((stream, first)), Some((json, second))) => {
+            stream > json || (stream == json && first < second)
+        }
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
 }
 
 /// The answer to a body that is not a message object or a batch: invalid JSON (-32700) or valid
@@ -125,7 +152,8 @@ pub(super) fn error_object_body(id: Option<&RawValue>, error: &ErrorObject) -> V
 
 /// The SSE body answering one request: its messages, the response last.
 ///
-/// It owns the reply's receiver, so a client that goes away cancels the request.
+/// It owns the reply's receiver, so a client that goes away cancels the request; for a session's
+/// stream, once the stream has been left for [`super::events::PARK_GRACE`] without being taken up again.
 pub(super) struct ReplyStream {
     pub(super) messages: mpsc::UnboundedReceiver<Reply>,
     pub(super) shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
@@ -133,7 +161,9 @@ pub(super) struct ReplyStream {
     /// session was deleted mid-call), an error response takes its place, as over JSON.
     pub(super) unanswered: Option<Box<RawValue>>,
     /// The session's activity, for a request of a session.
-    pub(super) _activity: Option<Activity>,
+    pub(super) activity: Option<Activity>,
+    /// For a session's stream: its events' ids and what a resumption replays.
+    pub(super) resumable: Option<Resumable>,
 }
 
 impl Stream for ReplyStream {
@@ -144,21 +174,52 @@ impl Stream for ReplyStream {
         if let Some(shutdown) = &mut this.shutdown
             && shutdown.as_mut().poll(cx).is_ready()
         {
+            this.resumable = None;
             return Poll::Ready(None);
         }
-        match this.messages.poll_recv(cx) {
+        if let Some(first) = this.resumable.as_mut().and_then(|r| r.first.pop_front()) {
+            return Poll::Ready(Some(Ok(first)));
+        }
+        let (message, response) = match this.messages.poll_recv(cx) {
             Poll::Ready(Some(message)) => {
-                if let Reply::Response(_) = message {
+                let response = matches!(message, Reply::Response(_));
+                if response {
                     this.unanswered = None;
                 }
-                Poll::Ready(Some(Ok(message_event(&message.to_json()))))
+                (message.to_json(), response)
             }
-            Poll::Ready(None) => Poll::Ready(
-                this.unanswered
-                    .take()
-                    .map(|id| Ok(message_event(&no_response(Some(&id))))),
-            ),
-            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => match this.unanswered.take() {
+                Some(id) => (no_response(Some(&id)), true),
+                None => return Poll::Ready(None),
+            },
+            Poll::Pending => return Poll::Pending,
+        };
+        let event = match &mut this.resumable {
+            Some(resumable) => resumable.history.event(&message, !response),
+            None => message_event(&message),
+        };
+        Poll::Ready(Some(Ok(event)))
+    }
+}
+
+impl Drop for ReplyStream {
+    /// Parks a session's stream whose client went away before its response.
+    fn drop(&mut self) {
+        let (Some(resumable), Some(unanswered), Some(activity)) = (
+            self.resumable.take(),
+            self.unanswered.take(),
+            &self.activity,
+        ) else {
+            return;
+        };
+        if activity.record().closed.is_cancelled() {
+            return;
         }
+        let messages = std::mem::replace(&mut self.messages, mpsc::unbounded_channel().1);
+        activity.shared().park(Parked {
+            messages,
+            unanswered,
+            history: resumable.history,
+        });
     }
 }

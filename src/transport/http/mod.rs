@@ -18,10 +18,11 @@
 //! - `initialize` is always answered as `application/json`, even when the client accepts
 //!   `text/event-stream`. The session is kept only when the answer is a result; after an error
 //!   response it is closed and no `Mcp-Session-Id` is sent.
-//! - Other requests are answered as an SSE stream when `Accept` lists `text/event-stream` and the
-//!   stream may carry something besides the response: the request asked for progress, or the
-//!   client can be asked things (sampling, elicitation, roots) and has no `GET` stream open.
-//!   Otherwise the answer is plain JSON, which costs less. In the JSON case, messages that belong
+//! - Other requests are answered as an SSE stream when `Accept` prefers `text/event-stream` to
+//!   `application/json` (a higher `q`, or listed first), or lists it and the stream may carry
+//!   something besides the response: the request asked for progress, or the client can be asked
+//!   things (sampling, elicitation, roots) and has no `GET` stream open. Otherwise the answer is
+//!   plain JSON, which costs less. In the JSON case, messages that belong
 //!   to the request but come before its response go to the session's open `GET` stream; when none
 //!   is open they are dropped with a debug log.
 //! - A batch (2025-03-26) is accepted whatever the negotiated version, needs a session (so it
@@ -30,7 +31,9 @@
 //! - `GET` without `Accept: text/event-stream` gets `406 Not Acceptable`; `405` is reserved for
 //!   methods this endpoint does not serve at all. A second `GET` stream for a session gets
 //!   `409 Conflict`; when a stream ends, the session's event queue waits for the next one.
-//!   Streams do not carry event ids and cannot be resumed with `Last-Event-ID`.
+//! - A session's streams are resumable (`events.rs`): numbered events, a priming event on a
+//!   `POST` stream, a reply stream whose client left kept a few seconds for a `GET` with
+//!   `Last-Event-ID`.
 //! - A `Content-Type` other than `application/json` gets `415`; an absent one is tolerated.
 //! - Errors meant for an editor are JSON-RPC error responses (`id` null unless known); errors of
 //!   the guard are `{code, message}` like the rest of the HTTP API.
@@ -59,6 +62,7 @@
 //!   `MCP-Protocol-Version` is not looked at: the old transport has no such header.
 
 mod body;
+mod events;
 mod http_sse;
 mod messages;
 mod sessions;

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::DEFAULT_MAX_SESSIONS;
+use super::events::{EventId, PARK_GRACE, Parked, Resume, Streams};
 use crate::hub::{Hub, Session, SessionEvents};
 
 /// How long a session with nothing in flight and no `GET` stream is kept.
@@ -54,6 +55,8 @@ pub(super) struct Liveness {
     /// While a `GET` stream is open: where messages related to a request answered as plain JSON
     /// go.
     pub(super) related: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// Event ids and what a resumption needs (SEP-1699).
+    pub(super) streams: Streams,
 }
 
 impl Sessions {
@@ -97,6 +100,7 @@ impl Sessions {
                 n_active: 0,
                 events: Some(events),
                 related: None,
+                streams: Streams::default(),
             }),
         });
         let mut expired = Vec::new();
@@ -189,6 +193,36 @@ impl SessionRecord {
     }
 }
 
+impl SessionRecord {
+    /// Keeps a reply stream whose client went away for [`PARK_GRACE`], for a `GET` with
+    /// `Last-Event-ID` to take up; then drops it, which cancels its request.
+    pub(super) fn park(self: &Arc<Self>, parked: Parked) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let stream = lock(&self.live).streams.park(parked);
+        let record = Arc::downgrade(self);
+        runtime.spawn(async move {
+            tokio::time::sleep(PARK_GRACE).await;
+            if let Some(record) = record.upgrade() {
+                let dropped = lock(&record.live).streams.unpark(stream);
+                if dropped.is_some() {
+                    tracing::debug!(
+                        session = record.session.id(),
+                        stream,
+                        "a reply stream was not taken up again; its request is cancelled"
+                    );
+                }
+            }
+        });
+    }
+
+    /// Takes up the stream `last` names, if it can be.
+    pub(super) fn resume(&self, last: Option<EventId>) -> Resume {
+        lock(&self.live).streams.resume(last)
+    }
+}
+
 /// Marks a session busy while it lives: it does not expire and is evicted last.
 pub(super) struct Activity(Arc<SessionRecord>);
 
@@ -203,6 +237,10 @@ impl Activity {
     }
 
     pub(super) fn record(&self) -> &SessionRecord {
+        &self.0
+    }
+
+    pub(super) fn shared(&self) -> &Arc<SessionRecord> {
         &self.0
     }
 }

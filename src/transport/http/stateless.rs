@@ -47,7 +47,8 @@ pub(super) async fn post_stateless(
                     messages: reply.messages,
                     shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
                     unanswered: Some(reply.id),
-                    _activity: None,
+                    activity: None,
+                    resumable: None,
                 };
                 let mut response = Sse::new(stream)
                     .keep_alive(KeepAlive::default())

@@ -2,6 +2,7 @@
 //! message or a batch, `GET` the session's event stream, `DELETE` the session. A session belongs
 //! to the profile it was opened at: its id means nothing at another one's path.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,10 +19,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::body::read_body;
+use super::events::{EventId, Resumable, Resume, message_event, primed};
 use super::messages::ReplyStream;
 use super::messages::{
-    accepts, error_body, error_object_body, final_response, jsonrpc_error_response, message_event,
-    missing_session, no_response, unknown_session, unparsable,
+    accepts, error_body, error_object_body, final_response, jsonrpc_error_response,
+    missing_session, no_response, prefers_stream, unknown_session, unparsable,
 };
 use super::sessions::{Activity, CloseUnlessKept, SessionRecord, lock};
 use super::stateless::post_stateless;
@@ -165,7 +167,10 @@ async fn post(
     match (first, envelope) {
         (_, Some(envelope)) => {
             let answer = if accepts(&headers, "text/event-stream") {
-                Answer::Stream(shutdown.map(|s| s.0))
+                Answer::Stream {
+                    shutdown: shutdown.map(|s| s.0),
+                    preferred: prefers_stream(&headers),
+                }
             } else {
                 Answer::Json
             };
@@ -206,8 +211,13 @@ pub(super) fn era(headers: &HeaderMap) -> Result<Option<Era>, ErrorObject> {
 pub(super) enum Answer {
     /// The response alone, as `application/json`.
     Json,
-    /// Every message of the reply as an SSE stream, which ends with the server.
-    Stream(Option<Shutdown>),
+    /// Every message of the reply as an SSE stream, which ends with the server; unless the
+    /// client accepts JSON as much and the reply can hold nothing but the response.
+    Stream {
+        shutdown: Option<Shutdown>,
+        /// The client prefers a stream (`Accept`), so it gets one even then.
+        preferred: bool,
+    },
 }
 
 /// Answers one message, parsed.
@@ -229,7 +239,9 @@ pub(super) async fn post_message(
         return unknown_session(id);
     };
     let answer = match answer {
-        Answer::Stream(_) if !may_relate_messages(envelope, &record) => Answer::Json,
+        Answer::Stream {
+            preferred: false, ..
+        } if !may_relate_messages(envelope, &record) => Answer::Json,
         answer => answer,
     };
     let activity = Activity::begin(record);
@@ -237,16 +249,21 @@ pub(super) async fn post_message(
         Inbound::Accepted => StatusCode::ACCEPTED.into_response(),
         Inbound::Rejected(error) => json_response(StatusCode::OK, error.to_json()),
         Inbound::Request(reply) => match answer {
-            Answer::Stream(shutdown) => {
+            Answer::Stream { shutdown, .. } => {
+                let record = activity.record();
+                let resumable = lock(&record.live).streams.open();
+                let priming = resumable.priming(record.session.protocol_version().as_deref());
                 let stream = ReplyStream {
                     messages: reply.messages,
                     shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
                     unanswered: Some(reply.id),
-                    _activity: Some(activity),
+                    activity: Some(activity),
+                    resumable: Some(resumable),
                 };
-                Sse::new(stream)
+                let response = Sse::new(stream)
                     .keep_alive(KeepAlive::default())
-                    .into_response()
+                    .into_response();
+                primed(response, priming)
             }
             Answer::Json => {
                 let response = final_response(reply.messages, Some(activity.record())).await;
@@ -437,7 +454,27 @@ fn get(
     let Some(record) = state.sessions.find_in(session_id, profile) else {
         return unknown_session(None);
     };
-    let Some(stream) = EventStream::open(record, shutdown.map(|s| s.0)) else {
+    let shutdown = shutdown.map(|s| s.0);
+    let replay = match record.resume(EventId::last(&headers)) {
+        Resume::Reply(parked, replay) => {
+            let stream = ReplyStream {
+                messages: parked.messages,
+                shutdown: shutdown.map(|s| Box::pin(s.0.cancelled_owned())),
+                unanswered: Some(parked.unanswered),
+                activity: Some(Activity::begin(record)),
+                resumable: Some(Resumable {
+                    history: parked.history,
+                    first: replay,
+                }),
+            };
+            return Sse::new(stream)
+                .keep_alive(KeepAlive::default())
+                .into_response();
+        }
+        Resume::Get(replay) => replay,
+        Resume::Nothing => VecDeque::new(),
+    };
+    let Some(stream) = EventStream::open(record, shutdown, Some(replay)) else {
         return jsonrpc_error_response(
             StatusCode::CONFLICT,
             None,
@@ -480,6 +517,10 @@ fn delete(state: &HttpState, profile: &str, headers: &HeaderMap) -> Response {
 /// The SSE body of a `GET`: the session's unrelated messages, plus messages related to requests
 /// answered as plain JSON. On drop, the session's queue goes back to its record.
 pub(super) struct EventStream {
+    /// Kept events a `Last-Event-ID` asked to be replayed, sent first.
+    pub(super) replay: VecDeque<Event>,
+    /// Whether its events carry ids and are kept for a replay (Streamable HTTP, not HTTP+SSE).
+    pub(super) numbered: bool,
     pub(super) events: Option<SessionEvents>,
     /// Lines only this stream reads, whatever their kind: it writes them as they are.
     pub(super) related: mpsc::UnboundedReceiver<Vec<u8>>,
@@ -489,10 +530,12 @@ pub(super) struct EventStream {
 }
 
 impl EventStream {
-    /// `None` when another stream holds the session's queue.
+    /// `None` when another stream holds the session's queue. With `replay`, a stream whose
+    /// events carry ids, those events first; without, one whose events carry none.
     pub(super) fn open(
         record: Arc<SessionRecord>,
         shutdown: Option<Shutdown>,
+        replay: Option<VecDeque<Event>>,
     ) -> Option<EventStream> {
         let closed = Box::pin(record.closed.clone().cancelled_owned());
         let activity = Activity::begin(record);
@@ -504,6 +547,8 @@ impl EventStream {
             events
         };
         Some(EventStream {
+            numbered: replay.is_some(),
+            replay: replay.unwrap_or_default(),
             events: Some(events),
             related,
             closed,
@@ -526,15 +571,27 @@ impl Stream for EventStream {
         {
             return Poll::Ready(None);
         }
-        if let Poll::Ready(Some(message)) = this.related.poll_recv(cx) {
+        if let Some(event) = this.replay.pop_front() {
+            return Poll::Ready(Some(Ok(event)));
+        }
+        let message = match this.related.poll_recv(cx) {
+            Poll::Ready(Some(message)) => message,
+            _ => {
+                let Some(events) = &mut this.events else {
+                    return Poll::Ready(None);
+                };
+                match events.poll_recv(cx) {
+                    Poll::Ready(Some(event)) => event.to_json(),
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+        };
+        if !this.numbered {
             return Poll::Ready(Some(Ok(message_event(&message))));
         }
-        let Some(events) = &mut this.events else {
-            return Poll::Ready(None);
-        };
-        events
-            .poll_recv(cx)
-            .map(|event| event.map(|event| Ok(message_event(&event.to_json()))))
+        let mut live = lock(&this.activity.record().live);
+        Poll::Ready(Some(Ok(live.streams.get.event(&message, true))))
     }
 }
 

@@ -85,14 +85,16 @@ fn parse_message(text: &str) -> Result<Value, String> {
     serde_json::from_str::<Value>(text).map_err(|error| format!("not JSON ({error}): {text:?}"))
 }
 
-/// The JSON-RPC message one SSE event carries in its `data:` lines, if it has any.
+/// The JSON-RPC message one SSE event carries in its `data:` lines, if it has any (an event
+/// whose data is empty, such as a priming event, is not dispatched).
 fn event_message(event: &str) -> Option<Result<Value, String>> {
     let data: Vec<&str> = event
         .lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .map(|data| data.strip_prefix(' ').unwrap_or(data))
         .collect();
-    (!data.is_empty()).then(|| parse_message(&data.join("\n")))
+    let data = data.join("\n");
+    (!data.is_empty()).then(|| parse_message(&data))
 }
 
 impl McpHttp {

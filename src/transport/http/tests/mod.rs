@@ -162,6 +162,20 @@ fn get_stream(session: &str) -> Request {
     )
 }
 
+/// A `GET` that resumes after the event `last_event_id`.
+fn resume_stream(session: &str, last_event_id: &str) -> Request {
+    with_headers(
+        Method::GET,
+        &[
+            ("host", &loopback()),
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", session),
+            ("last-event-id", last_event_id),
+        ],
+        "",
+    )
+}
+
 fn delete(session: &str) -> Request {
     with_headers(
         Method::DELETE,
@@ -197,7 +211,12 @@ fn content_type(response: &Response) -> &str {
 
 /// Opens a session over HTTP and returns its id.
 async fn initialize(app: &Router) -> String {
-    let response = send(app, post(None, BOTH, INITIALIZE)).await;
+    initialize_as(app, INITIALIZE).await
+}
+
+/// Opens a session with the `initialize` request `request`.
+async fn initialize_as(app: &Router, request: &str) -> String {
+    let response = send(app, post(None, BOTH, request)).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         content_type(&response),
@@ -213,7 +232,11 @@ async fn initialize(app: &Router) -> String {
         .to_owned();
     let answer = body_json(response).await;
     assert_eq!(answer["id"], 0);
-    assert_eq!(answer["result"]["protocolVersion"], "2025-06-18");
+    let asked: Value = serde_json::from_str(request).expect("JSON");
+    assert_eq!(
+        answer["result"]["protocolVersion"],
+        asked["params"]["protocolVersion"]
+    );
     let response = send(app, post(Some(&session), BOTH, INITIALIZED)).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     session
@@ -223,6 +246,10 @@ async fn initialize(app: &Router) -> String {
 struct SseReader {
     body: Body,
     buffer: String,
+    /// The ids of the events read, in turn, those of events without data included.
+    ids: Vec<String>,
+    /// The last `retry` the stream sent, in milliseconds.
+    retry: Option<u64>,
 }
 
 impl SseReader {
@@ -232,6 +259,8 @@ impl SseReader {
         SseReader {
             body: response.into_body(),
             buffer: String::new(),
+            ids: Vec::new(),
+            retry: None,
         }
     }
 
@@ -247,12 +276,19 @@ impl SseReader {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
+                if let Some(id) = block.lines().find_map(|line| line.strip_prefix("id: ")) {
+                    self.ids.push(id.to_owned());
+                }
+                if let Some(retry) = block.lines().find_map(|line| line.strip_prefix("retry: ")) {
+                    self.retry = Some(retry.parse().expect("retry in milliseconds"));
+                }
                 let data: Vec<&str> = block
                     .lines()
-                    .filter_map(|line| line.strip_prefix("data: "))
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(|data| data.strip_prefix(' ').unwrap_or(data))
                     .collect();
-                if data.is_empty() {
-                    continue; // a keep-alive comment
+                if data.concat().is_empty() {
+                    continue; // a keep-alive comment, or a priming event
                 }
                 let event = block
                     .lines()

@@ -435,6 +435,150 @@ async fn session_events_reach_the_get_stream() {
 }
 
 #[tokio::test]
+async fn a_client_that_prefers_a_stream_gets_one_even_for_a_lone_response() {
+    let app = app(misbehave_hub().await, options());
+    let session = initialize(&app).await;
+    for (accept, stream) in [
+        ("text/event-stream, application/json", true),
+        ("application/json;q=0.5, text/event-stream", true),
+        ("application/json, text/event-stream", false),
+        ("text/event-stream;q=0.8, application/json", false),
+        ("application/json", false),
+    ] {
+        let response = send(&app, post(Some(&session), accept, &ping(3))).await;
+        let answer = if stream {
+            let mut events = SseReader::new(response);
+            let answer = events.next().await.expect("the response");
+            assert!(
+                events.next().await.is_none(),
+                "{accept}: the response alone"
+            );
+            answer
+        } else {
+            assert_eq!(content_type(&response), "application/json", "{accept}");
+            body_json(response).await
+        };
+        assert_eq!(
+            answer,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {}}),
+            "{accept}"
+        );
+    }
+}
+
+/// A session of 2025-11-25, whose client is sent priming events; it can be asked for elicitation.
+const INITIALIZE_2025_11: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"test","version":"1"}}}"#;
+
+#[tokio::test]
+async fn a_reply_stream_primes_its_client_and_numbers_its_events() {
+    let app = app(misbehave_hub().await, options());
+    let session = initialize_as(&app, INITIALIZE_2025_11).await;
+    let request = call(1, "mis__slow", json!({"ms": 50}), Some(7));
+    let mut events = SseReader::new(send(&app, post(Some(&session), BOTH, &request)).await);
+    let mut messages = Vec::new();
+    while let Some(message) = events.next().await {
+        messages.push(message);
+    }
+    assert_eq!(messages.last().expect("a response")["id"], 1);
+    assert_eq!(
+        events.retry,
+        Some(1000),
+        "the client is told when to reconnect"
+    );
+    assert_eq!(
+        events.ids.len(),
+        messages.len() + 1,
+        "every event has an id"
+    );
+    let stream = events.ids[0]
+        .strip_suffix("-0")
+        .expect("a priming event without data comes first");
+    for (seq, id) in events.ids.iter().enumerate() {
+        assert_eq!(*id, format!("{stream}-{seq}"), "ids {:?}", events.ids);
+    }
+
+    // A client of 2025-06-18 gets ids but no priming event, which it might take for a message.
+    let session = initialize(&app).await;
+    let request = call(2, "mis__slow", json!({"ms": 20}), Some(8));
+    let mut events = SseReader::new(send(&app, post(Some(&session), BOTH, &request)).await);
+    let first = events.next().await.expect("a message");
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    assert!(
+        events.ids[0].ends_with("-1"),
+        "no priming: {:?}",
+        events.ids
+    );
+    assert_eq!(events.retry, None);
+}
+
+#[tokio::test]
+async fn a_reply_stream_its_client_left_is_taken_up_again_after_last_event_id() {
+    let app = app(misbehave_hub().await, options());
+    let session = initialize_as(&app, INITIALIZE_2025_11).await;
+    let question = json!({
+        "method": "elicitation/create",
+        "params": {"message": "Your name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+    });
+    let request = call(1, "mis__ask", question, None);
+    let mut events = SseReader::new(send(&app, post(Some(&session), BOTH, &request)).await);
+    let asked = events.next().await.expect("the server's question");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let priming = events.ids[0].clone();
+    // The connection goes before the question is answered.
+    drop(events);
+
+    // Taken up again after the priming event: the question comes again, with its own id.
+    let mut resumed = SseReader::new(send(&app, resume_stream(&session, &priming)).await);
+    let again = resumed.next().await.expect("the question, replayed");
+    assert_eq!(again, asked);
+    let stream = priming.strip_suffix("-0").expect("a priming id");
+    assert_eq!(resumed.ids, [format!("{stream}-1")]);
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
+    let accepted = send(&app, post(Some(&session), BOTH, &answer.to_string())).await;
+    assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+    let response = resumed.next().await.expect("the call's response");
+    assert_eq!(response["id"], 1, "{response}");
+    let text = response["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(
+        text.contains("Ada"),
+        "the call ran on with the answer: {response}"
+    );
+    assert_eq!(resumed.ids.last(), Some(&format!("{stream}-2")));
+    assert!(
+        resumed.next().await.is_none(),
+        "the stream ends with the response"
+    );
+}
+
+#[tokio::test]
+async fn the_get_stream_numbers_its_events_and_replays_them_after_last_event_id() {
+    let app = app(misbehave_hub().await, options());
+    let session = initialize(&app).await;
+    let mut stream = SseReader::new(send(&app, get_stream(&session)).await);
+    let request = call(1, "mis__slow", json!({"ms": 30}), Some(8));
+    let answer =
+        body_json(send(&app, post(Some(&session), "application/json", &request)).await).await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    let note = stream.next().await.expect("progress on the GET stream");
+    assert_eq!(note["method"], "notifications/progress");
+    assert_eq!(stream.ids, ["0-1"]);
+    drop(stream);
+
+    let mut again = SseReader::new(send(&app, resume_stream(&session, "0-0")).await);
+    assert_eq!(again.next().await.expect("the progress, replayed"), note);
+    assert_eq!(again.ids, ["0-1"]);
+    // An id of a stream this session never had opens the GET stream as it is.
+    drop(again);
+    let mut plain = SseReader::new(send(&app, resume_stream(&session, "99-3")).await);
+    let request = call(2, "mis__slow", json!({"ms": 30}), Some(9));
+    send(&app, post(Some(&session), "application/json", &request)).await;
+    let next = plain.next().await.expect("new progress");
+    assert_eq!(next["params"]["progressToken"], 9, "{next}");
+}
+
+#[tokio::test]
 async fn dropping_an_sse_response_cancels_the_call() {
     let app = app(misbehave_hub().await, options());
     let session = initialize(&app).await;
