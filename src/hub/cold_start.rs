@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -65,9 +66,9 @@ pub(super) fn settled(hub: &HubInner, waiting: &Waiting<'_>) -> bool {
 }
 
 /// Waits until every backend in `backends` has left `Starting` (each for at most its handshake
-/// timeout), then until the catalog has been rebuilt since.
+/// timeout), then, if a rebuild is due, for one rebuild begun since (asked for at once): it
+/// covers every change the backends made, however many others a busy start keeps making.
 pub(super) async fn settle(hub: &Arc<HubInner>, backends: Vec<BackendHandle>) {
-    let mut rebuilt = hub.rebuilt.subscribe();
     let started = Instant::now();
     for backend in backends {
         let config = backend.config();
@@ -79,12 +80,11 @@ pub(super) async fn settle(hub: &Arc<HubInner>, backends: Vec<BackendHandle>) {
         )
         .await;
     }
-    while hub.catalog_due() {
-        if tokio::time::timeout(REBUILD_WAIT, rebuilt.changed())
-            .await
-            .is_err()
-        {
-            break;
-        }
+    // Read before the check: a rebuild begun after this read saw every change made before it.
+    let begun = hub.rebuilds_begun.load(Ordering::Acquire);
+    if hub.catalog_due() {
+        let mut rebuilt = hub.rebuilt.subscribe();
+        hub.rebuild_now.notify_one();
+        let _ = tokio::time::timeout(REBUILD_WAIT, rebuilt.wait_for(|done| *done > begun)).await;
     }
 }

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::activity::ActivityLog;
@@ -144,8 +144,13 @@ struct HubInner {
     stop: CancellationToken,
     /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
     unseen_changes: Mutex<watch::Receiver<()>>,
-    /// Told after each rebuild.
-    rebuilt: watch::Sender<()>,
+    /// How many rebuilds have begun: each counts itself as it marks the changes seen.
+    rebuilds_begun: AtomicU64,
+    /// The count of the last rebuild finished, told after each.
+    rebuilt: watch::Sender<u64>,
+    /// Told when a list or call waits for a rebuild that is due: it is made at once instead of
+    /// after [`CATALOG_SETTLE`].
+    rebuild_now: Arc<Notify>,
     activity: Option<ActivityLog>,
     /// Tool definitions pinned; a changed one is left out of every catalog until approved.
     pins: Pins,
@@ -175,7 +180,9 @@ impl Hub {
             next_id: AtomicU64::new(1),
             stop: CancellationToken::new(),
             unseen_changes: Mutex::new(engine.changes()),
-            rebuilt: watch::channel(()).0,
+            rebuilds_begun: AtomicU64::new(0),
+            rebuilt: watch::channel(0).0,
+            rebuild_now: Arc::new(Notify::new()),
             engine: engine.clone(),
         });
         let cache = CatalogCache::new(options.catalog_cache);
@@ -460,10 +467,16 @@ fn rebuild_catalog(
     cache: &CatalogCache,
     known: &mut HashMap<String, Arc<Catalog>>,
 ) {
-    hub.unseen_changes
-        .lock()
-        .expect("the change receiver lock is never poisoned")
-        .mark_unchanged();
+    let rebuild = {
+        let mut unseen = hub
+            .unseen_changes
+            .lock()
+            .expect("the change receiver lock is never poisoned");
+        unseen.mark_unchanged();
+        hub.rebuilds_begun
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            + 1
+    };
     let handles = hub.engine.backends();
     let statuses: Vec<_> = handles.iter().map(|handle| handle.status()).collect();
     let configs: Vec<_> = handles.iter().map(|handle| handle.config()).collect();
@@ -523,7 +536,7 @@ fn rebuild_catalog(
             .expect("catalog lock is never poisoned"),
         rebuilt.clone(),
     );
-    hub.rebuilt.send_replace(());
+    hub.rebuilt.send_replace(rebuild);
     for (profile, merged) in &rebuilt.by_profile {
         let told = before
             .by_profile
@@ -587,12 +600,13 @@ fn served_profiles(mut profiles: Vec<Profile>) -> Vec<Profile> {
 /// Rebuilds the catalogs whenever a backend publishes a new status, the set of backends changes,
 /// or the profiles do.
 async fn maintain_catalog(hub: Weak<HubInner>, cache: CatalogCache, stop: CancellationToken) {
-    let (mut changes, mut profiles_changed, mut pins_revised) = {
+    let (mut changes, mut profiles_changed, mut pins_revised, rebuild_now) = {
         let Some(hub) = hub.upgrade() else { return };
         (
             hub.engine.changes(),
             hub.profiles_changed.subscribe(),
             hub.pins.revisions(),
+            Arc::clone(&hub.rebuild_now),
         )
     };
     let mut known = HashMap::new();
@@ -605,7 +619,10 @@ async fn maintain_catalog(hub: Weak<HubInner>, cache: CatalogCache, stop: Cancel
         }
         profiles_changed.mark_unchanged();
         pins_revised.mark_unchanged();
-        tokio::time::sleep(CATALOG_SETTLE).await;
+        tokio::select! {
+            () = tokio::time::sleep(CATALOG_SETTLE) => {}
+            () = rebuild_now.notified() => {}
+        }
         changes.mark_unchanged();
         let Some(hub) = hub.upgrade() else { break };
         rebuild_catalog(&hub, &cache, &mut known);
