@@ -72,10 +72,15 @@ impl App {
         tracing::info!(config = %path.display(), backends = config.backends.len(), "starting");
 
         let runtime_dir = crate::dirs::runtime_dir();
-        let groups = GroupRegistry::open(&runtime_dir, Some(&options.exe)).with_context(|| {
-            format!("cannot use the runtime directory {}", runtime_dir.display())
-        })?;
+        let unusable = || format!("cannot use the runtime directory {}", runtime_dir.display());
+        crate::platform::files::create_private_dir(&runtime_dir)
+            .and_then(|()| crate::platform::files::restrict_to_owner(&runtime_dir))
+            .with_context(unusable)?;
+        // Listening comes first, so an editor that connects while the rest starts waits in the
+        // backlog instead of being refused.
         let listeners = Listeners::bind(&runtime_dir, listen).await?;
+        let groups =
+            GroupRegistry::open(&runtime_dir, Some(&options.exe)).with_context(unusable)?;
         let data_dir = crate::dirs::data_dir();
         let api_token = token::api_token(&data_dir).context("cannot set up the API token")?;
         let mcp_token = EndpointToken::new(
