@@ -35,8 +35,8 @@ use crate::supervisor::status::ExitDescription;
 /// Apps started from a desktop do not inherit the PATH a terminal has, so `npx`, `uvx` or a
 /// `node` installed by a version manager would not be found without asking. Asking a login shell
 /// takes from a few hundred milliseconds to seconds, so the answer is kept in the data directory
-/// (`session-path`): a start that finds it uses it at once and asks again in the background,
-/// for the starts after it; only the first start ever waits for the shell.
+/// (`session-path`): a start that finds it uses it at once and asks again in the background a
+/// few seconds later, for the starts after it; only the first start ever waits for the shell.
 pub fn search_path() -> OsString {
     static SEARCH_PATH: OnceLock<SearchPath> = OnceLock::new();
     SEARCH_PATH
@@ -66,6 +66,7 @@ impl SearchPath {
         let asked = std::thread::Builder::new()
             .name("session-path".to_owned())
             .spawn(move || {
+                std::thread::sleep(ASK_AGAIN_AFTER);
                 if let Some(session) = crate::platform::command::session_path(ASKED_LATER)
                     .filter(|session| *session != known)
                 {
@@ -103,6 +104,9 @@ fn read_session_path(kept: &Path) -> Option<OsString> {
 const WAITED_FOR: Duration = Duration::from_secs(3);
 /// How long the login shell may take to answer while a start goes on without it.
 const ASKED_LATER: Duration = Duration::from_secs(60);
+/// How long a start waits before it asks again, so that the shell (a heavy profile runs for
+/// seconds) does not take the CPU from the backends starting.
+const ASK_AGAIN_AFTER: Duration = Duration::from_secs(5);
 
 /// Keeps the session's PATH in `kept` for the starts after this one (nothing when there is none).
 fn keep_session_path(kept: &Path, session: &OsStr) {
