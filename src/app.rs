@@ -63,6 +63,7 @@ impl App {
     /// every listener. Fails when the listeners cannot be bound (another instance runs) or the
     /// endpoint token in the config is invalid.
     pub async fn start(options: AppOptions) -> anyhow::Result<App> {
+        crate::platform::memory::keep_freed_memory();
         let (path, config) = load_config(&options.config_path, &options.exe)?;
         let endpoint = config.endpoint.clone();
         let listen = options.listen.unwrap_or(endpoint.listen);

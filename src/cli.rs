@@ -273,6 +273,7 @@ async fn wait_for_signal() -> anyhow::Result<()> {
 fn connect(config: Option<PathBuf>, profile: Option<String>) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
     let runtime_dir = crate::dirs::runtime_dir();
+    crate::platform::memory::keep_freed_memory();
     crate::transport::connect::run(crate::transport::connect::ConnectOptions {
         runtime_dir,
         exe,

@@ -311,6 +311,7 @@ impl IntoResponse for ErrorResponse {
 
 /// A response with a JSON body that no cache keeps.
 pub fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    crate::platform::memory::passed(body.len());
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     let headers = response.headers_mut();

@@ -6,6 +6,7 @@ pub mod command;
 pub mod files;
 pub mod ipc;
 pub mod keychain;
+pub mod memory;
 #[cfg(unix)]
 pub mod passing;
 pub mod priority;

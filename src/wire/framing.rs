@@ -87,6 +87,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         if line.last() == Some(&b'\r') {
             line.pop();
         }
+        crate::platform::memory::passed(line.len());
         Some(Frame::Line(line))
     }
 }

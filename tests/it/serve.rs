@@ -7,6 +7,7 @@ use std::process::Command;
 use crate::support::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use serde_json::json;
 
 /// Writes a config with one misbehaving backend whose grandchild ignores SIGTERM.
 fn write_family_config(dir: &Path) -> PathBuf {
@@ -238,4 +239,45 @@ async fn a_start_after_the_first_does_not_wait_for_the_login_shell() {
     .await;
     assert!(!kept_now.contains("/first-session-folder"), "{kept_now}");
     serve.wait_for_log("the login shell's PATH changed");
+}
+
+/// `serve`'s anonymous memory, in KiB.
+fn anonymous_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("RssAnon:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("RssAnon")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_large_results_took_is_given_back_once_they_stop() {
+    let serve = ServeProcess::start(&[ServedBackend::Misbehave]);
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("memory").await.expect("a session");
+    let small = mcp
+        .call_tool(&session, 1, "mis__echo", json!({"text": "small"}))
+        .await;
+    assert_eq!(first_text(&small), "small");
+    let before = anonymous_kib(serve.pid());
+
+    // The heap keeps what large results freed while they come (so that the next one takes no
+    // page faults), and gives it back once they stop.
+    for id in 2..6 {
+        let huge = mcp
+            .call_tool(&session, id, "mis__huge", json!({"bytes": 4_000_000}))
+            .await;
+        assert_eq!(first_text(&huge).len(), 4_000_000);
+    }
+    let after = eventually("the freed memory given back", EVENT_LIMIT, || async {
+        let now = anonymous_kib(serve.pid());
+        if now <= before + 2048 {
+            Ok(now)
+        } else {
+            Err(format!("{before} KiB before, {now} KiB now"))
+        }
+    })
+    .await;
+    assert!(after <= before + 2048);
 }

@@ -82,7 +82,11 @@ pub(super) async fn read_body(
         return Err(too_large(Some(declared), limit));
     }
     match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
+        Ok(collected) => {
+            let body = collected.to_bytes();
+            crate::platform::memory::passed(body.len());
+            Ok(body)
+        }
         Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
             Err(too_large(None, limit))
         }

@@ -25,6 +25,7 @@ use crate::hub::reply::Reply;
 
 /// One JSON-RPC message as an SSE `message` event.
 pub(super) fn message_event(message: &[u8]) -> Event {
+    crate::platform::memory::passed(message.len());
     let event = Event::default().event("message");
     match std::str::from_utf8(message) {
         Ok(text) => event.data(text),

@@ -408,6 +408,7 @@ pub(super) async fn write_batch<W: AsyncWrite + Unpin>(
     if batch.is_empty() {
         return Ok(());
     }
+    crate::platform::memory::passed(batch.len());
     let split = batch.len() > handoff::ATOMIC_WRITE;
     if split && let Some(ledger) = ledger.as_mut() {
         ledger.set_partial_output(true);
