@@ -42,10 +42,11 @@ pub(super) const RETRY: Duration = Duration::from_secs(1);
 /// How long a reply stream whose client went away waits to be taken up again.
 pub(super) const PARK_GRACE: Duration = Duration::from_secs(5);
 
-/// The events of a stream kept for a replay, at most this many and this many bytes; older ones
-/// are not replayed.
+/// The events of a stream kept for a replay, at most this many and this many bytes (an event
+/// larger than that is not kept); older ones are not replayed. A session keeps its `GET`
+/// stream's for as long as it lives.
 const KEPT: usize = 64;
-const KEPT_BYTES: usize = 1 << 20;
+const KEPT_BYTES: usize = 256 * 1024;
 
 /// The number of a session's `GET` stream; reply streams count from 1.
 const GET_STREAM: u64 = 0;
@@ -95,7 +96,7 @@ impl History {
     pub(super) fn event(&mut self, message: &[u8], keep: bool) -> Event {
         let seq = self.next;
         self.next += 1;
-        if keep {
+        if keep && message.len() <= KEPT_BYTES {
             self.kept_bytes += message.len();
             self.kept.push_back((seq, Arc::from(message)));
             while self.kept.len() > KEPT || self.kept_bytes > KEPT_BYTES {
