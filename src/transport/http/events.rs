@@ -37,7 +37,7 @@ pub(super) fn message_event(message: &[u8]) -> Event {
 const PRIMED_SINCE: &str = "2025-11-25";
 
 /// How long a client is told to wait before it reconnects.
-pub(super) const RETRY: Duration = Duration::from_secs(1);
+const RETRY: Duration = Duration::from_secs(1);
 
 /// How long a reply stream whose client went away waits to be taken up again.
 pub(super) const PARK_GRACE: Duration = Duration::from_secs(5);
@@ -54,8 +54,8 @@ const GET_STREAM: u64 = 0;
 /// An event id of this module's making.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct EventId {
-    pub(super) stream: u64,
-    pub(super) seq: u64,
+    stream: u64,
+    seq: u64,
 }
 
 impl EventId {
