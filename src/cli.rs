@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use crate::app::{App, AppOptions};
 use crate::config;
 use crate::editors::{self, Editor};
+use crate::platform::runtime;
 use crate::token::Missing;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -172,7 +173,7 @@ pub fn main() -> ExitCode {
             config,
             listen,
             ui_dir,
-        } => single_thread_runtime().block_on(serve(config, listen, ui_dir)),
+        } => runtime::current_thread().block_on(serve(config, listen, ui_dir)),
         Command::Check { config } => check(config),
         Command::Import {
             editor,
@@ -219,9 +220,9 @@ pub fn main() -> ExitCode {
             }
         }
         Command::Connect { config, profile } => connect(config, profile),
-        Command::Reload => single_thread_runtime().block_on(reload()),
+        Command::Reload => runtime::current_thread().block_on(reload()),
         Command::Secret { action } => secret(action),
-        Command::DemoServer => runtime()
+        Command::DemoServer => runtime::multi_thread()
             .block_on(crate::demo::run())
             .map(|()| ExitCode::SUCCESS),
         Command::Guardian => {
@@ -233,13 +234,6 @@ pub fn main() -> ExitCode {
         eprintln!("switchboard: {error:#}");
         ExitCode::FAILURE
     })
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("the tokio runtime starts")
 }
 
 async fn serve(
@@ -343,7 +337,7 @@ fn secret(action: SecretAction) -> anyhow::Result<ExitCode> {
     let runtime_dir = crate::dirs::runtime_dir();
     if crate::control::instance::Instance::path(&runtime_dir).exists() {
         let reloaded =
-            single_thread_runtime().block_on(crate::control::client::reload(&runtime_dir));
+            runtime::current_thread().block_on(crate::control::client::reload(&runtime_dir));
         match reloaded {
             Ok(crate::control::reload::ReloadOutcome::Applied { report, .. }) => {
                 eprintln!("Switchboard reloaded its config: {report}");
@@ -514,13 +508,6 @@ fn print_budgets(config: &config::Config, path: &std::path::Path) {
             unseen.join(", ")
         );
     }
-}
-
-fn single_thread_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("the tokio runtime starts")
 }
 
 fn import(

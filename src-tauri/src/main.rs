@@ -57,6 +57,10 @@ fn main() -> ExitCode {
     }
     let options = Options::parse();
     switchboard::app::init_logging();
+    // The core's runtime, built to find the next event awake (`platform::runtime`); it lives as
+    // long as the app.
+    let runtime = switchboard::platform::runtime::multi_thread();
+    tauri::async_runtime::set(runtime.handle().clone());
     let built = tauri::Builder::default()
         // First: a second launch hands over to the first one here and exits.
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod passing;
 pub mod priority;
 pub mod process;
+pub mod runtime;
 pub mod sandbox;
 pub mod shutdown;
 mod system;

@@ -35,9 +35,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
 /// Runs the relay on this process's stdio until the editor leaves.
 pub(super) fn run(options: ConnectOptions) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::platform::runtime::current_thread();
     let dialer = EndpointDialer {
         starter: Starter::new(&options),
     };
