@@ -18,6 +18,7 @@ pub mod demo;
 pub mod dirs;
 pub mod editors;
 pub(crate) mod guard;
+pub mod hex;
 pub mod hub;
 pub mod platform;
 pub mod secrets;

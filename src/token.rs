@@ -69,7 +69,7 @@ impl Token {
     /// A new random token: 32 bytes from the thread's cryptographically secure generator, as hex.
     pub fn generate() -> Token {
         let bytes: [u8; TOKEN_BYTES] = rand::random();
-        Token(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+        Token(crate::hex::encode(&bytes))
     }
 
     /// The token itself, for the places that must carry it: the dashboard link, editors'

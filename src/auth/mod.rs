@@ -705,11 +705,7 @@ pub fn is_callback_path(path: &str) -> bool {
 
 /// A keychain entry name for any key: the first 32 hex digits of its SHA-256.
 fn keychain_name(key: &str) -> String {
-    let digest = sha2::Sha256::digest(key.as_bytes());
-    digest[..16]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::hex::encode(&sha2::Sha256::digest(key.as_bytes())[..16])
 }
 
 /// 32 random bytes as base64url: a PKCE verifier, a `state`, a JWT id.

@@ -566,10 +566,7 @@ fn changed_since(path: &Path, since: &str) -> EditorError {
 }
 
 fn digest(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::hex::encode(&Sha256::digest(bytes))
 }
 
 fn client_id<S: serde::Serializer>(editor: &Editor, serializer: S) -> Result<S::Ok, S::Error> {

@@ -63,33 +63,38 @@ pub enum HeldReason {
     Unchecked,
 }
 
-/// A definition as pinned: its canonical JSON text (see [`canonical`]).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Definition(Box<RawValue>);
-
-impl PartialEq for Definition {
-    fn eq(&self, other: &Definition) -> bool {
-        self.0.get() == other.0.get()
-    }
-}
+/// A definition as pinned: its canonical JSON text (see [`canonical`]), kept as text so that
+/// vetting, which makes one for every tool each time a server's list changes, need not check
+/// JSON it wrote itself; it is read as JSON only when it is written out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definition(Box<str>);
 
 impl Definition {
     /// A definition from its JSON text.
     pub fn new(text: Box<RawValue>) -> Definition {
-        Definition(text)
+        Definition(text.into())
     }
 
     fn sha256(&self) -> String {
-        Sha256::digest(self.0.get().as_bytes())
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+        crate::hex::encode(&Sha256::digest(self.0.as_bytes()))
     }
 
     /// The definition's JSON text.
     pub fn text(&self) -> &str {
-        self.0.get()
+        &self.0
+    }
+}
+
+impl Serialize for Definition {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &RawValue = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Definition {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Definition, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Definition::new)
     }
 }
 
@@ -423,7 +428,7 @@ impl Pins {
         let candidate = Candidate {
             kind: PinnedKind::Instructions,
             name: "instructions".to_owned(),
-            definition: Ok(Definition(definition)),
+            definition: Ok(Definition::new(definition)),
         };
         let mut added = false;
         let file = self.path(server);
@@ -759,7 +764,7 @@ fn candidate(kind: PinnedKind, item: &RawValue, fields: &[&str]) -> Candidate {
     let unchecked = |why: String| Candidate {
         kind,
         name: String::new(),
-        definition: Err((why, Definition(item.to_owned()))),
+        definition: Err((why, Definition(item.get().into()))),
     };
     let Ok(entries) = ObjectEntries::parse(item.get()) else {
         return unchecked("it is not a JSON object whose keys can be read".to_owned());
@@ -787,7 +792,7 @@ fn candidate(kind: PinnedKind, item: &RawValue, fields: &[&str]) -> Candidate {
                     name: name.into_owned(),
                     definition: Err((
                         format!("its {field} cannot be checked: {why}"),
-                        Definition(item.to_owned()),
+                        Definition(item.get().into()),
                     )),
                 };
             }
@@ -797,9 +802,7 @@ fn candidate(kind: PinnedKind, item: &RawValue, fields: &[&str]) -> Candidate {
     Candidate {
         kind,
         name: name.into_owned(),
-        definition: Ok(Definition(
-            RawValue::from_string(part).expect("canonical forms are JSON"),
-        )),
+        definition: Ok(Definition(part.into())),
     }
 }
 

@@ -78,7 +78,7 @@ impl Binding {
         Binding {
             method: method.as_str().to_owned(),
             target: target.to_owned(),
-            arguments: hex(&Sha256::digest(canonical.as_bytes())),
+            arguments: crate::hex::encode(&Sha256::digest(canonical.as_bytes())),
         }
     }
 }
@@ -206,10 +206,6 @@ fn canonical_json(value: &Value, out: &mut String) {
         }
         other => out.push_str(&other.to_string()),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -37,10 +37,7 @@ const BUSY_POLL: Duration = Duration::from_millis(20);
 pub fn endpoint(runtime_dir: &Path) -> PathBuf {
     let folder = runtime_dir.to_string_lossy().to_lowercase();
     let digest = Sha256::digest(folder.as_bytes());
-    let hash: String = digest[..12]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+    let hash = crate::hex::encode(&digest[..12]);
     PathBuf::from(format!(r"\\.\pipe\switchboard-{hash}"))
 }
 
