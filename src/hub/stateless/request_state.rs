@@ -56,18 +56,31 @@ struct Payload {
 }
 
 /// The request a state must come back with: its method, target and arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(in crate::hub) struct Binding {
     pub(in crate::hub) method: String,
     pub(in crate::hub) target: String,
-    arguments: String,
+    /// The request's `arguments` as sent; digested only when a state is sealed or opened, which
+    /// few requests ever need.
+    arguments: Option<Box<str>>,
 }
 
 impl Binding {
-    /// `arguments` is the request's `arguments` value, if any; equal JSON with keys in another
-    /// order binds alike.
+    /// `arguments` is the request's `arguments` value, if any.
     pub(in crate::hub) fn new(method: &Method, target: &str, arguments: Option<&str>) -> Binding {
-        let canonical = arguments
+        Binding {
+            method: method.as_str().to_owned(),
+            target: target.to_owned(),
+            arguments: arguments.map(Box::from),
+        }
+    }
+
+    /// SHA-256 of the arguments in canonical form (keys sorted), hex: equal JSON with keys in
+    /// another order binds alike.
+    fn arguments_digest(&self) -> String {
+        let canonical = self
+            .arguments
+            .as_deref()
             .and_then(|text| serde_json::from_str::<Value>(text).ok())
             .map(|value| {
                 let mut text = String::new();
@@ -75,11 +88,7 @@ impl Binding {
                 text
             })
             .unwrap_or_default();
-        Binding {
-            method: method.as_str().to_owned(),
-            target: target.to_owned(),
-            arguments: crate::hex::encode(&Sha256::digest(canonical.as_bytes())),
-        }
+        crate::hex::encode(&Sha256::digest(canonical.as_bytes()))
     }
 }
 
@@ -123,7 +132,7 @@ impl Sealer {
             call: call.to_owned(),
             method: binding.method.clone(),
             target: binding.target.clone(),
-            arguments: binding.arguments.clone(),
+            arguments: binding.arguments_digest(),
             expires,
         };
         let payload = serde_json::to_vec(&payload).expect("a payload always serializes");
@@ -163,7 +172,7 @@ impl Sealer {
         }
         if payload.method != binding.method
             || payload.target != binding.target
-            || payload.arguments != binding.arguments
+            || payload.arguments != binding.arguments_digest()
         {
             return Err(Refusal::OtherRequest);
         }
