@@ -9,6 +9,7 @@ pub mod keychain;
 pub mod memory;
 #[cfg(unix)]
 pub mod passing;
+pub mod pipes;
 pub mod priority;
 pub mod process;
 pub mod runtime;

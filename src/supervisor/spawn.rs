@@ -360,9 +360,11 @@ fn start(
     };
     let pid = child.id().expect("a child that was just spawned has a pid");
     groups.add(tree.id());
+    let stdout = child.stdout.take().expect("stdout was piped");
+    crate::platform::pipes::widen_output(&stdout);
     let pipes = Pipes {
         stdin: child.stdin.take().expect("stdin was piped"),
-        stdout: child.stdout.take().expect("stdout was piped"),
+        stdout,
         stderr: child.stderr.take().expect("stderr was piped"),
     };
     let process = BackendProcess {

@@ -94,6 +94,7 @@ async fn accept_handoff(
     for fd in [&input, &output] {
         passing::set_nonblocking(fd.as_fd(), true)?;
     }
+    crate::platform::pipes::widen(output.as_fd());
     let (records, records_rx) = mpsc::unbounded_channel();
     let shared = Arc::new(SharedLedger::new(ledger, records));
     let input = pipe::Receiver::from_owned_fd_unchecked(input)?;
