@@ -64,6 +64,7 @@ impl App {
     /// endpoint token in the config is invalid.
     pub async fn start(options: AppOptions) -> anyhow::Result<App> {
         crate::platform::memory::keep_freed_memory();
+        crate::platform::memory::trim_when_idle();
         let (path, config) = load_config(&options.config_path, &options.exe)?;
         let endpoint = config.endpoint.clone();
         let listen = options.listen.unwrap_or(endpoint.listen);
