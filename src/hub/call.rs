@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::capabilities::ClientCapabilities;
+use super::catalog::views::{self, View};
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
 use super::recorded::{Named, Recording};
@@ -67,6 +68,8 @@ struct RoutedCall {
     client: ClientFacts,
     /// What the activity log keeps of the request, if it keeps anything.
     named: Option<Named>,
+    /// For a read of a renamed view: the view, and the URI the editor knows it by.
+    view: Option<(View, String)>,
 }
 
 /// The log level a 2026-07-28 backend is told for an editor of the session era whose session
@@ -108,6 +111,8 @@ struct Call {
     named: Option<Named>,
     /// The call's number at its backend ([`ClientMeta::call`]).
     number: u64,
+    /// For a read of a renamed view: the view, and the URI the editor knows it by.
+    view: Option<(View, String)>,
 }
 
 impl Session {
@@ -186,6 +191,7 @@ impl Session {
         let mut entries = ObjectEntries::parse(params.get())
             .map_err(|_| invalid_params("params must be an object"))?;
         let mut named = Named::of(hub.activity.as_ref(), method, &entries);
+        let mut view = None;
         let catalog = hub.catalog(self.profile());
         let requires_task = *method == Method::ToolsCall
             && entries.get("task").is_none()
@@ -217,7 +223,11 @@ impl Session {
             Method::TasksGet | Method::TasksResult | Method::TasksUpdate | Method::TasksCancel => {
                 route_by_task(method, &mut entries)?
             }
-            _ => route_by_uri(&catalog, method, &entries)?,
+            _ => {
+                let backend = route_by_uri(&catalog, method, &entries)?;
+                view = renamed_view(&catalog, &mut entries);
+                backend
+            }
         };
         let backend = hub.engine.backend(&backend_name).ok_or_else(|| {
             ErrorObject::new(
@@ -282,6 +292,7 @@ impl Session {
             task_plan,
             client,
             named,
+            view: view.filter(|_| *method == Method::ResourcesRead),
         })
     }
 
@@ -461,6 +472,18 @@ fn route_completion(
     Ok(backend)
 }
 
+/// For a request about a view editors know by another URI than its server's: that view, and the
+/// URI in `entries` made the server's own.
+fn renamed_view(
+    catalog: &MergedCatalog,
+    entries: &mut ObjectEntries<'_>,
+) -> Option<(View, String)> {
+    let uri = entries.get_str("uri")?;
+    let view = catalog.views.get(&uri).filter(|view| view.own != *uri)?;
+    entries.set("uri", json_string(&view.own));
+    Some((view.clone(), uri.into_owned()))
+}
+
 /// For the resource methods: the backend owning `uri`.
 fn route_by_uri(
     catalog: &MergedCatalog,
@@ -488,6 +511,7 @@ impl Call {
             client: routed.client,
             named: routed.named,
             number: hub.next_id.fetch_add(1, Ordering::Relaxed),
+            view: routed.view,
         }
     }
 
@@ -589,6 +613,9 @@ impl Call {
         }
         if self.with_tasks {
             return Ok(ids::expose_ids(result.get(), self.backend.name()));
+        }
+        if let Some((view, exposed)) = &self.view {
+            return Ok(views::read_result(result.get(), &view.own, exposed));
         }
         Ok(Box::<str>::from(result).into_string())
     }

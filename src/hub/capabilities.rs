@@ -8,6 +8,7 @@
 use serde_json::value::RawValue;
 
 use super::rewrite::ObjectEntries;
+use crate::wire::apps::{self, UI_EXTENSION};
 use crate::wire::era::TASKS_EXTENSION;
 use crate::wire::method::Method;
 
@@ -26,6 +27,9 @@ pub(super) struct ClientCapabilities {
     /// `extensions["io.modelcontextprotocol/tasks"]` (2026-07-28): a `tools/call` may be
     /// answered with a task handle.
     pub(super) tasks_extension: bool,
+    /// `extensions["io.modelcontextprotocol/ui"]` with the app mime type: the editor renders
+    /// MCP Apps' views (and hides the tools only a view may call from its model itself).
+    pub(super) apps: bool,
 }
 
 impl ClientCapabilities {
@@ -47,6 +51,12 @@ impl ClientCapabilities {
                 .is_some_and(|object| object.get(key).is_some())
         };
         let elicitation_url = has(&elicitation, "url");
+        let extensions = object("extensions");
+        let extension = |name: &str| {
+            extensions
+                .as_ref()
+                .and_then(|extensions| extensions.get(name))
+        };
         ClientCapabilities {
             sampling: sampling.is_some(),
             sampling_context: has(&sampling, "context"),
@@ -55,8 +65,8 @@ impl ClientCapabilities {
                 || (elicitation.is_some() && !elicitation_url),
             elicitation_url,
             roots: object("roots").is_some(),
-            tasks_extension: object("extensions")
-                .is_some_and(|extensions| extensions.get(TASKS_EXTENSION).is_some()),
+            tasks_extension: extension(TASKS_EXTENSION).is_some(),
+            apps: extension(UI_EXTENSION).is_some_and(apps::renders_views),
         }
     }
 
@@ -87,11 +97,15 @@ impl ClientCapabilities {
         if self.roots {
             capabilities.insert("roots".into(), serde_json::json!({}));
         }
+        let mut extensions = serde_json::Map::new();
         if self.tasks_extension {
-            capabilities.insert(
-                "extensions".into(),
-                serde_json::json!({ TASKS_EXTENSION: {} }),
-            );
+            extensions.insert(TASKS_EXTENSION.into(), serde_json::json!({}));
+        }
+        if self.apps {
+            extensions.insert(UI_EXTENSION.into(), apps::declared());
+        }
+        if !extensions.is_empty() {
+            capabilities.insert("extensions".into(), extensions.into());
         }
         capabilities.into()
     }
@@ -159,6 +173,20 @@ mod tests {
         assert!(both.elicitation_form && both.elicitation_url);
         assert_eq!(declared("[]"), ClientCapabilities::default());
         assert!(!declared("{}").any());
+    }
+
+    #[test]
+    fn an_editor_that_renders_views_is_told_apart_and_passed_on() {
+        let host = declared(
+            r#"{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]},"io.modelcontextprotocol/tasks":{}}}"#,
+        );
+        assert!(host.apps && host.tasks_extension);
+        let passed_on = ClientCapabilities::parse(
+            &RawValue::from_string(host.to_json().to_string()).expect("JSON"),
+        );
+        assert_eq!(passed_on, host);
+        assert!(!declared(r#"{"extensions":{"io.modelcontextprotocol/ui":{}}}"#).apps);
+        assert!(declared("{}").to_json().get("extensions").is_none());
     }
 
     #[test]

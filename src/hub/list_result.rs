@@ -19,6 +19,7 @@ pub enum ItemKind {
 }
 
 /// One item of a list, as it is sent.
+#[derive(Clone)]
 pub enum Listed {
     /// Item `index` of a backend's catalog with the value of its name at `value` replaced by
     /// `name` (JSON).

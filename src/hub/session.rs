@@ -214,7 +214,16 @@ impl Session {
             | Method::PromptsList
             | Method::ResourcesList
             | Method::ResourceTemplatesList => {
-                list(hub, self.profile(), id, &method, envelope.params, &reply)
+                let views = self.lock_state().capabilities.apps;
+                list(
+                    hub,
+                    self.profile(),
+                    views,
+                    id,
+                    &method,
+                    envelope.params,
+                    &reply,
+                )
             }
             Method::ToolsCall
             | Method::PromptsGet
@@ -499,10 +508,12 @@ fn list_tasks(
     None
 }
 
-/// Answers a list method from the merged catalog, once no backend it waits for is starting.
+/// Answers a list method from the merged catalog, once no backend it waits for is starting;
+/// `views`: for an editor that renders MCP Apps' views.
 fn list(
     hub: &Arc<HubInner>,
     profile: &str,
+    views: bool,
     id: &RawValue,
     method: &Method,
     params: Option<&RawValue>,
@@ -514,15 +525,16 @@ fn list(
     let method = method.clone();
     let profile = profile.to_owned();
     when_settled(hub, id, reply, Needs::Catalog, move |hub| {
-        Ok(list_result(hub, &profile, &method))
+        Ok(list_result(hub, &profile, &method, views))
     })
 }
 
-/// The merged list a list method answers with.
-pub(super) fn list_result(hub: &HubInner, profile: &str, method: &Method) -> String {
+/// The merged list a list method answers with; `views`: for an editor that renders MCP Apps'
+/// views.
+pub(super) fn list_result(hub: &HubInner, profile: &str, method: &Method, views: bool) -> String {
     let catalog = hub.catalog(profile);
     match method {
-        Method::ToolsList => catalog.tools_result.text(),
+        Method::ToolsList => catalog.tools_list(views).text(),
         Method::PromptsList => catalog.prompts_result.text(),
         Method::ResourcesList => catalog.resources_result.clone(),
         _ => catalog.templates_result.clone(),

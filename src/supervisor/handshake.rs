@@ -20,6 +20,7 @@ use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
 use crate::supervisor::runner::INSTALL_TIMEOUT;
 use crate::supervisor::status::{Catalog, ServerDescription};
 use crate::supervisor::subscriptions::Subscriptions;
+use crate::wire::apps;
 use crate::wire::era::{Era, STATELESS_PROTOCOL_VERSION, code, meta};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
@@ -532,10 +533,13 @@ fn client_capabilities(era: Era) -> serde_json::Value {
         // Roots have no change notification in the stateless era.
         Era::Stateless => serde_json::json!({}),
     };
+    // Views of MCP Apps reach the editors that render them (the others never see the tools
+    // only a view may call, `hub/catalog.rs`), so a server may offer them.
     let mut capabilities = serde_json::json!({
         "sampling": { "context": {}, "tools": {} },
         "elicitation": { "form": {}, "url": {} },
         "roots": roots,
+        "extensions": { apps::UI_EXTENSION: apps::declared() },
     });
     // Switchboard holds the tasks a session-era server asks it to run (`hub/tasks/held.rs`).
     if era == Era::Session {

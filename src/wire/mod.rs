@@ -1,7 +1,8 @@
 //! What both sides of Switchboard speak: the JSON-RPC envelope, the methods' names, newline
-//! framing, the protocol eras, the arguments 2026-07-28 mirrors into headers, and how a failed
-//! HTTP request is told.
+//! framing, the protocol eras, the arguments 2026-07-28 mirrors into headers, how a failed
+//! HTTP request is told, and what MCP Apps adds to tools.
 
+pub mod apps;
 pub mod era;
 pub mod framing;
 pub mod http_error;

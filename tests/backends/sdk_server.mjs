@@ -10,9 +10,10 @@
 // `requestState` until a retry brings `ok: true`, then says what it confirmed and which state
 // came back), `touch` (tells whoever subscribed that `sdk://greeting` changed). One resource
 // (`sdk://greeting`, which clients may subscribe to) and one prompt (`hello`).
-// It reports the method of every request it receives on stderr (`got <method>`), and the
-// resources each `subscriptions/listen` names (`listens for resources: <uri> …`), so that tests
-// can see what a client asked.
+// It reports the method of every request it receives on stderr (`got <method>`), the
+// resources each `subscriptions/listen` names (`listens for resources: <uri> …`), and the
+// extensions the client declared with `initialize`, `tools/list` and `tools/call`
+// (`<method> declares extensions: <name> …`), so that tests can see what a client asked.
 
 import { McpServer, acceptedContent, inputRequired } from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
@@ -92,6 +93,14 @@ Object.defineProperty(transport, "onmessage", {
   get: () => (message, extra) => {
     if (message.method !== undefined && message.id !== undefined) {
       process.stderr.write(`got ${message.method}\n`);
+    }
+    if (["initialize", "tools/list", "tools/call"].includes(message.method)) {
+      const declared =
+        message.method === "initialize"
+          ? message.params?.capabilities
+          : message.params?._meta?.["io.modelcontextprotocol/clientCapabilities"];
+      const extensions = Object.keys(declared?.extensions ?? {}).join(" ");
+      process.stderr.write(`${message.method} declares extensions: ${extensions}\n`);
     }
     if (message.method === "subscriptions/listen") {
       const resources = message.params?.notifications?.resourceSubscriptions ?? [];

@@ -12,15 +12,7 @@ use switchboard::wire::era::Era;
 use crate::support::*;
 
 async fn tool_names(mcp: &McpHttp, session: &str, id: u64) -> Vec<String> {
-    let listed = mcp.result(session, id, "tools/list", json!({})).await;
-    let mut names: Vec<String> = listed["tools"]
-        .as_array()
-        .expect("a list of tools")
-        .iter()
-        .map(|tool| tool["name"].as_str().expect("a name").to_owned())
-        .collect();
-    names.sort();
-    names
+    sorted_tool_names(&mcp.result(session, id, "tools/list", json!({})).await)
 }
 
 /// The methods of the requests the backend's processes reported receiving, up to the last list
@@ -206,19 +198,7 @@ async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stre
 /// names, once it names `expected`.
 pub(crate) async fn listened_for(serve: &ServeProcess, name: &str, expected: &str) {
     eventually("the backend's listen", EVENT_LIMIT, || async {
-        let detail = serve.api_get(&format!("/api/backends/{name}")).await;
-        let last = detail["output"]
-            .as_array()
-            .expect("output lines")
-            .iter()
-            .filter_map(|line| {
-                line["text"]
-                    .as_str()?
-                    .strip_prefix("listens for resources:")
-            })
-            .next_back()
-            .map(str::trim)
-            .map(str::to_owned);
+        let last = serve.last_output(name, "listens for resources:").await;
         match last {
             Some(resources) if resources == expected => Ok(()),
             _ => Err(last),

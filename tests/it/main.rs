@@ -8,6 +8,7 @@ mod support;
 
 mod activity;
 mod api;
+mod apps;
 mod backend_era;
 mod connect;
 mod editors;

@@ -10,7 +10,7 @@ use crate::support::{McpHttp, ServeProcess, ServedBackend, first_text};
 const VERSION: &str = "2026-07-28";
 
 /// A 2026-07-28 request: `params` with the envelope added to its `_meta`.
-fn request(id: u64, method: &str, mut params: Value, capabilities: Value) -> Value {
+pub(crate) fn request(id: u64, method: &str, mut params: Value, capabilities: Value) -> Value {
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(VERSION);
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
     params["_meta"]["io.modelcontextprotocol/clientInfo"] = json!({"name": "it", "version": "1"});
@@ -19,21 +19,21 @@ fn request(id: u64, method: &str, mut params: Value, capabilities: Value) -> Val
 
 /// The answer to one POST: status, `Mcp-Session-Id` if any, and the JSON body (or the SSE
 /// events' messages).
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     session: Option<String>,
-    messages: Vec<Value>,
+    pub(crate) messages: Vec<Value>,
 }
 
 impl Answer {
-    fn last(&self) -> &Value {
+    pub(crate) fn last(&self) -> &Value {
         self.messages.last().expect("at least one message")
     }
 }
 
 /// POSTs `body` with the headers a conforming client sends (method, name or URI, version),
 /// then `extra`, which replace them.
-async fn post(serve: &ServeProcess, body: &Value, extra: &[(&str, &str)]) -> Answer {
+pub(crate) async fn post(serve: &ServeProcess, body: &Value, extra: &[(&str, &str)]) -> Answer {
     let mut headers = vec![("mcp-protocol-version".to_owned(), VERSION.to_owned())];
     if let Some(method) = body["method"].as_str() {
         headers.push(("mcp-method".to_owned(), method.to_owned()));

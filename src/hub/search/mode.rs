@@ -47,6 +47,11 @@ pub(in crate::hub) fn intercept(catalog: &MergedCatalog, params: &RawValue) -> O
                 "{CALL_TOOL} needs the name of a tool, as {SEARCH_TOOL} gave it"
             )))));
         };
+        if catalog.app_only.contains(target) {
+            return Some(Intercepted::Answer(Err(invalid_params(format!(
+                "{target} is for its MCP App's view to call, not the model"
+            )))));
+        }
         let inner = arguments.get("arguments").cloned().unwrap_or(json!({}));
         entries.set(
             "name",

@@ -308,8 +308,9 @@ fn start(
         | Method::ResourceTemplatesList => {
             single_page(envelope.params)?;
             let (method, profile) = (request.method.clone(), request.profile.clone());
+            let views = request.capabilities.apps;
             answer_when_settled(hub, id, &reply, Needs::Catalog, move |hub| {
-                stamp(&list_result(hub, &profile, &method), true)
+                stamp(&list_result(hub, &profile, &method, views), true)
             });
         }
         Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {

@@ -192,6 +192,18 @@ pub fn first_text(result: &serde_json::Value) -> String {
         .to_owned()
 }
 
+/// The names in a `tools/list` result, sorted.
+pub fn sorted_tool_names(list: &serde_json::Value) -> Vec<String> {
+    let mut names: Vec<String> = list["tools"]
+        .as_array()
+        .expect("a list of tools")
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("a name").to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// A file of the repository's node_modules (installed by `npm ci`, as `scripts/test` does);
 /// fails the test clearly when npm packages are missing.
 pub fn node_module(path: &str) -> PathBuf {

@@ -396,6 +396,19 @@ impl ServeProcess {
             .unwrap_or_else(|| panic!("{name} is not listed: {list}"))
     }
 
+    /// The rest of the last line the backend `name` wrote (its stderr, as the control API keeps
+    /// it) that starts with `prefix`, trimmed.
+    pub async fn last_output(&self, name: &str, prefix: &str) -> Option<String> {
+        let detail = self.api_get(&format!("/api/backends/{name}")).await;
+        detail["output"]
+            .as_array()
+            .expect("output lines")
+            .iter()
+            .filter_map(|line| line["text"].as_str()?.strip_prefix(prefix))
+            .next_back()
+            .map(|rest| rest.trim().to_owned())
+    }
+
     /// POST `body` (JSON) to `path` of the control API; the status and the JSON answer.
     pub async fn api_post_body(&self, path: &str, body: &str) -> (u16, serde_json::Value) {
         let response = self

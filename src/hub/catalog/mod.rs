@@ -1,6 +1,9 @@
 //! The merged catalog: every backend's tools, prompts, resources and templates under the names
 //! editors see, with the route back to the owning backend.
 
+pub mod views;
+
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -15,7 +18,9 @@ use super::search::rank::ToolIndex;
 use super::search::tools;
 use crate::config::{BackendConfig, Discovery, Pattern, Profile, Tier};
 use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
+use crate::wire::apps;
 use crate::wire::mirrored::{HeaderParam, header_params};
+pub use views::{View, Views};
 
 /// Where an exposed tool or prompt goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +35,12 @@ pub struct Route {
 /// What every session sees, rebuilt whenever a backend's status or catalog changes.
 #[derive(Default)]
 pub struct MergedCatalog {
-    /// `{"tools":[…]}` with exposed names.
+    /// `{"tools":[…]}` with exposed names, as the model may see them: without the tools only an
+    /// MCP App's view may call.
     pub tools_result: ListResult,
+    /// The same with those tools too, for editors that render views (which keep such tools from
+    /// their model themselves); `None` when the profile has none.
+    pub tools_for_views: Option<ListResult>,
     pub prompts_result: ListResult,
     pub resources_result: String,
     pub templates_result: String,
@@ -47,6 +56,8 @@ pub struct MergedCatalog {
     pub templates: Vec<(String, Arc<str>)>,
     /// Backends that offer resources at all.
     pub resource_backends: Vec<Arc<str>>,
+    /// MCP Apps' views (`ui://`), renamed where two servers name the same one.
+    pub views: Views,
     /// Backends whose catalog, live or last known, is merged here.
     pub catalogued: HashSet<Arc<str>>,
     /// Exposed tool name → the arguments it mirrors into `Mcp-Param-*` headers, for the tools
@@ -62,6 +73,9 @@ pub struct MergedCatalog {
     /// Exposed names of the tools that run only as a task (`execution.taskSupport` is
     /// `required`, MCP 2025-11-25).
     pub task_required: HashSet<String>,
+    /// Exposed names of the tools only an MCP App's view may call (`wire/apps.rs`): callable,
+    /// but in no list the model sees and never found by search.
+    pub app_only: HashSet<String>,
     /// Names that tools of different servers (or a tool and one of Switchboard's own) would have
     /// had, which none of them has; see [`names`].
     pub tool_clashes: Vec<Clash>,
@@ -138,18 +152,30 @@ impl MergedCatalog {
             .collect()
     }
 
+    /// The tool list for an editor that renders MCP Apps' views (`views`) or not.
+    pub fn tools_list(&self, views: bool) -> &ListResult {
+        match &self.tools_for_views {
+            Some(list) if views => list,
+            _ => &self.tools_result,
+        }
+    }
+
     pub fn changes_from(&self, before: &MergedCatalog) -> Changes {
         Changes {
-            tools: self.tools_result != before.tools_result,
+            tools: self.tools_result != before.tools_result
+                || self.tools_for_views != before.tools_for_views,
             prompts: self.prompts_result != before.prompts_result,
             resources: self.resources_result != before.resources_result
                 || self.templates_result != before.templates_result,
         }
     }
 
-    /// The backend serving `uri`: an exact listing, else the longest template prefix, else the
-    /// only backend with resources.
+    /// The backend serving `uri`: a view of MCP Apps' (see [`views`]), an exact listing, else the
+    /// longest template prefix, else the only backend with resources.
     pub fn resource_owner(&self, uri: &str) -> Result<Arc<str>, String> {
+        if let Some(view) = self.views.get(uri) {
+            return Ok(view.backend.clone());
+        }
         if let Some(owners) = self.resources.get(uri) {
             return match owners.as_slice() {
                 [owner] => Ok(owner.clone()),
@@ -220,7 +246,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     let mut merged = MergedCatalog::default();
     let mut tool_items = Vec::new();
     let mut prompt_items = Vec::new();
-    let mut resource_items: Vec<&RawValue> = Vec::new();
+    let mut resource_items: Vec<(Arc<str>, &RawValue)> = Vec::new();
     let mut template_items: Vec<&RawValue> = Vec::new();
     for source in sources {
         let Some(catalog) = &source.catalog else {
@@ -269,14 +295,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             merged.resource_backends.push(backend.clone());
         }
         for resource in &catalog.resources {
-            if let Some(uri) = item_str(resource, "uri") {
-                merged
-                    .resources
-                    .entry(uri)
-                    .or_default()
-                    .push(backend.clone());
-            }
-            resource_items.push(resource);
+            resource_items.push((backend.clone(), resource));
         }
         for template in &catalog.resource_templates {
             if let Some(uri_template) = item_str(template, "uriTemplate") {
@@ -289,6 +308,31 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             }
             template_items.push(template);
         }
+    }
+    let views = Views::new(
+        tool_items
+            .iter()
+            .filter(|item| item.listed)
+            .filter_map(|item| Some((item.backend.clone(), apps::view_uri(item.raw)?)))
+            .chain(resource_items.iter().filter_map(|(backend, resource)| {
+                let uri = item_str(resource, "uri")?;
+                uri.starts_with(apps::VIEW_SCHEME)
+                    .then(|| (backend.clone(), uri))
+            })),
+    );
+    let mut resource_texts: Vec<Cow<'_, str>> = Vec::with_capacity(resource_items.len());
+    for (backend, resource) in &resource_items {
+        let uri = item_str(resource, "uri");
+        let renamed = uri.as_deref().and_then(|uri| views.renamed(backend, uri));
+        let text = renamed.and_then(|renamed| views::with_uri(resource.get(), renamed));
+        if let Some(uri) = renamed.map(str::to_owned).or(uri) {
+            merged
+                .resources
+                .entry(uri)
+                .or_default()
+                .push(backend.clone());
+        }
+        resource_texts.push(text.map_or(Cow::Borrowed(resource.get()), Cow::Owned));
     }
     let budget = profile.max_name_length;
     let patterns: Vec<&Pattern> = profile.tools.iter().chain(&profile.exclude_tools).collect();
@@ -334,25 +378,27 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         .collect();
     let prompt_listing = expose(&prompt_items, &[], budget, |_, _| true);
     let tools = tool_listing.routes;
+    // The exposed name of a (rare) tool picked out below.
+    let exposed = |item: &Item<'_>| {
+        tools
+            .iter()
+            .find(|(_, route)| route.backend == item.backend && *route.name == *item.name)
+            .map(|(exposed, _)| exposed.clone())
+    };
     merged.mirrored = tool_items
         .iter()
         .filter(|item| item.raw.get().contains("x-mcp-header"))
-        .filter_map(|item| {
-            let exposed = tools
-                .iter()
-                .find(|(_, route)| route.backend == item.backend && *route.name == *item.name)?;
-            Some((exposed.0.clone(), header_params(item.raw.get())))
-        })
+        .filter_map(|item| Some((exposed(item)?, header_params(item.raw.get()))))
         .collect();
     merged.task_required = tool_items
         .iter()
         .filter(|item| requires_task(item.raw))
-        .filter_map(|item| {
-            let (exposed, _) = tools
-                .iter()
-                .find(|(_, route)| route.backend == item.backend && *route.name == *item.name)?;
-            Some(exposed.clone())
-        })
+        .filter_map(exposed)
+        .collect();
+    merged.app_only = tool_items
+        .iter()
+        .filter(|item| apps::app_only(item.raw))
+        .filter_map(exposed)
         .collect();
     merged.tools = tools;
     merged.prompts = prompt_listing.routes;
@@ -366,6 +412,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         .into_iter()
         .map(|(name, listed)| {
             let route = &merged.tools[&name];
+            let listed = with_renamed_view(listed, &route.backend, &views);
             let pinned = profile.always_listed.iter().any(|pattern| {
                 names::glob_match(&pattern.glob, &name)
                     || names::glob_match(&pattern.glob, &route.name)
@@ -378,33 +425,53 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             (name, listed, pinned)
         })
         .collect();
-    merged.tools_result = match profile.discovery {
-        Discovery::List => ListResult::new(
-            "tools",
-            tools_json
-                .into_iter()
-                .map(|(_, listed, _)| listed)
-                .collect(),
-        ),
+    // What the model may see, and what an editor that renders views sees (the same, with the
+    // tools only a view may call where they are in the list).
+    let mut for_model: Vec<Listed> = Vec::with_capacity(tools_json.len());
+    let mut for_views: Vec<Listed> = Vec::new();
+    match profile.discovery {
+        Discovery::List => {
+            for (name, listed, _) in tools_json {
+                if merged.app_only.is_empty() {
+                    for_model.push(listed);
+                    continue;
+                }
+                if !merged.app_only.contains(&name) {
+                    for_model.push(listed.clone());
+                }
+                for_views.push(listed);
+            }
+        }
         Discovery::Search => {
-            let meta = tools::meta_tools(tools_json.len());
-            let mut listed: Vec<Listed> = meta.into_iter().map(Listed::Rewritten).collect();
+            let meta = tools::meta_tools(tools_json.len().saturating_sub(merged.app_only.len()));
+            for_model.extend(meta.into_iter().map(Listed::Rewritten));
             let mut definitions = HashMap::with_capacity(tools_json.len());
+            let mut app_only = Vec::new();
             for (name, item, pinned) in tools_json {
+                if merged.app_only.contains(&name) {
+                    app_only.push(item);
+                    continue;
+                }
                 let json = item.text();
                 if pinned {
-                    listed.push(Listed::Rewritten(json.clone()));
+                    for_model.push(Listed::Rewritten(json.clone()));
                 }
                 let own = merged.tools[&name].name.clone();
                 definitions.insert(name, Searchable { own, json });
+            }
+            if !app_only.is_empty() {
+                for_views = for_model.clone();
+                for_views.extend(app_only);
             }
             merged.search = Some(Arc::new(Search {
                 index: OnceLock::new(),
                 definitions,
             }));
-            ListResult::new("tools", listed)
         }
-    };
+    }
+    merged.tools_result = ListResult::new("tools", for_model);
+    merged.tools_for_views =
+        (!merged.app_only.is_empty()).then(|| ListResult::new("tools", for_views));
     merged.prompts_result = ListResult::new(
         "prompts",
         prompt_listing
@@ -413,13 +480,30 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             .map(|(_, listed)| listed)
             .collect(),
     );
-    merged.resources_result =
-        list_result("resources", resource_items.iter().map(|item| item.get()));
+    merged.resources_result = list_result("resources", resource_texts.iter().map(|text| &**text));
+    merged.views = views;
     merged.templates_result = list_result(
         "resourceTemplates",
         template_items.iter().map(|item| item.get()),
     );
     merged
+}
+
+/// `listed` (a tool of `backend`) naming its view by the URI editors see, where it is renamed.
+fn with_renamed_view(listed: Listed, backend: &str, views: &Views) -> Listed {
+    if !views.renames(backend) {
+        return listed;
+    }
+    let text = listed.text();
+    let renamed = serde_json::from_str::<&RawValue>(&text)
+        .ok()
+        .and_then(apps::view_uri)
+        .and_then(|own| views.renamed(backend, &own))
+        .and_then(|uri| views::tool_with_view(&text, uri));
+    match renamed {
+        Some(text) => Listed::Rewritten(text),
+        None => listed,
+    }
 }
 
 /// Whether a tool declares `"execution": {"taskSupport": "required"}`.
@@ -604,247 +688,4 @@ impl CatalogCache {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::{Value, json};
-
-    use super::*;
-    use crate::config::{DEFAULT_NAME_BUDGET, DEFAULT_PROFILE};
-
-    fn raw(value: Value) -> Box<RawValue> {
-        serde_json::value::to_raw_value(&value).expect("JSON")
-    }
-
-    /// A backend offering tools with these names and annotations.
-    fn backend(name: &str, tools: &[(&str, Value)]) -> (BackendConfig, Arc<Catalog>) {
-        let catalog = Catalog {
-            tools: tools
-                .iter()
-                .map(|(tool, annotations)| raw(json!({"name": tool, "annotations": annotations})))
-                .collect(),
-            resources: vec![raw(json!({"uri": format!("{name}://readme")}))],
-            resource_templates: Vec::new(),
-            prompts: vec![raw(json!({"name": "hello"}))],
-        };
-        (
-            BackendConfig::new(name, "sh", Vec::new()),
-            Arc::new(catalog),
-        )
-    }
-
-    fn merged(backends: &[(BackendConfig, Arc<Catalog>)], profile: &Profile) -> MergedCatalog {
-        let sources: Vec<Source<'_>> = backends
-            .iter()
-            .map(|(config, catalog)| Source {
-                config,
-                catalog: Some(catalog.clone()),
-                listed: true,
-            })
-            .collect();
-        merge(&sources, profile)
-    }
-
-    fn tool_names(catalog: &MergedCatalog) -> Vec<String> {
-        let result: Value = serde_json::from_str(&catalog.tools_result.text()).expect("JSON");
-        result["tools"]
-            .as_array()
-            .expect("tools")
-            .iter()
-            .map(|tool| tool["name"].as_str().expect("a name").to_owned())
-            .collect()
-    }
-
-    fn patterns(globs: &[&str]) -> Vec<Pattern> {
-        globs
-            .iter()
-            .map(|glob| Pattern {
-                glob: (*glob).to_owned(),
-                line: 1,
-                column: 1,
-            })
-            .collect()
-    }
-
-    fn servers() -> Vec<(BackendConfig, Arc<Catalog>)> {
-        vec![
-            backend(
-                "fs",
-                &[
-                    ("read_file", json!({"readOnlyHint": true})),
-                    ("write_file", json!({"destructiveHint": false})),
-                    ("delete_file", json!({})),
-                ],
-            ),
-            backend("git", &[("git_status", json!({"readOnlyHint": true}))]),
-        ]
-    }
-
-    #[test]
-    fn a_profile_offers_only_its_servers_and_their_tools_it_admits() {
-        let servers = servers();
-        let everything = merged(&servers, &Profile::everything(DEFAULT_PROFILE));
-        assert_eq!(
-            tool_names(&everything),
-            [
-                "fs__read_file",
-                "fs__write_file",
-                "fs__delete_file",
-                "git__git_status"
-            ]
-        );
-
-        let mut only_git = Profile::everything("git");
-        only_git.servers = Some(vec!["git".to_owned()]);
-        let catalog = merged(&servers, &only_git);
-        assert_eq!(tool_names(&catalog), ["git__git_status"]);
-        assert!(
-            !catalog.prompts.contains_key("fs__hello"),
-            "prompts follow servers"
-        );
-        assert!(
-            !catalog.resources.contains_key("fs://readme"),
-            "so do resources"
-        );
-
-        let mut globbed = Profile::everything("globbed");
-        // One pattern on an exposed name, one on a server's own name.
-        globbed.tools = patterns(&["fs__*", "git_status"]);
-        globbed.exclude_tools = patterns(&["delete_*"]);
-        assert_eq!(
-            tool_names(&merged(&servers, &globbed)),
-            ["fs__read_file", "fs__write_file", "git__git_status"]
-        );
-
-        let mut read_only = Profile::everything("read");
-        read_only.tier = Tier::ReadOnly;
-        assert_eq!(
-            tool_names(&merged(&servers, &read_only)),
-            ["fs__read_file", "git__git_status"]
-        );
-        read_only.tier = Tier::NonDestructive;
-        assert_eq!(
-            tool_names(&merged(&servers, &read_only)),
-            ["fs__read_file", "fs__write_file", "git__git_status"],
-            "a tool that says nothing counts as destructive"
-        );
-    }
-
-    /// `backend(name, tools)` offering its tools under their own names.
-    fn unprefixed(name: &str, tools: &[&str]) -> (BackendConfig, Arc<Catalog>) {
-        let tools: Vec<(&str, Value)> = tools.iter().map(|tool| (*tool, json!({}))).collect();
-        let (mut config, catalog) = backend(name, &tools);
-        config.prefix = String::new();
-        (config, catalog)
-    }
-
-    #[test]
-    fn a_server_without_a_prefix_is_offered_and_routed_under_its_own_names() {
-        let servers = vec![
-            unprefixed("plain", &["read_file"]),
-            backend("fs", &[("read_file", json!({}))]),
-        ];
-        let mut profile = Profile::everything(DEFAULT_PROFILE);
-        // A server's own name matches both; an exposed one only the prefixed tool.
-        profile.exclude_tools = patterns(&["fs__read_file"]);
-        let catalog = merged(&servers, &profile);
-        assert_eq!(tool_names(&catalog), ["read_file"]);
-        let route = &catalog.tools["read_file"];
-        assert_eq!((&*route.backend, &*route.name), ("plain", "read_file"));
-        assert_eq!(&*catalog.prompts["hello"].backend, "plain");
-        assert_eq!(&*catalog.prompts["fs__hello"].backend, "fs");
-        assert_eq!(catalog.tool_clashes, []);
-        assert_eq!(catalog.clash_warnings(), Vec::<String>::new());
-    }
-
-    #[test]
-    fn a_clash_keeps_routes_apart_and_is_told_in_words() {
-        let servers = vec![
-            unprefixed("conformance", &["github__create_issue"]),
-            backend("github", &[("create_issue", json!({}))]),
-        ];
-        let catalog = merged(&servers, &Profile::everything(DEFAULT_PROFILE));
-        let names = tool_names(&catalog);
-        assert_eq!(
-            names,
-            [
-                "github__create_issue_93bee394",
-                "github__create_issue_9e372030"
-            ]
-        );
-        let routes: Vec<(&str, &str)> = names
-            .iter()
-            .map(|name| (&*catalog.tools[name].backend, &*catalog.tools[name].name))
-            .collect();
-        assert_eq!(
-            routes,
-            [
-                ("conformance", "github__create_issue"),
-                ("github", "create_issue")
-            ]
-        );
-        assert_eq!(
-            catalog.clash_warnings(),
-            [
-                "the tool name `github__create_issue` clashes between servers, so none keeps it: \
-                 conformance offers `github__create_issue` as `github__create_issue_93bee394`, \
-                 github offers `create_issue` as `github__create_issue_9e372030`"
-            ]
-        );
-    }
-
-    #[test]
-    fn in_search_mode_no_tool_takes_switchboards_own_names() {
-        let servers = vec![unprefixed("plain", &["search_tools", "read_file"])];
-        let mut search = Profile::everything("search");
-        search.discovery = Discovery::Search;
-        let catalog = merged(&servers, &search);
-        assert_eq!(
-            tool_names(&catalog),
-            [tools::SEARCH_TOOL, tools::CALL_TOOL],
-            "only Switchboard's own are listed"
-        );
-        let definitions = &catalog.search.as_ref().expect("search mode").definitions;
-        let mut names: Vec<&str> = definitions.keys().map(String::as_str).collect();
-        names.sort();
-        assert_eq!(names, ["read_file", "search_tools_09d848d7"]);
-        assert_eq!(
-            &*catalog.tools["search_tools_09d848d7"].name,
-            "search_tools"
-        );
-        assert_eq!(&*definitions["search_tools_09d848d7"].own, "search_tools");
-        assert_eq!(
-            catalog.clash_warnings(),
-            [
-                "the tool name `search_tools` is Switchboard's own in search mode, so plain \
-                 offers `search_tools` as `search_tools_09d848d7`"
-            ]
-        );
-        let listed = merged(&servers, &Profile::everything(DEFAULT_PROFILE));
-        assert_eq!(tool_names(&listed), ["search_tools", "read_file"]);
-        assert_eq!(listed.clash_warnings(), Vec::<String>::new());
-    }
-
-    #[test]
-    fn names_fit_the_budget_and_filters_never_rename_other_tools() {
-        let long = "summarize_the_repository_history_for_a_release";
-        let servers = vec![backend(
-            "git",
-            &[(long, json!({})), ("git_status", json!({}))],
-        )];
-        let mut tight = Profile::everything("tight");
-        tight.max_name_length = 20;
-        let names = tool_names(&merged(&servers, &tight));
-        assert!(names.iter().all(|name| name.len() <= 20), "{names:?}");
-        assert_eq!(names[1], "git__git_status");
-        let shortened = names[0].clone();
-        assert!(shortened.starts_with("git__summar_"), "{shortened}");
-
-        tight.exclude_tools = patterns(&["git_status"]);
-        assert_eq!(
-            tool_names(&merged(&servers, &tight)),
-            [shortened],
-            "the same name with its neighbour filtered out"
-        );
-        let default = tool_names(&merged(&servers, &Profile::everything(DEFAULT_PROFILE)));
-        assert!(default[0].len() <= DEFAULT_NAME_BUDGET && default[0].len() > 20);
-    }
-}
+mod tests;
