@@ -206,6 +206,9 @@ impl Session {
                 route.backend.clone()
             })
         };
+        if *method == Method::ToolsCall {
+            view_call_by_own_name(&catalog, &mut entries);
+        }
         let backend_name = match method {
             Method::ToolsCall => by_name(
                 &mut entries,
@@ -411,6 +414,20 @@ fn route_by_name<'c>(
         .ok_or_else(|| invalid_params(format!("unknown {kind}: {name}")))?;
     entries.set("name", json_string(&route.name));
     Ok(route)
+}
+
+/// A view of MCP Apps calls its server's tools by the server's own names: a name no tool is
+/// exposed by that one tool of a server serving views has as its own is made its exposed name.
+fn view_call_by_own_name(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>) {
+    let Some(name) = entries.get_str("name") else {
+        return;
+    };
+    if catalog.tools.contains_key(&*name) || catalog.unlisted_tools.contains_key(&*name) {
+        return;
+    }
+    if let Some(Some(exposed)) = catalog.view_calls.get(&*name) {
+        entries.set("name", json_string(exposed));
+    }
 }
 
 /// For `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: the backend the task id

@@ -1,15 +1,17 @@
 //! MCP Apps through `/mcp`, with the official example servers from npm: a tool's view (`ui://`)
 //! is read through Switchboard, the tools only a view may call are kept from every editor that
 //! does not render views (its model would see them) and reach the ones that do, still callable;
-//! and servers are told that Switchboard passes views on, in both protocol eras.
+//! servers are told that Switchboard passes views on, in both protocol eras; and a view renders
+//! in Chromium with the official host bridge and calls its tool back (`tests/ui/apps.test.mjs`).
 
 use serde_json::{Value, json};
 
 use crate::stateless::{post, request};
 use crate::support::{
-    EVENT_LIMIT, McpHttp, ServeProcess, eventually, node_module, sdk_server_script,
+    EVENT_LIMIT, McpHttp, ServeProcess, eventually, node_module, run_node_suite, sdk_server_script,
     sorted_tool_names,
 };
+use crate::ui::{NODE_LIMIT, browser_suite};
 
 /// What an editor that renders MCP Apps' views declares.
 fn renders_views() -> Value {
@@ -94,6 +96,15 @@ async fn views_are_read_through_switchboard_and_their_own_tools_reach_only_edito
         assert!(stats["structuredContent"].is_object(), "{stats}");
         assert_ne!(stats["isError"], true, "{stats}");
     }
+
+    // A view calls its server's tools by the server's own names, knowing no prefix.
+    let by_own_name = mcp
+        .call_tool(&host, 5, "poll-system-stats", json!({}))
+        .await;
+    assert!(
+        by_own_name["structuredContent"].is_object(),
+        "{by_own_name}"
+    );
 
     // The 2026-07-28 era: each request declares what its editor renders.
     let plain = post(&serve, &request(5, "tools/list", json!({}), json!({})), &[]).await;
@@ -272,6 +283,14 @@ async fn two_servers_naming_one_view_each_offer_it_under_their_own_name() {
         "the server's own URI names neither: {refused}"
     );
 
+    let get_time =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get-time"}});
+    let refused = error_message(&mcp, &session, &get_time).await;
+    assert!(
+        refused.contains("unknown tool"),
+        "two servers call their tool get-time: {refused}"
+    );
+
     let read = post(
         &serve,
         &request(6, "resources/read", json!({"uri": second}), renders_views()),
@@ -279,4 +298,17 @@ async fn two_servers_naming_one_view_each_offer_it_under_their_own_name() {
     )
     .await;
     assert_eq!(read.last()["result"]["contents"][0]["uri"], second.as_str());
+}
+
+#[test]
+fn an_app_renders_and_calls_its_tool_back_in_a_real_browser() {
+    let clock = node_module(".bin/mcp-server-basic-vanillajs");
+    let config = format!(
+        "[servers.clock]\ncommand = {:?}\nargs = [\"--stdio\"]\n",
+        clock.to_string_lossy()
+    );
+    let serve = ServeProcess::with_config(&config, &["clock"]);
+    let mut node = browser_suite("apps.test.mjs", &serve);
+    node.env("SWITCHBOARD_MCP_URL", serve.url());
+    run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }

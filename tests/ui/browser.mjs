@@ -20,11 +20,11 @@ export function requiredEnv(name) {
 }
 
 /**
- * Opens the dashboard link in a new headless Chromium; the page reports its errors to `errors`.
- * @param {string} dashboardUrl the link with the run's key in its fragment
+ * A new headless Chromium with a fresh profile and one blank page, which reports its errors to
+ * `errors`; `close` ends it and removes the profile.
  * @param {string[]} errors
  */
-export async function openDashboard(dashboardUrl, errors) {
+export async function openPage(errors) {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), "switchboard-ui-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
@@ -47,6 +47,20 @@ export async function openDashboard(dashboardUrl, errors) {
   page.on("console", (message) => {
     if (message.type() === "error") errors.push(`console: ${message.text()}`);
   });
+  const close = async () => {
+    await context.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  };
+  return { context, page, close };
+}
+
+/**
+ * Opens the dashboard link in a new headless Chromium; the page reports its errors to `errors`.
+ * @param {string} dashboardUrl the link with the run's key in its fragment
+ * @param {string[]} errors
+ */
+export async function openDashboard(dashboardUrl, errors) {
+  const { context, page, close } = await openPage(errors);
   // The page moves the key from the fragment into the tab's sessionStorage.
   const key = new URL(dashboardUrl).hash.replace(/^#key=/, "");
   const response = await page.goto(dashboardUrl);
@@ -58,10 +72,6 @@ export async function openDashboard(dashboardUrl, errors) {
   assert.ok(!page.url().includes(key), "the key leaves the address bar");
   assert.equal(await page.evaluate(() => sessionStorage.getItem("switchboard.key")), key);
   assert.deepEqual(await context.cookies(), [], "the dashboard sets no cookie");
-  const close = async () => {
-    await context.close();
-    fs.rmSync(profile, { recursive: true, force: true });
-  };
   return { context, page, close, key };
 }
 

@@ -58,6 +58,9 @@ pub struct MergedCatalog {
     pub resource_backends: Vec<Arc<str>>,
     /// MCP Apps' views (`ui://`), renamed where two servers name the same one.
     pub views: Views,
+    /// The tools of servers that serve views, by their servers' own names, as a view calls them
+    /// (it knows no prefix): the exposed name, or `None` when two such servers have the name.
+    pub view_calls: HashMap<String, Option<String>>,
     /// Backends whose catalog, live or last known, is merged here.
     pub catalogued: HashSet<Arc<str>>,
     /// Exposed tool name → the arguments it mirrors into `Mcp-Param-*` headers, for the tools
@@ -481,6 +484,15 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             .collect(),
     );
     merged.resources_result = list_result("resources", resource_texts.iter().map(|text| &**text));
+    for (exposed, route) in &merged.tools {
+        if views.serves(&route.backend) {
+            merged
+                .view_calls
+                .entry(route.name.to_string())
+                .and_modify(|only| *only = None)
+                .or_insert_with(|| Some(exposed.clone()));
+        }
+    }
     merged.views = views;
     merged.templates_result = list_result(
         "resourceTemplates",

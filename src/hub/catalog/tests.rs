@@ -107,6 +107,19 @@ fn tools_only_a_view_may_call_reach_only_editors_that_render_views() {
         ["mon__info", "mon__poll", "mon__both"]
     );
     assert!(catalog.tools.contains_key("mon__poll"), "still callable");
+    assert_eq!(
+        catalog.view_calls.get("poll"),
+        Some(&Some("mon__poll".to_owned())),
+        "as its view calls it, by the server's own name"
+    );
+    let with_others = merged(
+        &[monitor(), servers().remove(1)],
+        &Profile::everything(DEFAULT_PROFILE),
+    );
+    assert!(
+        !with_others.view_calls.contains_key("git_status"),
+        "a server without views is called by exposed names only"
+    );
     assert_eq!(catalog.app_only, HashSet::from(["mon__poll".to_owned()]));
 
     let mut search = Profile::everything("search");

@@ -75,6 +75,11 @@ impl Views {
         self.renamed.get(backend)?.get(uri).map(String::as_str)
     }
 
+    /// Whether `backend` serves a view.
+    pub fn serves(&self, backend: &str) -> bool {
+        self.served.values().any(|view| &*view.backend == backend)
+    }
+
     /// Whether any view of `backend` is renamed.
     pub fn renames(&self, backend: &str) -> bool {
         self.renamed.contains_key(backend)
