@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::stateless::{post, request};
 use crate::support::{
     EVENT_LIMIT, McpHttp, ServeProcess, eventually, node_module, run_node_suite, sdk_server_script,
-    sorted_tool_names,
+    sorted_tool_names, switchboard_exe,
 };
 use crate::ui::{NODE_LIMIT, browser_suite};
 
@@ -309,6 +309,8 @@ fn an_app_renders_and_calls_its_tool_back_in_a_real_browser() {
     );
     let serve = ServeProcess::with_config(&config, &["clock"]);
     let mut node = browser_suite("apps.test.mjs", &serve);
-    node.env("SWITCHBOARD_MCP_URL", serve.url());
+    node.env("SWITCHBOARD_MCP_URL", serve.url())
+        .env("SWITCHBOARD_EXE", switchboard_exe())
+        .envs(serve.env());
     run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }
