@@ -30,6 +30,7 @@ use crate::supervisor::rpc::ClientMeta;
 use crate::supervisor::rpc::ProgressSink;
 use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, CallError};
+use crate::wire::apps::APP_MIME_TYPE;
 use crate::wire::era::TASKS_EXTENSION;
 use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
@@ -68,7 +69,7 @@ struct RoutedCall {
     client: ClientFacts,
     /// What the activity log keeps of the request, if it keeps anything.
     named: Option<Named>,
-    /// For a read of a renamed view: the view, and the URI the editor knows it by.
+    /// For a read of a view of MCP Apps: the view, and the URI the editor knows it by.
     view: Option<(View, String)>,
 }
 
@@ -111,7 +112,7 @@ struct Call {
     named: Option<Named>,
     /// The call's number at its backend ([`ClientMeta::call`]).
     number: u64,
-    /// For a read of a renamed view: the view, and the URI the editor knows it by.
+    /// For a read of a view of MCP Apps: the view, and the URI the editor knows it by.
     view: Option<(View, String)>,
 }
 
@@ -228,7 +229,7 @@ impl Session {
             }
             _ => {
                 let backend = route_by_uri(&catalog, method, &entries)?;
-                view = renamed_view(&catalog, &mut entries);
+                view = view_of(&catalog, &mut entries);
                 backend
             }
         };
@@ -489,15 +490,14 @@ fn route_completion(
     Ok(backend)
 }
 
-/// For a request about a view editors know by another URI than its server's: that view, and the
-/// URI in `entries` made the server's own.
-fn renamed_view(
-    catalog: &MergedCatalog,
-    entries: &mut ObjectEntries<'_>,
-) -> Option<(View, String)> {
+/// For a request about a view of MCP Apps: that view, and the URI the editor knows it by; the
+/// URI in `entries` is made the server's own where it differs.
+fn view_of(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>) -> Option<(View, String)> {
     let uri = entries.get_str("uri")?;
-    let view = catalog.views.get(&uri).filter(|view| view.own != *uri)?;
-    entries.set("uri", json_string(&view.own));
+    let view = catalog.views.get(&uri)?;
+    if view.own != *uri {
+        entries.set("uri", json_string(&view.own));
+    }
     Some((view.clone(), uri.into_owned()))
 }
 
@@ -632,7 +632,16 @@ impl Call {
             return Ok(ids::expose_ids(result.get(), self.backend.name()));
         }
         if let Some((view, exposed)) = &self.view {
-            return Ok(views::read_result(result.get(), &view.own, exposed));
+            return views::read_result(result.get(), view, exposed).map_err(|not_a_view| {
+                ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    format!(
+                        "{exposed}, the view a tool of {} names, is {not_a_view}, not an MCP \
+                         App's view ({APP_MIME_TYPE}); it is not passed on",
+                        self.backend.name()
+                    ),
+                )
+            });
         }
         Ok(Box::<str>::from(result).into_string())
     }

@@ -25,6 +25,24 @@ pub fn declared() -> serde_json::Value {
     serde_json::json!({ "mimeTypes": [APP_MIME_TYPE] })
 }
 
+/// Whether `mime_type` is a view's: `text/html` with the parameter `profile=mcp-app` (in any
+/// case, quoted or not, among other parameters).
+pub fn is_view_type(mime_type: &str) -> bool {
+    let mut parts = mime_type.split(';').map(str::trim);
+    parts
+        .next()
+        .is_some_and(|media| media.eq_ignore_ascii_case("text/html"))
+        && parts.any(|parameter| {
+            parameter.split_once('=').is_some_and(|(name, value)| {
+                name.trim().eq_ignore_ascii_case("profile")
+                    && value
+                        .trim()
+                        .trim_matches('"')
+                        .eq_ignore_ascii_case("mcp-app")
+            })
+        })
+}
+
 /// Whether an `extensions[UI_EXTENSION]` a client declared says it renders views.
 pub fn renders_views(extension: &RawValue) -> bool {
     #[derive(Deserialize)]
@@ -128,6 +146,25 @@ mod tests {
             r#"{"name":"t","_meta":{"ui":{"resourceUri":7}},"d":"ui://"}"#,
         ] {
             assert_eq!(view_uri(&raw(none)), None, "{none}");
+        }
+    }
+
+    #[test]
+    fn a_view_is_html_of_the_app_profile() {
+        for view in [
+            APP_MIME_TYPE,
+            "text/html; profile=mcp-app",
+            "TEXT/HTML;charset=utf-8;profile=\"mcp-app\"",
+        ] {
+            assert!(is_view_type(view), "{view}");
+        }
+        for other in [
+            "text/html",
+            "text/plain;profile=mcp-app",
+            "text/html;profile=other",
+            "",
+        ] {
+            assert!(!is_view_type(other), "{other}");
         }
     }
 

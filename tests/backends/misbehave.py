@@ -49,6 +49,7 @@ Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   log {text}         -> sends notifications/message with text
   log_level          -> the level of the last logging/setLevel
 Also answers logging/setLevel and completion/complete (values: "<ref name or uri>:<value>").
+Any ui:// URI reads as text/plain (a view an MCP App must not be given).
 A cancelled tools/call never gets a response. stdin EOF -> exit 0; a broken
 stdout pipe -> quiet exit 0.
 """
@@ -304,7 +305,7 @@ def paginate(items, params, field, size):
 
 def read_resource(params):
     uri = params.get("uri", "")
-    if uri in ("test://a", "test://b") or uri.startswith("test://items/"):
+    if uri in ("test://a", "test://b") or uri.startswith(("test://items/", "ui://")):
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "content of " + uri}]}
     raise RpcError(-32002, "Resource not found: %s" % uri)
 

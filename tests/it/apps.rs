@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use crate::stateless::{post, request};
 use crate::support::{
-    EVENT_LIMIT, McpHttp, ServeProcess, eventually, node_module, run_node_suite, sdk_server_script,
-    sorted_tool_names, switchboard_exe,
+    EVENT_LIMIT, McpHttp, ServeProcess, eventually, misbehave_script, node_module, run_node_suite,
+    sdk_server_script, sorted_tool_names, switchboard_exe,
 };
 use crate::ui::{NODE_LIMIT, browser_suite};
 
@@ -313,4 +313,47 @@ fn an_app_renders_and_calls_its_tool_back_in_a_real_browser() {
         .env("SWITCHBOARD_EXE", switchboard_exe())
         .envs(serve.env());
     run_node_suite(node, NODE_LIMIT, &|| serve.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_that_is_not_an_app_s_html_is_refused_and_the_rest_goes_on() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"name":"show","inputSchema":{"type":"object"},"_meta":{"ui":{"resourceUri":"ui://mis/view"}}}]"#,
+    )
+    .expect("write the tools");
+    let config = format!(
+        "{}[servers.mis]\ncommand = \"python3\"\nargs = [{:?}, \"--tools-from\", {:?}]\n",
+        app_servers(),
+        misbehave_script().to_string_lossy(),
+        tools.to_string_lossy()
+    );
+    let serve = ServeProcess::with_config(&config, &["monitor", "clock", "mis"]);
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp
+        .open_session_declaring("app host", renders_views())
+        .await
+        .expect("a session");
+    let read = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "ui://mis/view"}});
+    let refused = error_message(&mcp, &session, &read).await;
+    assert!(
+        refused.contains("text/plain") && refused.contains("not an MCP App"),
+        "{refused}"
+    );
+    // The same server's other resources, and the other servers' views, are read as ever.
+    let plain = mcp
+        .result(&session, 2, "resources/read", json!({"uri": "test://a"}))
+        .await;
+    assert_eq!(plain["contents"][0]["text"], "content of test://a");
+    let view = mcp
+        .result(
+            &session,
+            3,
+            "resources/read",
+            json!({"uri": "ui://get-time/mcp-app.html"}),
+        )
+        .await;
+    assert_eq!(view["contents"][0]["mimeType"], "text/html;profile=mcp-app");
 }

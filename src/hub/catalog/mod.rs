@@ -316,11 +316,11 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         tool_items
             .iter()
             .filter(|item| item.listed)
-            .filter_map(|item| Some((item.backend.clone(), apps::view_uri(item.raw)?)))
+            .filter_map(|item| Some((item.backend.clone(), apps::view_uri(item.raw)?, true)))
             .chain(resource_items.iter().filter_map(|(backend, resource)| {
                 let uri = item_str(resource, "uri")?;
                 uri.starts_with(apps::VIEW_SCHEME)
-                    .then(|| (backend.clone(), uri))
+                    .then(|| (backend.clone(), uri, false))
             })),
     );
     let mut resource_texts: Vec<Cow<'_, str>> = Vec::with_capacity(resource_items.len());

@@ -3,13 +3,15 @@
 //! read of a view goes to its server even when it is not listed. Two servers naming the same URI
 //! (two instances of one app server, say) would leave it ambiguous, so each of them offers it as
 //! `ui://SERVER/…` instead: in its tools' `_meta.ui`, in its resource list, and in what a read of
-//! it answers; a read of the renamed URI goes to that server with the server's own URI.
+//! it answers; a read of the renamed URI goes to that server with the server's own URI. What a
+//! read of a view a tool names answers must be an app's HTML: anything else is refused, so that
+//! an editor never renders what a server did not make a view.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::hub::rewrite::{ObjectEntries, json_string};
-use crate::wire::apps::{LEGACY_VIEW_KEY, VIEW_SCHEME};
+use crate::wire::apps::{self, LEGACY_VIEW_KEY, VIEW_SCHEME};
 
 /// Where a view editors know by one URI is served.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +19,8 @@ pub struct View {
     pub backend: Arc<str>,
     /// The server's own URI for it.
     pub own: String,
+    /// Whether a tool names it as its view (else a server only lists it).
+    pub of_tool: bool,
 }
 
 /// The views of one profile.
@@ -29,26 +33,29 @@ pub struct Views {
 }
 
 impl Views {
-    /// The views from what each backend names (`backend`, its own URI), in config order.
-    pub fn new(claims: impl IntoIterator<Item = (Arc<str>, String)>) -> Views {
-        let mut claimants: HashMap<String, Vec<Arc<str>>> = HashMap::new();
-        for (backend, uri) in claims {
+    /// The views from what each backend names (`backend`, its own URI, whether a tool names
+    /// it), in config order.
+    pub fn new(claims: impl IntoIterator<Item = (Arc<str>, String, bool)>) -> Views {
+        let mut claimants: HashMap<String, Vec<(Arc<str>, bool)>> = HashMap::new();
+        for (backend, uri, of_tool) in claims {
             let backends = claimants.entry(uri).or_default();
-            if !backends.contains(&backend) {
-                backends.push(backend);
+            match backends.iter_mut().find(|(known, _)| *known == backend) {
+                Some((_, known_of_tool)) => *known_of_tool |= of_tool,
+                None => backends.push((backend, of_tool)),
             }
         }
         let mut views = Views::default();
         for (own, backends) in claimants {
-            if let [backend] = backends.as_slice() {
+            if let [(backend, of_tool)] = backends.as_slice() {
                 let view = View {
                     backend: backend.clone(),
                     own: own.clone(),
+                    of_tool: *of_tool,
                 };
                 views.served.insert(own, view);
                 continue;
             }
-            for backend in backends {
+            for (backend, of_tool) in backends {
                 let exposed = format!(
                     "{VIEW_SCHEME}{backend}/{}",
                     own.strip_prefix(VIEW_SCHEME).unwrap_or(&own)
@@ -59,7 +66,12 @@ impl Views {
                     .or_default()
                     .insert(own.clone(), exposed.clone());
                 let own = own.clone();
-                views.served.insert(exposed, View { backend, own });
+                let view = View {
+                    backend,
+                    own,
+                    of_tool,
+                };
+                views.served.insert(exposed, view);
             }
         }
         views
@@ -113,9 +125,53 @@ pub fn with_uri(item: &str, uri: &str) -> Option<String> {
     Some(entries.to_json())
 }
 
-/// A `resources/read` result with the contents at `own` said to be at `exposed`; anything else
-/// as it came.
-pub fn read_result(result: &str, own: &str, exposed: &str) -> String {
+/// What a read of `view` (known to the editor as `exposed`) answers: the result with the
+/// contents at the server's own URI said to be at `exposed`, anything else as it came; or, for a
+/// view a tool names whose contents are not an app's HTML, what they are instead.
+pub fn read_result(result: &str, view: &View, exposed: &str) -> Result<String, String> {
+    if view.of_tool {
+        not_a_view(result)?;
+    }
+    if view.own == exposed {
+        return Ok(result.to_owned());
+    }
+    Ok(renamed(result, &view.own, exposed))
+}
+
+/// The mime types of a read's contents when any is not an app's view's: `Err` with them in words.
+fn not_a_view(result: &str) -> Result<(), String> {
+    #[derive(serde::Deserialize)]
+    struct Read {
+        contents: Vec<Content>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Content {
+        #[serde(rename = "mimeType")]
+        mime_type: Option<String>,
+    }
+    let Ok(read) = serde_json::from_str::<Read>(result) else {
+        return Err("not a read's result".to_owned());
+    };
+    let wrong: Vec<String> = read
+        .contents
+        .iter()
+        .filter(|content| !content.mime_type.as_deref().is_some_and(apps::is_view_type))
+        .map(|content| {
+            content
+                .mime_type
+                .clone()
+                .unwrap_or_else(|| "without a mime type".to_owned())
+        })
+        .collect();
+    match (read.contents.is_empty(), wrong.is_empty()) {
+        (true, _) => Err("empty".to_owned()),
+        (false, true) => Ok(()),
+        (false, false) => Err(wrong.join(", ")),
+    }
+}
+
+/// `result` with the contents at `own` said to be at `exposed`; anything else as it came.
+fn renamed(result: &str, own: &str, exposed: &str) -> String {
     let renamed = || {
         let mut entries = ObjectEntries::parse(result).ok()?;
         let contents: Vec<&serde_json::value::RawValue> =
@@ -148,15 +204,15 @@ mod tests {
     #[test]
     fn a_uri_two_servers_name_is_renamed_for_each_and_the_rest_kept() {
         let claims = [
-            ("clock", "ui://get-time/app.html"),
-            ("clock", "ui://get-time/app.html"),
-            ("clock2", "ui://get-time/app.html"),
-            ("monitor", "ui://monitor/app.html"),
+            ("clock", "ui://get-time/app.html", true),
+            ("clock", "ui://get-time/app.html", false),
+            ("clock2", "ui://get-time/app.html", false),
+            ("monitor", "ui://monitor/app.html", true),
         ];
         let views = Views::new(
             claims
                 .into_iter()
-                .map(|(backend, uri)| (Arc::from(backend), uri.to_owned())),
+                .map(|(backend, uri, of_tool)| (Arc::from(backend), uri.to_owned(), of_tool)),
         );
         assert_eq!(
             views.renamed("clock", "ui://get-time/app.html"),
@@ -170,9 +226,11 @@ mod tests {
         assert!(!views.renames("monitor"));
         let clock2 = views.get("ui://clock2/get-time/app.html").expect("served");
         assert_eq!(
-            (&*clock2.backend, clock2.own.as_str()),
-            ("clock2", "ui://get-time/app.html")
+            (&*clock2.backend, clock2.own.as_str(), clock2.of_tool),
+            ("clock2", "ui://get-time/app.html", false)
         );
+        let clock = views.get("ui://clock/get-time/app.html").expect("served");
+        assert!(clock.of_tool, "listed and named by a tool");
         assert_eq!(
             views
                 .get("ui://monitor/app.html")
@@ -193,11 +251,42 @@ mod tests {
             renamed,
             r#"{"name":"get-time","_meta":{"ui":{"resourceUri":"ui://s/a/b","csp":1.50},"ui/resourceUri":"ui://s/a/b"},"x":1e400}"#
         );
+        let view = View {
+            backend: Arc::from("s"),
+            own: "ui://a/b".to_owned(),
+            of_tool: false,
+        };
         let result = r#"{"contents":[{"uri":"ui://a/b","mimeType":"text/html;profile=mcp-app","text":"<html>"},{"uri":"ui://a/c","n":2.0}]}"#;
         assert_eq!(
-            read_result(result, "ui://a/b", "ui://s/a/b"),
-            r#"{"contents":[{"uri":"ui://s/a/b","mimeType":"text/html;profile=mcp-app","text":"<html>"},{"uri":"ui://a/c","n":2.0}]}"#
+            read_result(result, &view, "ui://s/a/b").as_deref(),
+            Ok(
+                r#"{"contents":[{"uri":"ui://s/a/b","mimeType":"text/html;profile=mcp-app","text":"<html>"},{"uri":"ui://a/c","n":2.0}]}"#
+            )
         );
-        assert_eq!(read_result("not JSON", "a", "b"), "not JSON");
+        assert_eq!(
+            read_result("not JSON", &view, "b").as_deref(),
+            Ok("not JSON")
+        );
+    }
+
+    #[test]
+    fn a_view_a_tool_names_must_be_an_app_s_html() {
+        let view = View {
+            backend: Arc::from("s"),
+            own: "ui://a/b".to_owned(),
+            of_tool: true,
+        };
+        let html = r#"{"contents":[{"uri":"ui://a/b","mimeType":"text/html;profile=mcp-app","text":"<html>"}]}"#;
+        assert_eq!(read_result(html, &view, "ui://a/b").as_deref(), Ok(html));
+        let plain = r#"{"contents":[{"uri":"ui://a/b","mimeType":"text/plain","text":"hi"},{"uri":"ui://a/b","text":"x"}]}"#;
+        assert_eq!(
+            read_result(plain, &view, "ui://a/b"),
+            Err("text/plain, without a mime type".to_owned())
+        );
+        assert_eq!(
+            read_result(r#"{"contents":[]}"#, &view, "ui://a/b"),
+            Err("empty".to_owned())
+        );
+        assert!(read_result("[]", &view, "ui://a/b").is_err());
     }
 }
