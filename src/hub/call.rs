@@ -420,6 +420,9 @@ fn route_by_name<'c>(
 /// A view of MCP Apps calls its server's tools by the server's own names: a name no tool is
 /// exposed by that one tool of a server serving views has as its own is made its exposed name.
 fn view_call_by_own_name(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>) {
+    if catalog.view_calls.is_empty() {
+        return;
+    }
     let Some(name) = entries.get_str("name") else {
         return;
     };
