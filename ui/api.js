@@ -302,6 +302,17 @@ export async function approvePins(server, tools, seen) {
   return /** @type {{approved: number}} */ (await request(`pins/${seg(server)}/approve`, { method: "POST", body }));
 }
 
+/**
+ * Answers a call waiting for a yes; refused (404) once it is not waiting any more.
+ * @param {number} id
+ * @param {"allow" | "deny"} decision
+ * @param {boolean} forSession with allow: the same tool runs for the rest of that session
+ * @returns {Promise<unknown>}
+ */
+export async function decideApproval(id, decision, forSession) {
+  return await request(`approvals/${id}`, { method: "POST", body: JSON.stringify({ decision, for_session: forSession }) });
+}
+
 /** @returns {Promise<import('./types.js').Attention[]>} */
 export async function getAttention() {
   return /** @type {import('./types.js').Attention[]} */ (await request("attention"));

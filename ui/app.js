@@ -18,6 +18,7 @@ import { ProfilesView } from "./views/profiles.js";
 import { SecretsView } from "./views/secrets.js";
 import { ActivityView, parseFilters } from "./views/activity.js";
 import { renderBanner } from "./views/banner.js";
+import { renderApprovals } from "./views/approvals.js";
 import { ReviewView } from "./views/review.js";
 import { followAttention } from "./views/attention.js";
 import { sessionKey, takeKeyFromAddress, whenLocked } from "./session.js";
@@ -74,6 +75,7 @@ class App {
     this.main = /** @type {HTMLElement} */ (document.getElementById("main"));
     this.viewRoot = /** @type {HTMLElement} */ (document.getElementById("view"));
     this.banner = /** @type {HTMLElement} */ (document.getElementById("banner"));
+    this.approvals = /** @type {HTMLElement} */ (document.getElementById("approvals"));
     this.navBackends = /** @type {HTMLElement} */ (document.getElementById("nav-backends"));
     this.feedStatus = /** @type {HTMLElement} */ (document.getElementById("feed-status"));
     /** @type {View | null} */
@@ -93,6 +95,7 @@ class App {
       backends: () => void this.store.loadList(),
       activity: (record) => this.store.onActivity(record),
       pins: (report) => this.store.onPins(report),
+      approvals: (waiting) => this.store.onApprovals(waiting),
       state: (state) => this.store.setFeed(state),
       // The stream starts with every backend's status and the config; what it cannot carry
       // (history, output, backends added or removed meanwhile) is loaded again after a
@@ -110,6 +113,8 @@ class App {
         this.renderNav();
       } else if (change.kind === "config") {
         renderBanner(this.banner, this.store.config);
+      } else if (change.kind === "approvals") {
+        renderApprovals(this.approvals, this.store.approvals);
       } else if (change.kind === "feed") {
         this.renderFeed();
       }

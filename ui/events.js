@@ -26,6 +26,8 @@ import { authorization, refused } from "./session.js";
  * @property {(record: ActivityRecord) => void} activity A request the activity log recorded.
  * @property {(report: import('./types.js').PinReport) => void} pins What is held back from
  *   editors; sent first and on every change.
+ * @property {(waiting: import('./types.js').Approval[]) => void} approvals The calls waiting for
+ *   a person's yes; sent first and on every change.
  * @property {(state: FeedState) => void} state
  * @property {(first: boolean) => void} opened Called on every connection; after the first, what
  *   happened while the feed was down was missed.
@@ -142,6 +144,7 @@ export class EventFeed {
       backends: this.handlers.backends,
       activity: this.handlers.activity,
       pins: this.handlers.pins,
+      approvals: this.handlers.approvals,
     })[type];
     handle?.(parsed);
   }

@@ -50,6 +50,7 @@ import * as api from "./api.js";
  *   | {kind: "activity", record: ActivityRecord}
  *   | {kind: "action", name: string}
  *   | {kind: "pins", previous: PinReport | null}
+ *   | {kind: "approvals"}
  *   | {kind: "attention"}} Change
  */
 
@@ -97,6 +98,8 @@ export class Store {
     this.prefill = null;
     /** @type {PinReport | null} what is held back, from the `pins` events */
     this.pins = null;
+    /** @type {import('./types.js').Approval[]} the calls waiting for a yes, oldest first */
+    this.approvals = [];
     /** @type {Attention[] | null} the "needs attention" list, read again after events */
     this.attention = null;
     /** @type {{timer: number | undefined, in_flight: boolean, again: boolean}} */
@@ -295,6 +298,16 @@ export class Store {
     void this.loadConfig();
     for (const name of this.details.keys()) void this.loadDetail(name);
     this.refreshAttention();
+  }
+
+  /**
+   * The calls waiting for a person's yes changed (the `approvals` event, first on every
+   * connection).
+   * @param {import('./types.js').Approval[]} waiting
+   */
+  onApprovals(waiting) {
+    this.approvals = waiting;
+    this.emit({ kind: "approvals" });
   }
 
   /**

@@ -545,6 +545,20 @@ export {};
  */
 
 /**
+ * A call waiting for a person's yes: `GET /api/approvals` and the `approvals` event.
+ * @typedef {object} Approval
+ * @property {number} id
+ * @property {string} server
+ * @property {string} tool its name as editors call it
+ * @property {string} own the server's own name for it
+ * @property {string} profile
+ * @property {string | null} editor
+ * @property {unknown} arguments as the editor sent them
+ * @property {number} asked_at Unix milliseconds
+ * @property {number} deadline Unix milliseconds: no answer by then is a no
+ */
+
+/**
  * @typedef {"crash_loop" | "needs_sign_in" | "held_tools" | "pin_store" | "config" | "open_endpoint" | "profile" | "activity"} AttentionKind
  */
 

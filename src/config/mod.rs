@@ -31,8 +31,8 @@ pub use launch::{
     ProcessLaunch, RemoteServer, RemoteTransport, Written, shown_url,
 };
 pub use profile::{
-    DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, Discovery, MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern,
-    Profile, Tier,
+    Confirm, DEFAULT_CONFIRM_TIMEOUT, DEFAULT_NAME_BUDGET, DEFAULT_PROFILE, Discovery,
+    MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern, Profile, Tier,
 };
 pub use sandbox::{Sandbox, SandboxDraft};
 
@@ -164,6 +164,8 @@ pub struct BackendConfig {
     pub start_on_demand: bool,
     /// Which protocol era Switchboard speaks with the backend.
     pub protocol: Protocol,
+    /// Which of its tools' calls wait for a person's yes.
+    pub confirm: Confirm,
 }
 
 /// Which protocol era Switchboard speaks with a backend (`protocol = "auto"`, `"session"` or
@@ -217,6 +219,7 @@ impl BackendConfig {
             tools_deny: Vec::new(),
             start_on_demand: true,
             protocol: Protocol::Auto,
+            confirm: Confirm::default(),
         }
     }
 
@@ -254,6 +257,7 @@ impl BackendConfig {
             tools_deny: _,
             start_on_demand: _,
             protocol,
+            confirm: _,
         } = self;
         *launch != new.launch
             || *max_message_size != new.max_message_size

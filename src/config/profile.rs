@@ -4,8 +4,9 @@
 //! everything unless the file describes it.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
-use super::reader::Reader;
+use super::reader::{Reader, Zero};
 use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::{BackendConfig, Format, is_valid_server_name};
@@ -32,7 +33,31 @@ const PROFILE_FIELDS: &[&str] = &[
     "max_name_length",
     "discovery",
     "always_listed",
+    "confirm",
+    "confirm_destructive",
+    "confirm_timeout",
 ];
+
+/// How long a call that needs a person's yes waits for one, unless the config says.
+pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Which calls wait for a person's yes before they run: `confirm` (patterns of tools, by exposed
+/// or the server's own name), `confirm_destructive` (every tool whose annotations do not say it
+/// only reads), `confirm_timeout` (after which no answer is a no). Of a profile, and of a server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Confirm {
+    pub tools: Vec<Pattern>,
+    pub destructive: bool,
+    /// `None`: [`DEFAULT_CONFIRM_TIMEOUT`], or the other side's (server or profile).
+    pub timeout: Option<Duration>,
+}
+
+impl Confirm {
+    /// Whether any call needs a yes under these settings.
+    pub fn is_off(&self) -> bool {
+        self.tools.is_empty() && !self.destructive
+    }
+}
 
 /// One profile: which servers and tools it offers, and how long their names may be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +78,8 @@ pub struct Profile {
     /// Glob patterns of tools listed in search mode too, and pinned for clients that load
     /// tools lazily (`_meta["anthropic/alwaysLoad"]`).
     pub always_listed: Vec<Pattern>,
+    /// Which of its calls wait for a person's yes.
+    pub confirm: Confirm,
     /// Where the file describes the profile (1-based line and column of its name), so that
     /// `check` can point at it; `None` for a default profile the file does not describe.
     pub written_at: Option<(usize, usize)>,
@@ -81,6 +108,7 @@ impl Profile {
             max_name_length: DEFAULT_NAME_BUDGET,
             discovery: Discovery::List,
             always_listed: Vec::new(),
+            confirm: Confirm::default(),
             written_at: None,
         }
     }
@@ -204,6 +232,9 @@ impl Reader<'_, '_> {
                         profile.max_name_length = length;
                     }
                 }
+                key @ ("confirm" | "confirm_destructive" | "confirm_timeout") => {
+                    self.confirm(key, value, &field, &mut profile.confirm);
+                }
                 _ => self.unknown_field(field_entry, &field, PROFILE_FIELDS),
             }
         }
@@ -237,6 +268,17 @@ impl Reader<'_, '_> {
             }
         }
         Some(names)
+    }
+
+    /// Reads one of [`Confirm`]'s fields, `key`, into `confirm`.
+    pub(super) fn confirm(&mut self, key: &str, node: &Node, field: &str, confirm: &mut Confirm) {
+        match key {
+            "confirm" => confirm.tools = self.patterns(node, field).unwrap_or_default(),
+            "confirm_destructive" => {
+                confirm.destructive = self.boolean(node, field).unwrap_or(false)
+            }
+            _ => confirm.timeout = self.duration(node, field, Zero::Rejected),
+        }
     }
 
     fn patterns(&mut self, node: &Node, field: &str) -> Option<Vec<Pattern>> {

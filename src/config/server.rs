@@ -40,6 +40,9 @@ const SERVER_FIELDS: &[&str] = &[
     "start_on_demand",
     "protocol",
     "sandbox",
+    "confirm",
+    "confirm_destructive",
+    "confirm_timeout",
 ];
 
 const RESTART_FIELDS: &[&str] = &[
@@ -179,6 +182,9 @@ impl Reader<'_, '_> {
                     set(&mut backend.start_on_demand, self.boolean(value, &field));
                 }
                 "protocol" => set(&mut backend.protocol, self.protocol(value, &field)),
+                key @ ("confirm" | "confirm_destructive" | "confirm_timeout") => {
+                    self.confirm(key, value, &field, &mut backend.confirm);
+                }
                 // Editors' configs say what kind of server an entry is this way.
                 "type" if self.format == Format::Json => {
                     if let Some(kind) = self.string(value, &field) {

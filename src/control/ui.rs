@@ -49,6 +49,7 @@ const EMBEDDED: &[(&str, &[u8])] = embed![
     "store.js",
     "types.js",
     "views/activity.js",
+    "views/approvals.js",
     "views/attention.js",
     "views/backend.js",
     "views/backends.js",

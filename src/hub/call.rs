@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::approvals::{self, Asked};
 use super::capabilities::ClientCapabilities;
 use super::catalog::views::{self, View};
 use super::catalog::{MergedCatalog, Route};
@@ -71,6 +72,8 @@ struct RoutedCall {
     named: Option<Named>,
     /// For a read of a view of MCP Apps: the view, and the URI the editor knows it by.
     view: Option<(View, String)>,
+    /// For a call that waits for a person's yes: what they are shown, and how long it waits.
+    confirm: Option<(Asked, Duration)>,
 }
 
 /// The log level a 2026-07-28 backend is told for an editor of the session era whose session
@@ -114,6 +117,8 @@ struct Call {
     number: u64,
     /// For a read of a view of MCP Apps: the view, and the URI the editor knows it by.
     view: Option<(View, String)>,
+    /// For a call that waits for a person's yes: what they are shown, and how long it waits.
+    confirm: Option<(Asked, Duration)>,
 }
 
 impl Session {
@@ -208,8 +213,14 @@ impl Session {
             })
         };
         if *method == Method::ToolsCall {
-            view_call_by_own_name(&catalog, &mut entries);
+            views::call_by_own_name(&catalog, &mut entries);
         }
+        let confirm = match method {
+            Method::ToolsCall if !catalog.confirm.is_empty() => entries
+                .get_str("name")
+                .and_then(|name| Some((name.clone(), *catalog.confirm.get(&*name)?))),
+            _ => None,
+        };
         let backend_name = match method {
             Method::ToolsCall => by_name(
                 &mut entries,
@@ -229,10 +240,28 @@ impl Session {
             }
             _ => {
                 let backend = route_by_uri(&catalog, method, &entries)?;
-                view = view_of(&catalog, &mut entries);
+                view = views::of_request(&catalog, &mut entries);
                 backend
             }
         };
+        let confirm = confirm.map(|(tool, timeout)| {
+            let asked = Asked {
+                id: 0,
+                server: backend_name.to_string(),
+                own: catalog
+                    .tools
+                    .get(&*tool)
+                    .map(|route| route.name.to_string())
+                    .unwrap_or_default(),
+                tool: tool.into_owned(),
+                profile: self.profile().to_owned(),
+                editor: self.lock_state().client.as_deref().map(str::to_owned),
+                arguments: entries.get("arguments").map(ToOwned::to_owned),
+                asked_at: 0,
+                deadline: 0,
+            };
+            (asked, timeout)
+        });
         let backend = hub.engine.backend(&backend_name).ok_or_else(|| {
             ErrorObject::new(
                 jsonrpc::BACKEND_UNAVAILABLE,
@@ -297,6 +326,7 @@ impl Session {
             client,
             named,
             view: view.filter(|_| *method == Method::ResourcesRead),
+            confirm,
         })
     }
 
@@ -417,23 +447,6 @@ fn route_by_name<'c>(
     Ok(route)
 }
 
-/// A view of MCP Apps calls its server's tools by the server's own names: a name no tool is
-/// exposed by that one tool of a server serving views has as its own is made its exposed name.
-fn view_call_by_own_name(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>) {
-    if catalog.view_calls.is_empty() {
-        return;
-    }
-    let Some(name) = entries.get_str("name") else {
-        return;
-    };
-    if catalog.tools.contains_key(&*name) || catalog.unlisted_tools.contains_key(&*name) {
-        return;
-    }
-    if let Some(Some(exposed)) = catalog.view_calls.get(&*name) {
-        entries.set("name", json_string(exposed));
-    }
-}
-
 /// For `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: the backend the task id
 /// names, with the id replaced by the backend's own.
 fn route_by_task(
@@ -493,17 +506,6 @@ fn route_completion(
     Ok(backend)
 }
 
-/// For a request about a view of MCP Apps: that view, and the URI the editor knows it by; the
-/// URI in `entries` is made the server's own where it differs.
-fn view_of(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>) -> Option<(View, String)> {
-    let uri = entries.get_str("uri")?;
-    let view = catalog.views.get(&uri)?;
-    if view.own != *uri {
-        entries.set("uri", json_string(&view.own));
-    }
-    Some((view.clone(), uri.into_owned()))
-}
-
 /// For the resource methods: the backend owning `uri`.
 fn route_by_uri(
     catalog: &MergedCatalog,
@@ -532,6 +534,7 @@ impl Call {
             named: routed.named,
             number: hub.next_id.fetch_add(1, Ordering::Relaxed),
             view: routed.view,
+            confirm: routed.confirm,
         }
     }
 
@@ -545,6 +548,11 @@ impl Call {
         session: &Session,
         reply: &mpsc::UnboundedSender<Reply>,
     ) -> Result<String, ErrorObject> {
+        if let Some((asked, timeout)) = &self.confirm
+            && let Some(denied) = approvals::wait_for_yes(hub, session, asked, *timeout).await
+        {
+            return Ok(denied);
+        }
         let outcome = self.run_ready(hub, session, reply).await;
         // A remote server that wants a sign-in fails a tool call as a tool error the model can
         // read and pass on, never as its upstream 401.

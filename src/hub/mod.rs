@@ -8,6 +8,7 @@
 //! Client request ids never reach a backend: the connection to each backend has its own id
 //! space.
 
+pub mod approvals;
 pub mod catalog;
 pub mod list_result;
 pub(crate) mod names;
@@ -44,6 +45,7 @@ use crate::supervisor::status::{BackendState, Catalog};
 use crate::supervisor::{Engine, EngineOptions, ServerRequest};
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject};
 use crate::wire::method::Method;
+use approvals::Approvals;
 use catalog::{CatalogCache, MergedCatalog, Source};
 use pins::Pins;
 use reply::{Notification, Response};
@@ -154,6 +156,8 @@ struct HubInner {
     activity: Option<ActivityLog>,
     /// Tool definitions pinned; a changed one is left out of every catalog until approved.
     pins: Pins,
+    /// Calls waiting for a person's yes.
+    approvals: Approvals,
 }
 
 impl Hub {
@@ -167,6 +171,7 @@ impl Hub {
         let inner = Arc::new(HubInner {
             activity: options.activity,
             pins: Pins::new(options.pins_dir, options.approve_new_tools),
+            approvals: Approvals::default(),
             profiles: RwLock::new(served_profiles(options.profiles).into()),
             profiles_changed: watch::channel(()).0,
             catalogs: RwLock::new(Arc::new(Catalogs::default())),
@@ -372,6 +377,11 @@ impl Hub {
     /// The activity log the hub records calls in, if it has one.
     pub fn activity(&self) -> Option<&ActivityLog> {
         self.inner.activity.as_ref()
+    }
+
+    /// The calls waiting for a person's yes, and answering them.
+    pub fn approvals(&self) -> &Approvals {
+        &self.inner.approvals
     }
 
     /// The tool pins: what is held back, and approving it.

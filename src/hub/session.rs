@@ -56,6 +56,8 @@ pub(super) struct SessionState {
     pub(super) log_level: Option<Box<RawValue>>,
     /// The editor's name, as its `clientInfo` says.
     pub(super) client: Option<Arc<str>>,
+    /// Tools a person allowed for the rest of this session, by exposed name.
+    pub(super) allowed: HashSet<String>,
 }
 
 /// A call of this session that a backend has not answered yet.

@@ -8,6 +8,7 @@ mod support;
 
 mod activity;
 mod api;
+mod approvals;
 mod apps;
 mod backend_era;
 mod connect;

@@ -128,6 +128,9 @@ tools_allow = ["read_*", "list_?"]
 tools_deny = ["*_secret"]
 start_on_demand = false
 protocol = "modern"
+confirm = ["push", "*delete*"]
+confirm_destructive = true
+confirm_timeout = "2m"
 
 [servers.full.restart]
 backoff_base = "500ms"
@@ -181,6 +184,22 @@ stable_after = "0s"
         tools_deny: strings(&["*_secret"]),
         start_on_demand: false,
         protocol: Protocol::Only(Era::Stateless),
+        confirm: Confirm {
+            tools: vec![
+                Pattern {
+                    glob: "push".to_owned(),
+                    line: 20,
+                    column: 12,
+                },
+                Pattern {
+                    glob: "*delete*".to_owned(),
+                    line: 20,
+                    column: 20,
+                },
+            ],
+            destructive: true,
+            timeout: Some(Duration::from_secs(120)),
+        },
     };
     assert_eq!(config.backends, vec![expected]);
 }

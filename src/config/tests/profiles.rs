@@ -23,7 +23,8 @@ fn without_profiles_the_default_one_offers_everything() {
 fn every_profile_field_is_read() {
     let text = format!(
         "{SERVERS}[profiles.review]\nservers = [\"git\"]\ntools = [\"git__*\", \"status\"]\n\
-         exclude_tools = [\"*push*\"]\ntier = \"read-only\"\nmax_name_length = 30\n\n\
+         exclude_tools = [\"*push*\"]\ntier = \"read-only\"\nmax_name_length = 30\n\
+         confirm = [\"*commit*\"]\nconfirm_destructive = true\nconfirm_timeout = \"45s\"\n\n\
          [profiles.default]\ntier = \"non-destructive\"\n"
     );
     let config = parse_toml(&text);
@@ -43,7 +44,11 @@ fn every_profile_field_is_read() {
     assert_eq!(review.exclude_tools[0].glob, "*push*");
     assert_eq!(review.tier, Tier::ReadOnly);
     assert_eq!(review.max_name_length, 30);
+    assert_eq!(review.confirm.tools[0].glob, "*commit*");
+    assert!(review.confirm.destructive);
+    assert_eq!(review.confirm.timeout, Some(Duration::from_secs(45)));
     assert_eq!(config.profiles[1].tier, Tier::NonDestructive);
+    assert!(config.profiles[1].confirm.is_off());
     assert_eq!(config.profiles[1].servers, None);
 }
 

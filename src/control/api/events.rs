@@ -30,7 +30,7 @@ use crate::supervisor::status::{BackendStatus, Catalog};
 
 pub(super) async fn events(State(api): State<ApiState>) -> Response {
     let backends = api.backends_in_order();
-    let (sender, receiver) = mpsc::channel(EVENTS_CAPACITY.max(backends.len() + 2));
+    let (sender, receiver) = mpsc::channel(EVENTS_CAPACITY.max(backends.len() + 3));
     for backend in &backends {
         follow_backend(backend, &sender);
     }
@@ -40,6 +40,10 @@ pub(super) async fn events(State(api): State<ApiState>) -> Response {
     let mut pins = api.hub().pins().watch_report();
     let _ = sender.try_send(json_event("pins", &**pins.borrow_and_update()));
     tokio::spawn(forward_pins(pins, sender.clone()));
+    let mut approvals = api.hub().approvals().subscribe();
+    approvals.borrow_and_update();
+    let _ = sender.try_send(json_event("approvals", &api.hub().approvals().waiting()));
+    tokio::spawn(forward_approvals(api.clone(), approvals, sender.clone()));
     if let Some(log) = api.hub().activity() {
         tokio::spawn(forward_activity(log.live(), sender.clone()));
     }
@@ -223,6 +227,29 @@ async fn forward_pins(mut pins: watch::Receiver<Arc<PinReport>>, events: mpsc::S
                     return;
                 }
                 let event = json_event("pins", &**pins.borrow_and_update());
+                if events.send(event).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Sends an `approvals` event (the calls waiting for a person's yes) on every change.
+async fn forward_approvals(
+    api: ApiState,
+    mut changes: watch::Receiver<u64>,
+    events: mpsc::Sender<Event>,
+) {
+    loop {
+        tokio::select! {
+            () = events.closed() => return,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                changes.borrow_and_update();
+                let event = json_event("approvals", &api.hub().approvals().waiting());
                 if events.send(event).await.is_err() {
                     return;
                 }

@@ -55,6 +55,7 @@
 //! Switchboard shuts down.
 
 mod activity;
+mod approvals;
 mod backends;
 mod clients;
 mod endpoint;
@@ -280,6 +281,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/activity", get(activity::list))
         .route("/api/activity/stats", get(activity::stats))
         .route("/api/activity/export", get(activity::export))
+        .route("/api/approvals", get(approvals::list))
+        .route("/api/approvals/{id}", post(approvals::decide))
         .route("/api/attention", get(review::attention))
         .route("/api/pins", get(review::list))
         .route("/api/pins/{server}/approve", post(review::approve))

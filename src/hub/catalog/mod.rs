@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -16,7 +17,9 @@ use super::names::{self, Clash, Offered};
 use super::rewrite::{ObjectEntries, json_string};
 use super::search::rank::ToolIndex;
 use super::search::tools;
-use crate::config::{BackendConfig, Discovery, Pattern, Profile, Tier};
+use crate::config::{
+    BackendConfig, Confirm, DEFAULT_CONFIRM_TIMEOUT, Discovery, Pattern, Profile, Tier,
+};
 use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
 use crate::wire::apps;
 use crate::wire::mirrored::{HeaderParam, header_params};
@@ -58,6 +61,9 @@ pub struct MergedCatalog {
     pub resource_backends: Vec<Arc<str>>,
     /// MCP Apps' views (`ui://`), renamed where two servers name the same one.
     pub views: Views,
+    /// The tools whose calls wait for a person's yes (the profile's and their servers' `confirm`
+    /// settings), by exposed name, with how long they wait.
+    pub confirm: HashMap<String, Duration>,
     /// The tools of servers that serve views, by their servers' own names, as a view calls them
     /// (it knows no prefix): the exposed name, or `None` when two such servers have the name.
     pub view_calls: HashMap<String, Option<String>>,
@@ -484,6 +490,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             .collect(),
     );
     merged.resources_result = list_result("resources", resource_texts.iter().map(|text| &**text));
+    merged.confirm = confirmed(sources, profile, &tool_items, &merged.tools);
     for (exposed, route) in &merged.tools {
         if views.serves(&route.backend) {
             merged
@@ -499,6 +506,53 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         template_items.iter().map(|item| item.get()),
     );
     merged
+}
+
+/// The exposed names of the tools `tools` routes whose calls wait for a yes under `profile`'s
+/// settings or their server's, with how long: the shortest timeout of the settings that ask.
+fn confirmed(
+    sources: &[Source<'_>],
+    profile: &Profile,
+    items: &[Item<'_>],
+    tools: &HashMap<String, Route>,
+) -> HashMap<String, Duration> {
+    let servers: HashMap<&str, &Confirm> = sources
+        .iter()
+        .filter(|source| !source.config.confirm.is_off())
+        .map(|source| (source.config.name.as_str(), &source.config.confirm))
+        .collect();
+    if profile.confirm.is_off() && servers.is_empty() {
+        return HashMap::new();
+    }
+    let exposed: HashMap<(&str, &str), &str> = tools
+        .iter()
+        .map(|(exposed, route)| ((&*route.backend, &*route.name), exposed.as_str()))
+        .collect();
+    let mut confirmed = HashMap::new();
+    for item in items {
+        let Some(name) = exposed.get(&(&*item.backend, item.name.as_str())) else {
+            continue;
+        };
+        let asks = |confirm: &Confirm| {
+            let named = confirm.tools.iter().any(|pattern| {
+                names::glob_match(&pattern.glob, name)
+                    || names::glob_match(&pattern.glob, &item.name)
+            });
+            (named || (confirm.destructive && !in_tier(Tier::ReadOnly, item.raw)))
+                .then(|| confirm.timeout.unwrap_or(DEFAULT_CONFIRM_TIMEOUT))
+        };
+        let server = servers
+            .get(&*item.backend)
+            .and_then(|confirm| asks(confirm));
+        let timeout = match (asks(&profile.confirm), server) {
+            (Some(profile), Some(server)) => Some(profile.min(server)),
+            (profile, server) => profile.or(server),
+        };
+        if let Some(timeout) = timeout {
+            confirmed.insert((*name).to_owned(), timeout);
+        }
+    }
+    confirmed
 }
 
 /// `listed` (a tool of `backend`) naming its view by the URI editors see, where it is renamed.

@@ -1,7 +1,9 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::config::{DEFAULT_NAME_BUDGET, DEFAULT_PROFILE};
+use std::time::Duration;
+
+use crate::config::{DEFAULT_CONFIRM_TIMEOUT, DEFAULT_NAME_BUDGET, DEFAULT_PROFILE};
 
 fn raw(value: Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(&value).expect("JSON")
@@ -319,4 +321,48 @@ fn names_fit_the_budget_and_filters_never_rename_other_tools() {
     );
     let default = tool_names(&merged(&servers, &Profile::everything(DEFAULT_PROFILE)));
     assert!(default[0].len() <= DEFAULT_NAME_BUDGET && default[0].len() > 20);
+}
+
+#[test]
+fn calls_wait_for_a_yes_as_the_profile_and_each_server_say() {
+    let mut servers = servers();
+    // git: every call of git_status (by its own name) waits 30 s.
+    servers[1].0.confirm = Confirm {
+        tools: patterns(&["git_status"]),
+        destructive: false,
+        timeout: Some(Duration::from_secs(30)),
+    };
+    let nothing = merged(&servers[..1], &Profile::everything(DEFAULT_PROFILE));
+    assert!(nothing.confirm.is_empty(), "no setting asks");
+
+    let mut careful = Profile::everything("careful");
+    careful.confirm = Confirm {
+        tools: patterns(&["*write*"]),
+        destructive: true,
+        timeout: Some(Duration::from_secs(10)),
+    };
+    let catalog = merged(&servers, &careful);
+    let mut asking: Vec<(&str, u64)> = catalog
+        .confirm
+        .iter()
+        .map(|(name, timeout)| (name.as_str(), timeout.as_secs()))
+        .collect();
+    asking.sort_unstable();
+    assert_eq!(
+        asking,
+        [
+            ("fs__delete_file", 10),
+            ("fs__write_file", 10),
+            ("git__git_status", 30)
+        ],
+        "read_file says it only reads; git_status is its server's"
+    );
+
+    let mut default_timeout = Profile::everything("default-timeout");
+    default_timeout.confirm.tools = patterns(&["fs__read_file"]);
+    let catalog = merged(&servers, &default_timeout);
+    assert_eq!(
+        catalog.confirm.get("fs__read_file"),
+        Some(&DEFAULT_CONFIRM_TIMEOUT)
+    );
 }

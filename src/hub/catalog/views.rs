@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::MergedCatalog;
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::wire::apps::{self, LEGACY_VIEW_KEY, VIEW_SCHEME};
 
@@ -95,6 +96,37 @@ impl Views {
     /// Whether any view of `backend` is renamed.
     pub fn renames(&self, backend: &str) -> bool {
         self.renamed.contains_key(backend)
+    }
+}
+
+/// For a request about a view of MCP Apps: that view, and the URI the editor knows it by; the
+/// URI in `entries` is made the server's own where it differs.
+pub fn of_request(
+    catalog: &MergedCatalog,
+    entries: &mut ObjectEntries<'_>,
+) -> Option<(View, String)> {
+    let uri = entries.get_str("uri")?;
+    let view = catalog.views.get(&uri)?;
+    if view.own != *uri {
+        entries.set("uri", json_string(&view.own));
+    }
+    Some((view.clone(), uri.into_owned()))
+}
+
+/// A view of MCP Apps calls its server's tools by the server's own names: a name no tool is
+/// exposed by that one tool of a server serving views has as its own is made its exposed name.
+pub fn call_by_own_name(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>) {
+    if catalog.view_calls.is_empty() {
+        return;
+    }
+    let Some(name) = entries.get_str("name") else {
+        return;
+    };
+    if catalog.tools.contains_key(&*name) || catalog.unlisted_tools.contains_key(&*name) {
+        return;
+    }
+    if let Some(Some(exposed)) = catalog.view_calls.get(&*name) {
+        entries.set("name", json_string(exposed));
     }
 }
 

@@ -29,6 +29,7 @@ fn initialize_declaring(id: u64, client: &str, capabilities: Value) -> Value {
 
 /// Requests to one MCP endpoint, with its bearer token if it needs one. Failures to talk HTTP
 /// at all are `Err` with a description, for callers that record rather than panic.
+#[derive(Clone)]
 pub struct McpHttp {
     url: String,
     token: Option<String>,

@@ -1,0 +1,161 @@
+//! Calls that wait for a person's yes, against a real `serve` and its demo server over real HTTP:
+//! a call a profile's `confirm` names waits, listed by `/api/approvals` with what it is, until it
+//! is allowed (it runs), denied (its editor gets a tool error saying so) or its time runs out (a
+//! no); "allow for this session" lets the same tool run again in that session only; a call its
+//! editor gives up leaves the list; an answer given twice, or to a call not waiting, is refused;
+//! calls nobody asked about run at once; and the dashboard in Chromium shows a waiting call and
+//! answers it (`tests/ui/approvals.test.mjs`).
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    EVENT_LIMIT, McpHttp, ServeProcess, eventually, first_text, run_node_suite, switchboard_exe,
+};
+use crate::ui::{NODE_LIMIT, browser_suite};
+
+fn config() -> String {
+    format!(
+        "[servers.demo]\ncommand = {:?}\nargs = [\"demo-server\"]\n\n\
+         [profiles.default]\nconfirm = [\"demo__add\"]\n\n\
+         [profiles.quick]\nconfirm = [\"add\"]\nconfirm_timeout = \"1s\"\n",
+        switchboard_exe().to_string_lossy()
+    )
+}
+
+/// The calls waiting, once there are `count`.
+async fn waiting(serve: &ServeProcess, count: usize) -> Vec<Value> {
+    eventually("calls waiting for a yes", EVENT_LIMIT, || async {
+        let list = serve.api_get("/api/approvals").await;
+        let list = list.as_array().expect("a list").clone();
+        match list.len() == count {
+            true => Ok(list),
+            false => Err(list),
+        }
+    })
+    .await
+}
+
+async fn decide(serve: &ServeProcess, id: &Value, body: Value) -> (u16, Value) {
+    serve
+        .api_post_body(&format!("/api/approvals/{id}"), &body.to_string())
+        .await
+}
+
+/// Calls `demo__add` in `session` in a task of its own; its result comes when the task ends.
+fn add(mcp: &McpHttp, session: &str, id: u64) -> tokio::task::JoinHandle<Value> {
+    let (mcp, session) = (mcp.clone(), session.to_owned());
+    tokio::spawn(async move {
+        mcp.call_tool(&session, id, "demo__add", json!({"a": 2, "b": 3}))
+            .await
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waits_for_a_yes_and_runs_only_when_allowed() {
+    let serve = ServeProcess::with_config(&config(), &["demo"]);
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp.open_session("careful editor").await.expect("a session");
+
+    // Not named: runs at once.
+    let echoed = mcp
+        .call_tool(&session, 1, "demo__echo", json!({"text": "hi"}))
+        .await;
+    assert_eq!(first_text(&echoed), "hi");
+    assert!(serve.api_get("/api/approvals").await == json!([]));
+
+    // Allowed once.
+    let call = add(&mcp, &session, 2);
+    let listed = waiting(&serve, 1).await;
+    let asked = &listed[0];
+    assert_eq!(asked["tool"], "demo__add");
+    assert_eq!(asked["own"], "add");
+    assert_eq!(asked["server"], "demo");
+    assert_eq!(asked["profile"], "default");
+    assert_eq!(asked["editor"], "careful editor");
+    assert_eq!(asked["arguments"], json!({"a": 2, "b": 3}));
+    assert_eq!(
+        asked["deadline"].as_u64().expect("a deadline")
+            - asked["asked_at"].as_u64().expect("a time"),
+        60_000
+    );
+    assert!(!call.is_finished(), "it waits");
+    let (status, _) = decide(&serve, &asked["id"], json!({"decision": "allow"})).await;
+    assert_eq!(status, 200);
+    let result = call.await.expect("the call");
+    assert_eq!(first_text(&result), "5");
+    let (status, answer) = decide(&serve, &asked["id"], json!({"decision": "deny"})).await;
+    assert_eq!(status, 404, "answered twice: {answer}");
+
+    // Denied: a tool error that says so.
+    let call = add(&mcp, &session, 3);
+    let asked = waiting(&serve, 1).await[0].clone();
+    decide(&serve, &asked["id"], json!({"decision": "deny"})).await;
+    let result = call.await.expect("the call");
+    assert_eq!(result["isError"], true);
+    assert!(
+        first_text(&result).contains("the dashboard denied this call"),
+        "{result}"
+    );
+
+    // Allowed for the session: the same tool runs without asking again, in this session only.
+    let call = add(&mcp, &session, 4);
+    let asked = waiting(&serve, 1).await[0].clone();
+    let allow = json!({"decision": "allow", "for_session": true});
+    decide(&serve, &asked["id"], allow).await;
+    call.await.expect("the call");
+    let again = mcp
+        .call_tool(&session, 5, "demo__add", json!({"a": 1, "b": 1}))
+        .await;
+    assert_eq!(first_text(&again), "2");
+    let other = mcp.open_session("another editor").await.expect("a session");
+    let call = add(&mcp, &other, 6);
+    let asked = waiting(&serve, 1).await[0].clone();
+    assert_eq!(asked["editor"], "another editor");
+    decide(&serve, &asked["id"], json!({"decision": "allow"})).await;
+    call.await.expect("the call");
+
+    // Bad answers.
+    let (status, _) = decide(&serve, &json!(999), json!({"decision": "allow"})).await;
+    assert_eq!(status, 404);
+    let (status, answer) = decide(&serve, &json!(1), json!({"decision": "maybe"})).await;
+    assert_eq!(status, 400, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_answer_in_time_is_a_no_and_a_call_given_up_leaves_the_list() {
+    let serve = ServeProcess::with_config(&config(), &["demo"]);
+    let quick = McpHttp::new(&serve.http_url("/mcp/quick"));
+    let session = quick.open_session("quick editor").await.expect("a session");
+    let result = quick
+        .call_tool(&session, 1, "demo__add", json!({"a": 2, "b": 3}))
+        .await;
+    assert_eq!(result["isError"], true);
+    assert!(
+        first_text(&result).contains("nobody allowed this call within 1 s"),
+        "{result}"
+    );
+    assert_eq!(serve.api_get("/api/approvals").await, json!([]));
+
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp
+        .open_session("impatient editor")
+        .await
+        .expect("a session");
+    let call = add(&mcp, &session, 2);
+    waiting(&serve, 1).await;
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
+    mcp.post(Some(&session), cancel.to_string())
+        .await
+        .expect("the cancellation is taken");
+    waiting(&serve, 0).await;
+    call.abort();
+}
+
+#[test]
+fn the_dashboard_answers_calls_waiting_for_a_yes_in_a_real_browser() {
+    let serve = ServeProcess::with_config(&config(), &["demo"]);
+    let mut node = browser_suite("approvals.test.mjs", &serve);
+    node.env("SWITCHBOARD_MCP_URL", serve.url());
+    run_node_suite(node, NODE_LIMIT, &|| serve.log());
+}

@@ -1,0 +1,83 @@
+// Calls waiting for a person's yes, answered in the dashboard in a real browser, against a real
+// `switchboard serve` started by tests/it/approvals.rs
+// (`the_dashboard_answers_calls_waiting_for_a_yes_in_a_real_browser`) whose default profile asks
+// before `demo__add`. The editor is the official TypeScript SDK's client here in Node: its call
+// shows as a card over the page (editor, tool, server, arguments), Allow runs it, Deny gives the
+// editor a tool error that says so, "Allow for this session" lets the next call run without a
+// card. Screenshots, in the light and the dark theme, go to SWITCHBOARD_SCREENSHOTS.
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+
+import { assertNoPageErrors, openDashboard, requiredEnv, screenshots } from "./browser.mjs";
+
+const DASHBOARD_URL = requiredEnv("SWITCHBOARD_URL");
+const MCP_URL = requiredEnv("SWITCHBOARD_MCP_URL");
+const SCREENSHOTS = requiredEnv("SWITCHBOARD_SCREENSHOTS");
+
+/** @type {import("playwright-core").Page} */
+let page;
+let closeBrowser;
+const pageErrors = [];
+const editor = new Client({ name: "careful editor", version: "1.0.0" });
+
+before(async () => {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  await editor.connect(new StreamableHTTPClientTransport(new URL(MCP_URL)));
+  ({ page, close: closeBrowser } = await openDashboard(DASHBOARD_URL, pageErrors));
+});
+
+after(async () => {
+  await closeBrowser?.();
+  await editor.close();
+});
+
+/** Calls `demo__add` with `a` and 3; the promise settles when the call is answered. */
+function add(a) {
+  return editor.callTool({ name: "demo__add", arguments: { a, b: 3 } });
+}
+
+/** The text of a tool result's first block. */
+function text(result) {
+  return result.content?.[0]?.text ?? "";
+}
+
+test("a call waits for a yes in the dashboard, and runs or not as the person says", async () => {
+  const card = page.getByTestId("approval");
+
+  const allowed = add(2);
+  await card.waitFor();
+  await assertCard(card, 2);
+  await screenshots(page, SCREENSHOTS, "approval", card);
+  await card.getByRole("button", { name: "Allow", exact: true }).click();
+  assert.equal(text(await allowed), "5");
+  await card.waitFor({ state: "detached" });
+
+  const denied = add(4);
+  await card.waitFor();
+  await card.getByRole("button", { name: "Deny" }).click();
+  const answer = await denied;
+  assert.equal(answer.isError, true);
+  assert.match(text(answer), /the dashboard denied this call/);
+  await card.waitFor({ state: "detached" });
+
+  const forSession = add(5);
+  await card.waitFor();
+  await card.getByRole("button", { name: "Allow for this session" }).click();
+  assert.equal(text(await forSession), "8");
+  assert.equal(text(await add(6)), "9", "the same tool again, without asking");
+  assert.equal(await card.count(), 0);
+  assertNoPageErrors(pageErrors);
+});
+
+/** The card says who asks, for what, of which server, with which arguments. */
+async function assertCard(card, a) {
+  const shown = (await card.textContent()) ?? "";
+  assert.match(shown, /careful editor wants to run demo__add/);
+  assert.match(shown, /add of demo · profile default/);
+  const args = JSON.parse((await card.locator("pre").textContent()) ?? "{}");
+  assert.deepEqual(args, { a, b: 3 });
+}
