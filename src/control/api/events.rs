@@ -23,7 +23,6 @@ use crate::activity::Record;
 use crate::clock::unix_millis;
 use crate::config::BackendConfig;
 use crate::control::reload::ConfigState;
-use crate::hub::pins::PinReport;
 use crate::supervisor::BackendHandle;
 use crate::supervisor::output::OutputLine;
 use crate::supervisor::status::{BackendStatus, Catalog};
@@ -36,14 +35,21 @@ pub(super) async fn events(State(api): State<ApiState>) -> Response {
     }
     let mut config = api.inner.config.clone();
     let _ = sender.try_send(config_event(&config.borrow_and_update()));
-    tokio::spawn(forward_config(config, sender.clone()));
+    tokio::spawn(forward_changes(config, sender.clone(), config_event));
     let mut pins = api.hub().pins().watch_report();
     let _ = sender.try_send(json_event("pins", &**pins.borrow_and_update()));
-    tokio::spawn(forward_pins(pins, sender.clone()));
+    // What is held back, and the pin files' problems.
+    tokio::spawn(forward_changes(pins, sender.clone(), |report| {
+        json_event("pins", &**report)
+    }));
     let mut approvals = api.hub().approvals().subscribe();
     approvals.borrow_and_update();
     let _ = sender.try_send(json_event("approvals", &api.hub().approvals().waiting()));
-    tokio::spawn(forward_approvals(api.clone(), approvals, sender.clone()));
+    // The calls waiting for a person's yes.
+    let hub = api.hub().clone();
+    tokio::spawn(forward_changes(approvals, sender.clone(), move |_| {
+        json_event("approvals", &hub.approvals().waiting())
+    }));
     if let Some(log) = api.hub().activity() {
         tokio::spawn(forward_activity(log.live(), sender.clone()));
     }
@@ -196,50 +202,11 @@ pub(super) async fn forward_backend(
     }
 }
 
-/// Sends the config state whenever it changes, until the stream ends.
-pub(super) async fn forward_config(
-    mut config: watch::Receiver<ConfigState>,
+/// Sends `event` of what `changes` watches whenever it changes, until the stream ends.
+async fn forward_changes<T>(
+    mut changes: watch::Receiver<T>,
     events: mpsc::Sender<Event>,
-) {
-    loop {
-        tokio::select! {
-            () = events.closed() => return,
-            changed = config.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                let event = config_event(&config.borrow_and_update());
-                if events.send(event).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// Sends a `pins` event (what is held back, and the pin files' problems) on every change.
-async fn forward_pins(mut pins: watch::Receiver<Arc<PinReport>>, events: mpsc::Sender<Event>) {
-    loop {
-        tokio::select! {
-            () = events.closed() => return,
-            changed = pins.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                let event = json_event("pins", &**pins.borrow_and_update());
-                if events.send(event).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// Sends an `approvals` event (the calls waiting for a person's yes) on every change.
-async fn forward_approvals(
-    api: ApiState,
-    mut changes: watch::Receiver<u64>,
-    events: mpsc::Sender<Event>,
+    event: impl Fn(&T) -> Event,
 ) {
     loop {
         tokio::select! {
@@ -248,8 +215,7 @@ async fn forward_approvals(
                 if changed.is_err() {
                     return;
                 }
-                changes.borrow_and_update();
-                let event = json_event("approvals", &api.hub().approvals().waiting());
+                let event = event(&changes.borrow_and_update());
                 if events.send(event).await.is_err() {
                     return;
                 }
