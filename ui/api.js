@@ -313,6 +313,15 @@ export async function decideApproval(id, decision, forSession) {
   return await request(`approvals/${id}`, { method: "POST", body: JSON.stringify({ decision, for_session: forSession }) });
 }
 
+/**
+ * @param {number} id
+ * @param {"accept" | "decline" | "cancel"} action
+ * @param {Record<string, unknown>} [content] an accepted form's fields
+ */
+export async function answerQuestion(id, action, content) {
+  return await request(`questions/${id}`, { method: "POST", body: JSON.stringify(content === undefined ? { action } : { action, content }) });
+}
+
 /** @returns {Promise<import('./types.js').Attention[]>} */
 export async function getAttention() {
   return /** @type {import('./types.js').Attention[]} */ (await request("attention"));

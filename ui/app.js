@@ -19,6 +19,7 @@ import { SecretsView } from "./views/secrets.js";
 import { ActivityView, parseFilters } from "./views/activity.js";
 import { renderBanner } from "./views/banner.js";
 import { renderApprovals } from "./views/approvals.js";
+import { renderQuestions } from "./views/questions.js";
 import { ReviewView } from "./views/review.js";
 import { followAttention } from "./views/attention.js";
 import { sessionKey, takeKeyFromAddress, whenLocked } from "./session.js";
@@ -76,6 +77,7 @@ class App {
     this.viewRoot = /** @type {HTMLElement} */ (document.getElementById("view"));
     this.banner = /** @type {HTMLElement} */ (document.getElementById("banner"));
     this.approvals = /** @type {HTMLElement} */ (document.getElementById("approvals"));
+    this.questions = /** @type {HTMLElement} */ (document.getElementById("questions"));
     this.navBackends = /** @type {HTMLElement} */ (document.getElementById("nav-backends"));
     this.feedStatus = /** @type {HTMLElement} */ (document.getElementById("feed-status"));
     /** @type {View | null} */
@@ -96,6 +98,7 @@ class App {
       activity: (record) => this.store.onActivity(record),
       pins: (report) => this.store.onPins(report),
       approvals: (waiting) => this.store.onApprovals(waiting),
+      questions: (waiting) => this.store.onQuestions(waiting),
       state: (state) => this.store.setFeed(state),
       // The stream starts with every backend's status and the config; what it cannot carry
       // (history, output, backends added or removed meanwhile) is loaded again after a
@@ -113,6 +116,8 @@ class App {
         this.renderNav();
       } else if (change.kind === "config") {
         renderBanner(this.banner, this.store.config);
+      } else if (change.kind === "questions") {
+        renderQuestions(this.questions, this.store.questions);
       } else if (change.kind === "approvals") {
         renderApprovals(this.approvals, this.store.approvals);
       } else if (change.kind === "feed") {

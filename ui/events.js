@@ -26,6 +26,8 @@ import { authorization, refused } from "./session.js";
  * @property {(record: ActivityRecord) => void} activity A request the activity log recorded.
  * @property {(report: import('./types.js').PinReport) => void} pins What is held back from
  *   editors; sent first and on every change.
+ * @property {(waiting: import('./types.js').Question[]) => void} questions Servers' questions
+ *   waiting for the person, oldest first
  * @property {(waiting: import('./types.js').Approval[]) => void} approvals The calls waiting for
  *   a person's yes; sent first and on every change.
  * @property {(state: FeedState) => void} state
@@ -145,6 +147,7 @@ export class EventFeed {
       activity: this.handlers.activity,
       pins: this.handlers.pins,
       approvals: this.handlers.approvals,
+      questions: this.handlers.questions,
     })[type];
     handle?.(parsed);
   }

@@ -51,6 +51,7 @@ import * as api from "./api.js";
  *   | {kind: "action", name: string}
  *   | {kind: "pins", previous: PinReport | null}
  *   | {kind: "approvals"}
+ *   | {kind: "questions"}
  *   | {kind: "attention"}} Change
  */
 
@@ -100,6 +101,8 @@ export class Store {
     this.pins = null;
     /** @type {import('./types.js').Approval[]} the calls waiting for a yes, oldest first */
     this.approvals = [];
+    /** @type {import('./types.js').Question[]} servers' questions waiting for the person, oldest first */
+    this.questions = [];
     /** @type {Attention[] | null} the "needs attention" list, read again after events */
     this.attention = null;
     /** @type {{timer: number | undefined, in_flight: boolean, again: boolean}} */
@@ -298,6 +301,16 @@ export class Store {
     void this.loadConfig();
     for (const name of this.details.keys()) void this.loadDetail(name);
     this.refreshAttention();
+  }
+
+  /**
+   * Servers' questions waiting for the person changed (the `questions` event, first on every
+   * connection).
+   * @param {import('./types.js').Question[]} waiting
+   */
+  onQuestions(waiting) {
+    this.questions = waiting;
+    this.emit({ kind: "questions" });
   }
 
   /**

@@ -559,6 +559,23 @@ export {};
  */
 
 /**
+ * A server's question for the person: `GET /api/questions` and the `questions` event.
+ * @typedef {object} Question
+ * @property {number} id
+ * @property {string} server
+ * @property {string | null} editor whose call the server asks during, when known
+ * @property {string | null} profile
+ * @property {string} message
+ * @property {"form" | "url"} mode
+ * @property {unknown} [schema] the form's JSON schema (form)
+ * @property {string} [url] the page to open (url)
+ * @property {string} [host] the site it is on (url)
+ * @property {string | null} [warning] why it deserves a second look (url)
+ * @property {number} asked_at Unix milliseconds
+ * @property {number} deadline Unix milliseconds: no answer by then cancels it
+ */
+
+/**
  * @typedef {"crash_loop" | "needs_sign_in" | "held_tools" | "pin_store" | "config" | "open_endpoint" | "profile" | "activity"} AttentionKind
  */
 

@@ -166,6 +166,23 @@ pub struct BackendConfig {
     pub protocol: Protocol,
     /// Which of its tools' calls wait for a person's yes.
     pub confirm: Confirm,
+    /// Who puts its questions (`elicitation/create`) to the person.
+    pub ask: Ask,
+}
+
+/// Who puts a server's questions to the person (`ask = "auto"`, `"editor"`, `"switchboard"` or
+/// `"never"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ask {
+    /// The editor when it declared it can, else Switchboard (the dashboard and desktop app).
+    #[default]
+    Auto,
+    /// Only the editor: a question it cannot take is refused.
+    Editor,
+    /// Always Switchboard, even when the editor could ask.
+    Switchboard,
+    /// Nobody: the server is told its questions are turned off.
+    Never,
 }
 
 /// Which protocol era Switchboard speaks with a backend (`protocol = "auto"`, `"session"` or
@@ -220,6 +237,7 @@ impl BackendConfig {
             start_on_demand: true,
             protocol: Protocol::Auto,
             confirm: Confirm::default(),
+            ask: Ask::Auto,
         }
     }
 
@@ -258,6 +276,7 @@ impl BackendConfig {
             start_on_demand: _,
             protocol,
             confirm: _,
+            ask: _,
         } = self;
         *launch != new.launch
             || *max_message_size != new.max_message_size

@@ -11,7 +11,7 @@ use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
 use super::values;
 use super::{
-    BackendConfig, Format, Launch, MAX_PREFIX_LEN, ProcessLaunch, Protocol, RemoteServer,
+    Ask, BackendConfig, Format, Launch, MAX_PREFIX_LEN, ProcessLaunch, Protocol, RemoteServer,
     RemoteTransport, RestartPolicy,
 };
 use crate::wire::era::Era;
@@ -43,6 +43,7 @@ const SERVER_FIELDS: &[&str] = &[
     "confirm",
     "confirm_destructive",
     "confirm_timeout",
+    "ask",
 ];
 
 const RESTART_FIELDS: &[&str] = &[
@@ -182,6 +183,7 @@ impl Reader<'_, '_> {
                     set(&mut backend.start_on_demand, self.boolean(value, &field));
                 }
                 "protocol" => set(&mut backend.protocol, self.protocol(value, &field)),
+                "ask" => set(&mut backend.ask, self.ask(value, &field)),
                 key @ ("confirm" | "confirm_destructive" | "confirm_timeout") => {
                     self.confirm(key, value, &field, &mut backend.confirm);
                 }
@@ -449,6 +451,27 @@ impl Reader<'_, '_> {
         }
         let interval = self.duration(node, field, Zero::Allowed)?;
         Some((!interval.is_zero()).then_some(interval))
+    }
+
+    fn ask(&mut self, node: &Node, field: &str) -> Option<Ask> {
+        let text = self.string(node, field)?;
+        match text.as_str() {
+            "auto" => Some(Ask::Auto),
+            "editor" => Some(Ask::Editor),
+            "switchboard" => Some(Ask::Switchboard),
+            "never" => Some(Ask::Never),
+            _ => {
+                self.reporter.error(
+                    node.offset,
+                    field,
+                    format!(
+                        "unknown ask {text:?}; expected \"auto\", \"editor\", \"switchboard\" \
+                         or \"never\""
+                    ),
+                );
+                None
+            }
+        }
     }
 
     fn protocol(&mut self, node: &Node, field: &str) -> Option<Protocol> {

@@ -50,6 +50,7 @@ const EMBEDDED: &[(&str, &[u8])] = embed![
     "types.js",
     "views/activity.js",
     "views/approvals.js",
+    "views/questions.js",
     "views/attention.js",
     "views/backend.js",
     "views/backends.js",

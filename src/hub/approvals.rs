@@ -4,18 +4,16 @@
 //! editor gives it up (it leaves the list), or its time runs out, which is a no. "Allow for this
 //! session" lets the same tool run in the same session without asking again.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::json;
 use serde_json::value::RawValue;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use super::HubInner;
 use super::session::Session;
+use super::waitlist::{Unanswered, Waitlist};
 use crate::clock::unix_millis;
 
 /// One call waiting for a yes, as the person is shown it.
@@ -59,41 +57,29 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct NotWaiting;
 
-struct Waiting {
-    asked: Asked,
-    answer: oneshot::Sender<Decision>,
-}
-
+/// The calls waiting for a person's yes.
 #[derive(Default)]
-pub struct Approvals {
-    waiting: Mutex<BTreeMap<u64, Waiting>>,
-    next_id: AtomicU64,
-    /// Bumped whenever the calls waiting change.
-    changed: watch::Sender<u64>,
-}
+pub struct Approvals(Waitlist<Asked, Decision>);
 
 impl Approvals {
     /// Waits for a person's answer to `asked` (its `id`, `asked_at` and `deadline` are set here),
     /// at most `timeout`. Dropping the future takes the call off the list.
-    pub async fn ask(&self, mut asked: Asked, timeout: Duration) -> Outcome {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+    pub async fn ask(&self, asked: Asked, timeout: Duration) -> Outcome {
         let now = unix_millis(SystemTime::now());
-        asked.id = id;
-        asked.asked_at = now;
-        asked.deadline = now + u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        let (answer, answered) = oneshot::channel();
-        tracing::info!(id, server = %asked.server, tool = %asked.tool, "a call waits for a person's yes");
-        self.lock().insert(id, Waiting { asked, answer });
-        self.changed.send_modify(|count| *count += 1);
-        let _off_the_list = OffTheList {
-            approvals: self,
+        tracing::info!(server = %asked.server, tool = %asked.tool, "a call waits for a person's yes");
+        let listed = |id| Asked {
             id,
+            asked_at: now,
+            deadline: now + u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            ..asked
         };
-        match tokio::time::timeout(timeout, answered).await {
-            Ok(Ok(Decision::Allow { for_session, by })) => Outcome::Allowed { for_session, by },
-            Ok(Ok(Decision::Deny { by })) => Outcome::Denied(format!("{by} denied this call")),
-            Ok(Err(_)) => Outcome::Denied("Switchboard stopped before anyone answered".to_owned()),
-            Err(_) => Outcome::Denied(format!(
+        match self.0.wait(listed, timeout).await {
+            Ok(Decision::Allow { for_session, by }) => Outcome::Allowed { for_session, by },
+            Ok(Decision::Deny { by }) => Outcome::Denied(format!("{by} denied this call")),
+            Err(Unanswered::Stopped) => {
+                Outcome::Denied("Switchboard stopped before anyone answered".to_owned())
+            }
+            Err(Unanswered::TimedOut) => Outcome::Denied(format!(
                 "nobody allowed this call within {} s, so it was denied",
                 timeout.as_secs()
             )),
@@ -102,29 +88,20 @@ impl Approvals {
 
     /// The calls waiting, oldest first.
     pub fn waiting(&self) -> Vec<Asked> {
-        self.lock()
-            .values()
-            .map(|waiting| waiting.asked.clone())
-            .collect()
+        self.0.waiting()
     }
 
     /// Answers call `id`.
     pub fn decide(&self, id: u64, decision: Decision) -> Result<(), NotWaiting> {
-        let waiting = self.lock().remove(&id).ok_or(NotWaiting)?;
-        self.changed.send_modify(|count| *count += 1);
         tracing::info!(id, ?decision, "a person answered a call that waited");
-        waiting.answer.send(decision).map_err(|_| NotWaiting)
+        self.0
+            .answer(id, |_| Ok::<_, std::convert::Infallible>(decision))
+            .map_err(|_| NotWaiting)
     }
 
     /// Told whenever the calls waiting change.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Waiting>> {
-        self.waiting
-            .lock()
-            .expect("approvals lock is never poisoned")
+        self.0.subscribe()
     }
 }
 
@@ -152,20 +129,6 @@ pub(super) async fn wait_for_yes(
                 json!({ "content": [{ "type": "text", "text": text }], "isError": true })
                     .to_string(),
             )
-        }
-    }
-}
-
-/// Takes a call off the list when its wait ends, however it ends.
-struct OffTheList<'a> {
-    approvals: &'a Approvals,
-    id: u64,
-}
-
-impl Drop for OffTheList<'_> {
-    fn drop(&mut self) {
-        if self.approvals.lock().remove(&self.id).is_some() {
-            self.approvals.changed.send_modify(|count| *count += 1);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Each editor connection is a [`Session`] (`session.rs`), which answers `initialize`, `ping`
 //! and the list methods itself from the merged catalog this module keeps (`catalog.rs`,
 //! `names.rs`). A call goes to its owning backend with its name rewritten and its progress token
-//! and cancellation remapped (`call.rs`). What backends send on their own, notifications and
+//! and cancellation remapped (`call/`). What backends send on their own, notifications and
 //! requests (sampling, elicitation, roots), goes to the sessions it concerns (`upstream.rs`).
 //! Client request ids never reach a backend: the connection to each backend has its own id
 //! space.
@@ -19,6 +19,7 @@ mod call;
 mod capabilities;
 mod cold_start;
 pub mod pins;
+pub mod questions;
 mod recorded;
 pub mod reply;
 pub mod search;
@@ -27,6 +28,7 @@ mod stateless;
 mod subscriptions;
 mod tasks;
 mod upstream;
+pub mod waitlist;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -48,6 +50,7 @@ use crate::wire::method::Method;
 use approvals::Approvals;
 use catalog::{CatalogCache, MergedCatalog, Source};
 use pins::Pins;
+use questions::Questions;
 use reply::{Notification, Response};
 use rewrite::json_string;
 use stateless::Parked;
@@ -158,6 +161,8 @@ struct HubInner {
     pins: Pins,
     /// Calls waiting for a person's yes.
     approvals: Approvals,
+    /// Servers' questions waiting for a person.
+    questions: Questions,
 }
 
 impl Hub {
@@ -172,6 +177,7 @@ impl Hub {
             activity: options.activity,
             pins: Pins::new(options.pins_dir, options.approve_new_tools),
             approvals: Approvals::default(),
+            questions: Questions::default(),
             profiles: RwLock::new(served_profiles(options.profiles).into()),
             profiles_changed: watch::channel(()).0,
             catalogs: RwLock::new(Arc::new(Catalogs::default())),
@@ -382,6 +388,10 @@ impl Hub {
     /// The calls waiting for a person's yes, and answering them.
     pub fn approvals(&self) -> &Approvals {
         &self.inner.approvals
+    }
+
+    pub fn questions(&self) -> &Questions {
+        &self.inner.questions
     }
 
     /// The tool pins: what is held back, and approving it.

@@ -13,11 +13,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::HubInner;
 use super::capabilities::ClientCapabilities;
+use super::questions;
 use super::reply::{Notification, Reply, Request, SessionEvent};
 use super::rewrite::{self, ObjectEntries, json_string};
 use super::session::Session;
 use super::subscriptions::without_subscription_id;
 use super::tasks::held::{self, Answer, ClientTasks};
+use crate::config::BackendConfig;
 use crate::supervisor::{BackendNotification, ServerRequest};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
@@ -317,16 +319,13 @@ pub(super) async fn route_server_requests(
     }
 }
 
-/// A session to ask, and the reply channel of its call that caused the request, if known.
-type ChosenSession = (Session, Option<mpsc::UnboundedSender<Reply>>);
-
-/// A session with calls in flight at the backend that asks.
+/// A session to ask: during one of its calls at the backend that asks, when there is one.
 struct Caller {
     session: Session,
     /// What it did not declare that the request needs, in words.
     missing: Option<&'static str>,
-    /// Where the messages of its call go.
-    reply: mpsc::UnboundedSender<Reply>,
+    /// Where the messages of its call go, and its cancellation.
+    call: Option<(mpsc::UnboundedSender<Reply>, CancellationToken)>,
 }
 
 /// Picks the session that should answer a backend's request.
@@ -341,7 +340,7 @@ struct Caller {
 /// instead. With none left, the parked calls are the callers: one of them may ask again, and is
 /// asked once its editor is back. With no call in flight at all (roots/list after a start, say),
 /// any session that declared the capability answers, the most recently active first.
-fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSession, ErrorObject> {
+fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<Caller, ErrorObject> {
     let lacks = |capabilities: ClientCapabilities| {
         capabilities.lacks(&request.method, request.params.as_deref())
     };
@@ -357,13 +356,12 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
                 .values()
                 .filter(|call| call.backend == request.backend)
         };
+        let of = |call: &super::session::CallInFlight| (call.reply.clone(), call.cancel.clone());
         let caused = request
             .call
             .and_then(|number| calls().find(|call| call.number == number))
-            .map(|call| call.reply.clone());
-        let latest = calls()
-            .max_by_key(|call| call.started)
-            .map(|call| call.reply.clone());
+            .map(of);
+        let latest = calls().max_by_key(|call| call.started).map(of);
         let active = state.last_active;
         // A 2026-07-28 request's session is asked only during its call, and decides there
         // what to do with a question it lacks the capability for.
@@ -373,21 +371,20 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
             lacks(state.capabilities)
         };
         drop(state);
-        if let Some(reply) = caused {
-            let caller = Caller {
+        if let Some(call) = caused {
+            return Ok(Caller {
                 session,
                 missing,
-                reply,
-            };
-            return answerable(caller, request);
+                call: Some(call),
+            });
         }
         match latest {
-            Some(reply) => {
+            Some(call) => {
                 let waits = session.is_stateless() && asking.contains(session.id());
                 let caller = Caller {
                     session,
                     missing,
-                    reply,
+                    call: Some(call),
                 };
                 match waits {
                     true => parked.push(caller),
@@ -405,16 +402,22 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
     }
     let mut callers = if running.is_empty() { parked } else { running };
     match callers.len() {
-        0 => idle.map(|(_, session)| (session, None)).ok_or_else(|| {
-            ErrorObject::new(
-                jsonrpc::METHOD_NOT_FOUND,
-                format!(
-                    "no connected editor supports {} (asked by backend {})",
-                    request.method, request.backend
-                ),
-            )
-        }),
-        1 => answerable(callers.pop().expect("one caller"), request),
+        0 => idle
+            .map(|(_, session)| Caller {
+                session,
+                missing: None,
+                call: None,
+            })
+            .ok_or_else(|| {
+                ErrorObject::new(
+                    jsonrpc::METHOD_NOT_FOUND,
+                    format!(
+                        "no connected editor supports {} (asked by backend {})",
+                        request.method, request.backend
+                    ),
+                )
+            }),
+        1 => Ok(callers.pop().expect("one caller")),
         n => {
             tracing::warn!(backend = %request.backend, method = %request.method, editors = n,
                 "cannot tell which editor's call caused this request; refusing it");
@@ -429,10 +432,13 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<ChosenSessi
     }
 }
 
-/// The caller whose call caused `request`, if it can answer.
-fn answerable(caller: Caller, request: &ServerRequest) -> Result<ChosenSession, ErrorObject> {
+/// The caller's session and its call's reply channel, if it can answer `request`.
+fn answerable(
+    caller: Caller,
+    request: &ServerRequest,
+) -> Result<(Session, Option<mpsc::UnboundedSender<Reply>>), ErrorObject> {
     match caller.missing {
-        None => Ok((caller.session, Some(caller.reply))),
+        None => Ok((caller.session, caller.call.map(|(reply, _)| reply))),
         Some(missing) => Err(ErrorObject::new(
             jsonrpc::METHOD_NOT_FOUND,
             format!(
@@ -443,12 +449,33 @@ fn answerable(caller: Caller, request: &ServerRequest) -> Result<ChosenSession, 
     }
 }
 
-fn route_server_request(hub: &HubInner, request: ServerRequest) {
+fn route_server_request(hub: &Arc<HubInner>, request: ServerRequest) {
     if held::TASK_METHODS.contains(&request.method) {
         answer_task_request(hub, request);
         return;
     }
-    let (session, related) = match choose_session(hub, &request) {
+    let chosen = choose_session(hub, &request);
+    if request.method == Method::ElicitationCreate
+        && let Some(backend) = hub.engine.backend(&request.backend)
+    {
+        let server = backend.config();
+        let editor_can = chosen.as_ref().is_ok_and(|caller| {
+            let capabilities = caller.session.lock_state().capabilities;
+            caller.missing.is_none() && lacks_nothing(capabilities, &request)
+        });
+        match questions::asker(server.ask, editor_can) {
+            questions::Asker::Editor => {}
+            questions::Asker::Nobody => {
+                respond(request, Err(questions::turned_off(&server.name)));
+                return;
+            }
+            questions::Asker::Switchboard => {
+                ask_person(hub, request, server, chosen.ok());
+                return;
+            }
+        }
+    }
+    let (session, related) = match chosen.and_then(|caller| answerable(caller, &request)) {
         Ok(chosen) => chosen,
         Err(error) => {
             respond(request, Err(error));
@@ -481,6 +508,73 @@ fn route_server_request(hub: &HubInner, request: ServerRequest) {
         params.as_deref(),
         Asker::Backend(request),
     );
+}
+
+fn lacks_nothing(capabilities: ClientCapabilities, request: &ServerRequest) -> bool {
+    capabilities
+        .lacks(&request.method, request.params.as_deref())
+        .is_none()
+}
+
+/// Puts a backend's question to the person instead of an editor (see [`questions`]), and
+/// answers the backend with what they say; a question the backend wants run as a task is held
+/// as one. The question leaves the list when the call it came during ends.
+fn ask_person(
+    hub: &Arc<HubInner>,
+    request: ServerRequest,
+    server: Arc<BackendConfig>,
+    caller: Option<Caller>,
+) {
+    let (editor, profile, ended) = match caller {
+        Some(caller) => (
+            caller.session.client_name().map(|name| name.to_string()),
+            Some(caller.session.profile().to_owned()),
+            caller.call.map(|(_, cancel)| cancel),
+        ),
+        None => (None, None, None),
+    };
+    let ended = ended.unwrap_or_default();
+    let (task, params) = match task_of(&request.method, request.params.as_deref()) {
+        Some((ttl, params)) => match hub.client_tasks.create(&request.backend, ttl) {
+            Ok((id, handle)) => {
+                let task = (hub.client_tasks.clone(), request.backend.clone(), id);
+                let params = Some(params);
+                let connection = request.connection.clone();
+                let asked = request.id.clone();
+                tokio::spawn(async move {
+                    let _ = connection.respond(&asked, Ok(&handle)).await;
+                });
+                (Some(task), params)
+            }
+            Err(error) => {
+                respond(request, Err(error));
+                return;
+            }
+        },
+        None => (None, request.params.clone()),
+    };
+    let hub = hub.clone();
+    tokio::spawn(async move {
+        let asked = hub
+            .questions
+            .ask(&server, editor, profile, params.as_deref());
+        let outcome = tokio::select! {
+            outcome = asked => outcome,
+            () = ended.cancelled() => Ok(serde_json::value::to_raw_value(&serde_json::json!({
+                "action": "cancel",
+                "_meta": { "switchboard/reason": "the editor ended the call the question was for" },
+            })).expect("JSON")),
+        };
+        match task {
+            Some((tasks, backend, id)) => tasks.complete(&backend, &id, outcome),
+            None => {
+                let _ = request
+                    .connection
+                    .respond(&request.id, outcome.as_deref())
+                    .await;
+            }
+        }
+    });
 }
 
 /// Answers a backend's request on its connection.

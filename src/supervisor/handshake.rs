@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::config::{BackendConfig, Launch, Protocol};
+use crate::config::{Ask, BackendConfig, Launch, Protocol};
 use crate::supervisor::rpc::{Connection, MetaEnvelope, RpcError};
 use crate::supervisor::runner::INSTALL_TIMEOUT;
 use crate::supervisor::status::{Catalog, ServerDescription};
@@ -307,7 +307,7 @@ async fn initialize(
 ) -> Result<ServerDescription, OpeningError> {
     let params = serde_json::json!({
         "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
-        "capabilities": client_capabilities(Era::Session),
+        "capabilities": session_capabilities(config.ask),
         "clientInfo": client_info(),
     });
     let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
@@ -522,6 +522,22 @@ fn listen_params(resources: &[String]) -> Box<RawValue> {
     }
     let params = serde_json::json!({ "notifications": notifications });
     RawValue::from_string(params.to_string()).expect("json! output is valid JSON")
+}
+
+/// What a session-era server is told Switchboard can be asked: all of it, but questions when its
+/// `ask = "never"` turns them off.
+fn session_capabilities(ask: Ask) -> serde_json::Value {
+    let mut capabilities = client_capabilities(Era::Session);
+    if ask == Ask::Never {
+        let without = |value: Option<&mut serde_json::Value>| {
+            if let Some(object) = value.and_then(serde_json::Value::as_object_mut) {
+                object.remove("elicitation");
+            }
+        };
+        without(Some(&mut capabilities));
+        without(capabilities.pointer_mut("/tasks/requests"));
+    }
+    capabilities
 }
 
 /// What Switchboard can be asked in `era`: everything the hub can pass on to an editor

@@ -8,7 +8,8 @@
 // announces that its tool list changed), `confirm` (asks "Do ACTION?" as a 2026-07-28
 // multi-round-trip request: it answers `input_required` with a form elicitation and a
 // `requestState` until a retry brings `ok: true`, then says what it confirmed and which state
-// came back), `touch` (tells whoever subscribed that `sdk://greeting` changed). One resource
+// came back), `visit` (asks the client to open `url` as a URL-mode elicitation, the same way,
+// and says how it answered), `touch` (tells whoever subscribed that `sdk://greeting` changed). One resource
 // (`sdk://greeting`, which clients may subscribe to) and one prompt (`hello`).
 // It reports the method of every request it receives on stderr (`got <method>`), the
 // resources each `subscriptions/listen` names (`listens for resources: <uri> …`), and the
@@ -62,6 +63,22 @@ function makeServer() {
       }
       const state = ctx.mcpReq.requestState();
       return { content: [{ type: "text", text: `confirmed ${action} (state ${state})` }] };
+    },
+  );
+  server.registerTool(
+    "visit",
+    { description: "Asks the person to open `url`", inputSchema: z.object({ url: z.string() }) },
+    async ({ url }, ctx) => {
+      const answer = ctx.mcpReq.inputResponses?.visit;
+      if (answer === undefined) {
+        return inputRequired({
+          inputRequests: {
+            visit: inputRequired.elicitUrl({ message: "Sign in to the fixture's account", url }),
+          },
+          requestState: "visit",
+        });
+      }
+      return { content: [{ type: "text", text: `visit: ${answer.action}` }] };
     },
   );
   server.registerTool(

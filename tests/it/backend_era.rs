@@ -60,7 +60,7 @@ async fn a_stateless_only_server_is_ready_in_the_stateless_era_and_callable_by_a
     assert_eq!(modern["protocol_version"], "2026-07-28");
     assert_eq!(modern["restarts"], 0);
     assert_eq!(modern["last_exit"], Value::Null);
-    assert_eq!(modern["tools"], 4);
+    assert_eq!(modern["tools"], 5);
     let detail = serve.api_get("/api/backends/modern").await;
     assert_eq!(
         detail["server"]["server_info"],
@@ -84,7 +84,8 @@ async fn a_stateless_only_server_is_ready_in_the_stateless_era_and_callable_by_a
             "modern__add_tool",
             "modern__confirm",
             "modern__echo",
-            "modern__touch"
+            "modern__touch",
+            "modern__visit"
         ]
     );
     let echoed = mcp
@@ -152,7 +153,8 @@ async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stre
             "modern__add_tool",
             "modern__confirm",
             "modern__echo",
-            "modern__touch"
+            "modern__touch",
+            "modern__visit"
         ]
     );
 
@@ -186,7 +188,8 @@ async fn a_tool_added_on_a_modern_server_reaches_editors_through_its_listen_stre
                     "modern__confirm",
                     "modern__echo",
                     "modern__extra",
-                    "modern__touch"
+                    "modern__touch",
+                    "modern__visit"
                 ]
             );
             return;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::support::*;
 use serde_json::{Value, json};
-use switchboard::config::{BackendConfig, Pattern, Profile};
+use switchboard::config::{Ask, BackendConfig, Pattern, Profile};
 use switchboard::hub::{Hub, HubOptions, Inbound, Reply, Session, SessionEvents};
 use switchboard::supervisor::Engine;
 use switchboard::supervisor::spawn::GroupRegistry;
@@ -879,10 +879,19 @@ async fn initialize_carries_each_servers_instructions_in_a_section_of_its_own() 
     hub.shutdown().await;
 }
 
+/// `config` with its questions put to the editor alone (`ask = "editor"`), as these tests of
+/// what reaches editors need.
+fn editor_asks(mut config: BackendConfig) -> BackendConfig {
+    config.ask = Ask::Editor;
+    config
+}
+
 #[tokio::test]
 async fn servers_offer_what_editors_can_be_asked_and_requests_reach_only_editors_that_can_answer() {
     // server-everything offers its URL-elicitation tool only to clients that declare URL mode.
-    let hub = hub(vec![everything("everything")]);
+    // Only the editor asks here (`ask = "editor"`); the person answering instead is
+    // `questions.rs`'s.
+    let hub = hub(vec![editor_asks(everything("everything"))]);
     ready(&hub, "everything").await;
     let (form_only, _) = initialized(&hub, json!({"elicitation": {}})).await;
     let tools = listed_tools(&request(&form_only, json!(1), "tools/list", json!({})).await);
@@ -1031,7 +1040,7 @@ async fn tasks_route_by_their_ids_alone() {
 
 #[tokio::test]
 async fn a_modern_servers_questions_reach_an_editor_of_the_session_era_as_requests() {
-    let hub = hub(vec![sdk_server("modern", &["--modern-only"])]);
+    let hub = hub(vec![editor_asks(sdk_server("modern", &["--modern-only"]))]);
     ready(&hub, "modern").await;
     let (editor, _) = initialized(&hub, json!({"elicitation": {}})).await;
     let (asked, mut rest) =
@@ -1113,7 +1122,7 @@ async fn a_tool_that_runs_only_as_a_task_answers_an_editor_that_holds_no_task() 
 
 #[tokio::test]
 async fn a_modern_servers_task_is_polled_to_its_end_for_an_editor_of_the_session_era() {
-    let hub = hub(vec![tasks_server("tasks")]);
+    let hub = hub(vec![editor_asks(tasks_server("tasks"))]);
     ready(&hub, "tasks").await;
     let (editor, _) = initialized(&hub, json!({"elicitation": {}})).await;
     // The server makes a task, as the call now declares the extension; the task needs input,

@@ -23,6 +23,7 @@ mod names;
 mod parity;
 mod pins;
 mod profiles;
+mod questions;
 mod reload;
 mod remote;
 mod sandbox;

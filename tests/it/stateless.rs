@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::backend_era::listened_for;
-use crate::support::{McpHttp, ServeProcess, ServedBackend, first_text};
+use crate::support::{EVENT_LIMIT, McpHttp, ServeProcess, ServedBackend, eventually, first_text};
 
 const VERSION: &str = "2026-07-28";
 
@@ -452,14 +452,28 @@ async fn a_backend_question_becomes_input_required_and_the_retry_resumes_the_sam
         answer.last()
     );
 
-    let undeclared = post(&serve, &call(7, tool, json!({}), json!({})), &[]).await;
-    let error = &undeclared.last()["error"];
-    assert_eq!(
-        (undeclared.status, &error["code"]),
-        (400, &json!(-32021)),
-        "{error}"
-    );
-    assert!(error["data"]["requiredCapabilities"]["elicitation"].is_object());
+    // An editor that declared no elicitation: the person answers through Switchboard instead
+    // (`ask = "auto"`), and the same call ends with what they said.
+    let body = call(7, tool, json!({}), json!({}));
+    let undeclared = post(&serve, &body, &[]);
+    let person = async {
+        let asked = eventually("the question for the person", EVENT_LIMIT, || async {
+            let list = serve.api_get("/api/questions").await;
+            match list[0]["id"].as_u64() {
+                Some(id) => Ok(id),
+                None => Err(list),
+            }
+        })
+        .await;
+        let answer = json!({"action": "accept", "content": {"name": "Grace Hopper"}});
+        let (status, _) = serve
+            .api_post_body(&format!("/api/questions/{asked}"), &answer.to_string())
+            .await;
+        assert_eq!(status, 200);
+    };
+    let (undeclared, ()) = tokio::join!(undeclared, person);
+    let said = undeclared.last().to_string();
+    assert!(said.contains("Name: Grace Hopper"), "{said}");
 
     let answer = post(
         &serve,

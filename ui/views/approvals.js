@@ -3,7 +3,7 @@
 
 import { h, replace, icon } from "../dom.js";
 import { clockTime } from "../format.js";
-import { toast } from "./common.js";
+import { smallButton as button, toast } from "./common.js";
 import * as api from "../api.js";
 
 /** @typedef {import('../types.js').Approval} Approval */
@@ -41,18 +41,6 @@ function card(approval) {
       h("span", { class: "approval-where" }, `${approval.own} of ${approval.server} · profile ${approval.profile} · asked ${clockTime(approval.asked_at)}, denied at ${clockTime(approval.deadline)} without an answer`)),
     h("pre", { class: "approval-args mono", text: args.length > 2000 ? `${args.slice(0, 2000)}…` : args }),
     h("div", { class: "approval-actions" }, ...buttons));
-}
-
-/**
- * @param {string} text
- * @param {string} kind
- * @param {() => void} onClick
- * @returns {HTMLButtonElement}
- */
-function button(text, kind, onClick) {
-  const element = /** @type {HTMLButtonElement} */ (h("button", { class: `btn btn-small ${kind}`, attrs: { type: "button" }, text }));
-  element.addEventListener("click", onClick);
-  return element;
 }
 
 /**

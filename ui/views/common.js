@@ -334,3 +334,16 @@ export function uptimeText(store, name) {
   // Whole seconds: a ticking millisecond count is noise.
   return uptime === null ? "—" : duration(Math.floor(uptime / 1000) * 1000);
 }
+
+/**
+ * A small button of `kind` (`btn-primary`, `btn-danger`, `btn-ghost` or "") that runs `onClick`.
+ * @param {string} text
+ * @param {string} kind
+ * @param {() => void} onClick
+ * @returns {HTMLButtonElement}
+ */
+export function smallButton(text, kind, onClick) {
+  const element = /** @type {HTMLButtonElement} */ (h("button", { class: `btn btn-small ${kind}`, attrs: { type: "button" }, text }));
+  element.addEventListener("click", onClick);
+  return element;
+}

@@ -131,6 +131,7 @@ protocol = "modern"
 confirm = ["push", "*delete*"]
 confirm_destructive = true
 confirm_timeout = "2m"
+ask = "switchboard"
 
 [servers.full.restart]
 backoff_base = "500ms"
@@ -200,6 +201,7 @@ stable_after = "0s"
             destructive: true,
             timeout: Some(Duration::from_secs(120)),
         },
+        ask: Ask::Switchboard,
     };
     assert_eq!(config.backends, vec![expected]);
 }
@@ -435,6 +437,7 @@ health_timeout = "soon"
 max_message_size = 0
 stop_grace = -2
 protocol = "2026"
+ask = "sometimes"
 [servers.demo.restart]
 max_restarts = -1
 backoff_base = "2m"
@@ -453,8 +456,9 @@ backoff_base = "2m"
             (Severity::Error, 8, 20, "servers.demo.max_message_size"),
             (Severity::Error, 9, 14, "servers.demo.stop_grace"),
             (Severity::Error, 10, 12, "servers.demo.protocol"),
-            (Severity::Error, 12, 16, "servers.demo.restart.max_restarts"),
-            (Severity::Error, 13, 16, "servers.demo.restart.backoff_cap"),
+            (Severity::Error, 11, 7, "servers.demo.ask"),
+            (Severity::Error, 13, 16, "servers.demo.restart.max_restarts"),
+            (Severity::Error, 14, 16, "servers.demo.restart.backoff_cap"),
         ]
     );
     let messages: Vec<&str> = config
@@ -473,6 +477,7 @@ backoff_base = "2m"
             "must be larger than zero",
             "expected a duration, found the integer -2",
             "unknown protocol \"2026\"; expected \"auto\", \"session\" or \"stateless\"",
+            "unknown ask \"sometimes\"; expected \"auto\", \"editor\", \"switchboard\" or \"never\"",
             "expected a whole number from 0 to 4294967295, found -1",
             "backoff_cap (60s) is shorter than backoff_base (120s)",
         ]

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::{ApiError, ApiState, bad_path, json_ok};
+use super::{ApiError, ApiState, bad_path, json_body, json_ok};
 use crate::hub::approvals::Decision;
 
 /// `GET /api/approvals`: the calls waiting, oldest first.
@@ -37,13 +37,10 @@ pub(super) async fn decide(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let Path(id) = path.map_err(bad_path)?;
-    let body = body.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
-    let request: DecideRequest = serde_json::from_slice(&body).map_err(|error| {
-        ApiError::BadRequest(format!(
-            "expected {{\"decision\": \"allow\" or \"deny\", \"for_session\": true or false}}: \
-             {error}"
-        ))
-    })?;
+    let request: DecideRequest = json_body(
+        body,
+        "{\"decision\": \"allow\" or \"deny\", \"for_session\": true or false}",
+    )?;
     let by = "the dashboard".to_owned();
     let decision = match request.decision {
         Answer::Allow => Decision::Allow {

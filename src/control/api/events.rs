@@ -29,7 +29,7 @@ use crate::supervisor::status::{BackendStatus, Catalog};
 
 pub(super) async fn events(State(api): State<ApiState>) -> Response {
     let backends = api.backends_in_order();
-    let (sender, receiver) = mpsc::channel(EVENTS_CAPACITY.max(backends.len() + 3));
+    let (sender, receiver) = mpsc::channel(EVENTS_CAPACITY.max(backends.len() + 4));
     for backend in &backends {
         follow_backend(backend, &sender);
     }
@@ -42,14 +42,21 @@ pub(super) async fn events(State(api): State<ApiState>) -> Response {
     tokio::spawn(forward_changes(pins, sender.clone(), |report| {
         json_event("pins", &**report)
     }));
-    let mut approvals = api.hub().approvals().subscribe();
-    approvals.borrow_and_update();
-    let _ = sender.try_send(json_event("approvals", &api.hub().approvals().waiting()));
-    // The calls waiting for a person's yes.
+    // The calls waiting for a person's yes, and the servers' questions waiting for an answer.
     let hub = api.hub().clone();
-    tokio::spawn(forward_changes(approvals, sender.clone(), move |_| {
-        json_event("approvals", &hub.approvals().waiting())
-    }));
+    follow_waiting(
+        "approvals",
+        hub.approvals().subscribe(),
+        &sender,
+        move || hub.approvals().waiting(),
+    );
+    let hub = api.hub().clone();
+    follow_waiting(
+        "questions",
+        hub.questions().subscribe(),
+        &sender,
+        move || hub.questions().waiting(),
+    );
     if let Some(log) = api.hub().activity() {
         tokio::spawn(forward_activity(log.live(), sender.clone()));
     }
@@ -61,6 +68,21 @@ pub(super) async fn events(State(api): State<ApiState>) -> Response {
     Sse::new(feed)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// Sends a `name` event with what `waiting` lists now, and again whenever `changes` says it
+/// changed.
+fn follow_waiting<T: Serialize>(
+    name: &'static str,
+    mut changes: watch::Receiver<u64>,
+    sender: &mpsc::Sender<Event>,
+    waiting: impl Fn() -> Vec<T> + Send + 'static,
+) {
+    changes.borrow_and_update();
+    let _ = sender.try_send(json_event(name, &waiting()));
+    tokio::spawn(forward_changes(changes, sender.clone(), move |_| {
+        json_event(name, &waiting())
+    }));
 }
 
 /// Sends an `activity` event for each record the activity log takes; a stream too slow for them

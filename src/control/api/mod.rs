@@ -61,6 +61,7 @@ mod clients;
 mod endpoint;
 mod events;
 mod profiles;
+mod questions;
 mod review;
 mod secrets;
 mod sign_in;
@@ -283,6 +284,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/activity/export", get(activity::export))
         .route("/api/approvals", get(approvals::list))
         .route("/api/approvals/{id}", post(approvals::decide))
+        .route("/api/questions", get(questions::list))
+        .route("/api/questions/{id}", post(questions::answer))
         .route("/api/attention", get(review::attention))
         .route("/api/pins", get(review::list))
         .route("/api/pins/{server}/approve", post(review::approve))
@@ -435,6 +438,16 @@ async fn no_dashboard() -> Response {
 
 fn bad_path(rejection: PathRejection) -> ApiError {
     ApiError::BadRequest(rejection.body_text())
+}
+
+/// A request's body as JSON of type `T`, or a 400 that says what was `expected` and why not.
+fn json_body<T: serde::de::DeserializeOwned>(
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    expected: &str,
+) -> Result<T, ApiError> {
+    let body = body.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    serde_json::from_slice(&body)
+        .map_err(|error| ApiError::BadRequest(format!("expected {expected}: {error}")))
 }
 
 fn json_ok(body: &impl Serialize) -> Response {

@@ -4,6 +4,8 @@
 //! client's own token. Cancelling the call (by the client, or by closing the session) drops the
 //! request, which tells the backend.
 
+mod input;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -18,6 +20,7 @@ use super::capabilities::ClientCapabilities;
 use super::catalog::views::{self, View};
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
+use super::questions;
 use super::recorded::{Named, Recording};
 use super::reply::{Notification, Reply};
 use super::rewrite::{self, ObjectEntries, json_string};
@@ -35,13 +38,7 @@ use crate::wire::apps::APP_MIME_TYPE;
 use crate::wire::era::TASKS_EXTENSION;
 use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
-
-/// Whether a backend's result asks for input (2026-07-28 multi-round-trip requests).
-fn input_required(result: &RawValue) -> bool {
-    result.get().contains("input_required")
-        && ObjectEntries::parse(result.get())
-            .is_ok_and(|result| result.get_str("resultType").as_deref() == Some("input_required"))
-}
+use input::input_required;
 
 /// What a call does with a task its server may make (see [`bridge`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -300,10 +297,13 @@ impl Session {
             }
             ClientFacts {
                 capabilities,
-                capabilities_json: stateless_backend.then(|| match task_plan {
-                    TaskPlan::Poll => bridge::capabilities_with_tasks(capabilities),
-                    _ => serde_json::value::to_raw_value(&capabilities.to_json())
-                        .expect("capabilities serialize"),
+                capabilities_json: stateless_backend.then(|| {
+                    let told = questions::told(capabilities, backend.config().ask);
+                    match task_plan {
+                        TaskPlan::Poll => bridge::capabilities_with_tasks(told),
+                        _ => serde_json::value::to_raw_value(&told.to_json())
+                            .expect("capabilities serialize"),
+                    }
                 }),
                 log_level: match &state.log_level {
                     Some(level) => Some(level.clone()),
@@ -598,7 +598,10 @@ impl Call {
         let mut rounds = 0;
         // Only a server of 2026-07-28 answers `input_required`: a result of another is not
         // searched for it (a scan of every byte of a large result).
-        while !self.client.stateless && self.backend.is_stateless_era() && input_required(&result) {
+        while self.backend.is_stateless_era()
+            && input_required(&result)
+            && (!self.client.stateless || self.person_answers(&result))
+        {
             if rounds == MAX_INPUT_ROUNDS {
                 return Err(ErrorObject::new(
                     jsonrpc::INTERNAL_ERROR,
@@ -711,71 +714,6 @@ impl Call {
             }
         }
         result.map_err(|error| error.to_error_object())
-    }
-
-    /// Puts each question of an `input_required` result to the editor, and returns the params
-    /// of the retry: the call's own with the answers and the backend's `requestState`.
-    async fn answered(
-        &self,
-        hub: &HubInner,
-        session: &Session,
-        reply: &mpsc::UnboundedSender<Reply>,
-        params: &RawValue,
-        result: &RawValue,
-    ) -> Result<Box<RawValue>, ErrorObject> {
-        let malformed = || {
-            ErrorObject::new(
-                jsonrpc::INTERNAL_ERROR,
-                format!(
-                    "backend {} asked for input in a malformed result",
-                    self.backend.name()
-                ),
-            )
-        };
-        let result = ObjectEntries::parse(result.get()).map_err(|_| malformed())?;
-        let mut answers = ObjectEntries::parse("{}").expect("an empty object");
-        if let Some(questions) = result.get("inputRequests") {
-            let questions = ObjectEntries::parse(questions.get()).map_err(|_| malformed())?;
-            for (key, question) in questions.iter() {
-                let question = ObjectEntries::parse(question.get()).map_err(|_| malformed())?;
-                let method = Method::parse(&question.get_str("method").ok_or_else(malformed)?);
-                let answer = self
-                    .ask(hub, session, reply, &method, question.get("params"))
-                    .await?;
-                answers.set(key, answer);
-            }
-        }
-        let mut retry = ObjectEntries::parse(params.get()).map_err(|_| malformed())?;
-        retry.set("inputResponses", answers.into_raw());
-        match result.get("requestState") {
-            Some(state) => retry.set("requestState", state.to_owned()),
-            None => {
-                retry.remove("requestState");
-            }
-        }
-        Ok(retry.into_raw())
-    }
-
-    /// Puts the backend's question (`method` with `params`) to the editor, unless the editor did
-    /// not declare what it needs; the editor's answer.
-    async fn ask(
-        &self,
-        hub: &HubInner,
-        session: &Session,
-        reply: &mpsc::UnboundedSender<Reply>,
-        method: &Method,
-        params: Option<&RawValue>,
-    ) -> Result<Box<RawValue>, ErrorObject> {
-        if let Some(missing) = self.client.capabilities.lacks(method, params) {
-            return Err(ErrorObject::new(
-                jsonrpc::INTERNAL_ERROR,
-                format!(
-                    "backend {} asked the editor for {missing}, which it did not declare",
-                    self.backend.name()
-                ),
-            ));
-        }
-        hub.ask_session(session, reply, method, params).await
     }
 
     /// Sends a progress notification on with the client's own token.

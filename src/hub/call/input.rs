@@ -1,0 +1,133 @@
+//! A 2026-07-28 backend's `input_required` during a call: each question put to the editor, or to
+//! the person when the editor cannot ask it (see [`questions`]), and the params of the retry.
+
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::Call;
+use crate::hub::HubInner;
+use crate::hub::questions::{self, Asker};
+use crate::hub::reply::Reply;
+use crate::hub::rewrite::ObjectEntries;
+use crate::hub::session::Session;
+use crate::wire::jsonrpc::{self, ErrorObject};
+use crate::wire::method::Method;
+
+/// Whether a backend's result asks for input (2026-07-28 multi-round-trip requests).
+pub(super) fn input_required(result: &RawValue) -> bool {
+    result.get().contains("input_required")
+        && ObjectEntries::parse(result.get())
+            .is_ok_and(|result| result.get_str("resultType").as_deref() == Some("input_required"))
+}
+
+impl Call {
+    /// Whether every question of a 2026-07-28 backend's `input_required` is one the person
+    /// answers through Switchboard: then the hub answers them and retries, even for an editor
+    /// of 2026-07-28 (which otherwise answers `input_required` itself).
+    pub(super) fn person_answers(&self, result: &RawValue) -> bool {
+        let ask = self.backend.config().ask;
+        let Some(asked) = ObjectEntries::parse(result.get())
+            .ok()
+            .and_then(|result| result.get("inputRequests").map(ToOwned::to_owned))
+        else {
+            return false;
+        };
+        let Ok(questions) = ObjectEntries::parse(asked.get()) else {
+            return false;
+        };
+        questions.iter().all(|(_, question)| {
+            let Ok(question) = ObjectEntries::parse(question.get()) else {
+                return false;
+            };
+            let method = question.get_str("method").map(|name| Method::parse(&name));
+            let params = question.get("params");
+            method == Some(Method::ElicitationCreate)
+                && questions::asker(
+                    ask,
+                    self.client
+                        .capabilities
+                        .lacks(&Method::ElicitationCreate, params)
+                        .is_none(),
+                ) == Asker::Switchboard
+        })
+    }
+
+    /// Puts each question of an `input_required` result to the editor, and returns the params
+    /// of the retry: the call's own with the answers and the backend's `requestState`.
+    pub(super) async fn answered(
+        &self,
+        hub: &HubInner,
+        session: &Session,
+        reply: &mpsc::UnboundedSender<Reply>,
+        params: &RawValue,
+        result: &RawValue,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let malformed = || {
+            ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!(
+                    "backend {} asked for input in a malformed result",
+                    self.backend.name()
+                ),
+            )
+        };
+        let result = ObjectEntries::parse(result.get()).map_err(|_| malformed())?;
+        let mut answers = ObjectEntries::parse("{}").expect("an empty object");
+        if let Some(questions) = result.get("inputRequests") {
+            let questions = ObjectEntries::parse(questions.get()).map_err(|_| malformed())?;
+            for (key, question) in questions.iter() {
+                let question = ObjectEntries::parse(question.get()).map_err(|_| malformed())?;
+                let method = Method::parse(&question.get_str("method").ok_or_else(malformed)?);
+                let answer = self
+                    .ask(hub, session, reply, &method, question.get("params"))
+                    .await?;
+                answers.set(key, answer);
+            }
+        }
+        let mut retry = ObjectEntries::parse(params.get()).map_err(|_| malformed())?;
+        retry.set("inputResponses", answers.into_raw());
+        match result.get("requestState") {
+            Some(state) => retry.set("requestState", state.to_owned()),
+            None => {
+                retry.remove("requestState");
+            }
+        }
+        Ok(retry.into_raw())
+    }
+
+    /// Puts the backend's question (`method` with `params`) to the editor, or to the person
+    /// when it is a question the editor cannot (or the server's `ask` says must not) put; the
+    /// answer. Refused when the editor did not declare what it needs and nobody else can ask.
+    pub(super) async fn ask(
+        &self,
+        hub: &HubInner,
+        session: &Session,
+        reply: &mpsc::UnboundedSender<Reply>,
+        method: &Method,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let missing = self.client.capabilities.lacks(method, params);
+        if *method == Method::ElicitationCreate {
+            let server = self.backend.config();
+            match questions::asker(server.ask, missing.is_none()) {
+                Asker::Editor => {}
+                Asker::Nobody => return Err(questions::turned_off(&server.name)),
+                Asker::Switchboard => {
+                    let editor = session.client_name().map(|name| name.to_string());
+                    let profile = Some(session.profile().to_owned());
+                    return hub.questions.ask(&server, editor, profile, params).await;
+                }
+            }
+        }
+        if let Some(missing) = missing {
+            return Err(ErrorObject::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!(
+                    "backend {} asked the editor for {missing}, which it did not declare",
+                    self.backend.name()
+                ),
+            ));
+        }
+        hub.ask_session(session, reply, method, params).await
+    }
+}
