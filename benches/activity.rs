@@ -152,6 +152,7 @@ fn record(i: u64, at_ms: u64) -> Record {
         response_bytes: 480,
         arguments: None,
         result: None,
+        decision: None,
     }
 }
 

@@ -173,6 +173,12 @@ impl App {
         &self.engine
     }
 
+    /// The hub: sessions, catalogs, and what waits for the person (calls for a yes, servers'
+    /// questions), which the desktop app announces.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
     /// Sign-in to remote servers (the desktop app's "Sign in to NAME").
     pub fn auth(&self) -> &Arc<Auth> {
         &self.auth

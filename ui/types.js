@@ -468,6 +468,8 @@ export {};
  *   redacted, only when `[activity] payloads = true`; longer than 64 KiB it is cut and ends with
  *   "… [N bytes in all]".
  * @property {string | null} result The answer, likewise.
+ * @property {string | null} decision For a call that waited for a person's yes: who decided and
+ *   after how long; null for every other call.
  */
 
 /**

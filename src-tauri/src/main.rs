@@ -8,6 +8,7 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 mod actions;
+mod asking;
 mod menu;
 mod tray;
 
@@ -139,6 +140,7 @@ fn setup(app: &tauri::AppHandle, options: Options) -> anyhow::Result<()> {
     let config = core.config_state();
     let pins = core.pins();
     let attention = Box::new(core.attention());
+    tauri::async_runtime::spawn(asking::follow(app.clone(), core.hub().clone()));
     let shell = Shell::new(core, start_at_login);
     let feeds = tray::Feeds {
         statuses,

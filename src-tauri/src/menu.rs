@@ -356,7 +356,7 @@ fn item(id: MenuId, label: &str) -> Entry {
 }
 
 /// The first line of `text`, at most [`ERROR_CHARS`] characters.
-fn shorten(text: &str) -> String {
+pub fn shorten(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
     if line.chars().count() <= ERROR_CHARS {
         return line.to_owned();

@@ -260,6 +260,57 @@ fn the_app_is_the_switchboard_command_too() {
 }
 
 /// Clicks Quit, then checks that the app exits 0 and that no process it started is left.
+#[test]
+fn a_call_waiting_for_a_yes_brings_up_the_window_with_a_notification() {
+    let Some((_one_app, notifications, mut desktop)) = prepare(&["demo"]) else {
+        return;
+    };
+    let config = desktop.config_with(&["demo"]);
+    desktop.write_config(&format!(
+        "{config}\n[profiles.default]\nconfirm = [\"demo__add\"]\n"
+    ));
+    desktop.launch(&["--hidden"]);
+    desktop.wait_for_state("demo", "ready");
+    let tray = desktop.wait_for_tray();
+    let x11 = X11::connect();
+    assert!(x11.visible_window().is_none(), "it starts hidden");
+
+    // The call waits: a notification says who wants to run what, and the window comes up.
+    let mut editor = desktop.connect_editor();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "demo__add", "arguments": {"a": 2, "b": 3}}});
+    editor.send(call);
+    let notice = notifications.wait_for("the notification of the call waiting", |(summary, _)| {
+        summary.contains("demo__add")
+    });
+    assert_eq!(notice.0, "Switchboard: desktop-test wants to run demo__add");
+    assert!(
+        notice.1.contains("add of demo waits for your yes"),
+        "{notice:?}"
+    );
+    let window = wait_until("the window to come up", || x11.visible_window());
+
+    // Its card is in the window; allowed, the call runs.
+    // The dashboard painted with its data (the sidebar alone has a few hundred colours).
+    let shot = wait_until("the dashboard with the card to paint", || {
+        let shot = desktop.screenshot(window, "approval.png");
+        (colours(&shot) > 1000).then_some(shot)
+    });
+    std::fs::copy(&shot, artifacts().join("window-approval.png")).expect("keep the screenshot");
+    let id = wait_until("the call in /api/approvals", || {
+        desktop.api("/api/approvals")[0]["id"].as_u64()
+    });
+    let allow = json!({"decision": "allow"});
+    assert_eq!(
+        desktop.api_post(&format!("/api/approvals/{id}"), &allow),
+        200
+    );
+    let answer = editor.answer(2);
+    assert_eq!(answer["result"]["content"][0]["text"], "5", "{answer}");
+    editor.close();
+    quit(&mut desktop, &tray);
+}
+
 fn quit(desktop: &mut Desktop, tray: &Tray) {
     tray.click("Quit Switchboard");
     let status = desktop.wait_for_exit();
@@ -297,6 +348,36 @@ fn the_app_refuses_to_start_beside_a_running_serve_and_says_why() {
     wait_until("serve's backends to be gone", || {
         desktop.processes_left().is_empty().then_some(())
     });
+}
+
+/// An editor speaking to the app through `switchboard connect`.
+struct ConnectEditor {
+    connect: Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl ConnectEditor {
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").expect("write to connect");
+    }
+
+    /// The answer to request `id`, skipping everything else.
+    fn answer(&self, id: u64) -> Value {
+        loop {
+            let line = self.lines.recv_timeout(LIMIT).expect("connect answers");
+            let message: Value = serde_json::from_str(&line).expect("JSON from connect");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Ends the session; connect exits 0.
+    fn close(mut self) {
+        drop(self.stdin);
+        assert!(self.connect.wait().expect("connect exits").success());
+    }
 }
 
 /// A notification server and a desktop with a config of these backends, while no other test's
@@ -481,26 +562,35 @@ impl Desktop {
 
     /// GET `path` of the control API; `Value::Null` when it does not answer 200.
     fn api(&self, path: &str) -> Value {
-        let address = self.address();
-        let Ok(mut stream) = std::net::TcpStream::connect(&address) else {
-            return Value::Null;
-        };
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\n\
-             Connection: close\r\n\r\n"
-        );
-        let mut response = String::new();
-        if stream.write_all(request.as_bytes()).is_err()
-            || stream.read_to_string(&mut response).is_err()
-        {
-            return Value::Null;
-        }
-        match response.split_once("\r\n\r\n") {
-            Some((head, body)) if head.starts_with("HTTP/1.1 200") => {
-                serde_json::from_str(body).unwrap_or(Value::Null)
-            }
+        match self.api_request("GET", path, None) {
+            Some((200, body)) => body,
             _ => Value::Null,
         }
+    }
+
+    /// POSTs `body` to `path` of the control API; its status.
+    fn api_post(&self, path: &str, body: &Value) -> u16 {
+        self.api_request("POST", path, Some(body))
+            .map_or(0, |(status, _)| status)
+    }
+
+    /// `method` `path` of the control API with `body`: the status and the body (`Value::Null`
+    /// when it is not JSON); `None` when the API does not answer.
+    fn api_request(&self, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
+        let address = self.address();
+        let mut stream = std::net::TcpStream::connect(&address).ok()?;
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut response = String::new();
+        stream.write_all(request.as_bytes()).ok()?;
+        stream.read_to_string(&mut response).ok()?;
+        let (head, body) = response.split_once("\r\n\r\n")?;
+        let status = head.split_whitespace().nth(1)?.parse().ok()?;
+        Some((status, serde_json::from_str(body).unwrap_or(Value::Null)))
     }
 
     fn wait_for_state(&self, name: &str, state: &str) {
@@ -541,6 +631,20 @@ impl Desktop {
 
     /// The tools `switchboard connect` offers an editor, by name.
     fn tools_through_connect(&self) -> Vec<String> {
+        let mut editor = self.connect_editor();
+        editor.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+        let tools = editor.answer(2)["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+            .collect();
+        editor.close();
+        tools
+    }
+
+    /// An editor over `switchboard connect`, initialized.
+    fn connect_editor(&self) -> ConnectEditor {
         let mut connect = self
             .command_for(&self.cli())
             .arg("connect")
@@ -549,7 +653,7 @@ impl Desktop {
             .stderr(Stdio::null())
             .spawn()
             .expect("switchboard connect starts");
-        let mut stdin = connect.stdin.take().expect("stdin");
+        let stdin = connect.stdin.take().expect("stdin");
         let (lines_tx, lines) = std::sync::mpsc::channel();
         let stdout = connect.stdout.take().expect("stdout");
         std::thread::spawn(move || {
@@ -557,37 +661,21 @@ impl Desktop {
                 let _ = lines_tx.send(line);
             }
         });
-        let mut send = |message: Value| {
-            writeln!(stdin, "{message}").expect("write to connect");
+        let mut editor = ConnectEditor {
+            connect,
+            stdin,
+            lines,
         };
-        let answer = |id: u64| -> Value {
-            loop {
-                let line = lines.recv_timeout(LIMIT).expect("connect answers");
-                let message: Value = serde_json::from_str(&line).expect("JSON from connect");
-                if message["id"] == id {
-                    return message;
-                }
-            }
-        };
-        send(
+        editor.send(
             json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18",
                 "capabilities": {},
                 "clientInfo": {"name": "desktop-test", "version": "1"},
             }}),
         );
-        answer(1);
-        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-        let tools = answer(2)["result"]["tools"]
-            .as_array()
-            .expect("tools")
-            .iter()
-            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
-            .collect();
-        drop(stdin);
-        assert!(connect.wait().expect("connect exits").success());
-        tools
+        editor.answer(1);
+        editor.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        editor
     }
 
     /// Processes still running with this desktop's runtime directory in their environment:

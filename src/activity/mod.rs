@@ -124,6 +124,8 @@ pub struct Record {
     pub arguments: Option<String>,
     /// The answer, when payloads are kept (cut likewise).
     pub result: Option<String>,
+    /// For a call that waited for a person's yes: who decided and after how long, in words.
+    pub decision: Option<String>,
 }
 
 /// What the log has done since Switchboard started, and what went wrong with it.
@@ -494,6 +496,7 @@ impl Entry<'_> {
             response_bytes: view.response_bytes,
             arguments: self.arguments.as_deref().map(str::to_owned),
             result: self.result.as_deref().map(str::to_owned),
+            decision: view.decision.map(str::to_owned),
         }
     }
 }

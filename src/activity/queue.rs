@@ -115,6 +115,7 @@ pub(super) struct View<'a> {
     pub(super) response_bytes: u64,
     pub(super) arguments: Option<Payload<'a>>,
     pub(super) result: Option<Payload<'a>>,
+    pub(super) decision: Option<&'a str>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -163,6 +164,7 @@ fn encode(record: &Record, bytes: &mut Vec<u8>) {
     put_u64(bytes, record.response_bytes);
     put_payload(bytes, record.arguments.as_deref());
     put_payload(bytes, record.result.as_deref());
+    put_text(bytes, record.decision.as_deref());
 }
 
 /// Reads what [`encode`] wrote; only ever over a buffer it wrote, so it trusts its lengths.
@@ -220,6 +222,7 @@ impl<'a> Reader<'a> {
             response_bytes: self.u64(),
             arguments: self.payload(),
             result: self.payload(),
+            decision: self.text(),
         }
     }
 }

@@ -56,11 +56,23 @@ const SCHEMA: &str = "
         request_bytes INTEGER NOT NULL,
         response_bytes INTEGER NOT NULL,
         arguments TEXT,
-        result TEXT
+        result TEXT,
+        decision TEXT
     );
     CREATE INDEX IF NOT EXISTS calls_at ON calls (at_ms, server, name, duration_us, outcome);
 
 ";
+
+/// Gives a log written before calls had a `decision` that column (SQLite adds it in place).
+fn add_decision_column(connection: &Connection) -> rusqlite::Result<()> {
+    let has = connection
+        .prepare("SELECT 1 FROM pragma_table_info('calls') WHERE name = 'decision'")?
+        .exists([])?;
+    if !has {
+        connection.execute_batch("ALTER TABLE calls ADD COLUMN decision TEXT")?;
+    }
+    Ok(())
+}
 
 /// Why the database could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +153,7 @@ impl Store {
             .map_err(error)?;
         // A file that is not a database fails here, at its first real read.
         connection.execute_batch(SCHEMA).map_err(error)?;
+        add_decision_column(&connection).map_err(error)?;
         Ok(Store {
             path: path.to_path_buf(),
             connection,
@@ -160,8 +173,8 @@ impl Store {
             let mut statement = transaction.prepare_cached(
                 "INSERT INTO calls (at_ms, duration_us, session, client, profile, server, \
                  method, name, original, outcome, error_code, error, request_bytes, \
-                 response_bytes, arguments, result) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 response_bytes, arguments, result, decision) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             )?;
             let mut names = Names {
                 known: &mut self.names,
@@ -186,6 +199,7 @@ impl Store {
                     record.response_bytes as i64,
                     entry.arguments.as_deref(),
                     entry.result.as_deref(),
+                    record.decision,
                 ])?;
             }
             Ok(())
@@ -315,6 +329,8 @@ pub struct Row {
     pub response_bytes: u64,
     pub arguments: Option<String>,
     pub result: Option<String>,
+    /// For a call that waited for a person's yes: who decided and after how long.
+    pub decision: Option<String>,
 }
 
 /// Call counts and latencies of one tool (or other name) over a window.
@@ -378,7 +394,7 @@ const ROW_COLUMNS: &str = "calls.id, at_ms, duration_us, session, \
     (SELECT text FROM names WHERE id = client), (SELECT text FROM names WHERE id = profile), \
     (SELECT text FROM names WHERE id = server), (SELECT text FROM names WHERE id = method), \
     (SELECT text FROM names WHERE id = name), (SELECT text FROM names WHERE id = original), \
-    outcome, error_code, error, request_bytes, response_bytes, arguments, result";
+    outcome, error_code, error, request_bytes, response_bytes, arguments, result, decision";
 
 impl Reader {
     /// A reader of the database at `path`; `None` while the writer has not made it yet (it
@@ -473,6 +489,7 @@ impl Reader {
                 response_bytes: row.get::<_, i64>(14)? as u64,
                 arguments: row.get(15)?,
                 result: row.get(16)?,
+                decision: row.get(17)?,
             })
         })?;
         rows.collect()
@@ -621,6 +638,7 @@ mod tests {
                 response_bytes: 90,
                 arguments: None,
                 result: None,
+                decision: None,
             },
             client: Some(client.into()),
             name: Some(name.into()),
@@ -646,6 +664,35 @@ mod tests {
         let page = reader.page(&Filter::default(), None, 10).expect("a page");
         assert_eq!(page.len(), 1);
         assert_eq!(page[0].name.as_deref(), Some("demo__add"));
+    }
+
+    #[test]
+    fn a_log_from_before_decisions_were_kept_gains_the_column_and_keeps_its_records() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("activity.db");
+        let before = SCHEMA.replace("result TEXT,\n        decision TEXT", "result TEXT");
+        assert_ne!(before, SCHEMA);
+        let old = Connection::open(&path).expect("an old log");
+        old.execute_batch(&before).expect("the old schema");
+        old.execute_batch(
+            "INSERT INTO names (id, text) VALUES (1, 'default'), (2, 'tools/call');
+             INSERT INTO calls (at_ms, duration_us, profile, method, outcome, request_bytes,
+                 response_bytes) VALUES (1, 1, 1, 2, 0, 1, 1);",
+        )
+        .expect("an old record");
+        drop(old);
+        let (mut store, _) = Store::open(&path).expect("opened");
+        let mut decided = entry(2, "editor", "git__push");
+        decided.view.decision = Some("allowed by the dashboard after 1.0 s");
+        store.insert(&[decided]).expect("inserted");
+        let reader = Reader::open(&path).expect("opened").expect("made");
+        let page = reader.page(&Filter::default(), None, 10).expect("a page");
+        assert_eq!(page.len(), 2);
+        assert_eq!(
+            page[0].decision.as_deref(),
+            Some("allowed by the dashboard after 1.0 s")
+        );
+        assert_eq!(page[1].decision, None, "the old record");
     }
 
     fn count(store: &Store, table: &str) -> i64 {

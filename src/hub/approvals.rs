@@ -4,7 +4,7 @@
 //! editor gives it up (it leaves the list), or its time runs out, which is a no. "Allow for this
 //! session" lets the same tool run in the same session without asking again.
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use serde_json::json;
@@ -105,30 +105,48 @@ impl Approvals {
     }
 }
 
-/// Waits for a person's yes to a call (unless they allowed its tool for the session already);
-/// `None` when it may run, else the tool error its editor gets.
+/// How a wait for a person's yes ended.
+pub(super) struct Waited {
+    /// Who decided and after how long, in words, for the activity log.
+    pub(super) decision: String,
+    /// The tool error its editor gets when the call may not run.
+    pub(super) denied: Option<String>,
+}
+
+/// Waits for a person's yes to a call, unless they allowed its tool for the session already.
 pub(super) async fn wait_for_yes(
     hub: &HubInner,
     session: &Session,
     asked: &Asked,
     timeout: Duration,
-) -> Option<String> {
+) -> Waited {
     if session.lock_state().allowed.contains(&asked.tool) {
-        return None;
+        return Waited {
+            decision: "allowed for this session earlier".to_owned(),
+            denied: None,
+        };
     }
-    match hub.approvals.ask(asked.clone(), timeout).await {
-        Outcome::Allowed { for_session, .. } => {
+    let started = Instant::now();
+    let outcome = hub.approvals.ask(asked.clone(), timeout).await;
+    let after = format!("after {:.1} s", started.elapsed().as_secs_f64());
+    match outcome {
+        Outcome::Allowed { for_session, by } => {
             if for_session {
                 session.lock_state().allowed.insert(asked.tool.clone());
             }
-            None
+            let scope = if for_session { " for this session" } else { "" };
+            Waited {
+                decision: format!("allowed{scope} by {by} {after}"),
+                denied: None,
+            }
         }
         Outcome::Denied(why) => {
             let text = format!("{} did not run: {why}.", asked.tool);
-            Some(
-                json!({ "content": [{ "type": "text", "text": text }], "isError": true })
-                    .to_string(),
-            )
+            let error = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
+            Waited {
+                decision: format!("{why} ({after})"),
+                denied: Some(error.to_string()),
+            }
         }
     }
 }

@@ -112,6 +112,7 @@ impl Recording {
                 response_bytes: 0,
                 arguments: named.arguments,
                 result: None,
+                decision: None,
             },
         })
     }
@@ -146,6 +147,11 @@ impl Recording {
         {
             recording.finish(Some(&Err(error.clone())));
         }
+    }
+
+    /// Notes who decided a call that waited for a person's yes, and after how long.
+    pub(super) fn decided(&mut self, decision: Option<&str>) {
+        self.record.decision = decision.map(str::to_owned);
     }
 
     /// Records how the call ended: its answer, or `None` if it was cancelled. Borrowed, so

@@ -24,6 +24,9 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const BACKEND_UNAVAILABLE: i64 = -32001;
 /// MCP's code (up to 2025-11-25) for a resource that does not exist. Nothing else uses it.
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// MCP's code (2025-11-25) for "URL elicitation required": the call needs the person to open
+/// the URLs its `data.elicitations` name, then to be made again.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 /// The message was larger than the configured limit.
 pub const MESSAGE_TOO_LARGE: i64 = -32003;
 /// The request ran past its deadline (implementation-defined range; not -32002, which MCP gives

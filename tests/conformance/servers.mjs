@@ -18,7 +18,10 @@
 // (SWITCHBOARD_BIN overrides it), built beforehand. Output goes to target/conformance/servers/.
 //
 // The server is configured with `prefix = ""`, so that Switchboard offers its tools and prompts
-// under their own names, the ones the scenarios call.
+// under their own names, the ones the scenarios call, and with `ask = "editor"`: the suite's
+// client is the editor, and its scenarios check what a server asks a client that did or did not
+// declare elicitation, so its questions go to that client alone. Switchboard answering them for an
+// editor that cannot (`ask = "auto"`, the default) is tested in tests/it/questions.rs.
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -142,7 +145,7 @@ async function startSwitchboard(home, serverUrl, protocol) {
   const config = join(home, `config-${protocol}.toml`);
   writeFileSync(
     config,
-    `[endpoint]\nrequire_token = false\n\n[servers.conf]\nurl = ${toml(serverUrl)}\nprotocol = ${toml(protocol)}\nprefix = ""\n`,
+    `[endpoint]\nrequire_token = false\n\n[servers.conf]\nurl = ${toml(serverUrl)}\nprotocol = ${toml(protocol)}\nprefix = ""\nask = "editor"\n`,
   );
   const run = join(home, `run-${protocol}`);
   const child = spawn(SWITCHBOARD, ['serve', '--listen', '127.0.0.1:0', '--config', config], {

@@ -119,6 +119,32 @@ async fn a_call_waits_for_a_yes_and_runs_only_when_allowed() {
     assert_eq!(status, 404);
     let (status, answer) = decide(&serve, &json!(1), json!({"decision": "maybe"})).await;
     assert_eq!(status, 400, "{answer}");
+
+    // The activity log says who decided each call, and after how long (newest first).
+    let decisions = eventually("the decisions in the activity log", EVENT_LIMIT, || async {
+        let page = serve.api_get("/api/activity?tool=demo__add").await;
+        let decisions: Vec<String> = page["records"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|record| record["decision"].as_str().map(str::to_owned))
+            .collect();
+        match decisions.len() == 5 {
+            true => Ok(decisions),
+            false => Err(page),
+        }
+    })
+    .await;
+    let expected = [
+        "allowed by the dashboard after",
+        "allowed for this session earlier",
+        "allowed for this session by the dashboard after",
+        "the dashboard denied this call (after",
+        "allowed by the dashboard after",
+    ];
+    for (decision, expected) in decisions.iter().zip(expected) {
+        assert!(decision.starts_with(expected), "{decisions:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -245,3 +245,48 @@ fn the_dashboard_answers_a_servers_questions_in_a_real_browser() {
     node.env("SWITCHBOARD_MCP_URL", serve.url());
     run_node_suite(node, NODE_LIMIT, &|| serve.log());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_a_call_requires_first_is_opened_through_switchboard_and_the_call_made_again() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp.open_session("desktop editor").await.expect("a session");
+    let call = {
+        let (mcp, session) = (mcp.clone(), session.clone());
+        tokio::spawn(async move {
+            let arguments = json!({"url": "https://accounts.example.com/link", "errorPath": true});
+            mcp.call_tool(
+                &session,
+                2,
+                "everything__trigger-url-elicitation",
+                arguments,
+            )
+            .await
+        })
+    };
+    // The server fails the call with "URL elicitation required" (-32042): the page is put to
+    // the person, and once they accept, the call is made again, which asks for it as a request.
+    let mut answered = Value::Null;
+    for (round, url) in [
+        ("the error's page", "https://modelcontextprotocol.io/"),
+        ("the retry's request", "https://accounts.example.com/link"),
+    ] {
+        let asked = eventually("the next question", EVENT_LIMIT, || async {
+            let list = serve.api_get("/api/questions").await;
+            match list.get(0) {
+                Some(asked) if asked["id"] != answered => Ok(asked.clone()),
+                _ => Err(list),
+            }
+        })
+        .await;
+        assert_eq!(asked["mode"], "url", "{round}: {asked}");
+        assert_eq!(asked["url"], url, "{round}");
+        assert_eq!(asked["editor"], "desktop editor", "{round}");
+        let (status, _) = answer(&serve, &asked["id"], json!({"action": "accept"})).await;
+        assert_eq!(status, 200, "{round}");
+        answered = asked["id"].clone();
+    }
+    let result = call.await.expect("the call");
+    assert_ne!(result["isError"], true, "{result}");
+    assert!(result.to_string().contains("accept"), "{result}");
+}

@@ -886,6 +886,7 @@ export class ActivityView {
             record.original !== null ? h("span", { class: "muted" }, " calls it ", h("code", { text: record.original })) : null), "server"),
           fact("Outcome", h("span", {}, OUTCOMES[/** @type {ActivityOutcome} */ (record.outcome)]?.label ?? record.outcome,
             record.error_code !== null ? h("span", { class: "muted" }, " · code ", h("code", { text: String(record.error_code) })) : null), "outcome"),
+          record.decision ? fact("Decided", text(record.decision), "decision") : null,
           fact("Editor", text(record.client), "client"),
           fact("Profile", text(record.profile), "profile"),
           fact("Session", text(record.session, true), "session"),

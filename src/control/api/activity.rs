@@ -193,6 +193,7 @@ const CSV_COLUMNS: &[&str] = &[
     "response_bytes",
     "arguments",
     "result",
+    "decision",
 ];
 
 fn csv_header() -> String {
@@ -224,6 +225,7 @@ fn csv_line(row: &Row) -> String {
         row.response_bytes.to_string(),
         text(row.arguments.as_deref()),
         text(row.result.as_deref()),
+        text(row.decision.as_deref()),
     ];
     fields.join(",") + "\n"
 }

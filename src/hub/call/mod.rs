@@ -7,8 +7,8 @@
 mod input;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -116,6 +116,8 @@ struct Call {
     view: Option<(View, String)>,
     /// For a call that waits for a person's yes: what they are shown, and how long it waits.
     confirm: Option<(Asked, Duration)>,
+    /// Who decided such a call, once someone has, for the activity log.
+    decision: OnceLock<String>,
 }
 
 impl Session {
@@ -407,7 +409,8 @@ impl Session {
                     subscription.apply(&mut state);
                 }
             }
-            if let Some(recording) = recording {
+            if let Some(mut recording) = recording {
+                recording.decided(call.decision.get().map(String::as_str));
                 recording.finish(outcome.as_ref());
             }
             if let Some(result) = outcome {
@@ -535,6 +538,7 @@ impl Call {
             number: hub.next_id.fetch_add(1, Ordering::Relaxed),
             view: routed.view,
             confirm: routed.confirm,
+            decision: OnceLock::new(),
         }
     }
 
@@ -548,12 +552,24 @@ impl Call {
         session: &Session,
         reply: &mpsc::UnboundedSender<Reply>,
     ) -> Result<String, ErrorObject> {
-        if let Some((asked, timeout)) = &self.confirm
-            && let Some(denied) = approvals::wait_for_yes(hub, session, asked, *timeout).await
-        {
-            return Ok(denied);
+        if let Some((asked, timeout)) = &self.confirm {
+            let waited = approvals::wait_for_yes(hub, session, asked, *timeout).await;
+            let _ = self.decision.set(waited.decision);
+            if let Some(denied) = waited.denied {
+                return Ok(denied);
+            }
         }
-        let outcome = self.run_ready(hub, session, reply).await;
+        let outcome = match self.run_ready(hub, session, reply).await {
+            // The pages a session-era server needs opened, for an editor that cannot open them:
+            // the person opens them through Switchboard, and the call is made once more.
+            Err(error)
+                if error.code == jsonrpc::URL_ELICITATION_REQUIRED
+                    && self.person_opened(hub, session, &error).await =>
+            {
+                self.run_ready(hub, session, reply).await
+            }
+            outcome => outcome,
+        };
         // A remote server that wants a sign-in fails a tool call as a tool error the model can
         // read and pass on, never as its upstream 401.
         match outcome {
@@ -600,7 +616,7 @@ impl Call {
         // searched for it (a scan of every byte of a large result).
         while self.backend.is_stateless_era()
             && input_required(&result)
-            && (!self.client.stateless || self.person_answers(&result))
+            && (!self.client.stateless || self.asks_the_person(&result))
         {
             if rounds == MAX_INPUT_ROUNDS {
                 return Err(ErrorObject::new(

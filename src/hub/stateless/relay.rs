@@ -184,7 +184,7 @@ impl Relay {
     fn final_response(&self, outcome: Result<String, ErrorObject>, id: &RawValue) -> Reply {
         match outcome {
             Ok(result) => response(id, Ok(stamp(&result, self.cacheable))),
-            Err(error) if error.code == URL_ELICITATION_REQUIRED => {
+            Err(error) if error.code == jsonrpc::URL_ELICITATION_REQUIRED => {
                 match self.url_elicitation(&error, id) {
                     Some(asked) => asked,
                     None => response(id, Err(this_revision(error))),
@@ -382,9 +382,6 @@ impl Relay {
     }
 }
 
-/// 2025-11-25's "URL elicitation required", which this revision does not have.
-const URL_ELICITATION_REQUIRED: i64 = -32042;
-
 /// The call a sealed state names when nothing is parked and its retry runs the call again.
 const RERUN: &str = "rerun";
 
@@ -393,7 +390,7 @@ const RERUN: &str = "rerun";
 fn this_revision(mut error: ErrorObject) -> ErrorObject {
     error.code = match error.code {
         jsonrpc::RESOURCE_NOT_FOUND => jsonrpc::INVALID_PARAMS,
-        URL_ELICITATION_REQUIRED => jsonrpc::INTERNAL_ERROR,
+        jsonrpc::URL_ELICITATION_REQUIRED => jsonrpc::INTERNAL_ERROR,
         other => other,
     };
     error
