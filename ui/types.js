@@ -199,6 +199,14 @@
  */
 
 /**
+ * A skill's entry (the Skills extension), as its server lists it.
+ * @typedef {object} Skill
+ * @property {string} uri its SKILL.md
+ * @property {{name?: string, description?: string}} frontmatter
+ * @property {{uri: string, digest?: string, size?: number}[] | string} [resources] its files, with their SHA-256 digests
+ */
+
+/**
  * `GET /api/backends/{name}`.
  * @typedef {Omit<BackendSummary, "tools"> & {
  *   history: HistoryEntry[],
@@ -208,6 +216,7 @@
  *   prompts: Prompt[],
  *   resources: Resource[],
  *   resource_templates: Resource[],
+ *   skills: Skill[],
  *   exposed_tools?: Record<string, string>,
  *   config: BackendConfigView,
  * }} BackendDetail
@@ -519,7 +528,7 @@ export {};
 
 /**
  * What a pin is of (`PinnedKind`): a tool, a prompt, or the server's instructions.
- * @typedef {"tool" | "prompt" | "instructions"} PinnedKind
+ * @typedef {"tool" | "prompt" | "instructions" | "skill"} PinnedKind
  */
 
 /**

@@ -19,6 +19,7 @@ use crate::supervisor::{BackendHandle, Engine, ResourceWatch};
 use crate::wire::era::Era;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::wire::method::Method;
+use crate::wire::skills::SKILLS_EXTENSION;
 
 /// One editor's session. Cheap to clone.
 #[derive(Clone)]
@@ -237,6 +238,9 @@ impl Session {
             | Method::TasksResult
             | Method::TasksCancel => self.call(hub, id, &method, envelope.params, &reply),
             Method::TasksList => list_tasks(hub, id, envelope.params, &reply),
+            Method::SkillsList | Method::SkillsGet => {
+                skills(hub, self.profile(), id, &method, envelope.params, &reply)
+            }
             Method::LoggingSetLevel => {
                 // A 2026-07-28 backend has no such method: the level goes with each call instead.
                 if let Some(level) = envelope
@@ -543,6 +547,36 @@ pub(super) fn list_result(hub: &HubInner, profile: &str, method: &Method, views:
     }
 }
 
+/// The answer to `skills/list` (one page) or `skills/get`, from the merged catalog.
+pub(super) fn skills(
+    hub: &Arc<HubInner>,
+    profile: &str,
+    id: &RawValue,
+    method: &Method,
+    params: Option<&RawValue>,
+    reply: &mpsc::UnboundedSender<Reply>,
+) -> Option<Result<String, ErrorObject>> {
+    if *method == Method::SkillsList
+        && let Err(error) = single_page(params)
+    {
+        return Some(Err(error));
+    }
+    let (profile, method) = (profile.to_owned(), method.clone());
+    let params = params.map(ToOwned::to_owned);
+    when_settled(hub, id, reply, Needs::Catalog, move |hub| {
+        hub.catalog(&profile)
+            .skills
+            .answer(&method, params.as_deref())
+    })
+}
+
+/// `capabilities` with the Skills extension when a server of `profile` lists skills.
+pub(super) fn with_skills(hub: &HubInner, profile: &str, capabilities: &mut serde_json::Value) {
+    if !hub.catalog(profile).skills.is_empty() {
+        capabilities["extensions"][SKILLS_EXTENSION] = serde_json::json!({});
+    }
+}
+
 /// What an answer is made of.
 pub(super) enum Needs {
     /// The backends' published statuses (their instructions).
@@ -582,6 +616,7 @@ fn initialize_result(hub: &HubInner, profile: &str, version: &str) -> String {
     let mut capabilities = capabilities();
     capabilities["tasks"] =
         serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+    with_skills(hub, profile, &mut capabilities);
     serde_json::json!({
         "protocolVersion": version,
         "capabilities": capabilities,

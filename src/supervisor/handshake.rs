@@ -24,6 +24,7 @@ use crate::wire::apps;
 use crate::wire::era::{Era, STATELESS_PROTOCOL_VERSION, code, meta};
 use crate::wire::jsonrpc::{self, ErrorObject};
 use crate::wire::method::Method;
+use crate::wire::skills::SKILLS_EXTENSION;
 
 /// The session-era protocol versions Switchboard speaks with backends, newest first.
 pub use crate::wire::era::SESSION_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS;
@@ -59,6 +60,7 @@ pub(super) enum ListKind {
     Resources,
     ResourceTemplates,
     Prompts,
+    Skills,
 }
 
 impl ListKind {
@@ -68,6 +70,7 @@ impl ListKind {
             ListKind::Resources => Method::ResourcesList,
             ListKind::ResourceTemplates => Method::ResourceTemplatesList,
             ListKind::Prompts => Method::PromptsList,
+            ListKind::Skills => Method::SkillsList,
         }
     }
 
@@ -77,6 +80,7 @@ impl ListKind {
             ListKind::Tools => "tools",
             ListKind::Resources | ListKind::ResourceTemplates => "resources",
             ListKind::Prompts => "prompts",
+            ListKind::Skills => "extensions.\"io.modelcontextprotocol/skills\"",
         }
     }
 
@@ -86,6 +90,7 @@ impl ListKind {
             ListKind::Resources => "resources",
             ListKind::ResourceTemplates => "resourceTemplates",
             ListKind::Prompts => "prompts",
+            ListKind::Skills => "skills",
         }
     }
 
@@ -104,6 +109,7 @@ impl ListKind {
             ListKind::Resources => &mut catalog.resources,
             ListKind::ResourceTemplates => &mut catalog.resource_templates,
             ListKind::Prompts => &mut catalog.prompts,
+            ListKind::Skills => &mut catalog.skills,
         }
     }
 }
@@ -187,6 +193,8 @@ struct ServerCapabilities {
     tools: Option<serde::de::IgnoredAny>,
     resources: Option<serde::de::IgnoredAny>,
     prompts: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    extensions: BTreeMap<String, serde::de::IgnoredAny>,
 }
 
 /// Why one way of opening a connection did not work.
@@ -243,6 +251,10 @@ pub(super) async fn handshake(
             capabilities.resources.is_some(),
         ),
         (ListKind::Prompts, capabilities.prompts.is_some()),
+        (
+            ListKind::Skills,
+            capabilities.extensions.contains_key(SKILLS_EXTENSION),
+        ),
     ];
     let mut notes = Vec::new();
     for (list, is_offered) in offered {

@@ -171,6 +171,8 @@ pub struct Catalog {
     pub resources: Vec<Box<RawValue>>,
     pub resource_templates: Vec<Box<RawValue>>,
     pub prompts: Vec<Box<RawValue>>,
+    /// The Skills extension's entries (`skills/list`), as the server wrote them.
+    pub skills: Vec<Box<RawValue>>,
 }
 
 /// What the server said about itself in the handshake (`initialize`, or `server/discover` for a

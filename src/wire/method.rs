@@ -78,6 +78,9 @@ methods! {
     Tasks = "notifications/tasks",
     /// 2025-11-25: a task's new status.
     TasksStatus = "notifications/tasks/status",
+    /// The Skills extension: a server's skills, and one of them by its `SKILL.md` URI.
+    SkillsList = "skills/list",
+    SkillsGet = "skills/get",
 }
 
 impl Method {

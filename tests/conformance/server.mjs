@@ -15,8 +15,9 @@
 // description); multi-round-trip tools are written once with `inputRequired`, which the SDK
 // serves to 2026-07-28 clients as `input_required` results and to session-era clients as real
 // server-to-client requests. The Tasks extension (2026-07-28) is served by hand (a task store and
-// handlers for tasks/*; see "The Tasks extension" below): the SDK has no server side for it. The
-// skills extension (SEP-2640) is not served: its scenarios report themselves not applicable.
+// handlers for tasks/*; see "The Tasks extension" below): the SDK has no server side for it. So is
+// the Skills extension (SEP-2640; see "The Skills extension" below), in both eras: one skill whose
+// files are resources, listed with their digests.
 //
 //   node tests/conformance/server.mjs [PORT]      (or CONFORMANCE_SERVER_PORT; default 0, any)
 //
@@ -24,7 +25,7 @@
 // stdout.
 
 import { createServer } from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   McpServer,
   ResourceTemplate,
@@ -126,7 +127,7 @@ function makeServer(era) {
         resources: { listChanged: true, subscribe: true },
         logging: {},
         completions: {},
-        ...(era === 'stateless' ? { extensions: { [TASKS]: {} } } : {}),
+        extensions: { [SKILLS]: {}, ...(era === 'stateless' ? { [TASKS]: {} } : {}) },
       },
       cacheHints: {
         'tools/list': { ttlMs: 60_000, cacheScope: 'public' },
@@ -529,7 +530,54 @@ function makeServer(era) {
     };
   });
 
+  serveSkills(server);
   return server;
+}
+
+// --- The Skills extension (SEP-2640) -----------------------------------------------------------
+// One skill, `release-notes`, whose SKILL.md and one reference are resources (text/markdown, the
+// manifest named and described as its frontmatter says), listed by `skills/list` with each file's
+// SHA-256 digest and size, and named by `skills/get` (-32602 for any other URI).
+
+const SKILLS = 'io.modelcontextprotocol/skills';
+const SKILL_NAME = 'release-notes';
+const SKILL_DESCRIPTION = 'Write release notes from a list of merged changes';
+const SKILL_MANIFEST = `skill://${SKILL_NAME}/SKILL.md`;
+const SKILL_FILES = {
+  [SKILL_MANIFEST]:
+    `---\nname: ${SKILL_NAME}\ndescription: ${SKILL_DESCRIPTION}\n---\n\n# Release notes\n\n` +
+    'Group the changes as references/STYLE.md says.\n',
+  [`skill://${SKILL_NAME}/references/STYLE.md`]: 'Features first, then fixes, one line each.\n',
+};
+const SKILL_ENTRY = {
+  uri: SKILL_MANIFEST,
+  frontmatter: { name: SKILL_NAME, description: SKILL_DESCRIPTION },
+  resources: Object.entries(SKILL_FILES).map(([uri, text]) => ({
+    uri,
+    digest: `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`,
+    size: Buffer.byteLength(text),
+  })),
+};
+
+function serveSkills(server) {
+  for (const [uri, text] of Object.entries(SKILL_FILES)) {
+    const manifest = uri === SKILL_MANIFEST;
+    server.registerResource(
+      manifest ? SKILL_NAME : 'STYLE.md',
+      uri,
+      { mimeType: 'text/markdown', ...(manifest ? { description: SKILL_DESCRIPTION } : {}) },
+      async () => ({ contents: [{ uri, mimeType: 'text/markdown', text }] }),
+    );
+  }
+  const cache = { ttlMs: 60_000, cacheScope: 'public' };
+  server.server.setRequestHandler('skills/list', { params: z.object({ cursor: z.string().optional() }).passthrough() }, async () => ({
+    skills: [SKILL_ENTRY],
+    ...cache,
+  }));
+  server.server.setRequestHandler('skills/get', { params: z.object({ uri: z.string() }).passthrough() }, async ({ uri }) => {
+    if (uri !== SKILL_MANIFEST) throw new ProtocolError(-32602, `No skill ${uri} here`, { uri });
+    return { skill: SKILL_ENTRY, ...cache };
+  });
 }
 
 const nameSchema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] };

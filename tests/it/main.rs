@@ -33,6 +33,7 @@ mod secrets;
 mod security;
 mod serve;
 mod sign_in;
+mod skills;
 mod soak;
 mod stateless;
 mod ui;

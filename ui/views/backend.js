@@ -283,7 +283,7 @@ export class BackendView {
         server ? h("dl", { class: "kv" },
           h("dt", { text: "Name" }), h("dd", {}, h("code", { text: `${server.server_info.name ?? "unnamed"} ${server.server_info.version ?? ""}`.trim() })),
           h("dt", { text: "Protocol" }), h("dd", {}, h("code", { text: server.protocol_version })),
-          h("dt", { text: "Offers" }), h("dd", { text: [plural(detail.tools.length, "tool"), plural(detail.prompts.length, "prompt"), plural(detail.resources.length + detail.resource_templates.length, "resource")].join(" · ") }),
+          h("dt", { text: "Offers" }), h("dd", { text: [plural(detail.tools.length, "tool"), plural(detail.prompts.length, "prompt"), plural(detail.resources.length + detail.resource_templates.length, "resource"), ...(detail.skills.length ? [plural(detail.skills.length, "skill")] : [])].join(" · ") }),
           h("dt", { text: "Capabilities" }), h("dd", {}, capabilities.length ? h("div", { class: "tags" }, capabilities.map((key) => h("span", { class: "tag", text: key }))) : h("span", { class: "muted", text: "none" })),
           server.instructions ? h("dt", { text: "Instructions" }) : null,
           server.instructions ? h("dd", { class: "instructions", text: server.instructions }) : null)
@@ -294,6 +294,18 @@ export class BackendView {
       h("section", { class: "card card-wide" },
         h("div", { class: "card-head" }, h("h2", { class: "card-title", text: "Last exits" }), h("a", { class: "small", attrs: { href: `${base}/history` }, text: "Full history →" })),
         historyTimeline(detail.history, { limit: 3 })),
+      detail.skills.length > 0
+        ? h("section", { class: "card card-wide", data: { testid: "skills" } },
+          h("h2", { class: "card-title", text: "Skills" }),
+          h("ul", { class: "plain-list" },
+            detail.skills.map((skill) => h("li", {},
+              h("span", { class: "tag", text: "skill" }),
+              h("code", { text: skill.frontmatter.name ?? skill.uri }),
+              h("span", { class: "muted", text: [
+                skill.frontmatter.description ? ` — ${skill.frontmatter.description}` : "",
+                Array.isArray(skill.resources) ? ` · ${plural(skill.resources.length, "file")}, each with its digest pinned` : "",
+              ].join("") })))))
+        : null,
       detail.prompts.length + detail.resources.length + detail.resource_templates.length > 0
         ? h("section", { class: "card card-wide" },
           h("h2", { class: "card-title", text: "Prompts and resources" }),

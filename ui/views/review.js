@@ -41,6 +41,7 @@ const KINDS = {
   tool: "tool",
   prompt: "prompt",
   instructions: "instructions",
+  skill: "skill",
 };
 
 /**

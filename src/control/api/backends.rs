@@ -68,6 +68,7 @@ pub(super) async fn backend_detail(
         prompts: &status.catalog.prompts,
         resources: &status.catalog.resources,
         resource_templates: &status.catalog.resource_templates,
+        skills: &status.catalog.skills,
         exposed_tools: exposed_tools(api.engine(), &name),
         config: ConfigView::new(&config),
     };
@@ -267,6 +268,8 @@ pub(super) struct BackendDetail<'a> {
     pub(super) prompts: &'a [Box<RawValue>],
     pub(super) resources: &'a [Box<RawValue>],
     pub(super) resource_templates: &'a [Box<RawValue>],
+    /// The Skills extension's entries, as the server listed them.
+    pub(super) skills: &'a [Box<RawValue>],
     /// The backend's own tool name → the name editors see, for the tools that are offered.
     pub(super) exposed_tools: BTreeMap<String, String>,
     pub(super) config: ConfigView<'a>,

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::approvals::{self, Asked};
 use super::capabilities::ClientCapabilities;
+use super::catalog::skills::{self, SkillFile};
 use super::catalog::views::{self, View};
 use super::catalog::{MergedCatalog, Route};
 use super::cold_start::{self, Waiting};
@@ -69,6 +70,8 @@ struct RoutedCall {
     named: Option<Named>,
     /// For a read of a view of MCP Apps: the view, and the URI the editor knows it by.
     view: Option<(View, String)>,
+    /// For a read of a skill's file: the file, and the URI the editor knows it by.
+    skill_file: Option<(SkillFile, String)>,
     /// For a call that waits for a person's yes: what they are shown, and how long it waits.
     confirm: Option<(Asked, Duration)>,
 }
@@ -114,6 +117,8 @@ struct Call {
     number: u64,
     /// For a read of a view of MCP Apps: the view, and the URI the editor knows it by.
     view: Option<(View, String)>,
+    /// For a read of a skill's file: the file, and the URI the editor knows it by.
+    skill_file: Option<(SkillFile, String)>,
     /// For a call that waits for a person's yes: what they are shown, and how long it waits.
     confirm: Option<(Asked, Duration)>,
     /// Who decided such a call, once someone has, for the activity log.
@@ -197,6 +202,7 @@ impl Session {
             .map_err(|_| invalid_params("params must be an object"))?;
         let mut named = Named::of(hub.activity.as_ref(), method, &entries);
         let mut view = None;
+        let mut skill_file = None;
         let catalog = hub.catalog(self.profile());
         let requires_task = *method == Method::ToolsCall
             && entries.get("task").is_none()
@@ -240,6 +246,7 @@ impl Session {
             _ => {
                 let backend = route_by_uri(&catalog, method, &entries)?;
                 view = views::of_request(&catalog, &mut entries);
+                skill_file = skills::of_request(&catalog.skills, &mut entries);
                 backend
             }
         };
@@ -328,6 +335,7 @@ impl Session {
             client,
             named,
             view: view.filter(|_| *method == Method::ResourcesRead),
+            skill_file: skill_file.filter(|_| *method == Method::ResourcesRead),
             confirm,
         })
     }
@@ -537,6 +545,7 @@ impl Call {
             named: routed.named,
             number: hub.next_id.fetch_add(1, Ordering::Relaxed),
             view: routed.view,
+            skill_file: routed.skill_file,
             confirm: routed.confirm,
             decision: OnceLock::new(),
         }
@@ -668,6 +677,17 @@ impl Call {
                     format!(
                         "{exposed}, the view a tool of {} names, is {not_a_view}, not an MCP \
                          App's view ({APP_MIME_TYPE}); it is not passed on",
+                        self.backend.name()
+                    ),
+                )
+            });
+        }
+        if let Some((file, exposed)) = &self.skill_file {
+            return skills::read_result(result.get(), file, exposed).map_err(|mismatch| {
+                ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    format!(
+                        "{exposed}, a file of a skill of {}, is not passed on: {mismatch}",
                         self.backend.name()
                     ),
                 )

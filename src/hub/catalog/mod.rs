@@ -1,6 +1,7 @@
 //! The merged catalog: every backend's tools, prompts, resources and templates under the names
 //! editors see, with the route back to the owning backend.
 
+pub mod skills;
 pub mod views;
 
 use std::borrow::Cow;
@@ -23,6 +24,7 @@ use crate::config::{
 use crate::supervisor::status::{BackendState, BackendStatus, Catalog};
 use crate::wire::apps;
 use crate::wire::mirrored::{HeaderParam, header_params};
+pub use skills::Skills;
 pub use views::{View, Views};
 
 /// Where an exposed tool or prompt goes.
@@ -61,6 +63,8 @@ pub struct MergedCatalog {
     pub resource_backends: Vec<Arc<str>>,
     /// MCP Apps' views (`ui://`), renamed where two servers name the same one.
     pub views: Views,
+    /// Skills (`skill://`), renamed likewise.
+    pub skills: Skills,
     /// The tools whose calls wait for a person's yes (the profile's and their servers' `confirm`
     /// settings), by exposed name, with how long they wait.
     pub confirm: HashMap<String, Duration>,
@@ -179,11 +183,15 @@ impl MergedCatalog {
         }
     }
 
-    /// The backend serving `uri`: a view of MCP Apps' (see [`views`]), an exact listing, else the
-    /// longest template prefix, else the only backend with resources.
+    /// The backend serving `uri`: a view of MCP Apps' (see [`views`]), a skill's file (see
+    /// [`skills`]), an exact listing, else the longest template prefix, else the only backend
+    /// with resources.
     pub fn resource_owner(&self, uri: &str) -> Result<Arc<str>, String> {
         if let Some(view) = self.views.get(uri) {
             return Ok(view.backend.clone());
+        }
+        if let Some(file) = self.skills.file(uri) {
+            return Ok(file.backend);
         }
         if let Some(owners) = self.resources.get(uri) {
             return match owners.as_slice() {
@@ -257,6 +265,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     let mut prompt_items = Vec::new();
     let mut resource_items: Vec<(Arc<str>, &RawValue)> = Vec::new();
     let mut template_items: Vec<&RawValue> = Vec::new();
+    let mut skill_lists: Vec<(Arc<str>, &[Box<RawValue>])> = Vec::new();
     for source in sources {
         let Some(catalog) = &source.catalog else {
             continue;
@@ -306,6 +315,9 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         for resource in &catalog.resources {
             resource_items.push((backend.clone(), resource));
         }
+        if !catalog.skills.is_empty() {
+            skill_lists.push((backend.clone(), catalog.skills.as_slice()));
+        }
         for template in &catalog.resource_templates {
             if let Some(uri_template) = item_str(template, "uriTemplate") {
                 let prefix = uri_template
@@ -329,12 +341,18 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
                     .then(|| (backend.clone(), uri, false))
             })),
     );
+    let skills = Skills::new(skill_lists);
     let mut resource_texts: Vec<Cow<'_, str>> = Vec::with_capacity(resource_items.len());
     for (backend, resource) in &resource_items {
         let uri = item_str(resource, "uri");
-        let renamed = uri.as_deref().and_then(|uri| views.renamed(backend, uri));
-        let text = renamed.and_then(|renamed| views::with_uri(resource.get(), renamed));
-        if let Some(uri) = renamed.map(str::to_owned).or(uri) {
+        let renamed = uri.as_deref().and_then(|uri| {
+            (views.renamed(backend, uri).map(str::to_owned))
+                .or_else(|| skills.renamed(backend, uri))
+        });
+        let text = renamed
+            .as_deref()
+            .and_then(|renamed| views::with_uri(resource.get(), renamed));
+        if let Some(uri) = renamed.or(uri) {
             merged
                 .resources
                 .entry(uri)
@@ -501,6 +519,7 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         }
     }
     merged.views = views;
+    merged.skills = skills;
     merged.templates_result = list_result(
         "resourceTemplates",
         template_items.iter().map(|item| item.get()),
@@ -709,6 +728,9 @@ struct CachedCatalog {
     resources: Vec<Box<RawValue>>,
     #[serde(rename = "resourceTemplates")]
     resource_templates: Vec<Box<RawValue>>,
+    /// Absent from the files of versions before Skills.
+    #[serde(default)]
+    skills: Vec<Box<RawValue>>,
 }
 
 impl CatalogCache {
@@ -728,6 +750,7 @@ impl CatalogCache {
             resources: cached.resources,
             resource_templates: cached.resource_templates,
             prompts: cached.prompts,
+            skills: cached.skills,
         }))
     }
 
@@ -742,6 +765,7 @@ impl CatalogCache {
             prompts: catalog.prompts.clone(),
             resources: catalog.resources.clone(),
             resource_templates: catalog.resource_templates.clone(),
+            skills: catalog.skills.clone(),
         };
         let text = serde_json::to_string(&cached).expect("raw JSON values serialize");
         if std::fs::read(&path).is_ok_and(|kept| kept == text.as_bytes()) {

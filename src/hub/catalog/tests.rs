@@ -19,6 +19,7 @@ fn backend(name: &str, tools: &[(&str, Value)]) -> (BackendConfig, Arc<Catalog>)
         resources: vec![raw(json!({"uri": format!("{name}://readme")}))],
         resource_templates: Vec::new(),
         prompts: vec![raw(json!({"name": "hello"}))],
+        skills: Vec::new(),
     };
     (
         BackendConfig::new(name, "sh", Vec::new()),
@@ -89,6 +90,7 @@ fn monitor() -> (BackendConfig, Arc<Catalog>) {
         resources: Vec::new(),
         resource_templates: Vec::new(),
         prompts: Vec::new(),
+        skills: Vec::new(),
     };
     (
         BackendConfig::new("mon", "sh", Vec::new()),

@@ -203,7 +203,7 @@ fn not_a_view(result: &str) -> Result<(), String> {
 }
 
 /// `result` with the contents at `own` said to be at `exposed`; anything else as it came.
-fn renamed(result: &str, own: &str, exposed: &str) -> String {
+pub(super) fn renamed(result: &str, own: &str, exposed: &str) -> String {
     let renamed = || {
         let mut entries = ObjectEntries::parse(result).ok()?;
         let contents: Vec<&serde_json::value::RawValue> =

@@ -37,6 +37,8 @@ const TOOL_FIELDS: &[&str] = &[
 
 /// The parts of a prompt's definition that are pinned.
 const PROMPT_FIELDS: &[&str] = &["name", "title", "description", "arguments"];
+/// What a skill's entry is pinned by: its frontmatter, and every file with its digest.
+const SKILL_FIELDS: &[&str] = &["uri", "frontmatter", "resources"];
 
 /// What a pin is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -46,6 +48,8 @@ pub enum PinnedKind {
     Prompt,
     /// The server's instructions (one per server).
     Instructions,
+    /// A skill's entry (the Skills extension), with every file's digest: known by its URI.
+    Skill,
 }
 
 /// Why something is held back.
@@ -105,7 +109,8 @@ pub struct Held {
     pub kind: PinnedKind,
     /// The server's own name for it (`instructions` for the instructions).
     pub name: String,
-    /// What an approval names it by: a tool's name, `prompt:NAME`, or `instructions`.
+    /// What an approval names it by: a tool's name, `prompt:NAME`, `instructions`, or
+    /// `skill:URI`.
     pub key: String,
     pub reason: HeldReason,
     /// Why it cannot be checked, for [`HeldReason::Unchecked`].
@@ -155,9 +160,9 @@ struct Inner {
     revised: watch::Sender<()>,
 }
 
-/// The pin files this version writes: with prompts and instructions pinned as well as tools.
-/// A file without a version was written when only tools were.
-const PIN_FILE_VERSION: u32 = 2;
+/// The pin files this version writes: with prompts, instructions and skills pinned as well as
+/// tools. A file without a version was written when only tools were; version 2, before skills.
+const PIN_FILE_VERSION: u32 = 3;
 
 #[derive(Default, Serialize, Deserialize)]
 struct PinFile {
@@ -169,6 +174,8 @@ struct PinFile {
     prompts: BTreeMap<String, Pin>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     instructions: Option<Pin>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    skills: BTreeMap<String, Pin>,
 }
 
 impl PinFile {
@@ -184,6 +191,7 @@ impl PinFile {
             PinnedKind::Tool => self.tools.get(name),
             PinnedKind::Prompt => self.prompts.get(name),
             PinnedKind::Instructions => self.instructions.as_ref(),
+            PinnedKind::Skill => self.skills.get(name),
         }
     }
 
@@ -196,6 +204,9 @@ impl PinFile {
                 self.prompts.insert(name, pin);
             }
             PinnedKind::Instructions => self.instructions = Some(pin),
+            PinnedKind::Skill => {
+                self.skills.insert(name, pin);
+            }
         }
     }
 
@@ -213,7 +224,11 @@ impl PinFile {
             .instructions
             .iter_mut()
             .map(|pin| (PinnedKind::Instructions, "instructions", pin));
-        tools.chain(prompts).chain(instructions)
+        let skills = self
+            .skills
+            .iter_mut()
+            .map(|(uri, pin)| (PinnedKind::Skill, uri.as_str(), pin));
+        tools.chain(prompts).chain(instructions).chain(skills)
     }
 
     /// Forgets the pinned definitions, which the file keeps: only a change needs one (to show
@@ -286,6 +301,7 @@ struct FirstSight {
     tools: bool,
     prompts: bool,
     instructions: bool,
+    skills: bool,
 }
 
 impl FirstSight {
@@ -294,6 +310,7 @@ impl FirstSight {
             PinnedKind::Tool => first_sight.tools,
             PinnedKind::Prompt => first_sight.prompts,
             PinnedKind::Instructions => first_sight.instructions,
+            PinnedKind::Skill => first_sight.skills,
         }
     }
 }
@@ -378,18 +395,23 @@ impl Pins {
         };
         let tools = vet_all(&catalog.tools, PinnedKind::Tool, TOOL_FIELDS);
         let prompts = vet_all(&catalog.prompts, PinnedKind::Prompt, PROMPT_FIELDS);
+        let skills = vet_all(&catalog.skills, PinnedKind::Skill, SKILL_FIELDS);
         pins.first_sight.tools = false;
         pins.first_sight.prompts = false;
+        pins.first_sight.skills = false;
         if added || pins.unsaved {
             pins.save(self.path(server));
         }
-        let output = if tools.len() == catalog.tools.len() && prompts.len() == catalog.prompts.len()
+        let output = if tools.len() == catalog.tools.len()
+            && prompts.len() == catalog.prompts.len()
+            && skills.len() == catalog.skills.len()
         {
             catalog.clone()
         } else {
             Arc::new(Catalog {
                 tools,
                 prompts,
+                skills,
                 ..Catalog::clone(catalog)
             })
         };
@@ -567,6 +589,7 @@ impl Pins {
                     PinnedKind::Instructions => 0,
                     PinnedKind::Tool => 1,
                     PinnedKind::Prompt => 2,
+                    PinnedKind::Skill => 3,
                 };
                 (rank, held.name.clone())
             });
@@ -643,14 +666,16 @@ impl ServerPins {
                     tools: true,
                     prompts: true,
                     instructions: true,
+                    skills: true,
                 },
                 true,
             ),
             Ok(file) if file.version < PIN_FILE_VERSION => (
                 FirstSight {
                     tools: file.tools.is_empty(),
-                    prompts: true,
-                    instructions: true,
+                    prompts: file.version < 2,
+                    instructions: file.version < 2,
+                    skills: true,
                 },
                 true,
             ),
@@ -754,6 +779,7 @@ fn key(kind: PinnedKind, name: &str) -> String {
         PinnedKind::Tool => name.to_owned(),
         PinnedKind::Prompt => format!("prompt:{name}"),
         PinnedKind::Instructions => "instructions".to_owned(),
+        PinnedKind::Skill => format!("skill:{name}"),
     }
 }
 
@@ -769,8 +795,13 @@ fn candidate(kind: PinnedKind, item: &RawValue, fields: &[&str]) -> Candidate {
     let Ok(entries) = ObjectEntries::parse(item.get()) else {
         return unchecked("it is not a JSON object whose keys can be read".to_owned());
     };
-    let Some(name) = entries.get_str("name") else {
-        return unchecked("its name is not a string".to_owned());
+    // A skill is known by its URI; tools and prompts by their names.
+    let name_field = match kind {
+        PinnedKind::Skill => "uri",
+        _ => "name",
+    };
+    let Some(name) = entries.get_str(name_field) else {
+        return unchecked(format!("its {name_field} is not a string"));
     };
     let mut part = String::from("{");
     for field in fields {

@@ -15,6 +15,7 @@ fn catalog(tools: &[&str], prompts: &[&str]) -> Arc<Catalog> {
         resources: Vec::new(),
         resource_templates: Vec::new(),
         prompts: raw(prompts),
+        skills: Vec::new(),
     })
 }
 
@@ -404,4 +405,60 @@ fn the_file_keeps_every_definition_across_saves() {
     assert_eq!(description("tools", "a"), "one");
     assert_eq!(description("tools", "b"), "two, changed");
     assert_eq!(description("prompts", "p"), "three");
+}
+
+#[test]
+fn a_skill_whose_digests_change_is_held_until_approved_and_a_pin_file_of_version_2_trusts_skills_once()
+ {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let skill = |digest: &str| {
+        RawValue::from_string(format!(
+            r#"{{"uri":"skill://notes/SKILL.md","frontmatter":{{"name":"notes"}},"resources":[{{"uri":"skill://notes/SKILL.md","digest":"sha256:{digest}","size":3}}]}}"#
+        ))
+        .expect("JSON")
+    };
+    let with_skill = |digest: &str| {
+        let mut catalog = Catalog::clone(&catalog(&[r#"{"name": "a"}"#], &[]));
+        catalog.skills = vec![skill(digest)];
+        Arc::new(catalog)
+    };
+    let pins = Pins::new(Some(dir.path().to_owned()), false);
+    assert_eq!(
+        pins.vet("s", &with_skill("aa")).skills.len(),
+        1,
+        "trusted at first sight"
+    );
+
+    // A file of version 2 (before skills) has its skills trusted once, its prompts not again.
+    let path = dir.path().join("s.json");
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    file.as_object_mut().unwrap().remove("skills");
+    file["version"] = 2.into();
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let upgraded = Pins::new(Some(dir.path().to_owned()), false);
+    assert_eq!(upgraded.vet("s", &with_skill("aa")).skills.len(), 1);
+    assert!(upgraded.report().held.is_empty());
+
+    let later = Pins::new(Some(dir.path().to_owned()), false);
+    let changed = later.vet("s", &with_skill("bb"));
+    assert!(
+        changed.skills.is_empty(),
+        "a skill whose file changed is held"
+    );
+    assert_eq!(
+        held(&later),
+        [(
+            "skill:skill://notes/SKILL.md".to_owned(),
+            HeldReason::Changed
+        )]
+    );
+    assert_eq!(
+        later.approve(
+            "s",
+            Some(&["skill:skill://notes/SKILL.md".to_owned()]),
+            None
+        ),
+        Ok(1)
+    );
+    assert_eq!(later.vet("s", &with_skill("bb")).skills.len(), 1);
 }

@@ -36,7 +36,7 @@ use crate::hub::reply::Reply;
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{
     Needs, capabilities, instructions, invalid_params, list_result, ready_with, rejected,
-    server_info, single_page, valid_id, when_settled,
+    server_info, single_page, valid_id, when_settled, with_skills,
 };
 use crate::hub::tasks::{bridge, ids};
 use crate::hub::{HubInner, Inbound, RequestReply, response};
@@ -313,6 +313,23 @@ fn start(
                 stamp(&list_result(hub, &profile, &method, views), true)
             });
         }
+        Method::SkillsList | Method::SkillsGet => {
+            if request.method == Method::SkillsList {
+                single_page(envelope.params)?;
+            }
+            let (method, profile) = (request.method.clone(), request.profile.clone());
+            let params = envelope.params.map(ToOwned::to_owned);
+            let answer = move |hub: &HubInner| {
+                let answer = hub
+                    .catalog(&profile)
+                    .skills
+                    .answer(&method, params.as_deref());
+                answer.map(|result| stamp(&result, true))
+            };
+            if let Some(result) = when_settled(hub, id, &reply, Needs::Catalog, answer) {
+                let _ = reply.send(response(id, result));
+            }
+        }
         Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
             if !request.capabilities.tasks_extension {
                 return Err(tasks_extension_missing(request.method.as_str()));
@@ -383,6 +400,7 @@ fn discover_result(hub: &HubInner, profile: &str) -> String {
     if with_tasks {
         capabilities["extensions"] = serde_json::json!({ TASKS_EXTENSION: {} });
     }
+    with_skills(hub, profile, &mut capabilities);
     serde_json::json!({
         "supportedVersions": supported_versions(),
         "capabilities": capabilities,

@@ -1,0 +1,254 @@
+//! Skills (SEP-2640) from two servers through a real `serve` over real HTTP, in both eras:
+//! `tests/backends/skills_server.py` serves skills as the extension's spec says, two instances
+//! list one skill each under the same URI (each offered under its server's name, its files too),
+//! `skills/list` merges them in config order, `skills/get` answers from the merged list (-32602
+//! for a skill nobody offers), `resources/read` of a skill's files reaches the server that has
+//! them with its own URI, and a file whose bytes do not match the digest its skill lists is
+//! refused while the rest of that skill reads as ever.
+
+use serde_json::{Value, json};
+
+use crate::stateless::{post, request};
+use crate::support::{McpHttp, ServeProcess, backend_script, run_node_suite};
+use crate::ui::{NODE_LIMIT, browser_suite};
+
+fn config() -> String {
+    let script = backend_script("skills_server.py")
+        .to_string_lossy()
+        .into_owned();
+    let entry = |name: &str, args: &[&str]| {
+        let mut all = vec![script.as_str(), "--server", name];
+        all.extend(args);
+        format!("[servers.{name}]\ncommand = \"python3\"\nargs = {all:?}\n\n")
+    };
+    [
+        entry(
+            "alpha",
+            &[
+                "--skill",
+                "pdf-processing",
+                "--skill",
+                "shared-notes",
+                "--list-resources",
+            ],
+        ),
+        entry(
+            "beta",
+            &[
+                "--skill",
+                "shared-notes",
+                "--skill",
+                "git-hygiene",
+                "--tamper",
+                "git-hygiene",
+            ],
+        ),
+    ]
+    .concat()
+}
+
+/// The answer to `method` with `params` in `session`: its result, or its error.
+async fn ask(mcp: &McpHttp, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let reply = mcp
+        .post(Some(session), body.to_string())
+        .await
+        .expect("an answer");
+    let messages = reply.messages().expect("JSON-RPC messages");
+    messages
+        .into_iter()
+        .find(|message| message["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {method}"))
+}
+
+fn uris(list: &Value) -> Vec<&str> {
+    list["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|entry| entry["uri"].as_str().expect("a uri"))
+        .collect()
+}
+
+const MERGED: [&str; 4] = [
+    "skill://pdf-processing/SKILL.md",
+    "skill://alpha/shared-notes/SKILL.md",
+    "skill://beta/shared-notes/SKILL.md",
+    "skill://git-hygiene/SKILL.md",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_from_two_servers_are_listed_got_and_read_in_the_session_era() {
+    let serve = ServeProcess::with_config(&config(), &["alpha", "beta"]);
+    let mcp = McpHttp::new(&serve.url());
+    let opening = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "skills editor", "version": "1"}}});
+    let reply = mcp
+        .post(None, opening.to_string())
+        .await
+        .expect("initialized");
+    let session = reply.session.clone().expect("a session");
+    let initialized = &reply.messages().expect("an answer")[0];
+    assert_eq!(
+        initialized["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"],
+        json!({}),
+        "{initialized}"
+    );
+
+    let list = ask(&mcp, &session, 1, "skills/list", json!({})).await;
+    assert_eq!(uris(&list["result"]), MERGED, "{list}");
+    let beta_notes = &list["result"]["skills"][2];
+    assert_eq!(
+        beta_notes["frontmatter"]["name"], "shared-notes",
+        "the name is kept"
+    );
+    assert_eq!(
+        beta_notes["frontmatter"]["description"],
+        "The shared-notes skill of beta"
+    );
+    assert_eq!(
+        beta_notes["resources"][1]["uri"],
+        "skill://beta/shared-notes/references/GUIDE.md"
+    );
+    assert!(
+        beta_notes["resources"][1]["digest"]
+            .as_str()
+            .is_some_and(|digest| digest.starts_with("sha256:"))
+    );
+
+    let got = ask(&mcp, &session, 2, "skills/get", json!({"uri": MERGED[1]})).await;
+    assert_eq!(
+        got["result"]["skill"]["frontmatter"]["description"],
+        "The shared-notes skill of alpha"
+    );
+    let unknown = ask(
+        &mcp,
+        &session,
+        3,
+        "skills/get",
+        json!({"uri": "skill://shared-notes/SKILL.md"}),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    // Each file from the server that has it, said to be where the editor asked.
+    for (id, uri, says) in [
+        (
+            4,
+            "skill://alpha/shared-notes/SKILL.md",
+            "description: The shared-notes skill of alpha",
+        ),
+        (
+            5,
+            "skill://beta/shared-notes/references/GUIDE.md",
+            "How beta does shared-notes.",
+        ),
+        (6, "skill://pdf-processing/SKILL.md", "name: pdf-processing"),
+        (
+            7,
+            "skill://git-hygiene/references/GUIDE.md",
+            "How beta does git-hygiene.",
+        ),
+    ] {
+        let read = ask(&mcp, &session, id, "resources/read", json!({"uri": uri})).await;
+        let content = &read["result"]["contents"][0];
+        assert_eq!(content["uri"], uri, "{read}");
+        assert!(
+            content["text"]
+                .as_str()
+                .is_some_and(|text| text.contains(says)),
+            "{read}"
+        );
+    }
+    // beta serves git-hygiene's SKILL.md with other bytes than its listing's digest.
+    let tampered = ask(
+        &mcp,
+        &session,
+        8,
+        "resources/read",
+        json!({"uri": MERGED[3]}),
+    )
+    .await;
+    let said = tampered["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("is not passed on") && said.contains("not to the sha256:"),
+        "{tampered}"
+    );
+
+    // What alpha lists as resources is renamed with its skill.
+    let resources = mcp.result(&session, 9, "resources/list", json!({})).await;
+    let listed: Vec<&str> = resources["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|resource| resource["uri"].as_str())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "skill://pdf-processing/SKILL.md",
+            "skill://alpha/shared-notes/SKILL.md"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_are_listed_got_and_read_by_an_editor_of_2026_07_28() {
+    let serve = ServeProcess::with_config(&config(), &["alpha", "beta"]);
+    let discovered = post(
+        &serve,
+        &request(1, "server/discover", json!({}), json!({})),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        discovered.last()["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"],
+        json!({}),
+        "{:?}",
+        discovered.last()
+    );
+    let list = post(
+        &serve,
+        &request(2, "skills/list", json!({}), json!({})),
+        &[],
+    )
+    .await;
+    let result = &list.last()["result"];
+    assert_eq!(uris(result), MERGED, "{result}");
+    assert_eq!(result["resultType"], "complete");
+    let got = post(
+        &serve,
+        &request(3, "skills/get", json!({"uri": MERGED[2]}), json!({})),
+        &[],
+    )
+    .await;
+    let got = &got.last()["result"];
+    assert_eq!(got["skill"]["uri"], MERGED[2], "{got}");
+    assert!(
+        got["ttlMs"].is_number() && got["cacheScope"].is_string(),
+        "{got}"
+    );
+    let uri = "skill://beta/shared-notes/SKILL.md";
+    let read = post(
+        &serve,
+        &request(4, "resources/read", json!({"uri": uri}), json!({})),
+        &[],
+    )
+    .await;
+    let content = &read.last()["result"]["contents"][0];
+    assert_eq!(content["uri"], uri);
+    assert!(
+        content["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("skill of beta")),
+        "{content}"
+    );
+}
+
+#[test]
+fn the_server_page_shows_its_skills_in_a_real_browser() {
+    let serve = ServeProcess::with_config(&config(), &["alpha", "beta"]);
+    let node = browser_suite("skills.test.mjs", &serve);
+    run_node_suite(node, NODE_LIMIT, &|| serve.log());
+}
