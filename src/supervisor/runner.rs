@@ -249,6 +249,106 @@ impl PackageRun {
     }
 }
 
+impl PackageRun {
+    /// The version of the package the runner runs: the one its command line pins exactly
+    /// (`pkg@1.2.3`, `pkg==1.2.3`), else what the runner resolved, read from the running server
+    /// `pid`'s process tree: for npm's runners the `package.json` of the package in the
+    /// `node_modules` its child's `PATH` starts with, for uv and pipx the `.dist-info` of the
+    /// environment its interpreter runs from. `None` when neither tells.
+    pub fn version(&self, pid: u32) -> Option<String> {
+        if let Some(pinned) = pinned_version(&self.package) {
+            return Some(pinned.to_owned());
+        }
+        let name = package_name(&self.package);
+        let mut processes = vec![pid];
+        for _ in 0..3 {
+            let mut next = Vec::new();
+            for process in &processes {
+                if let Some(version) = installed_version(*process, name) {
+                    return Some(version);
+                }
+                next.extend(inspect::children(*process).unwrap_or_default());
+            }
+            processes = next;
+        }
+        None
+    }
+}
+
+/// The exact version a package spec pins: `@scope/name@1.2.3` or `name==1.2.3`.
+fn pinned_version(spec: &str) -> Option<&str> {
+    let version = match spec.split_once("==") {
+        Some((_, version)) => version,
+        None => &spec[spec.get(1..)?.rfind('@')? + 2..],
+    };
+    let exact = version.starts_with(|c: char| c.is_ascii_digit())
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+    exact.then_some(version)
+}
+
+/// A package spec's name, without its version.
+fn package_name(spec: &str) -> &str {
+    if let Some((name, _)) = spec.split_once(['=', '<', '>', '~', '!']) {
+        return name;
+    }
+    match spec.get(1..).and_then(|rest| rest.rfind('@')) {
+        Some(index) => &spec[..index + 1],
+        None => spec,
+    }
+}
+
+/// The version of `name` as installed where the process `pid` runs it from.
+fn installed_version(pid: u32, name: &str) -> Option<String> {
+    let environment = inspect::environment(pid).unwrap_or_default();
+    let path = environment.iter().find_map(|entry| {
+        entry
+            .strip_prefix("PATH=")
+            .or_else(|| entry.strip_prefix("Path="))
+    });
+    if let Some(path) = path {
+        for folder in std::env::split_paths(path) {
+            let Some(modules) = node_modules_of(&folder) else {
+                continue;
+            };
+            let manifest = modules.join(name).join("package.json");
+            if let Ok(bytes) = std::fs::read(&manifest) {
+                let version = serde_json::from_slice::<serde_json::Value>(&bytes).ok()?;
+                return version.get("version")?.as_str().map(str::to_owned);
+            }
+        }
+    }
+    let program = inspect::command_line(pid)?.into_iter().next()?;
+    let root = std::path::Path::new(&program).parent()?.parent()?;
+    let wanted = name.to_ascii_lowercase().replace(['-', '.'], "_");
+    // `lib/pythonX.Y/site-packages` on Unix, `Lib/site-packages` on Windows.
+    let sites = std::fs::read_dir(root.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| python.path().join("site-packages"))
+        .chain(std::iter::once(root.join("Lib").join("site-packages")));
+    for site in sites {
+        for entry in std::fs::read_dir(&site).into_iter().flatten().flatten() {
+            let file = entry.file_name().to_string_lossy().to_ascii_lowercase();
+            if let Some(stem) = file.strip_suffix(".dist-info")
+                && let Some((dist, version)) = stem.rsplit_once('-')
+                && dist.replace('.', "_") == wanted
+            {
+                return Some(version.to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// `…/node_modules/.bin` as its `node_modules`.
+fn node_modules_of(folder: &std::path::Path) -> Option<&std::path::Path> {
+    let parent = folder.parent()?;
+    (folder.file_name()? == ".bin" && parent.file_name()? == "node_modules").then_some(parent)
+}
+
 /// Whether a runner's child is the server: neither a package's install script nor a process
 /// that has already exited.
 fn runs_server(child: u32) -> bool {

@@ -224,6 +224,9 @@ pub struct BackendStatus {
     /// For a remote server, the HTTP transport of its link: as the config sets it, and once a
     /// link is ready, the one it speaks. `None` for a local server.
     pub transport: Option<RemoteTransport>,
+    /// The version of the package a runner (`npx`, `uvx`…) runs, as its command pins it or the
+    /// runner resolved it; kept from the last start.
+    pub version: Option<String>,
 }
 
 impl BackendStatus {
@@ -241,6 +244,7 @@ impl BackendStatus {
             server: None,
             catalog: Arc::default(),
             transport: None,
+            version: None,
         }
     }
 

@@ -133,6 +133,8 @@ pub(super) struct BackendTask {
     restarts: u32,
     history: Vec<HistoryEntry>,
     last_error: Option<String>,
+    /// The version of the package a runner runs, read when it was last ready.
+    version: Option<String>,
     server: Option<Arc<ServerDescription>>,
     catalog: Arc<Catalog>,
     /// Callers of `start` waiting for the current start attempt.
@@ -199,6 +201,7 @@ impl BackendTask {
             restarts: 0,
             history: Vec::new(),
             last_error: None,
+            version: None,
             server: None,
             catalog: Arc::default(),
             start_waiters: Vec::new(),
@@ -580,6 +583,7 @@ impl BackendTask {
             server: self.server.clone(),
             catalog: self.catalog.clone(),
             transport,
+            version: self.version.clone(),
         };
         self.status.send_replace(status);
         self.changes.send_replace(());

@@ -175,6 +175,8 @@ pub(super) struct Overview<'a> {
     /// For a remote server, the HTTP transport of its link (`auto` until a link settles it);
     /// `null` for a local server.
     pub(super) transport: Option<RemoteTransport>,
+    /// The version of the package its runner runs (`npx`, `uvx`…), pinned or resolved.
+    pub(super) version: Option<&'a str>,
 }
 
 /// The newest history entry, without its output tail.
@@ -224,6 +226,7 @@ impl<'a> Overview<'a> {
             actions: status.actions(),
             failing: status.state.is_failing(),
             transport: status.transport,
+            version: status.version.as_deref(),
         }
     }
 }

@@ -419,6 +419,10 @@ impl BackendTask {
             tracing::warn!("{note}");
         }
         self.last_error = (!handshake.notes.is_empty()).then(|| handshake.notes.join("; "));
+        if let (Launch::Process(process), Some(pid)) = (&self.config.launch, pid) {
+            self.version = runner::package_run(&process.command, &process.args)
+                .and_then(|run| run.version(pid));
+        }
         let running = Running {
             link: spawned.link,
             connection: spawned.connection.clone(),
