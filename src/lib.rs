@@ -21,6 +21,7 @@ pub(crate) mod guard;
 pub mod hex;
 pub mod hub;
 pub mod platform;
+pub mod registry;
 pub mod secrets;
 pub mod supervisor;
 pub mod token;

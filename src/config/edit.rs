@@ -83,6 +83,236 @@ pub fn require_token(text: &str) -> Result<String, EditError> {
     Ok(document.to_string())
 }
 
+/// The file `text` with a server `name` added at its end (`[servers.NAME]` in TOML, under
+/// `comment`; the last key of `"mcpServers"` in JSON, which has no comments). `entry`'s values
+/// are strings, lists of strings and tables of strings. Every byte before it stays as it was.
+pub fn add_server(
+    text: &str,
+    format: Format,
+    name: &str,
+    entry: &serde_json::Map<String, serde_json::Value>,
+    comment: &str,
+) -> Result<String, EditError> {
+    match format {
+        Format::Toml => {
+            text.parse::<DocumentMut>().map_err(|error| {
+                EditError::Shape(format!("the config file is not valid TOML: {error}"))
+            })?;
+            let mut table = Table::new();
+            let prefix: String = comment.lines().map(|line| format!("# {line}\n")).collect();
+            table.decor_mut().set_prefix(format!("\n{prefix}"));
+            for (key, value) in entry {
+                table.insert(key, Item::Value(toml_value(value)));
+            }
+            let mut servers = Table::new();
+            servers.set_implicit(true);
+            servers.insert(name, Item::Table(table));
+            let mut document = DocumentMut::new();
+            document.insert("servers", Item::Table(servers));
+            let addition = document.to_string();
+            let crlf = text.contains("\r\n");
+            let mut out = text.to_owned();
+            let addition = if out.trim().is_empty() {
+                out.clear();
+                addition.trim_start_matches('\n').to_owned()
+            } else {
+                if !out.ends_with('\n') {
+                    out.push_str(if crlf { "\r\n" } else { "\n" });
+                }
+                addition
+            };
+            match crlf {
+                true => out.push_str(&addition.replace('\n', "\r\n")),
+                false => out.push_str(&addition),
+            }
+            Ok(out)
+        }
+        Format::Json => {
+            let source = if text.trim().is_empty() { "{}" } else { text };
+            let root = CstRootNode::parse(source, &ParseOptions::default()).map_err(|error| {
+                EditError::Shape(format!("the config file is not valid JSON: {error}"))
+            })?;
+            let servers = root
+                .object_value_or_create()
+                .and_then(|top| top.object_value_or_create("mcpServers"))
+                .ok_or_else(|| EditError::Shape("\"mcpServers\" must be an object".to_owned()))?;
+            servers.append(name, json_input(&serde_json::Value::Object(entry.clone())));
+            Ok(root.to_string())
+        }
+    }
+}
+
+/// The file `text` without the server `name` (and in TOML the comments above its table), nor
+/// its name in any profile's `servers`.
+pub fn remove_server(text: &str, format: Format, name: &str) -> Result<String, EditError> {
+    let missing = || EditError::Shape(format!("the config has no server `{name}`"));
+    match format {
+        Format::Toml => {
+            let mut document: DocumentMut = text.parse().map_err(|error| {
+                EditError::Shape(format!("the config file is not valid TOML: {error}"))
+            })?;
+            document
+                .get_mut("servers")
+                .and_then(Item::as_table_like_mut)
+                .and_then(|servers| servers.remove(name))
+                .ok_or_else(missing)?;
+            if let Some(profiles) = document
+                .get_mut("profiles")
+                .and_then(Item::as_table_like_mut)
+            {
+                for (_, profile) in profiles.iter_mut() {
+                    if let Some(servers) = profile
+                        .as_table_like_mut()
+                        .and_then(|profile| profile.get_mut("servers"))
+                        .and_then(Item::as_array_mut)
+                    {
+                        servers.retain(|value| value.as_str() != Some(name));
+                    }
+                }
+            }
+            Ok(with_line_ends_of(text, document.to_string()))
+        }
+        Format::Json => {
+            let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|error| {
+                EditError::Shape(format!("the config file is not valid JSON: {error}"))
+            })?;
+            let top = root.object_value().ok_or_else(missing)?;
+            let property = top
+                .object_value("mcpServers")
+                .and_then(|servers| servers.get(name))
+                .ok_or_else(missing)?;
+            property.remove();
+            if let Some(profiles) = top.object_value("profiles") {
+                for profile in profiles.properties() {
+                    if let Some(object) = profile.object_value() {
+                        JsonLists(object).remove("servers", &[name])?;
+                    }
+                }
+            }
+            Ok(root.to_string())
+        }
+    }
+}
+
+/// The file `text` with argument `index` of server `name` set to `value`, and its `registry`
+/// set to `registry` when given.
+pub fn set_server_arg(
+    text: &str,
+    format: Format,
+    name: &str,
+    index: usize,
+    value: &str,
+    registry: Option<&str>,
+) -> Result<String, EditError> {
+    let missing = || EditError::Shape(format!("server `{name}` has no argument {index}"));
+    match format {
+        Format::Toml => {
+            let mut document: DocumentMut = text.parse().map_err(|error| {
+                EditError::Shape(format!("the config file is not valid TOML: {error}"))
+            })?;
+            let server = document
+                .get_mut("servers")
+                .and_then(Item::as_table_like_mut)
+                .and_then(|servers| servers.get_mut(name))
+                .and_then(Item::as_table_like_mut)
+                .ok_or_else(missing)?;
+            let args = server
+                .get_mut("args")
+                .and_then(Item::as_array_mut)
+                .ok_or_else(missing)?;
+            let old = args.get(index).ok_or_else(missing)?.decor().clone();
+            let mut new = Value::from(value);
+            *new.decor_mut() = old;
+            args.replace_formatted(index, new);
+            if let Some(registry) = registry
+                && let Some(item) = server.get_mut("registry")
+            {
+                let decor = item.as_value().map(|v| v.decor().clone());
+                let mut new = Value::from(registry);
+                if let Some(decor) = decor {
+                    *new.decor_mut() = decor;
+                }
+                *item = Item::Value(new);
+            }
+            Ok(with_line_ends_of(text, document.to_string()))
+        }
+        Format::Json => {
+            let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|error| {
+                EditError::Shape(format!("the config file is not valid JSON: {error}"))
+            })?;
+            let server = root
+                .object_value()
+                .and_then(|top| top.object_value("mcpServers"))
+                .and_then(|servers| servers.object_value(name))
+                .ok_or_else(missing)?;
+            let property = server.get("args").ok_or_else(missing)?;
+            let mut args: Vec<CstInputValue> = property
+                .array_value()
+                .ok_or_else(missing)?
+                .elements()
+                .iter()
+                .map(|element| match element.to_serde_value() {
+                    Some(serde_json::Value::String(text)) => CstInputValue::String(text),
+                    _ => CstInputValue::Null,
+                })
+                .collect();
+            *args.get_mut(index).ok_or_else(missing)? = CstInputValue::String(value.to_owned());
+            // Rebuilt rather than cut, as `JsonLists::remove` does.
+            property.set_value(CstInputValue::Array(args));
+            if let (Some(registry), Some(property)) = (registry, server.get("registry")) {
+                property.set_value(CstInputValue::String(registry.to_owned()));
+            }
+            Ok(root.to_string())
+        }
+    }
+}
+
+/// `edited` in the line ends of `original` (`toml_edit` writes every line end as `\n`).
+fn with_line_ends_of(original: &str, edited: String) -> String {
+    match original.contains("\r\n") {
+        true => edited.replace("\r\n", "\n").replace('\n', "\r\n"),
+        false => edited,
+    }
+}
+
+fn toml_value(value: &serde_json::Value) -> Value {
+    match value {
+        serde_json::Value::Array(items) => Value::Array(items.iter().map(toml_value).collect()),
+        serde_json::Value::Object(map) => {
+            let mut table = toml_edit::InlineTable::new();
+            for (key, value) in map {
+                table.insert(key, toml_value(value));
+            }
+            Value::InlineTable(table)
+        }
+        serde_json::Value::Bool(flag) => Value::from(*flag),
+        other => Value::from(
+            other
+                .as_str()
+                .map_or_else(|| other.to_string(), str::to_owned),
+        ),
+    }
+}
+
+fn json_input(value: &serde_json::Value) -> CstInputValue {
+    match value {
+        serde_json::Value::Array(items) => {
+            CstInputValue::Array(items.iter().map(json_input).collect())
+        }
+        serde_json::Value::Object(map) => CstInputValue::Object(
+            map.iter()
+                .map(|(key, value)| (key.clone(), json_input(value)))
+                .collect(),
+        ),
+        serde_json::Value::Bool(flag) => CstInputValue::Bool(*flag),
+        other => CstInputValue::String(
+            other
+                .as_str()
+                .map_or_else(|| other.to_string(), str::to_owned),
+        ),
+    }
+}
+
 /// The string lists of one profile (`servers`, `tools`, `exclude_tools`), in either format.
 trait Lists {
     /// The strings of the list `key`; `None` if the profile has no such list.

@@ -21,6 +21,7 @@ mod report;
 mod sandbox;
 mod server;
 mod settings;
+pub use settings::{DEFAULT_SOURCES, RegistrySettings};
 mod tree;
 mod values;
 
@@ -95,6 +96,8 @@ pub struct Config {
     pub activity: ActivitySettings,
     /// The `[security]` table: how tools are trusted.
     pub security: SecuritySettings,
+    /// The `[registry]` table: where servers are found and how added ones start.
+    pub registry: RegistrySettings,
     /// Valid profiles, in file order; the default one first unless the file describes it.
     pub profiles: Vec<Profile>,
     /// The keychain's values that `${secret:NAME}` references put into the config.
@@ -513,6 +516,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         desktop,
         activity,
         security,
+        registry,
         profiles,
     } = match format {
         Format::Toml => toml_sections(text, &mut reporter),
@@ -544,6 +548,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         Some(entry) => settings::read_security(&mut reporter, &entry),
         None => SecuritySettings::default(),
     };
+    let registry = match registry {
+        Some(entry) => settings::read_registry(&mut reporter, &entry),
+        None => RegistrySettings::default(),
+    };
     let profiles = profile::read_profiles(&mut reporter, format, profiles.as_ref(), &backends);
     Ok(Config {
         path: path.to_path_buf(),
@@ -552,6 +560,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         desktop,
         activity,
         security,
+        registry,
         profiles,
         secrets: SecretValues(reader::take_secrets_read()),
         diagnostics: reporter.into_diagnostics(),
@@ -590,6 +599,7 @@ struct Sections {
     desktop: Option<Entry>,
     activity: Option<Entry>,
     security: Option<Entry>,
+    registry: Option<Entry>,
     profiles: Option<Entry>,
 }
 
@@ -626,6 +636,10 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
                 sections.security = Some(entry);
                 continue;
             }
+            "registry" => {
+                sections.registry = Some(entry);
+                continue;
+            }
             "profiles" => {
                 sections.profiles = Some(entry);
                 continue;
@@ -644,8 +658,8 @@ fn toml_sections(text: &str, reporter: &mut Reporter<'_>) -> Sections {
                 key,
                 format!(
                     "unknown top-level field `{key}`; the file holds only [servers.NAME] \
-                     and [profiles.NAME] sections, and [endpoint], [desktop], [activity] \
-                     and [security] tables"
+                     and [profiles.NAME] sections, and [endpoint], [desktop], [activity], \
+                     [security] and [registry] tables"
                 ),
             ),
         }

@@ -44,6 +44,7 @@ const SERVER_FIELDS: &[&str] = &[
     "confirm_destructive",
     "confirm_timeout",
     "ask",
+    "registry",
 ];
 
 const RESTART_FIELDS: &[&str] = &[
@@ -184,6 +185,11 @@ impl Reader<'_, '_> {
                 }
                 "protocol" => set(&mut backend.protocol, self.protocol(value, &field)),
                 "ask" => set(&mut backend.ask, self.ask(value, &field)),
+                // Where a server added from a registry came from (`NAME@VERSION`): read by the
+                // registry's commands, not by the engine.
+                "registry" => {
+                    self.string(value, &field);
+                }
                 key @ ("confirm" | "confirm_destructive" | "confirm_timeout") => {
                     self.confirm(key, value, &field, &mut backend.confirm);
                 }

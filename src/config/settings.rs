@@ -1,5 +1,6 @@
 //! The tables that are about Switchboard itself rather than one server: `[endpoint]`,
-//! `[desktop]`, `[activity]` and `[security]`; a setting with an error keeps its default.
+//! `[desktop]`, `[activity]`, `[security]` and `[registry]`; a setting with an error keeps its
+//! default.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -16,6 +17,7 @@ const ENDPOINT_FIELDS: &[&str] = &["listen", "token", "require_token", "max_body
 const DESKTOP_FIELDS: &[&str] = &["notify_crash_loop"];
 const ACTIVITY_FIELDS: &[&str] = &["enabled", "payloads", "max_age", "max_size"];
 const SECURITY_FIELDS: &[&str] = &["approve_new_tools"];
+const REGISTRY_FIELDS: &[&str] = &["sources", "review_added"];
 
 /// The endpoint the `[endpoint]` table describes; each setting with an error is reported and
 /// keeps its default, and so does everything if the entry is not a table.
@@ -94,6 +96,92 @@ pub(super) fn read_security(reporter: &mut Reporter<'_>, security: &Entry) -> Se
         }
     }
     settings
+}
+
+/// The sources a config without `[registry] sources` reads: the official registry, and
+/// GitHub's, which serves the same API.
+pub const DEFAULT_SOURCES: &[&str] = &[
+    "https://registry.modelcontextprotocol.io",
+    "https://api.mcp.github.com",
+];
+
+/// Where servers are found, and how one added from there starts: the `[registry]` table (TOML
+/// only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistrySettings {
+    /// Base URLs of the v0.1 registry API, searched in this order (then the built-in set).
+    pub sources: Vec<String>,
+    /// Whether what an added server offers first waits for review.
+    pub review_added: bool,
+}
+
+impl Default for RegistrySettings {
+    fn default() -> RegistrySettings {
+        RegistrySettings {
+            sources: DEFAULT_SOURCES
+                .iter()
+                .map(|url| (*url).to_owned())
+                .collect(),
+            review_added: true,
+        }
+    }
+}
+
+/// The `[registry]` table; a setting with an error keeps its default.
+pub(super) fn read_registry(reporter: &mut Reporter<'_>, registry: &Entry) -> RegistrySettings {
+    let mut reader = Reader {
+        reporter,
+        format: Format::Toml,
+        config_dir: Path::new(""),
+    };
+    let prefix = registry.key.as_str();
+    let mut settings = RegistrySettings::default();
+    let Some(entries) = reader.table(&registry.value, prefix) else {
+        return settings;
+    };
+    for entry in reader.unique_entries(entries, prefix) {
+        let field = format!("{prefix}.{}", entry.key);
+        match entry.key.as_str() {
+            "sources" => {
+                if let Some(urls) = reader.strings(&entry.value, &field) {
+                    match urls.iter().find(|url| !is_source_url(url)) {
+                        Some(bad) => reader.reporter.error(
+                            entry.value.offset,
+                            &field,
+                            format!(
+                                "{bad:?} is not a registry's base URL (https://HOST, or \
+                                 http://127.0.0.1:PORT for one on this machine)"
+                            ),
+                        ),
+                        None => {
+                            settings.sources = urls
+                                .into_iter()
+                                .map(|url| url.trim_end_matches('/').to_owned())
+                                .collect();
+                        }
+                    }
+                }
+            }
+            "review_added" => set(
+                &mut settings.review_added,
+                reader.boolean(&entry.value, &field),
+            ),
+            _ => reader.unknown_field(entry, &field, REGISTRY_FIELDS),
+        }
+    }
+    settings
+}
+
+/// Whether `url` can be a registry source: https, or http on this machine.
+fn is_source_url(url: &str) -> bool {
+    match url::Url::parse(url) {
+        Ok(parsed) => match parsed.scheme() {
+            "https" => parsed.host().is_some(),
+            "http" => matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")),
+            _ => false,
+        },
+        Err(_) => false,
+    }
 }
 
 impl Reader<'_, '_> {

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::unix_millis;
 use crate::config::{
-    self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig, Severity,
+    self, Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig, RegistrySettings,
+    Severity,
 };
 use crate::guard::EndpointToken;
 use crate::hub::Hub;
@@ -52,6 +53,9 @@ pub struct ConfigState {
     pub notes: Vec<String>,
     /// The desktop app's settings in effect.
     pub desktop: DesktopConfig,
+    /// Where servers are found, and whether added ones wait for review.
+    #[serde(skip)]
+    pub registry: RegistrySettings,
     /// The running backends' names in file order, which `/api/backends` follows.
     #[serde(skip)]
     pub backend_order: Vec<String>,
@@ -97,6 +101,7 @@ impl ConfigState {
             endpoint_open: config.endpoint_open_by_default(),
             notes: Vec::new(),
             desktop: config.desktop.clone(),
+            registry: config.registry.clone(),
             backend_order: config
                 .backends
                 .iter()

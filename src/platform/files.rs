@@ -67,6 +67,21 @@ fn made_private(file: File, path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Lets the owner run the file at `path` (a program unpacked from a bundle): 0700 on Unix;
+/// nothing on Windows, where whether a file runs is not a permission.
+pub fn make_executable(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(windows)]
+    {
+        let _ = path;
+        Ok(())
+    }
+}
+
 /// Creates `path`, which must not exist yet (not even as a symlink), for its owner only.
 pub fn create_new_private_file(path: &Path) -> io::Result<File> {
     let file = private_options(&mut OpenOptions::new())

@@ -17,7 +17,7 @@ pub mod status;
 
 mod handle;
 mod handshake;
-mod runner;
+pub(crate) mod runner;
 mod subscriptions;
 mod task;
 

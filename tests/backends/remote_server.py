@@ -5,7 +5,7 @@ protected resource of tests/auth/oidc_server.mjs.
 
     remote_server.py [--port N] [--transport streamable|sse] [--stateless] [--resumable]
                      [--auth ISSUER --introspection-client ID --introspection-secret SECRET]
-                     [--garbage html|hang]
+                     [--garbage html|hang] [--require-header NAME=VALUE]
 
 It listens on 127.0.0.1 (`--port 0`, the default, takes any free port) and, once it does,
 prints exactly one line on stdout, the URL to connect to, and nothing else there:
@@ -52,6 +52,11 @@ With --resumable:
 
 --garbage serves no MCP at all: every POST to /mcp answers 200 with a text/html page (`html`)
 or never answers (`hang`).
+
+--require-header NAME=VALUE answers 401 to every HTTP request (to /mcp, /sse, /messages/; the
+/.well-known/ metadata excepted) whose header NAME is missing or is not VALUE, before anything
+else looks at it, with a JSON body naming the header:
+    {"error": "missing_header" | "wrong_header", "header": NAME, "message": "..."}
 """
 
 import argparse
@@ -66,8 +71,9 @@ import httpx2
 import uvicorn
 from pydantic import BaseModel, Field
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -228,6 +234,24 @@ def garbage_app(kind: str) -> Starlette:
     return Starlette(routes=[Route("/mcp", answer, methods=["POST"])])
 
 
+class RequireHeader:
+    """ASGI middleware: 401 to an HTTP request without the header NAME set to VALUE."""
+
+    def __init__(self, app: Any, name: str, value: str):
+        self.app, self.name, self.value = app, name, value
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith("/.well-known/"):
+            got = Headers(scope=scope).get(self.name)
+            if got != self.value:
+                error = "missing_header" if got is None else "wrong_header"
+                message = f"header {self.name} is {'missing' if got is None else 'wrong'}"
+                body = {"error": error, "header": self.name, "message": message}
+                await JSONResponse(body, status_code=401)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="A remote MCP server for Switchboard's tests.")
     parser.add_argument("--port", type=int, default=0)
@@ -238,9 +262,12 @@ def main() -> None:
     parser.add_argument("--introspection-client", metavar="ID")
     parser.add_argument("--introspection-secret", metavar="SECRET")
     parser.add_argument("--garbage", choices=["html", "hang"])
+    parser.add_argument("--require-header", metavar="NAME=VALUE")
     args = parser.parse_args()
     if args.auth and not (args.introspection_client and args.introspection_secret):
         parser.error("--auth needs --introspection-client and --introspection-secret")
+    if args.require_header and "=" not in args.require_header:
+        parser.error("--require-header takes NAME=VALUE")
 
     # stdout carries only the ready line; uvicorn would print its access log there.
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -272,6 +299,9 @@ def main() -> None:
             app = server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=100)
         else:
             app = server.streamable_http_app(stateless_http=args.stateless, json_response=args.stateless)
+    if args.require_header:
+        name, value = args.require_header.split("=", 1)
+        app = RequireHeader(app, name, value)
 
     # The socket already listens: a client that connects now waits in the backlog.
     print(json.dumps({"url": url}), flush=True)

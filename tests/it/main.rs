@@ -24,6 +24,7 @@ mod parity;
 mod pins;
 mod profiles;
 mod questions;
+mod registry;
 mod reload;
 mod remote;
 mod sandbox;

@@ -558,7 +558,7 @@ fn a_wrong_top_level_structure_makes_the_file_invalid() {
     assert_eq!(
         diagnostics[0].message,
         "unknown top-level field `server`; the file holds only [servers.NAME] and [profiles.NAME] \
-         sections, and [endpoint], [desktop], [activity] and [security] tables"
+         sections, and [endpoint], [desktop], [activity], [security] and [registry] tables"
     );
 
     let diagnostics = invalid_diagnostics(parse(Path::new("config.toml"), "servers = 1\n"));
@@ -652,5 +652,33 @@ fn wrong_tool_settings_are_reported_at_their_values() {
             "expected a string, found an integer",
             "expected true or false, found a string",
         ]
+    );
+}
+
+#[test]
+fn the_registry_table_names_sources_and_whether_added_servers_wait() {
+    let defaults = parse_toml("");
+    assert_eq!(defaults.registry.sources, strings(DEFAULT_SOURCES));
+    assert!(defaults.registry.review_added);
+    let config = parse_toml(
+        "[registry]\nsources = [\"https://registry.example.com/\", \"http://127.0.0.1:9000\"]\n\
+         review_added = false\n\n[servers.a]\ncommand = \"sh\"\nregistry = \"io.github.a/b@1.0.0\"\n",
+    );
+    assert_eq!(
+        config.registry.sources,
+        strings(&["https://registry.example.com", "http://127.0.0.1:9000"])
+    );
+    assert!(!config.registry.review_added);
+    assert!(config.diagnostics.is_empty(), "{:?}", config.diagnostics);
+    let plain = parse_toml("[registry]\nsources = [\"http://registry.example.com\"]\n");
+    assert!(
+        message_of(&plain, "registry.sources").contains("is not a registry's base URL"),
+        "{:?}",
+        plain.diagnostics
+    );
+    assert_eq!(
+        plain.registry.sources,
+        strings(DEFAULT_SOURCES),
+        "an error keeps the default"
     );
 }

@@ -62,6 +62,7 @@ mod endpoint;
 mod events;
 mod profiles;
 mod questions;
+mod registry;
 mod review;
 mod secrets;
 mod sign_in;
@@ -77,7 +78,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post, put};
+use axum::routing::{any, delete, get, post, put};
 use serde::Serialize;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -289,6 +290,11 @@ pub fn router(state: ApiState) -> Router {
         .route("/api/attention", get(review::attention))
         .route("/api/pins", get(review::list))
         .route("/api/pins/{server}/approve", post(review::approve))
+        .route("/api/registry/search", get(registry::search))
+        .route("/api/registry/add", post(registry::add))
+        .route("/api/registry/installed", get(registry::installed))
+        .route("/api/registry/update/{server}", post(registry::update))
+        .route("/api/servers/{server}", delete(registry::remove))
         .route("/api/secrets", get(secrets::list))
         .route(
             "/api/secrets/{name}",

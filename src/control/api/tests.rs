@@ -43,6 +43,7 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
         endpoint: Default::default(),
         desktop: Default::default(),
         security: Default::default(),
+        registry: Default::default(),
         activity: Default::default(),
         secrets: Default::default(),
         profiles: Vec::new(),

@@ -275,6 +275,14 @@ impl Pin {
     }
 }
 
+/// Starts `server`'s pins in `dir` empty, so that everything it offers when it first runs is new
+/// to a server that has pins, and waits for review (a server added from a registry).
+pub fn start_empty(dir: &Path, server: &str) -> std::io::Result<()> {
+    crate::platform::files::create_private_dir(dir)?;
+    let text = serde_json::to_vec_pretty(&PinFile::current()).map_err(std::io::Error::other)?;
+    crate::atomic::write_private(&dir.join(format!("{server}.json")), &text)
+}
+
 struct ServerPins {
     /// The pins, or why the file cannot be read.
     pinned: Result<PinFile, String>,

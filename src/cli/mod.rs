@@ -1,11 +1,13 @@
 //! The `switchboard` command line: `serve`, `connect`, `check`, `import`, `install`, `move`,
-//! `reload`, `secret`, `demo-server`. The `switchboard` program runs [`main`]; so does the
+//! `reload`, `secret`, `search`, `add`, `update`, `remove`, `demo-server`. The `switchboard` program runs [`main`]; so does the
 //! desktop app when it is started with one of these commands, so that an installed app is the
 //! command too (an editor's entry names it with `connect`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+mod registry;
 
 use crate::app::{App, AppOptions};
 use crate::config;
@@ -139,6 +141,60 @@ enum Command {
         #[command(subcommand)]
         action: SecretAction,
     },
+    /// Find servers in the registry sources (`[registry] sources`, and the set built in).
+    Search {
+        /// Words to find in a server's name, title, description or package.
+        query: Vec<String>,
+        /// Only this source (a base URL of the v0.1 registry API, or `built-in`).
+        #[arg(long)]
+        source: Option<String>,
+        /// Read the sources again now, not from a cache younger than an hour.
+        #[arg(long)]
+        refresh: bool,
+        #[arg(long, env = crate::dirs::CONFIG_ENV)]
+        config: Option<PathBuf>,
+    },
+    /// Add a server from a registry entry, pinned to an exact version: NAME or NAME@VERSION.
+    /// What it asks for is prompted for (a secret goes to the keychain); its first tools wait
+    /// for review.
+    Add {
+        entry: String,
+        /// Only this source.
+        #[arg(long)]
+        source: Option<String>,
+        /// Its name in the config (by default the last part of the entry's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// A value the entry asks for, as KEY=VALUE (repeat for each).
+        #[arg(long = "input")]
+        inputs: Vec<String>,
+        /// Ask nothing: fail on a required input not given with --input.
+        #[arg(long)]
+        yes: bool,
+        #[arg(long, env = crate::dirs::CONFIG_ENV)]
+        config: Option<PathBuf>,
+    },
+    /// Move a server's pinned version to the newest its source lists (or --version).
+    Update {
+        server: String,
+        #[arg(long)]
+        version: Option<String>,
+        #[arg(long, env = crate::dirs::CONFIG_ENV)]
+        config: Option<PathBuf>,
+    },
+    /// Take a server out of the config, with its pins and cached tools; its secrets are offered
+    /// for deletion.
+    Remove {
+        server: String,
+        /// Delete the secrets it uses from the keychain, without asking.
+        #[arg(long, conflicts_with = "keep_secrets")]
+        delete_secrets: bool,
+        /// Keep the secrets it uses, without asking.
+        #[arg(long)]
+        keep_secrets: bool,
+        #[arg(long, env = crate::dirs::CONFIG_ENV)]
+        config: Option<PathBuf>,
+    },
     /// Run the built-in demo MCP server on stdio.
     DemoServer,
     #[command(name = "__guardian", hide = true)]
@@ -222,6 +278,45 @@ pub fn main() -> ExitCode {
         Command::Connect { config, profile } => connect(config, profile),
         Command::Reload => runtime::current_thread().block_on(reload()),
         Command::Secret { action } => secret(action),
+        Command::Search {
+            query,
+            source,
+            refresh,
+            config,
+        } => registry::search(&query, source, refresh, &config_path(config)),
+        Command::Add {
+            entry,
+            source,
+            name,
+            inputs,
+            yes,
+            config,
+        } => registry::add(registry::AddOptions {
+            entry,
+            source,
+            name,
+            inputs,
+            yes,
+            config: config_path(config),
+        }),
+        Command::Update {
+            server,
+            version,
+            config,
+        } => registry::update(&server, version, &config_path(config)),
+        Command::Remove {
+            server,
+            delete_secrets,
+            keep_secrets,
+            config,
+        } => {
+            let choice = match (delete_secrets, keep_secrets) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            registry::remove(&server, choice, &config_path(config))
+        }
         Command::DemoServer => runtime::multi_thread()
             .block_on(crate::demo::run())
             .map(|()| ExitCode::SUCCESS),
@@ -334,19 +429,28 @@ fn secret(action: SecretAction) -> anyhow::Result<ExitCode> {
     }
     // A running Switchboard reads secrets when it reads its config: make it read it now, so
     // that the servers using this secret restart with its new value.
-    let runtime_dir = crate::dirs::runtime_dir();
-    if crate::control::instance::Instance::path(&runtime_dir).exists() {
-        let reloaded =
-            runtime::current_thread().block_on(crate::control::client::reload(&runtime_dir));
-        match reloaded {
-            Ok(crate::control::reload::ReloadOutcome::Applied { report, .. }) => {
-                eprintln!("Switchboard reloaded its config: {report}");
-            }
-            Ok(_) => eprintln!("Switchboard's config has errors; run `switchboard check`"),
-            Err(error) => eprintln!("Switchboard was not told: {error:#}"),
-        }
-    }
+    tell_running_instance();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Makes a running Switchboard read its config now, and says what it did.
+fn tell_running_instance() {
+    let runtime_dir = crate::dirs::runtime_dir();
+    if !crate::control::instance::Instance::path(&runtime_dir).exists() {
+        return;
+    }
+    let reloaded = runtime::current_thread().block_on(crate::control::client::reload(&runtime_dir));
+    match reloaded {
+        Ok(crate::control::reload::ReloadOutcome::Applied { report, .. }) => {
+            eprintln!("Switchboard reloaded its config: {report}");
+        }
+        Ok(_) => eprintln!("Switchboard's config has errors; run `switchboard check`"),
+        Err(error) => eprintln!("Switchboard was not told: {error:#}"),
+    }
+}
+
+fn config_path(config: Option<PathBuf>) -> PathBuf {
+    config.unwrap_or_else(crate::dirs::default_config_path)
 }
 
 fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {

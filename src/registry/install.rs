@@ -1,0 +1,691 @@
+//! A registry's server added to the config, updated to another version, or removed.
+//!
+//! Adding: the entry is found in the sources (the version asked for, else the newest), worked
+//! out (`plan.rs`), its package's ownership checked (`verify.rs`), an MCPB bundle downloaded
+//! and checked against its digest, secret inputs kept in the keychain, the server's pins started
+//! empty so that everything it offers first waits for review (unless `[registry] review_added`
+//! is off), and its entry appended to the config under comments that say where it came from.
+//! The config's watcher then starts it. Removing takes out the entry, its pins, its cached
+//! catalog and bundle, and the secrets the person chooses.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::entry::{Record, Status};
+use super::plan::{self, Derived, Launch, PlanError};
+use super::{Loaded, Refresh, Registry, source};
+use crate::config::{self, Format};
+
+/// What to add.
+pub struct AddRequest<'a> {
+    pub name: &'a str,
+    pub version: Option<&'a str>,
+    /// Only this source (a base URL, or `built-in`).
+    pub source: Option<&'a str>,
+    /// The server's name in the config; made from the entry's name when `None`.
+    pub server: Option<&'a str>,
+    pub inputs: BTreeMap<String, String>,
+    pub config_path: &'a Path,
+    pub data_dir: &'a Path,
+    /// Whether what the server offers first waits for review.
+    pub review: bool,
+}
+
+/// A server added.
+#[derive(Debug, Clone, Serialize)]
+pub struct Added {
+    pub server: String,
+    pub entry: String,
+    pub version: String,
+    /// What runs (the command line) or is reached (the URL), as the config writes it.
+    pub command: String,
+    /// Whether its first tools wait for review.
+    pub held: bool,
+    /// Secrets it keeps in the keychain.
+    pub secrets: Vec<String>,
+    /// Worth telling: a deprecated entry, an ownership not checked.
+    pub notes: Vec<String>,
+}
+
+/// Why something could not be done; each names what to do about it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum InstallError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    NotInstallable(String),
+    #[error("{} required: {}", if .0.len() == 1 { "an input is" } else { "inputs are" }, .0.join(", "))]
+    MissingInputs(Vec<String>),
+    #[error("{0}")]
+    NameTaken(String),
+    #[error("{0}")]
+    Source(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Write(String),
+}
+
+impl From<PlanError> for InstallError {
+    fn from(error: PlanError) -> InstallError {
+        match error {
+            PlanError::NotInstallable(reason) => InstallError::NotInstallable(reason),
+            PlanError::MissingInputs(keys) => InstallError::MissingInputs(keys),
+        }
+    }
+}
+
+/// The entry `name` (at `version`): from the sources' caches, else asked of each source.
+pub async fn find_entry(
+    registry: &Registry,
+    name: &str,
+    version: Option<&str>,
+    only: Option<&str>,
+) -> Result<Record, InstallError> {
+    let loaded = registry.load(only, Refresh::IfStale).await;
+    if let Some((_, record)) = loaded.find(name, version) {
+        return Ok(record.clone());
+    }
+    let client = source::client();
+    let mut failures = Vec::new();
+    for report in &loaded.reports {
+        if report.url == source::BUILT_IN {
+            continue;
+        }
+        match source::fetch_version(&client, &report.url, name, version.unwrap_or("latest")).await {
+            Ok(record) if record.status() != Status::Deleted => return Ok(record),
+            Ok(_) => failures.push(format!("{}: taken down (deleted)", report.url)),
+            Err(error) => failures.push(error),
+        }
+    }
+    let what = match version {
+        Some(version) => format!("{name}@{version}"),
+        None => name.to_owned(),
+    };
+    Err(InstallError::NotFound(match failures.is_empty() {
+        true => format!("no source lists {what}"),
+        false => format!("no source lists {what} ({})", failures.join("; ")),
+    }))
+}
+
+/// Adds the entry `request` names to the config.
+pub async fn add(registry: &Registry, request: AddRequest<'_>) -> Result<Added, InstallError> {
+    if let Some(version) = request.version
+        && !super::entry::is_exact_version(version)
+    {
+        return Err(InstallError::NotInstallable(format!(
+            "{version:?} is not an exact version: name one release (as `search` shows), or none \
+             for the newest"
+        )));
+    }
+    let record = find_entry(registry, request.name, request.version, request.source).await?;
+    let mut notes = Vec::new();
+    if record.status() == Status::Deprecated {
+        notes.push(format!(
+            "the entry is deprecated{}",
+            record
+                .status_message()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        ));
+    }
+    let choice = plan::choose(&record.server).map_err(InstallError::NotInstallable)?;
+    let text = read_config(request.config_path)?;
+    let format = Format::of(request.config_path);
+    let taken = server_names(&text, format)?;
+    let server = match request.server {
+        Some(server) => server.to_owned(),
+        None => default_server_name(&record.server.name),
+    };
+    if !valid_server_name(&server) {
+        return Err(InstallError::Refused(format!(
+            "{server:?} cannot name a server: use letters, digits, `_` and `-`"
+        )));
+    }
+    if taken.iter().any(|name| name.eq_ignore_ascii_case(&server)) {
+        return Err(InstallError::NameTaken(format!(
+            "a server named `{server}` exists already; give another name"
+        )));
+    }
+    let values = plan::Values {
+        given: &request.inputs,
+        server: &server,
+    };
+    let mut derived = plan::derive(&record.server, choice, &values)?;
+    if let Some((kind, identifier)) = &derived.package {
+        match super::verify::check(kind, identifier, &derived.version, &record.server.name)
+            .await
+            .map_err(InstallError::Refused)?
+        {
+            super::verify::Ownership::Proved => {}
+            super::verify::Ownership::NotChecked(why) => {
+                notes.push(format!("whose package it is was not checked: {why}"));
+            }
+        }
+    }
+    if let Launch::Bundle { url, sha256 } = &derived.launch {
+        derived.launch =
+            super::bundle::unpack(url, sha256, &request.data_dir.join("bundles"), &server)
+                .await
+                .map_err(InstallError::Refused)?;
+    }
+    let secrets: Vec<String> = derived
+        .secrets
+        .iter()
+        .map(|(name, _)| name.clone())
+        .collect();
+    let merged = with_server(&text, format, &server, &record, &derived)?;
+    let checked = config::parse(request.config_path, &merged).map_err(|error| {
+        InstallError::Write(format!(
+            "adding it would make the config unusable; nothing is written:\n{error}"
+        ))
+    })?;
+    // What `check` would say of it (a runner that is not installed, say), but for its secrets,
+    // which are not in the keychain until the config is written.
+    let field = format!("{}.{server}", format.servers_key());
+    notes.extend(
+        checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.field == field || d.field.starts_with(&format!("{field}.")))
+            .filter(|d| !d.message.contains("is not in the keychain"))
+            .map(|d| format!("{}: {}", d.severity, d.message)),
+    );
+    // The keychain first: a config naming secrets that are not there would not run.
+    let kept = derived.secrets.clone();
+    tokio::task::spawn_blocking(move || {
+        let keychain = crate::secrets::Keychain::secrets();
+        kept.iter()
+            .try_for_each(|(name, value)| keychain.set(name, value))
+    })
+    .await
+    .map_err(|error| InstallError::Write(error.to_string()))?
+    .map_err(|error| InstallError::Write(format!("cannot keep its secrets: {error}")))?;
+    if request.review {
+        crate::hub::pins::start_empty(&request.data_dir.join("pins"), &server)
+            .map_err(|error| InstallError::Write(format!("cannot start its pins: {error}")))?;
+    }
+    crate::atomic::write_keeping_permissions(request.config_path, merged.as_bytes()).map_err(
+        |error| {
+            InstallError::Write(format!(
+                "cannot write {}: {error}",
+                request.config_path.display()
+            ))
+        },
+    )?;
+    Ok(Added {
+        server,
+        entry: record.server.name.clone(),
+        version: derived.version.clone(),
+        command: summary(&derived.launch),
+        held: request.review,
+        secrets,
+        notes,
+    })
+}
+
+/// The config's text, or what a new config starts as.
+fn read_config(path: &Path) -> Result<String, InstallError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(error) => Err(InstallError::Write(format!(
+            "cannot read {}: {error}",
+            path.display()
+        ))),
+    }
+}
+
+/// The names of the config's servers.
+fn server_names(text: &str, format: Format) -> Result<Vec<String>, InstallError> {
+    Ok(entries(text, format)?.into_keys().collect())
+}
+
+/// Each server's entry as JSON, by name.
+fn entries(
+    text: &str,
+    format: Format,
+) -> Result<BTreeMap<String, serde_json::Value>, InstallError> {
+    let unreadable =
+        |error: String| InstallError::Write(format!("the config cannot be read: {error}"));
+    let servers = match format {
+        Format::Toml => {
+            let value: toml::Table = toml::from_str(text).map_err(|e| unreadable(e.to_string()))?;
+            serde_json::to_value(
+                value
+                    .get("servers")
+                    .cloned()
+                    .unwrap_or(toml::Value::Table(Default::default())),
+            )
+            .map_err(|e| unreadable(e.to_string()))?
+        }
+        Format::Json if text.trim().is_empty() => serde_json::Value::Null,
+        Format::Json => {
+            let value: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| unreadable(e.to_string()))?;
+            value.get("mcpServers").cloned().unwrap_or_default()
+        }
+    };
+    Ok(match servers {
+        serde_json::Value::Object(map) => map.into_iter().collect(),
+        _ => BTreeMap::new(),
+    })
+}
+
+/// A server name from an entry's: its last part (`io.github.x/server-time` → `server-time`).
+fn default_server_name(entry: &str) -> String {
+    let last = entry.rsplit('/').next().unwrap_or(entry);
+    let name: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(config::MAX_SERVER_NAME_LEN)
+        .collect();
+    if name.is_empty() {
+        "server".to_owned()
+    } else {
+        name
+    }
+}
+
+fn valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= config::MAX_SERVER_NAME_LEN
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// What runs or is reached, in one line.
+fn summary(launch: &Launch) -> String {
+    match launch {
+        Launch::Command { command, args, .. } => std::iter::once(command.as_str())
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Launch::Remote { url, .. } | Launch::Bundle { url, .. } => url.clone(),
+    }
+}
+
+/// `text` with the server appended, under comments saying where it came from.
+fn with_server(
+    text: &str,
+    format: Format,
+    server: &str,
+    record: &Record,
+    derived: &Derived,
+) -> Result<String, InstallError> {
+    let mut entry = serde_json::Map::new();
+    match &derived.launch {
+        Launch::Command { command, args, env } => {
+            entry.insert("command".into(), command.clone().into());
+            entry.insert("args".into(), serde_json::json!(args));
+            if !env.is_empty() {
+                entry.insert("env".into(), serde_json::json!(env));
+            }
+        }
+        Launch::Remote {
+            url,
+            transport,
+            headers,
+        } => {
+            entry.insert("url".into(), url.clone().into());
+            entry.insert("transport".into(), transport.clone().into());
+            if !headers.is_empty() {
+                entry.insert("headers".into(), serde_json::json!(headers));
+            }
+        }
+        Launch::Bundle { .. } => unreachable!("a bundle is unpacked before it is written"),
+    }
+    entry.insert(
+        "registry".into(),
+        format!("{}@{}", record.server.name, record.server.version).into(),
+    );
+    let edit = |error: config::edit::EditError| InstallError::Write(error.to_string());
+    let comment = format!(
+        "Added from the MCP Registry: {} {}.{}",
+        record.server.name,
+        record.server.version,
+        record
+            .server
+            .repository
+            .as_ref()
+            .filter(|r| !r.url.is_empty())
+            .map(|r| format!(" Source code: {}", r.url))
+            .unwrap_or_default()
+    );
+    config::edit::add_server(text, format, server, &entry, &comment).map_err(edit)
+}
+
+/// A server of the config that came from a registry, or runs a package a source knows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Installed {
+    pub server: String,
+    /// The registry entry it came from, or whose package it runs.
+    pub entry: Option<String>,
+    /// The version its command line pins (or the entry's, for a remote server).
+    pub version: Option<String>,
+    pub latest: Option<String>,
+    pub update_available: bool,
+    /// The secrets its entry names, which removing it may delete too.
+    pub secrets: Vec<String>,
+}
+
+/// Every server of the config, with what the sources know of it; `running` tells the version a
+/// server's runner resolved, for a command line that pins none.
+pub fn installed(
+    config_path: &Path,
+    loaded: &Loaded,
+    running: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<Installed>, InstallError> {
+    let text = read_config(config_path)?;
+    let format = Format::of(config_path);
+    let mut list = Vec::new();
+    for (server, entry) in entries(&text, format)? {
+        let origin = entry.get("registry").and_then(|v| v.as_str());
+        let (origin_name, origin_version) = match origin.and_then(|o| o.rsplit_once('@')) {
+            Some((name, version)) => (Some(name), Some(version)),
+            None => (origin, None),
+        };
+        let pinned = pinned_package(&entry);
+        let latest = loaded.latest_for(
+            origin_name,
+            pinned
+                .as_ref()
+                .map(|p| (p.registry_type, p.identifier.as_str())),
+        );
+        let version = pinned
+            .as_ref()
+            .and_then(|p| p.version.clone())
+            .or_else(|| pinned.as_ref().and_then(|_| running(&server)))
+            .or(origin_version.map(str::to_owned));
+        let entry_name = origin_name
+            .map(str::to_owned)
+            .or_else(|| latest.map(|r| r.server.name.clone()));
+        let latest_version = latest.map(|record| latest_pin(record, pinned.as_ref()));
+        let update_available = match (&version, &latest_version) {
+            (Some(version), Some(latest)) => super::compare_versions(latest, version).is_gt(),
+            _ => false,
+        };
+        list.push(Installed {
+            server,
+            entry: entry_name,
+            version,
+            latest: latest_version,
+            update_available,
+            secrets: secret_names(&entry),
+        });
+    }
+    Ok(list)
+}
+
+/// The version the package of `record` has (its entry's when it names none).
+fn latest_pin(record: &Record, pinned: Option<&PinnedPackage>) -> String {
+    pinned
+        .and_then(|p| {
+            record
+                .server
+                .packages
+                .iter()
+                .find(|q| q.registry_type == p.registry_type && q.identifier == p.identifier)
+        })
+        .and_then(|package| package.version.clone())
+        .unwrap_or_else(|| record.server.version.clone())
+}
+
+/// A package a runner in a server's command line runs, and the version it pins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinnedPackage {
+    pub registry_type: &'static str,
+    pub identifier: String,
+    pub version: Option<String>,
+    /// Its argument's index in `args`.
+    pub at: usize,
+}
+
+/// The package `npx`/`uvx` (and the other runners) run in `entry`, with its pin.
+fn pinned_package(entry: &serde_json::Value) -> Option<PinnedPackage> {
+    let command = entry.get("command")?.as_str()?;
+    let args: Vec<String> = entry
+        .get("args")
+        .and_then(|a| a.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    pinned_in(command, &args)
+}
+
+/// The package a runner's command line runs, and the version it pins.
+pub fn pinned_in(command: &str, args: &[String]) -> Option<PinnedPackage> {
+    let run = crate::supervisor::runner::package_run(command, args)?;
+    let at = args.iter().position(|arg| *arg == run.package)?;
+    let python = ["uvx", "uv tool run", "pipx run"].contains(&run.runner.as_str());
+    let (registry_type, identifier, version) = if python {
+        match run.package.split_once("==") {
+            Some((name, version)) => ("pypi", name.to_owned(), Some(version.to_owned())),
+            None => ("pypi", run.package.clone(), None),
+        }
+    } else {
+        // `@scope/name@1.2.3`: the version follows the last `@` that is not the first character.
+        match run.package[1..].rfind('@') {
+            Some(index) => (
+                "npm",
+                run.package[..index + 1].to_owned(),
+                Some(run.package[index + 2..].to_owned()),
+            ),
+            None => ("npm", run.package.clone(), None),
+        }
+    };
+    let version = version.filter(|v| super::entry::is_exact_version(v));
+    Some(PinnedPackage {
+        registry_type,
+        identifier,
+        version,
+        at,
+    })
+}
+
+/// The secrets `server`'s entry in the config names.
+pub fn secrets_of(config_path: &Path, server: &str) -> Result<Vec<String>, InstallError> {
+    let text = read_config(config_path)?;
+    Ok(secret_names(&entry_of(
+        &text,
+        Format::of(config_path),
+        server,
+    )?))
+}
+
+/// `server`'s entry in the config `text`.
+fn entry_of(text: &str, format: Format, server: &str) -> Result<serde_json::Value, InstallError> {
+    entries(text, format)?
+        .remove(server)
+        .ok_or_else(|| InstallError::NotFound(format!("the config has no server `{server}`")))
+}
+
+/// The secrets (`${secret:NAME}`) an entry names anywhere.
+fn secret_names(entry: &serde_json::Value) -> Vec<String> {
+    let text = entry.to_string();
+    let mut names: Vec<String> = text
+        .split("${secret:")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name.to_owned()))
+        .filter(|name| crate::secrets::is_valid_name(name))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// What an update did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Updated {
+    pub server: String,
+    pub from: String,
+    pub to: String,
+}
+
+/// Moves `server`'s pin to `version` (the newest the sources have when `None`), after checking
+/// the new release is its entry's own package.
+pub async fn update(
+    registry: &Registry,
+    config_path: &Path,
+    server: &str,
+    version: Option<&str>,
+) -> Result<Updated, InstallError> {
+    let text = read_config(config_path)?;
+    let format = Format::of(config_path);
+    let entry = entry_of(&text, format, server)?;
+    let pinned = pinned_package(&entry).ok_or_else(|| {
+        InstallError::NotInstallable(format!(
+            "`{server}` runs no package of npm or PyPI whose version can be moved"
+        ))
+    })?;
+    let from = pinned
+        .version
+        .clone()
+        .unwrap_or_else(|| "(unpinned)".to_owned());
+    let origin = entry
+        .get("registry")
+        .and_then(|v| v.as_str())
+        .map(|o| o.rsplit_once('@').map_or(o, |(name, _)| name).to_owned());
+    let loaded = registry.load(None, Refresh::IfStale).await;
+    let record = match version {
+        Some(version) => match &origin {
+            Some(name) => find_entry(registry, name, Some(version), None).await?,
+            None => loaded
+                .latest_for(None, Some((pinned.registry_type, &pinned.identifier)))
+                .cloned()
+                .ok_or_else(|| {
+                    InstallError::NotFound(format!("no source knows {}", pinned.identifier))
+                })?,
+        },
+        None => loaded
+            .latest_for(
+                origin.as_deref(),
+                Some((pinned.registry_type, &pinned.identifier)),
+            )
+            .cloned()
+            .ok_or_else(|| {
+                InstallError::NotFound(format!(
+                    "no source lists {}",
+                    origin.as_deref().unwrap_or(&pinned.identifier)
+                ))
+            })?,
+    };
+    let to = version
+        .map(str::to_owned)
+        .unwrap_or_else(|| latest_pin(&record, Some(&pinned)));
+    if !super::entry::is_exact_version(&to) {
+        return Err(InstallError::NotInstallable(format!(
+            "{to:?} is not an exact version"
+        )));
+    }
+    if let Some(name) = &origin {
+        super::verify::check(pinned.registry_type, &pinned.identifier, &to, name)
+            .await
+            .map_err(InstallError::Refused)?;
+    }
+    let argument = match pinned.registry_type {
+        "pypi" => format!("{}=={to}", pinned.identifier),
+        _ => format!("{}@{to}", pinned.identifier),
+    };
+    let origin_value = origin.map(|name| format!("{name}@{}", record.server.version));
+    let changed = config::edit::set_server_arg(
+        &text,
+        format,
+        server,
+        pinned.at,
+        &argument,
+        origin_value.as_deref(),
+    )
+    .map_err(|error| InstallError::Write(error.to_string()))?;
+    crate::atomic::write_keeping_permissions(config_path, changed.as_bytes()).map_err(|error| {
+        InstallError::Write(format!("cannot write {}: {error}", config_path.display()))
+    })?;
+    Ok(Updated {
+        server: server.to_owned(),
+        from,
+        to,
+    })
+}
+
+/// What removing did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Removed {
+    pub server: String,
+    pub deleted_secrets: Vec<String>,
+    pub kept_secrets: Vec<String>,
+}
+
+/// Takes `server` out of the config and its profiles, with its pins, cached catalog and
+/// bundle; deletes those of its secrets that `delete_secrets` names.
+pub async fn remove(
+    config_path: &Path,
+    data_dir: &Path,
+    server: &str,
+    delete_secrets: &[String],
+) -> Result<Removed, InstallError> {
+    let text = read_config(config_path)?;
+    let format = Format::of(config_path);
+    let entry = entry_of(&text, format, server)?;
+    let named = secret_names(&entry);
+    if let Some(stranger) = delete_secrets.iter().find(|name| !named.contains(name)) {
+        return Err(InstallError::Refused(format!(
+            "`{server}` does not use the secret {stranger}; only its own secrets are deleted with it"
+        )));
+    }
+    let changed = config::edit::remove_server(&text, format, server)
+        .map_err(|error| InstallError::Write(error.to_string()))?;
+    crate::atomic::write_keeping_permissions(config_path, changed.as_bytes()).map_err(|error| {
+        InstallError::Write(format!("cannot write {}: {error}", config_path.display()))
+    })?;
+    let leftovers: [PathBuf; 3] = [
+        data_dir.join("pins").join(format!("{server}.json")),
+        data_dir.join("catalog").join(format!("{server}.json")),
+        data_dir.join("bundles").join(server),
+    ];
+    for path in leftovers {
+        let removed = match path.is_dir() {
+            true => std::fs::remove_dir_all(&path),
+            false => std::fs::remove_file(&path),
+        };
+        if let Err(error) = removed
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!("cannot remove {}: {error}", path.display());
+        }
+    }
+    let to_delete = delete_secrets.to_vec();
+    let deleted = tokio::task::spawn_blocking(move || {
+        let keychain = crate::secrets::Keychain::secrets();
+        to_delete
+            .into_iter()
+            .map(|name| keychain.delete(&name).map(|_| name))
+            .collect::<Result<Vec<String>, _>>()
+    })
+    .await
+    .map_err(|error| InstallError::Write(error.to_string()))?
+    .map_err(|error| {
+        InstallError::Write(format!(
+            "the server is removed, but its secrets are not: {error}"
+        ))
+    })?;
+    Ok(Removed {
+        server: server.to_owned(),
+        kept_secrets: named.into_iter().filter(|n| !deleted.contains(n)).collect(),
+        deleted_secrets: deleted,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,263 @@
+//! One registry source: a base URL of the v0.1 API, read page by page into a cache on disk, and
+//! refreshed with `updated_since` once it is older than [`FRESH_FOR`]. Entries a source marks
+//! `deleted` are dropped, from a refresh too. A source that fails is reported with its cache,
+//! however old, still searched.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::entry::{self, Page, Record, Status};
+
+/// How long a source's cache is used before it is refreshed (the registry asks for about
+/// hourly reads).
+pub const FRESH_FOR: Duration = Duration::from_secs(60 * 60);
+/// How long one request to a source may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// The most pages read in one refresh (100 entries each).
+const MAX_PAGES: usize = 500;
+/// The largest page read.
+const MAX_PAGE_BYTES: usize = 16 * 1024 * 1024;
+/// The name of the set of entries built into the program.
+pub const BUILT_IN: &str = "built-in";
+
+/// What the program knows of one source: its entries, and when it last read them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SourceCache {
+    pub url: String,
+    /// When it was last read in full or refreshed (ms since 1970); 0: never.
+    pub refreshed_at: u64,
+    /// The latest `updatedAt` among its entries, for the next `updated_since`.
+    pub newest: Option<String>,
+    pub records: Vec<Record>,
+}
+
+impl SourceCache {
+    /// The reference set built into the program, for use offline.
+    pub fn built_in() -> SourceCache {
+        let records: Vec<Record> = serde_json::from_str(include_str!("reference.json"))
+            .expect("the built-in reference set is valid");
+        SourceCache {
+            url: BUILT_IN.to_owned(),
+            refreshed_at: 0,
+            newest: None,
+            records,
+        }
+    }
+
+    /// The cache of `url` in `dir`, or an empty one.
+    pub fn load(dir: &Path, url: &str) -> SourceCache {
+        let path = cache_file(dir, url);
+        std::fs::read(&path)
+            .ok()
+            .and_then(
+                |bytes| match serde_json::from_slice::<SourceCache>(&bytes) {
+                    Ok(cache) => Some(cache),
+                    Err(error) => {
+                        tracing::warn!(
+                            "the cache {} is read again from its source: {error}",
+                            path.display()
+                        );
+                        None
+                    }
+                },
+            )
+            .filter(|cache| cache.url == url)
+            .unwrap_or_else(|| SourceCache {
+                url: url.to_owned(),
+                ..SourceCache::default()
+            })
+    }
+
+    pub(super) fn save(&self, dir: &Path) -> Result<(), String> {
+        crate::platform::files::create_private_dir(dir)
+            .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
+        let bytes = serde_json::to_vec(self).map_err(|error| error.to_string())?;
+        let path = cache_file(dir, &self.url);
+        crate::atomic::write_private(&path, &bytes)
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))
+    }
+
+    pub fn is_fresh(&self, now: SystemTime) -> bool {
+        self.url == BUILT_IN
+            || (self.refreshed_at > 0
+                && crate::clock::unix_millis(now).saturating_sub(self.refreshed_at)
+                    < FRESH_FOR.as_millis() as u64)
+    }
+
+    /// Reads the source again (only what changed since the newest entry it has, when it has
+    /// any) and keeps the result in `dir`.
+    pub async fn refresh(&mut self, dir: &Path, client: &reqwest::Client) -> Result<(), String> {
+        let since = self.newest.clone().filter(|_| !self.records.is_empty());
+        let fetched = fetch_all(client, &self.url, since.as_deref()).await?;
+        for record in fetched {
+            self.records.retain(|kept| {
+                kept.server.name != record.server.name
+                    || kept.server.version != record.server.version
+            });
+            // A newer latest version makes the others not the latest.
+            if record.is_latest() {
+                for kept in self
+                    .records
+                    .iter_mut()
+                    .filter(|kept| kept.server.name == record.server.name)
+                {
+                    if let Some(official) = kept.meta.official.as_mut() {
+                        official.is_latest = false;
+                    }
+                }
+            }
+            if record.status() != Status::Deleted {
+                self.records.push(record);
+            }
+        }
+        self.newest = self
+            .records
+            .iter()
+            .filter_map(|record| record.updated_at())
+            .max()
+            .map(str::to_owned)
+            .or(since);
+        self.refreshed_at = crate::clock::unix_millis(SystemTime::now());
+        self.save(dir)
+    }
+}
+
+/// Where the cache of `url` is kept.
+fn cache_file(dir: &Path, url: &str) -> PathBuf {
+    let digest = crate::hex::encode(&Sha256::digest(url.as_bytes()));
+    dir.join(format!("{}.json", &digest[..16]))
+}
+
+/// An HTTP client for sources: bounded in time, https redirects only.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(REQUEST_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::limited(3))
+        .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("an HTTP client with no unusual settings builds")
+}
+
+/// Every entry `base` lists (changed since `since`), page by page; the deleted ones too, so
+/// that a refresh can drop them.
+async fn fetch_all(
+    client: &reqwest::Client,
+    base: &str,
+    since: Option<&str>,
+) -> Result<Vec<Record>, String> {
+    let mut records = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut url = reqwest::Url::parse(&format!("{}/v0.1/servers", base.trim_end_matches('/')))
+            .map_err(|error| format!("{base} is not a URL: {error}"))?;
+        {
+            let mut query = url.query_pairs_mut();
+            query.append_pair("limit", "100");
+            if let Some(cursor) = &cursor {
+                query.append_pair("cursor", cursor);
+            }
+            if let Some(since) = since {
+                query.append_pair("updated_since", since);
+            }
+        }
+        let page: Page = get_json(client, &url).await?;
+        for value in page.servers {
+            match entry::record(value) {
+                Ok(record) => records.push(record),
+                Err(error) => tracing::warn!(source = base, "an entry is skipped: {error}"),
+            }
+        }
+        match page.metadata.next_cursor.filter(|next| !next.is_empty()) {
+            Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+            _ => return Ok(records),
+        }
+    }
+    Err(format!(
+        "{base} lists more than {MAX_PAGES} pages; read the first ones only"
+    ))
+}
+
+/// One version of one server, asked of the source itself.
+pub async fn fetch_version(
+    client: &reqwest::Client,
+    base: &str,
+    name: &str,
+    version: &str,
+) -> Result<Record, String> {
+    let encode =
+        |part: &str| url::form_urlencoded::byte_serialize(part.as_bytes()).collect::<String>();
+    let text = format!(
+        "{}/v0.1/servers/{}/versions/{}",
+        base.trim_end_matches('/'),
+        encode(name),
+        encode(version)
+    );
+    let url = reqwest::Url::parse(&text).map_err(|error| format!("{text}: {error}"))?;
+    let value: serde_json::Value = get_json(client, &url).await?;
+    entry::record(value)
+}
+
+/// `url`'s JSON body as `T`, or what went wrong in words.
+async fn get_json<T: serde::de::DeserializeOwned>(
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+) -> Result<T, String> {
+    let response = client
+        .get(url.clone())
+        .header("Accept", "application/json")
+        .send()
+        .await
+        .map_err(|error| match error.is_timeout() {
+            true => format!(
+                "{url} did not answer within {} s",
+                REQUEST_TIMEOUT.as_secs()
+            ),
+            false => format!("{url}: {}", crate::wire::http_error::describe(&error)),
+        })?;
+    let status = response.status();
+    if status == reqwest::StatusCode::NOT_FOUND {
+        return Err(format!("{url} answered 404: not found"));
+    }
+    if !status.is_success() {
+        return Err(format!("{url} answered {status}"));
+    }
+    let bytes = read_bounded(response, MAX_PAGE_BYTES)
+        .await
+        .map_err(|error| format!("{url}: {error}"))?;
+    serde_json::from_slice(&bytes).map_err(|error| {
+        let start = String::from_utf8_lossy(&bytes[..bytes.len().min(60)]).into_owned();
+        format!(
+            "{url} answered something that is not the registry API ({error}); it starts with \
+             {start:?}"
+        )
+    })
+}
+
+/// A response's body, refused once it passes `limit` bytes.
+pub async fn read_bounded(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|error| match error.is_timeout() {
+            true => "the answer stopped coming".to_owned(),
+            false => crate::wire::http_error::describe(&error),
+        })?
+    {
+        if bytes.len() + chunk.len() > limit {
+            return Err(format!(
+                "the answer is larger than {} MiB",
+                limit / (1024 * 1024)
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}

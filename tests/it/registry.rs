@@ -1,0 +1,721 @@
+//! Servers added from a registry: a real source of the v0.1 API (`tests/registry/source.py`)
+//! serving real `server.json` entries (`tests/registry/entries.json`), a real `serve`, the real
+//! packages from npm (`@modelcontextprotocol/server-everything`) and PyPI (`mcp-server-time`,
+//! run by `uvx`), the real keychain (gnome-keyring, through `scripts/with-keyring`) and a real
+//! remote server that wants a secret header. Adding pins an exact version and holds the first
+//! tools for review; updating moves the pin; removing leaves nothing behind; every bad entry or
+//! source is refused saying why.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// How long a first `npx`/`uvx` install may take.
+const INSTALL_LIMIT: Duration = Duration::from_secs(240);
+
+fn source(args: &[&str]) -> Fixture {
+    let mut command = Command::new(python());
+    command
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/registry/source.py"))
+        .args(args);
+    Fixture::start(command)
+}
+
+/// `target/py/bin` (where `uv` is installed) first on a PATH.
+fn path_with_uv() -> String {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/py/bin");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// A serve whose only registry source is `url` (and the built-in set), with a keychain service
+/// of its own.
+fn serve_with_source(url: &str, service: &str) -> ServeProcess {
+    ServeOptions::new(&format!("[registry]\nsources = [{url:?}]\n"))
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", service)
+        .env("PATH", path_with_uv())
+        .start()
+}
+
+/// Runs `switchboard ARGS` beside `serve` with `stdin`; whether it succeeded, its stdout and
+/// its stderr.
+fn cli(serve: &ServeProcess, service: &str, args: &[&str], stdin: &str) -> (bool, String, String) {
+    use std::io::Write as _;
+    let mut child = Command::new(switchboard_exe())
+        .args(args)
+        .envs(serve.env())
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", service)
+        .env("PATH", path_with_uv())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("switchboard runs");
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(stdin.as_bytes())
+        .expect("stdin");
+    let output = child.wait_with_output().expect("switchboard ends");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Approves everything of `server` that is held (as the Review page's "approve all" would),
+/// once something is.
+async fn approve_all(serve: &ServeProcess, server: &str) -> Vec<String> {
+    let keys = eventually(&format!("{server}'s tools held"), INSTALL_LIMIT, || async {
+        let report = serve.api_get("/api/pins").await;
+        let keys: Vec<String> = report["held"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|one| one["server"] == server)
+            .filter_map(|one| one["key"].as_str().map(str::to_owned))
+            .collect();
+        if keys
+            .iter()
+            .any(|key| !key.contains(':') && key != "instructions")
+        {
+            Ok(keys)
+        } else {
+            Err(report)
+        }
+    })
+    .await;
+    let body = json!({ "tools": keys }).to_string();
+    let (status, answer) = serve
+        .api_post_body(&format!("/api/pins/{server}/approve"), &body)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    keys
+}
+
+/// The exposed names `/mcp`'s `tools/list` gives a new session.
+async fn listed_tools(serve: &ServeProcess) -> Vec<String> {
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("registry-test").await.expect("a session");
+    let list = mcp.result(&session, 2, "tools/list", json!({})).await;
+    sorted_tool_names(&list)
+}
+
+/// `DELETE /api/servers/NAME`, as the dashboard's Remove does; panics unless it is done.
+async fn remove_server(serve: &ServeProcess, name: &str) {
+    let response = serve
+        .client()
+        .delete(serve.http_url(&format!("/api/servers/{name}")))
+        .bearer_auth(SERVE_TOKEN)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+async fn wait_version(serve: &ServeProcess, server: &str, version: &str) -> Value {
+    eventually(
+        &format!("{server} ready at {version}"),
+        INSTALL_LIMIT,
+        || async {
+            let summary = serve.backend_summary(server).await;
+            if summary["state"] == "ready" && summary["version"] == version {
+                Ok(summary)
+            } else {
+                Err(summary)
+            }
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_entry_added_from_the_dashboard_runs_pinned_waits_for_review_updates_and_goes() {
+    let source = source(&["--page-size", "4"]);
+    let url = source.field("url");
+    let service = keychain_service();
+    let serve = serve_with_source(&url, &service);
+
+    // Search pages through the source and never shows the deleted entry.
+    let found = serve.api_get("/api/registry/search?q=").await;
+    let names: Vec<&str> = found["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"kbag") && names.contains(&"io.decisionrules/mcp-server"),
+        "{found}"
+    );
+    assert!(
+        !names.contains(&"io.github.example/taken-down"),
+        "{names:?}"
+    );
+    let airtable = found["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["name"] == "io.github.domdomegg/airtable-mcp-server")
+        .unwrap();
+    assert_eq!(airtable["version"], "1.7.3", "the newest version is shown");
+    assert_eq!(airtable["inputs"][0]["key"], "AIRTABLE_API_KEY");
+    assert_eq!(airtable["inputs"][0]["secret"], true);
+
+    // Added at an older version: the exact pin, the comment, the first tools held.
+    let (status, added) = serve
+        .api_post_body(
+            "/api/registry/add",
+            r#"{"name": "io.github.modelcontextprotocol/server-everything", "version": "2026.8.18", "server": "everything"}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{added}");
+    assert_eq!(added["held"], true);
+    assert_eq!(
+        added["command"],
+        "npx -y @modelcontextprotocol/server-everything@2026.8.18 stdio"
+    );
+    let config = std::fs::read_to_string(serve.config_path()).unwrap();
+    assert!(
+        config.contains("# Added from the MCP Registry: io.github.modelcontextprotocol/server-everything 2026.8.18."),
+        "{config}"
+    );
+    wait_version(&serve, "everything", "2026.8.18").await;
+    assert!(
+        !listed_tools(&serve)
+            .await
+            .iter()
+            .any(|name| name.starts_with("everything__")),
+        "nothing of a new server reaches editors before its review"
+    );
+    let approved = approve_all(&serve, "everything").await;
+    assert!(approved.contains(&"echo".to_owned()), "{approved:?}");
+    eventually("its tools listed once approved", EVENT_LIMIT, || async {
+        let tools = listed_tools(&serve).await;
+        if tools.contains(&"everything__echo".to_owned()) {
+            Ok(())
+        } else {
+            Err(tools)
+        }
+    })
+    .await;
+
+    // Its source has a newer release: shown, and an update moves the pin.
+    let installed = serve.api_get("/api/registry/installed").await;
+    let everything = installed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|one| one["server"] == "everything")
+        .unwrap();
+    assert_eq!(everything["version"], "2026.8.18");
+    assert_eq!(everything["latest"], "2026.8.31");
+    assert_eq!(everything["update_available"], true);
+    let searched = serve.api_get("/api/registry/search?q=everything").await;
+    assert_eq!(
+        searched["entries"][0]["added_as"], "everything",
+        "{searched}"
+    );
+    let updated = serve.api_post("/api/registry/update/everything").await;
+    assert_eq!(
+        updated,
+        json!({"server": "everything", "from": "2026.8.18", "to": "2026.8.31"})
+    );
+    let config = std::fs::read_to_string(serve.config_path()).unwrap();
+    assert!(
+        config.contains("\"@modelcontextprotocol/server-everything@2026.8.31\""),
+        "{config}"
+    );
+    assert!(
+        config
+            .contains("registry = \"io.github.modelcontextprotocol/server-everything@2026.8.31\"")
+    );
+    wait_version(&serve, "everything", "2026.8.31").await;
+    let installed = serve.api_get("/api/registry/installed").await;
+    assert_eq!(installed[0]["update_available"], false, "{installed}");
+
+    // Removed: no entry, no pins, no cached tools, no backend.
+    let data = serve.dir().join("data");
+    assert!(data.join("pins/everything.json").exists());
+    remove_server(&serve, "everything").await;
+    let config = std::fs::read_to_string(serve.config_path()).unwrap();
+    assert!(!config.contains("everything"), "{config}");
+    assert!(!data.join("pins/everything.json").exists());
+    assert!(!data.join("catalog/everything.json").exists());
+    eventually("the backend gone", EVENT_LIMIT, || async {
+        let list = serve.api_get("/api/backends").await;
+        if list.as_array().unwrap().is_empty() {
+            Ok(())
+        } else {
+            Err(list)
+        }
+    })
+    .await;
+    drop(source);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_server_time_is_added_from_pypi_with_the_cli_and_runs_through_uvx() {
+    let source = source(&[]);
+    let service = keychain_service();
+    let serve = serve_with_source(&source.field("url"), &service);
+    let (ok, stdout, stderr) = cli(
+        &serve,
+        &service,
+        &["add", "io.github.modelcontextprotocol/server-time", "--yes"],
+        "",
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.is_empty(), "nothing on stdout: {stdout}");
+    assert!(stderr.contains("Added `server-time`"), "{stderr}");
+    assert!(
+        stderr.contains("uvx mcp-server-time==2026.10.19"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("wait for your review"), "{stderr}");
+    wait_version(&serve, "server-time", "2026.10.19").await;
+    approve_all(&serve, "server-time").await;
+    eventually("its tools listed", EVENT_LIMIT, || async {
+        let tools = listed_tools(&serve).await;
+        if tools.contains(&"server-time__get_current_time".to_owned()) {
+            Ok(())
+        } else {
+            Err(tools)
+        }
+    })
+    .await;
+    // Already there: refused, the config unchanged.
+    let before = std::fs::read_to_string(serve.config_path()).unwrap();
+    let (ok, _, stderr) = cli(
+        &serve,
+        &service,
+        &["add", "io.github.modelcontextprotocol/server-time", "--yes"],
+        "",
+    );
+    assert!(
+        !ok && stderr.contains("a server named `server-time` exists already"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).unwrap(),
+        before
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_entry_asks_at_the_terminal_and_its_secret_header_reaches_the_server() {
+    let remote = remote_server(&["--require-header", "X-Api-Key=k-7f3"]);
+    let port = remote
+        .field("url")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let source = source(&[]);
+    let service = keychain_service();
+    let serve = serve_with_source(&source.field("url"), &service);
+    // The prompts, answered the way a person at a terminal would (`tests/registry/prompts.py`).
+    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/registry/prompts.py");
+    let output = Command::new(python())
+        .arg(driver)
+        .arg(switchboard_exe())
+        .args([
+            "add",
+            "io.github.switchboard-tests/remote-echo",
+            "--name",
+            "echo",
+        ])
+        .envs(serve.env())
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+        .env("ANSWERS", json!(["", &port, "k-7f3", "y"]).to_string())
+        .output()
+        .expect("the terminal driver runs");
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{screen}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        screen.contains("port (Port of the test server) (required): "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("port is required"),
+        "an empty answer is asked again: {screen}"
+    );
+    assert!(
+        screen.contains("X-Api-Key (API key) (kept in the keychain) (required): "),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("k-7f3"),
+        "the secret is never echoed: {screen}"
+    );
+    assert!(
+        screen.contains("its secret echo_X-Api-Key is in the keychain"),
+        "{screen}"
+    );
+    let config = std::fs::read_to_string(serve.config_path()).unwrap();
+    assert!(
+        config.contains("headers = { X-Api-Key = \"${secret:echo_X-Api-Key}\" }"),
+        "{config}"
+    );
+    assert!(!config.contains("k-7f3"), "{config}");
+    approve_all(&serve, "echo").await;
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let answer = eventually("the remote's echo answers", EVENT_LIMIT, || async {
+        let session = mcp.open_session("registry-test").await?;
+        let result = mcp
+            .call_tool(&session, 3, "echo__echo", json!({"text": "hi"}))
+            .await;
+        if first_text(&result) == "hi" {
+            Ok(result)
+        } else {
+            Err(result.to_string())
+        }
+    })
+    .await;
+    assert_ne!(answer["isError"], true, "{answer}");
+
+    // Removing it offers its secret; deleted on request, gone from the keychain.
+    let (ok, _, stderr) = cli(&serve, &service, &["remove", "echo"], "y\n");
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("`echo` uses the secrets echo_X-Api-Key"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("its secret echo_X-Api-Key is deleted"),
+        "{stderr}"
+    );
+    let (_, _, listed) = cli(&serve, &service, &["secret", "list"], "");
+    assert!(!listed.contains("echo_X-Api-Key"), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_entries_are_refused_saying_why_and_nothing_is_written() {
+    let source = source(&[]);
+    let service = keychain_service();
+    let serve = serve_with_source(&source.field("url"), &service);
+    let before = std::fs::read_to_string(serve.config_path()).unwrap();
+    let cases: &[(&str, u16, &str, &str)] = &[
+        (
+            r#"{"name": "io.github.domdomegg/time-mcp-nuget"}"#,
+            400,
+            "not_installable",
+            "NuGet package",
+        ),
+        (
+            r#"{"name": "kbag"}"#,
+            400,
+            "not_installable",
+            "`smithery`, a registry Switchboard does not know",
+        ),
+        (
+            r#"{"name": "io.github.example/taken-down"}"#,
+            404,
+            "not_found",
+            "taken down",
+        ),
+        (
+            r#"{"name": "io.github.modelcontextprotocol/server-time", "version": "latest"}"#,
+            400,
+            "not_installable",
+            "not an exact version",
+        ),
+        (
+            r#"{"name": "io.github.modelcontextprotocol/server-time", "version": "^2026.8"}"#,
+            400,
+            "not_installable",
+            "not an exact version",
+        ),
+        (
+            r#"{"name": "io.github.modelcontextprotocol/server-memory"}"#,
+            400,
+            "refused",
+            "belongs to \"io.github.modelcontextprotocol/server-everything\"",
+        ),
+        (
+            r#"{"name": "io.github.switchboard-tests/bad-digest"}"#,
+            400,
+            "refused",
+            "is not the one its entry names",
+        ),
+        (
+            r#"{"name": "io.github.domdomegg/airtable-mcp-server"}"#,
+            400,
+            "missing_required_input",
+            "AIRTABLE_API_KEY",
+        ),
+        (
+            r#"{"name": "io.github.modelcontextprotocol/server-time", "server": "a b"}"#,
+            400,
+            "refused",
+            "cannot name a server",
+        ),
+        (
+            r#"{"name": "nobody/none"}"#,
+            404,
+            "not_found",
+            "no source lists nobody/none",
+        ),
+        (
+            r#"{"name": "x", "command": "rm -rf ~"}"#,
+            400,
+            "bad_request",
+            "unknown field `command`",
+        ),
+    ];
+    for (body, status, code, said) in cases {
+        let (got, answer) = serve.api_post_body("/api/registry/add", body).await;
+        assert_eq!(
+            (got, answer["code"].as_str().unwrap()),
+            (*status, *code),
+            "{body}: {answer}"
+        );
+        assert!(
+            answer["message"].as_str().unwrap().contains(said),
+            "{body}: {answer}"
+        );
+    }
+    let (_, missing) = serve
+        .api_post_body(
+            "/api/registry/add",
+            r#"{"name": "io.github.domdomegg/airtable-mcp-server"}"#,
+        )
+        .await;
+    assert_eq!(missing["missing"], json!(["AIRTABLE_API_KEY"]));
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).unwrap(),
+        before,
+        "nothing written"
+    );
+    assert!(
+        !serve.dir().join("data/bundles/bad-digest").exists(),
+        "nothing unpacked"
+    );
+
+    // Shell metacharacters in an entry's arguments reach the server's argv as one literal
+    // argument each: no shell ever reads them.
+    let (status, added) = serve
+        .api_post_body(
+            "/api/registry/add",
+            r#"{"name": "io.github.modelcontextprotocol/server-everything", "version": "2026.7.4", "server": "meta"}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{added}");
+    wait_version(&serve, "meta", "2026.7.4").await;
+    let literal = "a; rm -rf ~ && $(id) `x` | y > z";
+    let server_argv = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .map(|bytes| {
+            bytes
+                .split(|byte| *byte == 0)
+                .map(|arg| String::from_utf8_lossy(arg).into_owned())
+                .collect::<Vec<String>>()
+        })
+        .find(|argv| {
+            argv.iter()
+                .any(|arg| arg.ends_with("mcp-server-everything"))
+                && argv.windows(2).any(|pair| pair[0] == "--label")
+        });
+    let argv = server_argv.expect("the server runs with its arguments");
+    assert!(
+        argv.windows(2)
+            .any(|pair| pair[0] == "--label" && pair[1] == literal),
+        "{argv:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_source_is_reported_and_the_cache_still_answers() {
+    let good = source(&[]);
+    let service = keychain_service();
+    let serve = serve_with_source(&good.field("url"), &service);
+    let (ok, _, stdout) = cli(&serve, &service, &["search", "time"], "");
+    assert!(
+        ok && stdout.contains("io.github.modelcontextprotocol/server-time@2026.10.19"),
+        "{stdout}"
+    );
+    let stats = |fixture: &Fixture| {
+        let url = format!("{}/_stats", fixture.field("url"));
+        async move {
+            let stats: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+            stats["requests"]["/v0.1/servers"].as_u64().unwrap_or(0)
+        }
+    };
+    let served = stats(&good).await;
+    let (ok, _, stdout) = cli(&serve, &service, &["search", "everything"], "");
+    assert!(
+        ok && stdout.contains("server-everything@2026.8.31"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stats(&good).await,
+        served,
+        "a search within the hour is answered from the cache"
+    );
+
+    // Taken down at the source: a refresh (`updated_since`) drops it.
+    let client = reqwest::Client::new();
+    let set = client
+        .post(format!("{}/_set_status", good.field("url")))
+        .json(&json!({"name": "io.github.modelcontextprotocol/server-time", "version": "2026.10.19", "status": "deleted"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(set.status().is_success());
+    let (_, _, stdout) = cli(&serve, &service, &["search", "time", "--refresh"], "");
+    assert!(
+        stdout.contains("server-time@2026.8.18"),
+        "the older release is the newest now: {stdout}"
+    );
+    assert!(!stdout.contains("2026.10.19"), "{stdout}");
+
+    // The source now answers garbage, then errors: said, and its cache still searched.
+    for mode in ["garbage", "fail"] {
+        client
+            .post(format!("{}/_mode", good.field("url")))
+            .json(&json!({"mode": mode}))
+            .send()
+            .await
+            .unwrap();
+        let (ok, _, stdout) = cli(&serve, &service, &["search", "everything", "--refresh"], "");
+        assert!(
+            ok && stdout.contains("server-everything@2026.8.31"),
+            "{stdout}"
+        );
+        let said = match mode {
+            "garbage" => "answered something that is not the registry API",
+            _ => "answered 500",
+        };
+        assert!(stdout.contains(said), "{mode}: {stdout}");
+    }
+    // A source that never answers is given up on, and the others answer.
+    let hanging = source(&["--mode", "hang"]);
+    let found = serve
+        .api_get(&format!(
+            "/api/registry/search?q=fetch&source={}",
+            hanging.field("url")
+        ))
+        .await;
+    assert!(
+        found["sources"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer within"),
+        "{found}"
+    );
+    let found = serve.api_get("/api/registry/search?q=fetch").await;
+    assert_eq!(found["entries"][0]["source"], "built-in", "{found}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bundle_is_checked_against_its_digest_unpacked_and_run() {
+    let source = source(&[]);
+    let service = keychain_service();
+    let serve = serve_with_source(&source.field("url"), &service);
+    let (status, added) = serve
+        .api_post_body(
+            "/api/registry/add",
+            r#"{"name": "io.github.switchboard-tests/bundle"}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{added}");
+    let folder = serve.dir().join("data/bundles/bundle");
+    assert!(folder.join("server/main.py").exists() && folder.join("manifest.json").exists());
+    let config = std::fs::read_to_string(serve.config_path()).unwrap();
+    assert!(
+        config.contains(&format!(
+            "{:?}",
+            folder.join("server/main.py").display().to_string()
+        )),
+        "`${{__dirname}}` is the bundle's folder: {config}"
+    );
+    assert!(
+        config.contains("BUNDLED_BY = \"switchboard-tests\""),
+        "{config}"
+    );
+    approve_all(&serve, "bundle").await;
+    let mcp = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let session = mcp.open_session("registry-test").await.unwrap();
+    let result = mcp
+        .call_tool(
+            &session,
+            3,
+            "bundle__echo",
+            json!({"text": "from a bundle"}),
+        )
+        .await;
+    assert_eq!(first_text(&result), "from a bundle", "{result}");
+    remove_server(&serve, "bundle").await;
+    assert!(!folder.exists(), "its bundle is removed with it");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_written_by_hand_show_what_their_runner_resolved_and_can_be_pinned() {
+    let source = source(&[]);
+    let service = keychain_service();
+    let config = format!(
+        "[registry]\nsources = [{:?}]\n\n\
+         [servers.everything]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\", \"stdio\"]\n\n\
+         [servers.time]\ncommand = \"uvx\"\nargs = [\"mcp-server-time\"]\n",
+        source.field("url")
+    );
+    let serve = ServeOptions::new(&config)
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+        .env("PATH", path_with_uv())
+        .ready(&["everything", "time"])
+        .start();
+    // Unpinned, each runs whatever its runner resolved; the version shown is read from what
+    // was installed, not guessed.
+    for name in ["everything", "time"] {
+        let summary = serve.backend_summary(name).await;
+        let version = summary["version"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{summary}"));
+        assert!(
+            version.split('.').count() == 3
+                && version.split('.').all(|part| part.parse::<u32>().is_ok()),
+            "{name}: {version}"
+        );
+    }
+    let installed = serve.api_get("/api/registry/installed").await;
+    let everything = installed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|one| one["server"] == "everything")
+        .unwrap();
+    assert_eq!(
+        everything["entry"],
+        "io.github.modelcontextprotocol/server-everything"
+    );
+    assert_eq!(everything["latest"], "2026.8.31");
+    // Updating pins it: the exact release goes into the command line.
+    let updated = serve.api_post("/api/registry/update/everything").await;
+    assert_eq!(updated["to"], "2026.8.31", "{updated}");
+    let written = std::fs::read_to_string(serve.config_path()).unwrap();
+    assert!(
+        written.contains(
+            "args = [\"-y\", \"@modelcontextprotocol/server-everything@2026.8.31\", \"stdio\"]"
+        ),
+        "{written}"
+    );
+    wait_version(&serve, "everything", "2026.8.31").await;
+}
