@@ -23,12 +23,15 @@ export class ApiError extends Error {
    * @param {string} code
    * @param {string} message
    * @param {number} status HTTP status; 0 when no answer came.
+   * @param {Record<string, unknown>} [body] the API's whole error answer, for codes that carry
+   *   more than a message (`missing_required_input` names the inputs)
    */
-  constructor(code, message, status) {
+  constructor(code, message, status, body = {}) {
     super(message);
     this.name = "ApiError";
     this.code = code;
     this.status = status;
+    this.body = body;
   }
 }
 
@@ -79,7 +82,7 @@ async function request(path, init) {
   }
   if (!response.ok) {
     if (response.status === 401) refused();
-    if (isErrorBody(body)) throw new ApiError(body.code, body.message, response.status);
+    if (isErrorBody(body)) throw new ApiError(body.code, body.message, response.status, /** @type {Record<string, unknown>} */ (body));
     const hint = response.status === 401 || response.status === 403
       ? "Not authorized: open the dashboard from the Switchboard tray menu or with the link `switchboard serve` prints."
       : `${response.status} ${response.statusText}`.trim();
@@ -320,6 +323,52 @@ export async function decideApproval(id, decision, forSession) {
  */
 export async function answerQuestion(id, action, content) {
   return await request(`questions/${id}`, { method: "POST", body: JSON.stringify(content === undefined ? { action } : { action, content }) });
+}
+
+/**
+ * The registry sources' entries that match `query` (every entry, up to 200, when it is empty),
+ * and how each source's last read went.
+ * @param {string} query
+ * @returns {Promise<import('./types.js').RegistrySearch>}
+ */
+export async function searchRegistry(query) {
+  return /** @type {import('./types.js').RegistrySearch} */ (await request(`registry/search?q=${encodeURIComponent(query)}`));
+}
+
+/**
+ * Adds a registry entry to the config as a server; Switchboard decides what runs from the entry.
+ * Secret inputs go to the keychain, never to the config.
+ * @param {{name: string, version: string | null, source: string | null, server: string | null, inputs: Record<string, string>}} choice
+ * @returns {Promise<import('./types.js').RegistryAdded>}
+ */
+export async function addFromRegistry(choice) {
+  return /** @type {import('./types.js').RegistryAdded} */ (await request("registry/add", { method: "POST", body: JSON.stringify(choice) }));
+}
+
+/** @returns {Promise<import('./types.js').InstalledServer[]>} */
+export async function listInstalled() {
+  return /** @type {import('./types.js').InstalledServer[]} */ (await request("registry/installed"));
+}
+
+/**
+ * Moves a server added from a registry to its source's newest version; it restarts, and tools
+ * that changed are held for review.
+ * @param {string} server
+ * @returns {Promise<import('./types.js').RegistryUpdated>}
+ */
+export async function updateServer(server) {
+  return /** @type {import('./types.js').RegistryUpdated} */ (await request(`registry/update/${seg(server)}`, { method: "POST", body: "{}" }));
+}
+
+/**
+ * Removes a server from the config, with its pins and cache, and the named secrets from the
+ * keychain.
+ * @param {string} server
+ * @param {string[]} deleteSecrets
+ * @returns {Promise<import('./types.js').ServerRemoved>}
+ */
+export async function removeServer(server, deleteSecrets) {
+  return /** @type {import('./types.js').ServerRemoved} */ (await request(`servers/${seg(server)}`, { method: "DELETE", body: JSON.stringify({ delete_secrets: deleteSecrets }) }));
 }
 
 /** @returns {Promise<import('./types.js').Attention[]>} */

@@ -2,7 +2,8 @@
 // router, and the wiring from the event feed to the store.
 //
 // Routes: #/ (backends), #/backend/NAME[/overview|history|output|tools[/TOOL]], #/tools?q=,
-// #/profiles, #/secrets, #/review, #/activity?window=&server=&tool=&client=&outcome=, #/connect.
+// #/add?q=, #/profiles, #/secrets, #/review, #/activity?window=&server=&tool=&client=&outcome=,
+// #/connect.
 
 import { h, replace, setText, announce } from "./dom.js";
 import { Store } from "./store.js";
@@ -13,6 +14,7 @@ import * as api from "./api.js";
 import { BackendsView } from "./views/backends.js";
 import { BackendView } from "./views/backend.js";
 import { SearchView } from "./views/tools.js";
+import { AddView } from "./views/add.js";
 import { ConnectView } from "./views/connect.js";
 import { ProfilesView } from "./views/profiles.js";
 import { SecretsView } from "./views/secrets.js";
@@ -31,6 +33,7 @@ import { sessionKey, takeKeyFromAddress, whenLocked } from "./session.js";
  * @typedef {{view: "backends"}
  *   | {view: "backend", name: string, tab: Tab, tool: string | null}
  *   | {view: "tools", query: string}
+ *   | {view: "add", query: string}
  *   | {view: "connect"}
  *   | {view: "profiles"}
  *   | {view: "secrets"}
@@ -62,6 +65,7 @@ export function parseRoute(hash) {
     }
   }
   if (parts[0] === "tools" && parts.length === 1) return { view: "tools", query: new URLSearchParams(query).get("q") ?? "" };
+  if (parts[0] === "add" && parts.length === 1) return { view: "add", query: new URLSearchParams(query).get("q") ?? "" };
   if (parts[0] === "connect" && parts.length === 1) return { view: "connect" };
   if (parts[0] === "profiles" && parts.length === 1) return { view: "profiles" };
   if (parts[0] === "secrets" && parts.length === 1) return { view: "secrets" };
@@ -214,7 +218,7 @@ class App {
     this.updateNavCurrent();
     document.title = `${this.titleOf(route)} · Switchboard`;
     if (moveFocus) this.focusMain();
-    if (this.view instanceof SearchView && moveFocus) this.view.focusInput();
+    if ((this.view instanceof SearchView || this.view instanceof AddView) && moveFocus) this.view.focusInput();
   }
 
   /**
@@ -229,6 +233,8 @@ class App {
         return new BackendView(this.store, this.viewRoot, route.name, route.tab, route.tool);
       case "tools":
         return new SearchView(this.store, this.viewRoot, route.query);
+      case "add":
+        return new AddView(this.viewRoot, route.query);
       case "connect":
         return new ConnectView(this.viewRoot);
       case "profiles":
@@ -255,6 +261,7 @@ class App {
       case "backends": return "Backends";
       case "backend": return route.name;
       case "tools": return "Tools";
+      case "add": return "Add a server";
       case "connect": return "Connect an editor";
       case "profiles": return "Profiles";
       case "secrets": return "Secrets";

@@ -12,10 +12,11 @@ import * as api from "./api.js";
 /** @typedef {import('./events.js').FeedState} FeedState */
 /** @typedef {import('./types.js').PinReport} PinReport */
 /** @typedef {import('./types.js').Attention} Attention */
+/** @typedef {import('./types.js').InstalledServer} InstalledServer */
 
 /**
  * What the dashboard can ask of one backend; one at a time per backend.
- * @typedef {"start" | "stop" | "restart" | "sign-in" | "sign-out"} BackendAction
+ * @typedef {"start" | "stop" | "restart" | "sign-in" | "sign-out" | "update" | "remove"} BackendAction
  */
 
 /**
@@ -52,7 +53,8 @@ import * as api from "./api.js";
  *   | {kind: "pins", previous: PinReport | null}
  *   | {kind: "approvals"}
  *   | {kind: "questions"}
- *   | {kind: "attention"}} Change
+ *   | {kind: "attention"}
+ *   | {kind: "installed"}} Change
  */
 
 /**
@@ -107,6 +109,14 @@ export class Store {
     this.attention = null;
     /** @type {{timer: number | undefined, in_flight: boolean, again: boolean}} */
     this.attentionLoad = { timer: undefined, in_flight: false, again: false };
+    /**
+     * Servers added from a registry (or whose package a source knows), by name; read when a page
+     * showing them opens and again after each reload of the config.
+     * @type {Map<string, InstalledServer> | null}
+     */
+    this.installed = null;
+    /** @type {{in_flight: boolean, again: boolean}} */
+    this.installedLoad = { in_flight: false, again: false };
     /** @type {Set<(change: Change) => void>} */
     this.listeners = new Set();
   }
@@ -276,6 +286,7 @@ export class Store {
     if (reloaded) {
       void this.loadList();
       for (const name of this.details.keys()) void this.loadDetail(name);
+      if (this.installed !== null) void this.loadInstalled();
     }
   }
 
@@ -377,6 +388,33 @@ export class Store {
     this.emit({ kind: "summary", name: summary.name, previous });
   }
 
+  /**
+   * Reads which servers came from a registry and which of them can be updated; a read asked for
+   * while one is in flight follows it. It has no event of its own: the config's reloads say when
+   * it may have changed.
+   */
+  async loadInstalled() {
+    const load = this.installedLoad;
+    if (load.in_flight) {
+      load.again = true;
+      return;
+    }
+    load.in_flight = true;
+    try {
+      const list = await api.listInstalled();
+      this.installed = new Map(list.map((installed) => [installed.server, installed]));
+      this.emit({ kind: "installed" });
+    } catch (error) {
+      // Versions and updates add to a page; the page works without them.
+      console.warn("switchboard: cannot read the servers added from a registry", error);
+    }
+    load.in_flight = false;
+    if (load.again) {
+      load.again = false;
+      void this.loadInstalled();
+    }
+  }
+
   // --- actions ---------------------------------------------------------------------------------
 
   /**
@@ -423,6 +461,42 @@ export class Store {
       return null;
     } catch (error) {
       return asApiError(error);
+    }
+  }
+
+  /**
+   * Moves a server added from a registry to its source's newest version. Its new version and
+   * state follow through the events.
+   * @param {string} name
+   * @returns {Promise<import('./types.js').RegistryUpdated | null>} null when another action on
+   *   this backend is in flight
+   * @throws {api.ApiError}
+   */
+  async update(name) {
+    try {
+      return await this.inFlight(name, "update", () => api.updateServer(name));
+    } catch (error) {
+      throw asApiError(error);
+    } finally {
+      void this.loadInstalled();
+    }
+  }
+
+  /**
+   * Removes a server from the config, and the secrets named from the keychain.
+   * @param {string} name
+   * @param {string[]} deleteSecrets
+   * @returns {Promise<import('./types.js').ServerRemoved | null>} null when another action on
+   *   this backend is in flight
+   * @throws {api.ApiError}
+   */
+  async remove(name, deleteSecrets) {
+    try {
+      const removed = await this.inFlight(name, "remove", () => api.removeServer(name, deleteSecrets));
+      if (removed) void this.loadList();
+      return removed;
+    } catch (error) {
+      throw asApiError(error);
     }
   }
 

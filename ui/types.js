@@ -77,6 +77,8 @@
  * @property {boolean} failing It crashed and waits to restart, or is in a crash loop.
  * @property {RemoteTransport | null} transport For a remote server, its link's HTTP transport
  *   (`auto` until a link settles it); null for a local server.
+ * @property {string | null} version The package version it runs: its command's exact pin, or
+ *   what the package runner resolved; null when neither says.
  */
 
 /**
@@ -606,4 +608,114 @@ export {};
  * @property {string | null} subject the server or profile it concerns
  * @property {string} message
  * @property {{label: string, post: string | null, page: string}} action
+ */
+
+/**
+ * A package of a registry entry, as a source lists it, and whether Switchboard can run it.
+ * @typedef {object} RegistryPackage
+ * @property {string} registry_type "npm", "pypi", "oci", "nuget"…
+ * @property {string} identifier
+ * @property {string | null} version
+ * @property {string} transport "stdio", "streamable-http", "sse"
+ * @property {boolean} [supported] absent: not said (taken as supported)
+ * @property {string | null} [why_not] why it cannot run, when it cannot
+ */
+
+/**
+ * A remote server of a registry entry, reached by URL.
+ * @typedef {object} RegistryRemote
+ * @property {string} transport "streamable-http" or "sse"
+ * @property {string} url may hold `{variables}` that inputs fill in
+ * @property {boolean} [supported] absent: not said (taken as supported)
+ * @property {string | null} [why_not]
+ */
+
+/**
+ * What Add asks for, for the option Add would use: an environment variable, an argument, a
+ * header or a URL variable.
+ * @typedef {object} RegistryInput
+ * @property {string} key what `POST /api/registry/add` names it by
+ * @property {string} [label] absent: the key is its label
+ * @property {string | null} description
+ * @property {boolean} required
+ * @property {boolean} secret kept in the keychain, never in the config
+ * @property {string | null} default
+ * @property {string[]} choices the only values it takes, when not empty
+ */
+
+/**
+ * A server a registry source lists (`GET /api/registry/search` entries), at its newest version.
+ * @typedef {object} RegistryEntry
+ * @property {string} name e.g. "io.github.modelcontextprotocol/server-everything"
+ * @property {string | null} title
+ * @property {string | null} description
+ * @property {string} version
+ * @property {"active" | "deprecated"} status
+ * @property {string | null} status_message why it is deprecated, for one that is
+ * @property {string | null} repository
+ * @property {string | null} website
+ * @property {boolean} verified whether an official registry source verified the name's namespace
+ * @property {string} source the source's base URL, or "built-in"
+ * @property {RegistryPackage[]} packages
+ * @property {RegistryRemote[]} remotes
+ * @property {RegistryInput[]} inputs
+ * @property {boolean} installable
+ * @property {string | null} why_not why Add cannot add it, when it cannot
+ * @property {string | null} added_as the config's server name, once it is added
+ */
+
+/**
+ * One registry source and how its last read went.
+ * @typedef {object} RegistrySource
+ * @property {string} url
+ * @property {number} entries
+ * @property {number | null} refreshed_at Unix milliseconds
+ * @property {string | null} error why it could not be read, in a sentence; the others still answer
+ */
+
+/**
+ * `GET /api/registry/search?q=`.
+ * @typedef {object} RegistrySearch
+ * @property {RegistryEntry[]} entries
+ * @property {RegistrySource[]} sources
+ */
+
+/**
+ * `POST /api/registry/add`: the server is in the config and starting; its tools are held for
+ * review.
+ * @typedef {object} RegistryAdded
+ * @property {string} server its name in the config
+ * @property {string} version
+ * @property {string} command what runs, in words (a remote server's URL)
+ * @property {boolean} held
+ * @property {string[]} [notes] worth telling: a deprecated entry, an ownership not checked
+ */
+
+/**
+ * `GET /api/registry/installed` items: each server of the config, with the registry entry it was
+ * added from or whose package it runs, when there is one.
+ * @typedef {object} InstalledServer
+ * @property {string} server
+ * @property {string | null} entry the registry entry's name
+ * @property {string} [source] the source that lists the entry
+ * @property {string | null} version what its command pins
+ * @property {string | null} latest the newest version its source has
+ * @property {boolean} update_available
+ * @property {string[]} secrets the keychain secrets its config names
+ */
+
+/**
+ * `POST /api/registry/update/{server}`.
+ * @typedef {object} RegistryUpdated
+ * @property {string} server
+ * @property {string | null} from
+ * @property {string} to
+ */
+
+/**
+ * `DELETE /api/servers/{server}`.
+ * @typedef {object} ServerRemoved
+ * @property {string} server
+ * @property {string[]} deleted_secrets
+ * @property {string[]} kept_secrets
  */

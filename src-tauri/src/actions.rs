@@ -67,12 +67,8 @@ async fn perform(app: &AppHandle, id: &MenuId) -> anyhow::Result<()> {
             }
         }
         MenuId::OpenDashboard => show_window(app)?,
-        MenuId::ReviewAttention => {
-            show_window(app)?;
-            if let Some(window) = app.get_webview_window(WINDOW) {
-                window.eval("location.hash = '#/'")?;
-            }
-        }
+        MenuId::ReviewAttention => show_page(app, "#/")?,
+        MenuId::AddServer => show_page(app, "#/add")?,
         MenuId::CopyEndpoint => app.clipboard().write_text(shell.mcp_url.clone())?,
         MenuId::ReloadConfig => {
             if let Some(core) = shell.core.read().await.as_ref() {
@@ -120,6 +116,15 @@ pub fn open_in_browser(app: &AppHandle, url: &str) -> anyhow::Result<()> {
     app.opener()
         .open_url(url, None::<&str>)
         .with_context(|| format!("cannot open {url} in the browser"))
+}
+
+/// Shows the dashboard window at `route`, a fragment of the dashboard's address (`#/add`).
+fn show_page(app: &AppHandle, route: &'static str) -> tauri::Result<()> {
+    show_window(app)?;
+    if let Some(window) = app.get_webview_window(WINDOW) {
+        window.eval(format!("location.hash = '{route}'"))?;
+    }
+    Ok(())
 }
 
 /// Shows the dashboard window and gives it the focus.

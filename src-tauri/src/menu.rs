@@ -42,6 +42,8 @@ pub enum MenuId {
     OpenDashboard,
     /// The dashboard at its home page, where the "Needs attention" panel is.
     ReviewAttention,
+    /// The dashboard's page that adds a server from a registry.
+    AddServer,
     CopyEndpoint,
     ReloadConfig,
     StartAtLogin,
@@ -122,6 +124,7 @@ pub fn menu_model(
     }
     entries.extend([
         item(MenuId::OpenDashboard, "Open dashboard"),
+        item(MenuId::AddServer, "Add server…"),
         item(MenuId::CopyEndpoint, "Copy MCP endpoint URL"),
         item(MenuId::ReloadConfig, "Reload config"),
         Entry::Separator,
@@ -388,6 +391,7 @@ impl fmt::Display for MenuId {
             }
             MenuId::OpenDashboard => f.write_str("open-dashboard"),
             MenuId::ReviewAttention => f.write_str("review-attention"),
+            MenuId::AddServer => f.write_str("add-server"),
             MenuId::CopyEndpoint => f.write_str("copy-endpoint"),
             MenuId::ReloadConfig => f.write_str("reload-config"),
             MenuId::StartAtLogin => f.write_str("start-at-login"),
@@ -418,6 +422,7 @@ impl FromStr for MenuId {
         match id {
             "open-dashboard" => Ok(MenuId::OpenDashboard),
             "review-attention" => Ok(MenuId::ReviewAttention),
+            "add-server" => Ok(MenuId::AddServer),
             "copy-endpoint" => Ok(MenuId::CopyEndpoint),
             "reload-config" => Ok(MenuId::ReloadConfig),
             "start-at-login" => Ok(MenuId::StartAtLogin),
@@ -503,6 +508,7 @@ mod tests {
         let mut ids: Vec<MenuId> = vec![
             MenuId::OpenDashboard,
             MenuId::ReviewAttention,
+            MenuId::AddServer,
             MenuId::CopyEndpoint,
             MenuId::ReloadConfig,
             MenuId::StartAtLogin,
@@ -541,6 +547,7 @@ mod tests {
         let ids: Vec<String> = [
             MenuId::OpenDashboard,
             MenuId::ReviewAttention,
+            MenuId::AddServer,
             MenuId::CopyEndpoint,
             MenuId::ReloadConfig,
             MenuId::StartAtLogin,
@@ -716,6 +723,7 @@ mod tests {
                 .collect();
             let expected = [
                 ("open-dashboard", true),
+                ("add-server", true),
                 ("copy-endpoint", true),
                 ("reload-config", true),
                 ("start-at-login", start_at_login),
@@ -840,6 +848,37 @@ mod tests {
                     .to_owned(),
             }
         );
+    }
+
+    #[test]
+    fn add_server_is_offered_under_open_dashboard_with_or_without_servers() {
+        for statuses in [vec![], vec![status("files", BackendState::Ready)]] {
+            let model = menu_model(&statuses, &config(), &[], false);
+            let at = model
+                .entries
+                .iter()
+                .position(|entry| {
+                    matches!(
+                        entry,
+                        Entry::Item {
+                            id: MenuId::OpenDashboard,
+                            ..
+                        }
+                    )
+                })
+                .expect("Open dashboard");
+            assert_eq!(
+                model.entries[at + 1],
+                Entry::Item {
+                    id: MenuId::AddServer,
+                    label: "Add server…".to_owned(),
+                    enabled: true,
+                },
+                "{statuses:?}"
+            );
+        }
+        assert_eq!(MenuId::AddServer.to_string(), "add-server");
+        assert_eq!("add-server".parse::<MenuId>(), Ok(MenuId::AddServer));
     }
 
     #[test]

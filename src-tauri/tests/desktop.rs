@@ -50,6 +50,7 @@ fn the_tray_controls_backends_and_quit_leaves_no_process() {
     });
     for label in [
         "Open dashboard",
+        "Add server…",
         "Copy MCP endpoint URL",
         "Reload config",
         "Start at login",

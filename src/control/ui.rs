@@ -49,6 +49,7 @@ const EMBEDDED: &[(&str, &[u8])] = embed![
     "store.js",
     "types.js",
     "views/activity.js",
+    "views/add.js",
     "views/approvals.js",
     "views/questions.js",
     "views/attention.js",

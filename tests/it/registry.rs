@@ -667,6 +667,29 @@ async fn a_bundle_is_checked_against_its_digest_unpacked_and_run() {
     assert!(!folder.exists(), "its bundle is removed with it");
 }
 
+/// The Add page, a server's version and its update, and removing a server, in a real browser
+/// (`tests/ui/add.test.mjs`, playwright-core driving Debian's Chromium): the official source's
+/// entries with their badges, two servers added through the form (a remote one whose secret goes
+/// to the keychain), an older release updated from its page, and a removal with its secret.
+#[test]
+fn servers_are_added_updated_and_removed_from_the_dashboard_in_a_real_browser() {
+    let registry = source(&[]);
+    let url = registry.field("url");
+    // A source that cannot be read: the page says so above the results.
+    let failing = "http://127.0.0.1:1";
+    let service = keychain_service();
+    let serve = ServeOptions::new(&format!("[registry]\nsources = [{url:?}, {failing:?}]\n"))
+        .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+        .env("PATH", path_with_uv())
+        .env_remove("SWITCHBOARD_LOG")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .start();
+    let mut node = crate::ui::browser_suite("add.test.mjs", &serve);
+    node.env("SWITCHBOARD_REGISTRY_URL", &url)
+        .env("SWITCHBOARD_FAILING_SOURCE", failing);
+    run_node_suite(node, crate::ui::NODE_LIMIT, &|| serve.log());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn servers_written_by_hand_show_what_their_runner_resolved_and_can_be_pinned() {
     let source = source(&[]);

@@ -1,10 +1,12 @@
 // #/backend/NAME[/TAB[/TOOL]] — one backend: its status and actions on top, then tabs for the
 // overview, the restart history, the live output and the tools. A remote server waiting for a
-// sign-in says so with a "Sign in" button; a ready one can be signed out of.
+// sign-in says so with a "Sign in" button; a ready one can be signed out of. A server added from
+// a registry says which entry it is and offers its source's newer version; any server can be
+// removed from the config, after a confirmation on the page that asks which of its secrets go too.
 
-import { h, icon, replace, setText } from "../dom.js";
+import { h, icon, replace, setText, announce } from "../dom.js";
 import { plural, commandLine } from "../format.js";
-import { stateBadge, stateNote, actionButtons, signInButton, signInOpenedNote, confirmAction, everySecond, loading, failure, empty, toast, uptimeText } from "./common.js";
+import { stateBadge, stateNote, actionButtons, signInButton, signInOpenedNote, updateOffer, confirmAction, everySecond, loading, failure, empty, toast, uptimeText } from "./common.js";
 import { historyTimeline, logBlock } from "./history.js";
 import { OutputPanel } from "./output.js";
 import { ToolsTab } from "./tools.js";
@@ -15,6 +17,7 @@ import { ToolsTab } from "./tools.js";
 /** @typedef {import('../types.js').BackendConfigView} BackendConfigView */
 /** @typedef {import('../types.js').SandboxView} SandboxView */
 /** @typedef {import('../types.js').RemoteTransport} RemoteTransport */
+/** @typedef {import('../types.js').InstalledServer} InstalledServer */
 /** @typedef {"overview" | "history" | "output" | "tools"} Tab */
 
 /** @type {{tab: Tab, label: string}[]} */
@@ -74,8 +77,25 @@ export class BackendView {
       uptime: h("dd", { class: "mono", data: { fact: "uptime" } }),
       restarts: h("dd", { data: { fact: "restarts" } }),
       tools: h("dd", { data: { fact: "tools" } }),
+      version: h("dd", { class: "mono", data: { fact: "version" } }),
       server: h("dd", { data: { fact: "server" } }),
     };
+    this.offer = updateOffer(store, name);
+    /** @type {string | null} the registry entry the Process card names */
+    this.entryShown = null;
+    this.removeButton = h("button", {
+      class: "btn btn-small btn-delete",
+      data: { action: "remove" },
+      attrs: { type: "button", "aria-label": `Remove ${name}…`, "aria-expanded": "false", "aria-controls": "remove-confirm" },
+      on: { click: () => void this.askRemove() },
+    }, icon("trash"), h("span", { class: "btn-text", text: "Remove…" }));
+    this.removePanel = h("section", { class: "notice remove-confirm", data: { testid: "remove-confirm" }, attrs: { id: "remove-confirm", "aria-labelledby": "remove-title" } });
+    this.removePanel.hidden = true;
+    /** @type {HTMLElement | null} the question's heading, while it is asked */
+    this.removeTitle = null;
+    this.removePanel.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") this.closeRemove();
+    });
     this.actions = actionButtons(store, name);
     this.signOutButton = h("button", {
       class: "btn btn-small btn-sign-out",
@@ -107,8 +127,11 @@ export class BackendView {
             h("div", {}, h("dt", { text: "Uptime" }), this.facts.uptime),
             h("div", {}, h("dt", { text: "Restarts" }), this.facts.restarts),
             h("div", {}, h("dt", { text: "Tools" }), this.facts.tools),
-            h("div", { class: "fact-wide" }, h("dt", { text: "Server" }), this.facts.server))),
-        h("div", { class: "head-actions" }, this.actions.element, this.signOutButton)),
+            this.versionFact = h("div", {}, h("dt", { text: "Version" }), this.facts.version),
+            h("div", { class: "fact-wide" }, h("dt", { text: "Server" }), this.facts.server)),
+          this.offer.element),
+        h("div", { class: "head-actions" }, this.actions.element, this.signOutButton, this.removeButton)),
+      this.removePanel,
       this.alert,
       this.signInCallout,
       this.tabNav = h("nav", { class: "tabs", attrs: { "aria-label": `${name} sections` } }, this.tabLinks),
@@ -121,6 +144,7 @@ export class BackendView {
     this.renderDetailFacts();
     this.renderTab();
     void store.loadDetail(name);
+    void store.loadInstalled();
   }
 
   /**
@@ -152,6 +176,12 @@ export class BackendView {
     } else if (change.kind === "list" && !this.store.summaries.has(this.name) && this.store.listLoad.status === "ready") {
       this.renderTab();
       this.renderSummary();
+    } else if (change.kind === "installed") {
+      this.offer.update();
+      // The Process card names the registry entry: drawn again only when that changes, so that
+      // what the page shows stays put while a background read comes back.
+      const entry = this.store.installed?.get(this.name)?.entry ?? null;
+      if (this.tab === "overview" && entry !== this.entryShown) this.renderTab();
     }
   }
 
@@ -164,10 +194,12 @@ export class BackendView {
   renderSummary() {
     const summary = this.store.summaries.get(this.name)?.summary;
     // A name the API does not know gets no facts, actions or tabs, only the note saying so.
-    for (const part of [this.badge.element, this.factList, this.actions.element, this.tabNav]) part.hidden = !summary;
+    for (const part of [this.badge.element, this.factList, this.actions.element, this.removeButton, this.tabNav]) part.hidden = !summary;
     if (!summary) {
       this.signOutButton.hidden = true;
       this.signInCallout.hidden = true;
+      this.offer.element.hidden = true;
+      this.closeRemove();
       return;
     }
     const remote = this.store.isRemote(this.name);
@@ -177,6 +209,8 @@ export class BackendView {
     setText(this.facts.pid, summary.pid === null ? "—" : String(summary.pid));
     setText(this.facts.restarts, String(summary.restarts));
     setText(this.facts.tools, String(summary.tools));
+    this.versionFact.hidden = !summary.version;
+    setText(this.facts.version, summary.version ?? "");
     const needsSignIn = summary.actions.includes("sign_in");
     // Each wait for a sign-in starts with what the button will do.
     if (this.signInCallout.hidden && needsSignIn) setText(this.signInNote, `Sign in opens the server's sign-in page in a new tab. When you are done there, your browser comes back to Switchboard and ${this.name} connects on its own.`);
@@ -193,9 +227,86 @@ export class BackendView {
   updateActions() {
     this.actions.update();
     this.signIn.update();
+    this.offer.update();
     const pending = this.store.pending.get(this.name);
     this.signOutButton.disabled = pending !== undefined;
     this.signOutButton.classList.toggle("is-busy", pending === "sign-out");
+    this.removeButton.disabled = pending !== undefined;
+    for (const button of this.removePanel.querySelectorAll("button")) button.disabled = pending !== undefined;
+  }
+
+  /**
+   * Asks, on the page, whether to remove the server and which of its secrets to delete with it
+   * (none unless ticked).
+   */
+  async askRemove() {
+    if (!this.removePanel.hidden) {
+      this.removeTitle?.focus();
+      return;
+    }
+    if (this.store.installed === null) await this.store.loadInstalled();
+    const secrets = this.store.installed?.get(this.name)?.secrets ?? [];
+    const boxes = secrets.map((secret) => h("input", { class: "checkbox", attrs: { type: "checkbox", name: "delete-secret", value: secret } }));
+    const error = h("p", { class: "remove-error", attrs: { role: "alert" } });
+    this.removeTitle = h("h2", { class: "remove-title", attrs: { id: "remove-title", tabindex: "-1" } }, icon("trash"), `Remove ${this.name}?`);
+    const removeNow = h("button", { class: "btn btn-small btn-danger", data: { action: "confirm-remove" }, attrs: { type: "submit" } }, h("span", { class: "btn-text", text: `Remove ${this.name}` }));
+    const form = h("form", { class: "remove-form" },
+      this.removeTitle,
+      h("p", { class: "remove-what", text: `Its entry leaves the config file, with its pinned tool definitions and its cache; editors are no longer offered its tools.` }),
+      secrets.length > 0
+        ? h("fieldset", { class: "remove-secrets" },
+          h("legend", { text: "Also delete from the keychain:" }),
+          secrets.map((secret, index) => h("label", { class: "remove-secret" }, boxes[index], h("code", { text: secret }))),
+          h("p", { class: "field-help", text: "Left unticked, a secret stays in the keychain for another server or a later add." }))
+        : null,
+      error,
+      h("div", { class: "remove-actions" },
+        removeNow,
+        h("button", { class: "btn btn-small", attrs: { type: "button" }, text: "Cancel", on: { click: () => this.closeRemove() } })));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const chosen = boxes.filter((box) => box.checked).map((box) => box.value);
+      void this.remove(chosen, removeNow, error);
+    });
+    replace(this.removePanel, form);
+    this.removePanel.hidden = false;
+    this.removeButton.setAttribute("aria-expanded", "true");
+    this.updateActions();
+    this.removeTitle.focus();
+  }
+
+  closeRemove() {
+    if (this.removePanel.hidden) return;
+    const hadFocus = this.removePanel.contains(document.activeElement);
+    this.removePanel.hidden = true;
+    replace(this.removePanel);
+    this.removeTitle = null;
+    this.removeButton.setAttribute("aria-expanded", "false");
+    if (hadFocus) this.removeButton.focus();
+  }
+
+  /**
+   * @param {string[]} deleteSecrets
+   * @param {HTMLButtonElement} button
+   * @param {HTMLElement} error
+   */
+  async remove(deleteSecrets, button, error) {
+    setText(error, "");
+    button.classList.add("is-busy");
+    try {
+      const removed = await this.store.remove(this.name, deleteSecrets);
+      if (!removed) return;
+      const deleted = removed.deleted_secrets.length ? ` Deleted from the keychain: ${removed.deleted_secrets.join(", ")}.` : "";
+      const kept = removed.kept_secrets.length ? ` Kept in the keychain: ${removed.kept_secrets.join(", ")}.` : "";
+      toast(`Removed ${this.name}`, `It is no longer in the config.${deleted}${kept}`);
+      announce(`Removed ${this.name}`);
+      location.hash = "#/";
+    } catch (caught) {
+      const message = caught instanceof Error ? caught.message : String(caught);
+      setText(error, `Could not remove ${this.name}: ${message}`);
+    } finally {
+      button.classList.remove("is-busy");
+    }
   }
 
   async signOut() {
@@ -272,11 +383,12 @@ export class BackendView {
   overview(detail) {
     const base = `#/backend/${encodeURIComponent(this.name)}`;
     const config = detail.config;
+    const installed = this.store.installed?.get(this.name) ?? null;
     const recentOutput = (this.store.outputs.get(this.name) ?? detail.output).slice(-8);
     const server = detail.server;
     const capabilities = server ? Object.keys(server.capabilities ?? {}) : [];
     return h("div", { class: "overview-grid" },
-      this.configCard(config, detail.transport),
+      this.configCard(config, detail.transport, installed),
       config && config.url === null ? this.sandboxCard(config) : null,
       h("section", { class: "card" },
         h("h2", { class: "card-title", text: "Server" }),
@@ -322,9 +434,11 @@ export class BackendView {
    * server's URL, its link's transport and headers (values masked by the API).
    * @param {BackendConfigView | undefined} config
    * @param {RemoteTransport | null} transport
+   * @param {InstalledServer | null} installed the registry entry it was added from
    * @returns {HTMLElement}
    */
-  configCard(config, transport) {
+  configCard(config, transport, installed) {
+    this.entryShown = installed?.entry ?? null;
     if (!config) return h("section", { class: "card" }, h("h2", { class: "card-title", text: "Process" }), h("p", { class: "muted", text: "No config details." }));
     /**
      * @param {Record<string, string>} values
@@ -338,6 +452,8 @@ export class BackendView {
         : h("ul", { class: "env-list" }, names.map((key) => h("li", {}, h("code", { text: `${key}${separator}${values[key]}` }))));
     };
     const common = [
+      installed?.entry ? h("dt", { text: "Registry entry" }) : null,
+      installed?.entry ? h("dd", { data: { testid: "registry-entry" } }, h("code", { text: installed.entry }), installed.source ? h("span", { class: "muted", text: ` from ${installed.source}` }) : null) : null,
       h("dt", { text: "Tool prefix" }), h("dd", {}, config.prefix === ""
         ? h("span", { class: "muted", text: "none: tools and prompts keep their own names" })
         : h("code", { text: `${config.prefix}__` })),

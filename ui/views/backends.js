@@ -1,11 +1,12 @@
 // #/ — every backend in a compact table, updated in place so that focus and hover survive the
 // live updates. Each row says what the backend runs (its command line, or a remote server's URL,
-// from its detail) and, for a remote server waiting for a sign-in, offers one.
+// from its detail) and the package version it runs, offers a sign-in to a remote server waiting
+// for one, and an update to a server added from a registry whose source has a newer version.
 
 import { h, replace, setText } from "../dom.js";
 import { plural, commandLine } from "../format.js";
 import { AttentionPanel } from "./attention.js";
-import { stateBadge, stateNote, lastExitNote, actionButtons, signInButton, signInOpenedNote, everySecond, loading, empty, failure, toast, uptimeText } from "./common.js";
+import { stateBadge, stateNote, lastExitNote, actionButtons, signInButton, signInOpenedNote, updateOffer, everySecond, loading, empty, failure, toast, uptimeText } from "./common.js";
 import { WelcomePanel } from "./welcome.js";
 
 /** @typedef {import('../store.js').Store} Store */
@@ -45,12 +46,15 @@ export class BackendsView {
       for (const row of this.rows.values()) row.tick();
     });
     this.render();
+    void store.loadInstalled();
   }
 
   /** @param {Change} change */
   onChange(change) {
     if (change.kind === "list" || change.kind === "config") {
       this.render();
+    } else if (change.kind === "installed") {
+      for (const row of this.rows.values()) row.updateActions();
     } else if (change.kind === "summary") {
       const row = this.rows.get(change.name);
       if (row) row.update();
@@ -146,6 +150,9 @@ export class BackendsView {
     const badge = stateBadge();
     const note = h("span", { class: "state-note" });
     const disabled = h("span", { class: "tag", text: "disabled" });
+    const version = h("span", { class: "row-version mono", data: { testid: "version" }, attrs: { title: "The package version it runs" } });
+    const offer = updateOffer(store, name, { compact: true });
+    const versionLine = h("div", { class: "row-version-line" }, version, offer.element);
     const target = h("div", { class: "row-target mono", data: { testid: "target" } });
     const sub = h("div", { class: "row-sub" });
     const error = h("div", { class: "row-error" });
@@ -158,7 +165,7 @@ export class BackendsView {
     const element = h("tr", { data: { backend: name } },
       h("th", { attrs: { scope: "row" }, class: "name-cell" },
         h("div", { class: "name-line" }, h("a", { class: "backend-link", attrs: { href }, text: name }), disabled),
-        target, sub, error),
+        target, versionLine, sub, error),
       h("td", { data: { col: "state" } }, h("div", { class: "state-cell" }, badge.element, note, signIn.element)),
       pid, uptime, restarts, tools,
       h("td", { class: "actions-cell" }, actions.element));
@@ -175,6 +182,8 @@ export class BackendsView {
     const updateActions = () => {
       actions.update();
       signIn.update();
+      offer.update();
+      versionLine.hidden = version.hidden && offer.element.hidden;
     };
     const update = () => {
       const summary = store.summaries.get(name)?.summary;
@@ -183,6 +192,8 @@ export class BackendsView {
       badge.update(summary.state, store.isRemote(name));
       signIn.element.hidden = !summary.actions.includes("sign_in");
       disabled.hidden = summary.enabled;
+      setText(version, summary.version ?? "");
+      version.hidden = !summary.version;
       // In a narrow column the program's own name says more than the start of its path; the
       // whole command line is in the title.
       const program = config?.command?.split("/").pop() ?? "";

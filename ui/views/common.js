@@ -1,6 +1,6 @@
 // Pieces several views share: state badges, the start/stop/restart buttons, signing in to a
-// remote server, the once-a-second ticker, toasts, confirmations, and loading, empty and error
-// states.
+// remote server, updating a server added from a registry, the once-a-second ticker, toasts,
+// confirmations, and loading, empty and error states.
 
 import { h, icon, announce, setText } from "../dom.js";
 import { stateLabel, duration, exitLabel, reasonLabel, ago } from "../format.js";
@@ -221,6 +221,56 @@ export function signInOpenedNote(name, url) {
     `Finish signing in on the page that opened; your browser then comes back to Switchboard and ${name} connects. Nothing opened? `,
     h("a", { attrs: { href: url, target: "_blank", rel: "noopener noreferrer" }, text: "Open the sign-in page" }),
     ".");
+}
+
+// --- updates from a registry ----------------------------------------------------------------------
+
+/**
+ * "Update to X available" with its Update button, for a server added from a registry whose
+ * source has a newer version (as `GET /api/registry/installed` says); hidden otherwise. Compact,
+ * for a table row, it is one button, "Update to X". The new version and state follow from the
+ * events; tools that changed wait on the Review page.
+ * @param {Store} store
+ * @param {string} name
+ * @param {{compact?: boolean}} [options]
+ * @returns {{element: HTMLElement, update: () => void}}
+ */
+export function updateOffer(store, name, options = {}) {
+  const text = h("span", { class: "update-text" });
+  text.hidden = options.compact === true;
+  const label = h("span", { class: "btn-text", text: "Update" });
+  const button = h("button", {
+    class: "btn btn-small btn-accent btn-update",
+    data: { action: "update" },
+    attrs: { type: "button" },
+  }, icon("download"), label);
+  const element = h("span", { class: `update-offer${options.compact ? " update-offer-compact" : ""}`, data: { testid: "update" } }, text, button);
+  button.addEventListener("click", async () => {
+    try {
+      const updated = await store.update(name);
+      if (!updated) return;
+      toast(`Updated ${name} to ${updated.to}`, h("span", {},
+        `${updated.from ? `From ${updated.from}. ` : ""}It restarts; tools that changed wait for your `,
+        h("a", { attrs: { href: "#/review" }, text: "review" }), "."));
+      announce(`Updated ${name} to ${updated.to}`);
+    } catch (error) {
+      toast(`Could not update ${name}`, asApiError(error).message, "error");
+    }
+  });
+  const update = () => {
+    const installed = store.installed?.get(name);
+    const latest = (installed?.update_available ? installed.latest : null) ?? "";
+    element.hidden = latest === "";
+    setText(text, `Update to ${latest} available`);
+    button.setAttribute("aria-label", `Update ${name} to ${latest}`);
+    button.title = options.compact ? `Update to ${latest} available` : "";
+    const pending = store.pending.get(name);
+    button.disabled = pending !== undefined;
+    button.classList.toggle("is-busy", pending === "update");
+    setText(label, pending === "update" ? "Updating…" : options.compact ? `Update to ${latest}` : "Update");
+  };
+  update();
+  return { element, update };
 }
 
 // --- confirmations -----------------------------------------------------------------------------
