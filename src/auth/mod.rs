@@ -704,6 +704,12 @@ pub fn is_callback_path(path: &str) -> bool {
 }
 
 /// A keychain entry name for any key: the first 32 hex digits of its SHA-256.
+/// Deletes the tokens a sign-in kept for `backend` from the keychain (a server taken out of the
+/// config); whether there were any. Blocking, as every keychain call is.
+pub fn delete_stored_tokens(backend: &str) -> Result<bool, SecretError> {
+    Keychain::of_sign_in("tokens").delete(&keychain_name(backend))
+}
+
 fn keychain_name(key: &str) -> String {
     crate::hex::encode(&sha2::Sha256::digest(key.as_bytes())[..16])
 }

@@ -627,8 +627,8 @@ pub struct Removed {
     pub kept_secrets: Vec<String>,
 }
 
-/// Takes `server` out of the config and its profiles, with its pins, cached catalog and
-/// bundle; deletes those of its secrets that `delete_secrets` names.
+/// Takes `server` out of the config and its profiles, with its pins, cached catalog, bundle and
+/// sign-in tokens; deletes those of its secrets that `delete_secrets` names.
 pub async fn remove(
     config_path: &Path,
     data_dir: &Path,
@@ -666,7 +666,10 @@ pub async fn remove(
         }
     }
     let to_delete = delete_secrets.to_vec();
+    let backend = server.to_owned();
     let deleted = tokio::task::spawn_blocking(move || {
+        // Its sign-in's tokens are Switchboard's own credential for it: gone with it.
+        crate::auth::delete_stored_tokens(&backend)?;
         let keychain = crate::secrets::Keychain::secrets();
         to_delete
             .into_iter()

@@ -188,6 +188,33 @@ async fn a_sign_in_is_kept_refreshed_survives_a_restart_and_its_loss_is_told_to_
     until_state(&serve, "remote", "ready").await;
     assert_eq!(first_text(&whoami(&serve).await), "ada");
 
+    // Removed, it leaves no sign-in behind: put back, it asks for one again.
+    let response = serve
+        .client()
+        .delete(serve.http_url("/api/servers/remote"))
+        .bearer_auth(SERVE_TOKEN)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), 200);
+    eventually("the server gone", EVENT_LIMIT, || async {
+        let list = serve.api_get("/api/backends").await;
+        match list.as_array().is_some_and(|list| list.is_empty()) {
+            true => Ok(()),
+            false => Err(list),
+        }
+    })
+    .await;
+    std::fs::write(&config, remote_entry("remote", &url, "")).expect("write");
+    serve.api_post("/api/config/reload").await;
+    until_state(&serve, "remote", "needs_sign_in").await;
+    let begun = serve.api_post("/api/backends/remote/sign-in").await;
+    let back = sign_in_as(begun["url"].as_str().expect("a URL"), "ada");
+    assert_eq!(back["status"], 200, "{back}");
+    until_state(&serve, "remote", "ready").await;
+
     // The authorization server forgets every grant (a restart of it): once the access token
     // has expired, no refresh works, and an editor's call says what to do instead of a 401.
     drop(oidc);

@@ -302,6 +302,10 @@ pub(super) async fn remove(
     )
     .await
     .map_err(install_error)?;
+    // What sign-in keeps of it in memory goes too (the keychain's copy went with it).
+    if let Err(error) = api.auth().sign_out(&server).await {
+        tracing::warn!(%server, "its sign-in is not forgotten: {error}");
+    }
     tracing::info!(server = %removed.server, "server removed");
     Ok(applied(&api, &removed).await)
 }
