@@ -213,7 +213,8 @@ pub struct Page {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PageMeta {
-    #[serde(default)]
+    /// `nextCursor`; `next_cursor` as GitHub's registry has written it.
+    #[serde(default, alias = "next_cursor")]
     pub next_cursor: Option<String>,
 }
 
@@ -246,6 +247,17 @@ pub fn is_exact_version(version: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_names_its_next_cursor_either_way() {
+        for text in [
+            r#"{"servers": [], "metadata": {"nextCursor": "a:1"}}"#,
+            r#"{"servers": [], "metadata": {"next_cursor": "a:1"}}"#,
+        ] {
+            let page: Page = serde_json::from_str(text).unwrap();
+            assert_eq!(page.metadata.next_cursor.as_deref(), Some("a:1"), "{text}");
+        }
+    }
 
     #[test]
     fn versions_that_name_one_release_are_exact() {
