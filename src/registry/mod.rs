@@ -65,33 +65,47 @@ impl Registry {
         }
     }
 
-    /// Each source's cache, refreshed first as `refresh` says; only `only` when given (a URL of
-    /// the list, or any other: it is read as a source of its own).
+    /// Each source's cache, refreshed first as `refresh` says, all at once; only `only` when
+    /// given (a URL of the list, or any other: it is read as a source of its own). A source that
+    /// failed within [`source::RETRY_AFTER`] is reported with that failure without a new try
+    /// (unless `Refresh::Always`).
     pub async fn load(&self, only: Option<&str>, refresh: Refresh) -> Loaded {
         let urls: Vec<String> = match only {
             Some(url) => vec![url.trim_end_matches('/').to_owned()],
             None => self.sources.clone(),
         };
+        // Every source is read at once, so one that hangs delays a search by one timeout.
         let client = source::client();
-        let mut caches = Vec::new();
-        let mut reports = Vec::new();
-        for url in urls {
+        let mut reads = tokio::task::JoinSet::new();
+        for (index, url) in urls.into_iter().enumerate() {
             if url == BUILT_IN {
                 continue;
             }
-            let mut cache = SourceCache::load(&self.cache_dir, &url);
-            let mut error = None;
-            let stale = !cache.is_fresh(SystemTime::now());
-            let read = match refresh {
-                Refresh::Never => false,
-                Refresh::IfStale => stale,
-                Refresh::Always => true,
-            };
-            if read && let Err(failure) = cache.refresh(&self.cache_dir, &client).await {
-                error = Some(failure);
-            }
+            let (dir, client) = (self.cache_dir.clone(), client.clone());
+            reads.spawn(async move {
+                let mut cache = SourceCache::load(&dir, &url);
+                let read = match refresh {
+                    Refresh::Never => false,
+                    Refresh::IfStale => !cache.is_fresh(SystemTime::now()),
+                    Refresh::Always => true,
+                };
+                let error = match read {
+                    true => cache.refresh_or_note(&dir, &client).await.err(),
+                    false => cache.failed.as_ref().map(|(_, error)| error.clone()),
+                };
+                (index, cache, error)
+            });
+        }
+        let mut read = Vec::new();
+        while let Some(done) = reads.join_next().await {
+            read.push(done.expect("reading a source does not panic"));
+        }
+        read.sort_by_key(|(index, _, _)| *index);
+        let mut caches = Vec::new();
+        let mut reports = Vec::new();
+        for (_, cache, error) in read {
             reports.push(SourceReport {
-                url: url.clone(),
+                url: cache.url.clone(),
                 entries: cache.records.len(),
                 refreshed_at: cache.refreshed_at,
                 error,
@@ -109,6 +123,14 @@ impl Registry {
             caches.push(built_in);
         }
         Loaded { caches, reports }
+    }
+}
+
+impl Registry {
+    /// Whether `url` names one of the config's sources, or the set built in.
+    pub fn is_source(&self, url: &str) -> bool {
+        let url = url.trim_end_matches('/');
+        url == BUILT_IN || self.sources.iter().any(|source| source == url)
     }
 }
 

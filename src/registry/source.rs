@@ -14,6 +14,9 @@ use super::entry::{self, Page, Record, Status};
 /// How long a source's cache is used before it is refreshed (the registry asks for about
 /// hourly reads).
 pub const FRESH_FOR: Duration = Duration::from_secs(60 * 60);
+/// How long a source that failed is left alone before it is tried again, so that a source that
+/// is down or hangs costs one wait, not one per search.
+pub const RETRY_AFTER: Duration = Duration::from_secs(5 * 60);
 /// How long one request to a source may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// The most pages read in one refresh (100 entries each).
@@ -31,6 +34,9 @@ pub struct SourceCache {
     pub refreshed_at: u64,
     /// The latest `updatedAt` among its entries, for the next `updated_since`.
     pub newest: Option<String>,
+    /// When reading it last failed (ms since 1970), and why; cleared by a read that works.
+    #[serde(default)]
+    pub failed: Option<(u64, String)>,
     pub records: Vec<Record>,
 }
 
@@ -43,6 +49,7 @@ impl SourceCache {
             url: BUILT_IN.to_owned(),
             refreshed_at: 0,
             newest: None,
+            failed: None,
             records,
         }
     }
@@ -80,11 +87,37 @@ impl SourceCache {
             .map_err(|error| format!("cannot write {}: {error}", path.display()))
     }
 
+    /// Whether it is read recently enough to be used as it is: read within the hour, or failed
+    /// within [`RETRY_AFTER`].
     pub fn is_fresh(&self, now: SystemTime) -> bool {
+        let now = crate::clock::unix_millis(now);
+        let within =
+            |at: u64, limit: Duration| at > 0 && now.saturating_sub(at) < limit.as_millis() as u64;
         self.url == BUILT_IN
-            || (self.refreshed_at > 0
-                && crate::clock::unix_millis(now).saturating_sub(self.refreshed_at)
-                    < FRESH_FOR.as_millis() as u64)
+            || within(self.refreshed_at, FRESH_FOR)
+            || self
+                .failed
+                .as_ref()
+                .is_some_and(|(at, _)| within(*at, RETRY_AFTER))
+    }
+
+    /// Reads the source again as [`SourceCache::refresh`] does; a failure is kept (with the
+    /// cache as it was) so that the next searches within [`RETRY_AFTER`] say it without waiting.
+    pub async fn refresh_or_note(
+        &mut self,
+        dir: &Path,
+        client: &reqwest::Client,
+    ) -> Result<(), String> {
+        match self.refresh(dir, client).await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                self.failed = Some((crate::clock::unix_millis(SystemTime::now()), error.clone()));
+                if let Err(unsaved) = self.save(dir) {
+                    tracing::warn!("{unsaved}");
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Reads the source again (only what changed since the newest entry it has, when it has
@@ -121,6 +154,7 @@ impl SourceCache {
             .map(str::to_owned)
             .or(since);
         self.refreshed_at = crate::clock::unix_millis(SystemTime::now());
+        self.failed = None;
         self.save(dir)
     }
 }

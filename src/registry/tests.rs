@@ -12,6 +12,7 @@ fn loaded(records: Vec<Record>) -> Loaded {
                 url: "http://127.0.0.1:1".into(),
                 refreshed_at: 1,
                 newest: None,
+                failed: None,
                 records,
             },
             SourceCache::built_in(),
@@ -106,6 +107,7 @@ fn a_cache_on_disk_reads_back_as_written() {
         url: url.into(),
         refreshed_at: crate::clock::unix_millis(SystemTime::now()),
         newest: Some("2026-10-19T00:00:00Z".into()),
+        failed: None,
         records: records(),
     };
     cache.save(dir.path()).unwrap();
@@ -121,4 +123,25 @@ fn a_cache_on_disk_reads_back_as_written() {
             .records
             .is_empty()
     );
+}
+
+#[test]
+fn a_source_that_failed_is_left_alone_for_a_while_then_tried_again() {
+    let now = SystemTime::now();
+    let millis = crate::clock::unix_millis(now);
+    let mut cache = SourceCache {
+        url: "http://127.0.0.1:1".into(),
+        ..SourceCache::default()
+    };
+    assert!(!cache.is_fresh(now), "never read");
+    cache.failed = Some((millis - 1_000, "down".into()));
+    assert!(
+        cache.is_fresh(now),
+        "failed a second ago: not tried again yet"
+    );
+    cache.failed = Some((
+        millis - source::RETRY_AFTER.as_millis() as u64 - 1,
+        "down".into(),
+    ));
+    assert!(!cache.is_fresh(now), "failed long enough ago: tried again");
 }

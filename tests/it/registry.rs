@@ -606,23 +606,54 @@ async fn a_failing_source_is_reported_and_the_cache_still_answers() {
         };
         assert!(stdout.contains(said), "{mode}: {stdout}");
     }
-    // A source that never answers is given up on, and the others answer.
-    let hanging = source(&["--mode", "hang"]);
-    let found = serve
-        .api_get(&format!(
-            "/api/registry/search?q=fetch&source={}",
-            hanging.field("url")
-        ))
-        .await;
+    // A source the config does not list is never read at a request's word.
+    let unlisted = serve
+        .client()
+        .get(serve.http_url("/api/registry/search?q=x&source=http://127.0.0.1:9"))
+        .bearer_auth(SERVE_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unlisted.status(), 400);
     assert!(
-        found["sources"][0]["error"]
+        unlisted
+            .text()
+            .await
+            .unwrap()
+            .contains("is not one of the config's registry sources")
+    );
+    drop(serve);
+
+    // A source that never answers is given up on and said, the others answer, and it is left
+    // alone for a while: the next search does not wait for it again.
+    let hanging = source(&["--mode", "hang"]);
+    let serve = ServeOptions::new(&format!(
+        "[registry]\nsources = [{:?}, {:?}]\n",
+        good.field("url"),
+        hanging.field("url")
+    ))
+    .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+    .start();
+    let found = serve.api_get("/api/registry/search?q=fetch").await;
+    assert!(
+        found["sources"][1]["error"]
             .as_str()
             .unwrap()
             .contains("did not answer within"),
         "{found}"
     );
-    let found = serve.api_get("/api/registry/search?q=fetch").await;
     assert_eq!(found["entries"][0]["source"], "built-in", "{found}");
+    let tried = stats(&hanging).await;
+    assert_eq!(tried, 1, "it was asked once");
+    let again = serve.api_get("/api/registry/search?q=fetch").await;
+    assert_eq!(stats(&hanging).await, tried, "not tried again at once");
+    assert!(
+        again["sources"][1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer within"),
+        "still said: {again}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

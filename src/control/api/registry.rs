@@ -123,8 +123,11 @@ pub(super) async fn search(
     State(api): State<ApiState>,
     Query(query): Query<SearchQuery>,
 ) -> Result<Response, ApiError> {
-    let loaded = api
-        .registry()
+    let registry = api.registry();
+    if let Some(source) = &query.source {
+        listed_source(&registry, source)?;
+    }
+    let loaded = registry
         .load(query.source.as_deref(), Refresh::IfStale)
         .await;
     let added = added_entries(&api, &loaded);
@@ -137,6 +140,17 @@ pub(super) async fn search(
         entries,
         sources: loaded.reports,
     }))
+}
+
+/// `source` when the config lists it: a request never makes Switchboard read a source the
+/// person did not choose, so the entries it adds always come from one they did.
+fn listed_source(registry: &Registry, source: &str) -> Result<(), ApiError> {
+    match registry.is_source(source) {
+        true => Ok(()),
+        false => Err(ApiError::BadRequest(format!(
+            "{source} is not one of the config's registry sources ([registry] sources)"
+        ))),
+    }
 }
 
 /// The config's servers by the entry each came from.
@@ -172,9 +186,13 @@ pub(super) async fn add(
         "{\"name\": \"…\", \"version\", \"source\", \"server\", \"inputs\": {…}}",
     )
     .map_err(IntoResponse::into_response)?;
+    let registry = api.registry();
+    if let Some(source) = &body.source {
+        listed_source(&registry, source).map_err(IntoResponse::into_response)?;
+    }
     let review = api.inner.config.borrow().registry.review_added;
     let added = install::add(
-        &api.registry(),
+        &registry,
         AddRequest {
             name: &body.name,
             version: body.version.as_deref(),
