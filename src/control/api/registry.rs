@@ -86,8 +86,8 @@ fn entry_view(record: &Record, source: &str, added: &BTreeMap<String, String>) -
             .repository
             .as_ref()
             .map(|r| r.url.clone())
-            .filter(|url| !url.is_empty()),
-        website: server.website_url.clone(),
+            .filter(|url| is_web_link(url)),
+        website: server.website_url.clone().filter(|url| is_web_link(url)),
         verified: record.has_official_meta(),
         source: source.to_owned(),
         packages: server
@@ -116,6 +116,12 @@ fn entry_view(record: &Record, source: &str, added: &BTreeMap<String, String>) -
         why_not: choice.err(),
         added_as: added.get(&server.name).cloned(),
     }
+}
+
+/// Whether `url` may be offered as a link: an `http` or `https` URL (a source could write a
+/// `javascript:` one).
+fn is_web_link(url: &str) -> bool {
+    reqwest::Url::parse(url).is_ok_and(|url| matches!(url.scheme(), "https" | "http"))
 }
 
 /// `GET /api/registry/search?q=&source=`.
@@ -326,4 +332,24 @@ pub(super) async fn remove(
     }
     tracing::info!(server = %removed.server, "server removed");
     Ok(applied(&api, &removed).await)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_web_addresses_become_links() {
+        assert!(super::is_web_link(
+            "https://github.com/modelcontextprotocol/servers"
+        ));
+        assert!(super::is_web_link("http://example.com/x"));
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "data:text/html,x",
+            "",
+            "//x",
+        ] {
+            assert!(!super::is_web_link(bad), "{bad}");
+        }
+    }
 }
