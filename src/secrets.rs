@@ -150,6 +150,22 @@ pub fn is_valid_name(name: &str) -> bool {
             .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.'))
 }
 
+/// The names of the `${secret:NAME}` references in a config file's text (`$${` is a literal).
+pub fn referenced_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${secret:") {
+        let escaped = rest[..start].ends_with('$');
+        let after = &rest[start + "${secret:".len()..];
+        let Some(end) = after.find('}') else { break };
+        if !escaped && is_valid_name(&after[..end]) {
+            names.insert(after[..end].to_owned());
+        }
+        rest = &after[end..];
+    }
+    names
+}
+
 fn base_service() -> String {
     std::env::var(SERVICE_ENV)
         .ok()
@@ -166,6 +182,17 @@ fn unavailable(error: &keyring_core::Error) -> SecretError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn references_are_found_in_any_value_and_escapes_are_not() {
+        let text = "[servers.a]\nenv = { K = \"${secret:github_token}\" }\n\
+                    args = [\"--key=${secret:linear.key}\", \"$${secret:literal}\"]\n\
+                    [servers.b.headers]\nX = \"Bearer ${secret:github_token}\"\n# ${secret:bad name}\n";
+        assert_eq!(
+            referenced_names(text).into_iter().collect::<Vec<_>>(),
+            ["github_token", "linear.key"]
+        );
+    }
 
     #[test]
     fn names_are_short_plain_words() {

@@ -514,16 +514,9 @@ fn entry_of(text: &str, format: Format, server: &str) -> Result<serde_json::Valu
 
 /// The secrets (`${secret:NAME}`) an entry names anywhere.
 fn secret_names(entry: &serde_json::Value) -> Vec<String> {
-    let text = entry.to_string();
-    let mut names: Vec<String> = text
-        .split("${secret:")
-        .skip(1)
-        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name.to_owned()))
-        .filter(|name| crate::secrets::is_valid_name(name))
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+    crate::secrets::referenced_names(&entry.to_string())
+        .into_iter()
+        .collect()
 }
 
 /// What an update did.

@@ -32,8 +32,9 @@ struct SecretView {
 }
 
 pub(super) async fn list(State(api): State<ApiState>) -> Response {
-    let used =
-        referenced_names(&std::fs::read_to_string(api.inner.reloader.path()).unwrap_or_default());
+    let used = crate::secrets::referenced_names(
+        &std::fs::read_to_string(api.inner.reloader.path()).unwrap_or_default(),
+    );
     let kept = tokio::task::spawn_blocking(|| Keychain::secrets().names())
         .await
         .expect("the keychain call does not panic");
@@ -109,36 +110,4 @@ async fn keychain<T: Send + 'static>(
                 ApiError::Conflict(error.to_string())
             }
         })
-}
-
-/// The names of the `${secret:NAME}` references in a config file's text (`$${` is a literal).
-fn referenced_names(text: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${secret:") {
-        let escaped = rest[..start].ends_with('$');
-        let after = &rest[start + "${secret:".len()..];
-        let Some(end) = after.find('}') else { break };
-        if !escaped && crate::secrets::is_valid_name(&after[..end]) {
-            names.insert(after[..end].to_owned());
-        }
-        rest = &after[end..];
-    }
-    names
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn references_are_found_in_any_value_and_escapes_are_not() {
-        let text = "[servers.a]\nenv = { K = \"${secret:github_token}\" }\n\
-                    args = [\"--key=${secret:linear.key}\", \"$${secret:literal}\"]\n\
-                    [servers.b.headers]\nX = \"Bearer ${secret:github_token}\"\n# ${secret:bad name}\n";
-        assert_eq!(
-            referenced_names(text).into_iter().collect::<Vec<_>>(),
-            ["github_token", "linear.key"]
-        );
-    }
 }
