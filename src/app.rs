@@ -78,12 +78,14 @@ impl App {
         crate::platform::files::create_private_dir(&runtime_dir)
             .and_then(|()| crate::platform::files::restrict_to_owner(&runtime_dir))
             .with_context(unusable)?;
+        let data_dir = crate::dirs::data_dir();
+        // Made before the socket listens: a client reads it as soon as it is connected.
+        let socket_key = token::socket_key(&data_dir).context("cannot set up the socket's key")?;
         // Listening comes first, so an editor that connects while the rest starts waits in the
         // backlog instead of being refused.
         let listeners = Listeners::bind(&runtime_dir, listen).await?;
         let groups =
             GroupRegistry::open(&runtime_dir, Some(&options.exe)).with_context(unusable)?;
-        let data_dir = crate::dirs::data_dir();
         let api_token = token::api_token(&data_dir).context("cannot set up the API token")?;
         let mcp_token = EndpointToken::new(
             token::endpoint_token(&endpoint, &data_dir, token::Missing::Make)
@@ -147,7 +149,14 @@ impl App {
         )
         .with_ui(ui::router(options.ui_dir));
         let dashboard_url = api_state.dashboard_url();
-        let served = listeners.serve(&hub, &reloader, api_state, &endpoint, mcp_token, &stop);
+        let served = listeners.serve(
+            &hub,
+            &reloader,
+            api_state,
+            &endpoint,
+            (mcp_token, socket_key),
+            &stop,
+        );
         tasks.extend(served.tasks);
         tracing::info!(url = %served.mcp_url, socket = %served.socket_path.display(), "listening");
         let instance_file = Instance::record(&runtime_dir, served.address);
@@ -322,7 +331,7 @@ impl Listeners {
         reloader: &Reloader,
         api_state: api::ApiState,
         endpoint: &EndpointConfig,
-        mcp_token: EndpointToken,
+        (mcp_token, socket_key): (EndpointToken, token::Token),
         stop: &CancellationToken,
     ) -> Served {
         let http_options = http::HttpOptions {
@@ -345,6 +354,7 @@ impl Listeners {
             self.socket,
             hub.clone(),
             commands(reloader.clone()),
+            socket_key,
             endpoint.max_body_size,
             stop.clone(),
         ));

@@ -3,7 +3,11 @@
 //!
 //! - `token`, the control API's, which scripts present (`SWITCHBOARD_TOKEN` overrides it);
 //! - `mcp-token`, `/mcp`'s when the config says `require_token = true` without a token of its
-//!   own, which `install` and `move` write into editors' configs.
+//!   own, which `install` and `move` write into editors' configs;
+//! - `socket-key`, which every client of the local socket (`connect`, the command line's
+//!   commands) presents in its first line: the socket admits processes of this user, and the
+//!   key narrows that to those that can read the data directory, which a sandboxed server
+//!   cannot (see `transport::socket`).
 //!
 //! They are different tokens on purpose: an editor's config is read by the editor and its
 //! plugins, and what it holds must not open the control API. A token goes into headers, so one
@@ -25,6 +29,9 @@ pub const TOKEN_FILE: &str = "token";
 
 /// `/mcp`'s generated token file, in the data directory.
 pub const MCP_TOKEN_FILE: &str = "mcp-token";
+
+/// The local socket's key file, in the data directory.
+pub const SOCKET_KEY_FILE: &str = "socket-key";
 
 /// The shortest token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -133,6 +140,19 @@ pub fn endpoint_token(
     }
     let token = load_or_create(data_dir, MCP_TOKEN_FILE)?;
     Ok(Some(token.0))
+}
+
+/// The local socket's key, made in `data_dir` if absent: what `serve` checks every client of its
+/// socket against.
+pub fn socket_key(data_dir: &Path) -> Result<Token, TokenError> {
+    load_or_create(data_dir, SOCKET_KEY_FILE)
+}
+
+/// The local socket's key as a client reads it: never made here (an instance that answers on
+/// the socket has made it), so that a client with another data directory is told so instead of
+/// making a key nobody checks.
+pub fn read_socket_key(data_dir: &Path) -> Result<Token, TokenError> {
+    read_token_file(&data_dir.join(SOCKET_KEY_FILE))
 }
 
 /// [`api_token`] with the environment variable's value given (for tests).
@@ -293,6 +313,24 @@ mod tests {
             endpoint_token(&endpoint, &data, Show).expect("the config's"),
             Some("written-in-the-config".to_owned())
         );
+    }
+
+    #[test]
+    fn the_socket_key_is_made_by_serve_and_only_read_by_clients() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let error = read_socket_key(&data).expect_err("a client makes no key");
+        assert!(
+            matches!(&error, TokenError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound),
+            "{error}"
+        );
+        assert!(!data.join(SOCKET_KEY_FILE).exists());
+        let key = socket_key(&data).expect("made");
+        assert_eq!(mode(&data.join(SOCKET_KEY_FILE)), 0o600);
+        assert_eq!(read_socket_key(&data).expect("read"), key);
+        assert_eq!(socket_key(&data).expect("kept"), key);
+        let api = resolve(None, &data).expect("the API's");
+        assert_ne!(api, key, "never the API token");
     }
 
     #[test]

@@ -365,6 +365,7 @@ fn connect(config: Option<PathBuf>, profile: Option<String>) -> anyhow::Result<E
     crate::platform::memory::keep_freed_memory();
     crate::transport::connect::run(crate::transport::connect::ConnectOptions {
         runtime_dir,
+        data_dir: crate::dirs::data_dir(),
         exe,
         config,
         profile,
@@ -374,7 +375,9 @@ fn connect(config: Option<PathBuf>, profile: Option<String>) -> anyhow::Result<E
 
 async fn reload() -> anyhow::Result<ExitCode> {
     use crate::control::reload::ReloadOutcome;
-    let outcome = crate::control::client::reload(&crate::dirs::runtime_dir()).await?;
+    let outcome =
+        crate::control::client::reload(&crate::dirs::runtime_dir(), &crate::dirs::data_dir())
+            .await?;
     match outcome {
         ReloadOutcome::Applied { report, notes } => {
             eprintln!("reloaded: {report}");
@@ -439,7 +442,10 @@ fn tell_running_instance() {
     if !crate::control::instance::Instance::path(&runtime_dir).exists() {
         return;
     }
-    let reloaded = runtime::current_thread().block_on(crate::control::client::reload(&runtime_dir));
+    let reloaded = runtime::current_thread().block_on(crate::control::client::reload(
+        &runtime_dir,
+        &crate::dirs::data_dir(),
+    ));
     match reloaded {
         Ok(crate::control::reload::ReloadOutcome::Applied { report, .. }) => {
             eprintln!("Switchboard reloaded its config: {report}");

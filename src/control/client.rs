@@ -1,6 +1,7 @@
 //! Commands that act on the running Switchboard from the command line, over its local socket
 //! (a named pipe on Windows): the system tells the instance that the command runs as the same
-//! user, so no token is sent and no address is taken from a file.
+//! user, and the socket's key from the data directory tells it that the command is not a
+//! sandboxed server's; no address is taken from a file.
 
 use std::path::Path;
 
@@ -8,16 +9,16 @@ use anyhow::Context;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::control::reload::ReloadOutcome;
-use crate::transport::handoff::{Command, Header};
+use crate::transport::handoff::{Command, Header, Key};
 
 /// Asks the running instance to reload its config file, and returns what it did.
-pub async fn reload(runtime_dir: &Path) -> anyhow::Result<ReloadOutcome> {
-    let answer = ask(runtime_dir, Command::Reload).await?;
+pub async fn reload(runtime_dir: &Path, data_dir: &Path) -> anyhow::Result<ReloadOutcome> {
+    let answer = ask(runtime_dir, data_dir, Command::Reload).await?;
     serde_json::from_str(&answer).context("Switchboard answered something unexpected")
 }
 
 /// Sends `command` on the socket of the instance using `runtime_dir`; returns its answer.
-async fn ask(runtime_dir: &Path, command: Command) -> anyhow::Result<String> {
+async fn ask(runtime_dir: &Path, data_dir: &Path, command: Command) -> anyhow::Result<String> {
     let socket = crate::transport::socket::socket_path(runtime_dir);
     let mut stream = crate::platform::ipc::connect(&socket)
         .await
@@ -33,8 +34,10 @@ async fn ask(runtime_dir: &Path, command: Command) -> anyhow::Result<String> {
                 }
             },
         )?;
+    let key = crate::token::read_socket_key(data_dir)
+        .context("cannot read the key of Switchboard's socket")?;
     stream
-        .write_all(&Header::control(command).to_line())
+        .write_all(&Header::control(Key::new(&key), command).to_line())
         .await
         .context("Switchboard closed the connection")?;
     let mut answer = String::new();

@@ -21,7 +21,7 @@ use super::{
     UNANSWERED_MESSAGE, error_lines, request_ids,
 };
 use crate::platform::passing;
-use crate::transport::handoff::{self, Header, Ledger, Record};
+use crate::transport::handoff::{self, Header, Key, Ledger, Record};
 use crate::wire::jsonrpc::Envelope;
 
 /// Longest ledger record read; an `initialize` request is the longest there is.
@@ -66,6 +66,9 @@ trait Dial {
         deadline: Instant,
         pause: &mut dyn FnMut(Duration) -> bool,
     ) -> anyhow::Result<Option<UnixStream>>;
+
+    /// The socket's key, to present in each handoff.
+    fn key(&self) -> anyhow::Result<Key>;
 }
 
 /// Dials the socket in the runtime directory and starts `<exe> serve` when nothing answers.
@@ -102,6 +105,10 @@ impl Dial for SocketDialer {
                 return Ok(None);
             }
         }
+    }
+
+    fn key(&self) -> anyhow::Result<Key> {
+        self.starter.key()
     }
 }
 
@@ -189,7 +196,9 @@ impl Shim {
     fn run(mut self, mut stream: UnixStream, dial: &mut dyn Dial) -> anyhow::Result<()> {
         loop {
             self.book = Book::default();
-            let followed = self.hand_over(&stream).and_then(|()| self.follow(&stream));
+            let followed = self
+                .hand_over(&stream, &*dial)
+                .and_then(|()| self.follow(&stream));
             if let Err(error) = followed {
                 tracing::debug!(%error, "the connection to Switchboard failed");
             }
@@ -221,12 +230,21 @@ impl Shim {
 
     /// Sends the header (with the handshake to replay), what the editor wrote meanwhile, and
     /// the two descriptors.
-    fn hand_over(&mut self, stream: &UnixStream) -> io::Result<()> {
+    fn hand_over(&mut self, stream: &UnixStream, dial: &dyn Dial) -> io::Result<()> {
         let replay = self
             .initialize
             .as_ref()
             .map(|initialize| initialize.line.clone());
-        let mut message = Header::new(replay, self.prefix.len(), self.profile.clone()).to_line();
+        let key = match dial.key() {
+            Ok(key) => key,
+            Err(error) => {
+                let reason = format!("{error:#}");
+                self.book.refused = Some(reason.clone());
+                return Err(io::Error::other(reason));
+            }
+        };
+        let mut message =
+            Header::new(key, replay, self.prefix.len(), self.profile.clone()).to_line();
         message.extend_from_slice(&self.prefix);
         let (ledger, ledger_fd) = Ledger::create(&self.runtime_dir)?;
         self.ledger = Some(ledger);

@@ -22,6 +22,8 @@ use anyhow::Context;
 pub struct ConnectOptions {
     /// The runtime directory, where the socket lives.
     pub runtime_dir: PathBuf,
+    /// The data directory, where the socket's key is.
+    pub data_dir: PathBuf,
     /// The Switchboard binary to start headless when none runs.
     pub exe: PathBuf,
     /// A config file to pass to that headless instance.
@@ -59,6 +61,7 @@ pub fn run(options: ConnectOptions) -> anyhow::Result<()> {
 /// Starts a headless instance when none answers, and says why none did.
 struct Starter {
     runtime_dir: PathBuf,
+    data_dir: PathBuf,
     socket: PathBuf,
     log: PathBuf,
     exe: PathBuf,
@@ -69,6 +72,7 @@ impl Starter {
     fn new(options: &ConnectOptions) -> Starter {
         Starter {
             runtime_dir: options.runtime_dir.clone(),
+            data_dir: options.data_dir.clone(),
             socket: crate::transport::socket::socket_path(&options.runtime_dir),
             log: options.runtime_dir.join(SERVE_LOG_NAME),
             exe: options.exe.clone(),
@@ -96,14 +100,28 @@ impl Starter {
             let config = std::path::absolute(config).unwrap_or_else(|_| config.clone());
             args.extend([OsString::from("--config"), config.into_os_string()]);
         }
-        let env = [(
-            OsString::from(crate::dirs::RUNTIME_DIR_ENV),
-            self.runtime_dir.clone().into_os_string(),
-        )];
+        let env = [
+            (
+                OsString::from(crate::dirs::RUNTIME_DIR_ENV),
+                self.runtime_dir.clone().into_os_string(),
+            ),
+            (
+                OsString::from(crate::dirs::DATA_DIR_ENV),
+                self.data_dir.clone().into_os_string(),
+            ),
+        ];
         let pid = crate::supervisor::spawn::spawn_detached(&self.exe, &args, &env, &self.log)
             .with_context(|| format!("cannot start {} serve", self.exe.display()))?;
         tracing::info!(pid, log = %self.log.display(), "started a headless Switchboard");
         Ok(pid)
+    }
+
+    /// The socket's key, read from the data directory once an instance answers (it makes the
+    /// key before it listens).
+    fn key(&self) -> anyhow::Result<crate::transport::handoff::Key> {
+        let key = crate::token::read_socket_key(&self.data_dir)
+            .context("cannot read the key of Switchboard's socket")?;
+        Ok(crate::transport::handoff::Key::new(&key))
     }
 
     /// Whether an instance this shim started has given up.

@@ -59,6 +59,9 @@ pub(super) trait Dial {
 
     /// Why nothing answered, after an instance started here (if any) gave up or the time ran out.
     fn not_answering(&self, started: Option<u32>) -> anyhow::Error;
+
+    /// The socket's key, to present in the opening line.
+    fn key(&self) -> anyhow::Result<handoff::Key>;
 }
 
 struct EndpointDialer {
@@ -88,6 +91,10 @@ impl Dial for EndpointDialer {
 
     fn not_answering(&self, started: Option<u32>) -> anyhow::Error {
         self.starter.not_answering(started)
+    }
+
+    fn key(&self) -> anyhow::Result<handoff::Key> {
+        self.starter.key()
     }
 }
 
@@ -151,7 +158,8 @@ impl Relay {
                 }
             };
             first = false;
-            match self.carry(stream, &mut editor, &mut output).await {
+            let key = dial.key().map_err(|error| format!("{error:#}"));
+            match self.carry(stream, key, &mut editor, &mut output).await {
                 Ended::EditorDone => return Ok(()),
                 Ended::Refused(reason) => {
                     let unsent = request_ids(&std::mem::take(&mut self.waiting));
@@ -260,6 +268,7 @@ impl Relay {
     async fn carry<R, W, S>(
         &mut self,
         stream: S,
+        dial_key: Result<handoff::Key, String>,
         editor: &mut LineReader<BufReader<R>>,
         output: &mut W,
     ) -> Ended
@@ -270,7 +279,11 @@ impl Relay {
     {
         let (from_instance, mut to_instance) = tokio::io::split(stream);
         let mut instance = LineReader::new(BufReader::new(from_instance), LINE_LIMIT);
-        let mut opening = Header::relay(self.profile.clone()).to_line();
+        let key = match dial_key {
+            Ok(key) => key,
+            Err(reason) => return Ended::Refused(reason),
+        };
+        let mut opening = Header::relay(key, self.profile.clone()).to_line();
         if let Some((line, _)) = &self.initialize {
             for replayed in handoff::replayed_initialize(line) {
                 opening.extend_from_slice(&replayed);
@@ -423,6 +436,10 @@ mod tests {
 
         fn not_answering(&self, _started: Option<u32>) -> anyhow::Error {
             anyhow::anyhow!("nothing answered")
+        }
+
+        fn key(&self) -> anyhow::Result<handoff::Key> {
+            Ok(handoff::Key::default())
         }
     }
 

@@ -30,8 +30,9 @@ use crate::wire::method::Method;
 #[cfg(unix)]
 pub use ledger::{LEDGER_SIZE, Ledger, SLOT_ID_BYTES, SLOTS};
 
-/// The version of this protocol; both sides must speak the same.
-pub const VERSION: u32 = 3;
+/// The version of this protocol; both sides must speak the same. Version 4 added the
+/// [`Header::key`].
+pub const VERSION: u32 = 4;
 
 /// The id under which Switchboard replays the editor's `initialize` after a restart.
 pub const REPLAY_ID: &str = "\"switchboard-connect-replay\"";
@@ -43,11 +44,39 @@ pub const PREFIX_LIMIT: usize = 64 * 1024 * 1024;
 /// Writes of at most this many bytes reach a pipe whole (`PIPE_BUF`); longer ones may be split.
 pub const ATOMIC_WRITE: usize = 4096;
 
+/// The socket's key (`token::SOCKET_KEY_FILE`), as a client presents it in its [`Header`]. Its
+/// value never appears in `Debug` output.
+#[derive(Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Key(String);
+
+impl Key {
+    pub fn new(token: &crate::token::Token) -> Key {
+        Key(token.expose().to_owned())
+    }
+
+    /// Whether this is `expected`, compared in constant time.
+    pub fn is(&self, expected: &crate::token::Token) -> bool {
+        expected.matches(&self.0)
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Key(<redacted>)")
+    }
+}
+
 /// The first line the shim sends, with its stdin and stdout attached.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Header {
     pub switchboard: Tag,
     pub version: u32,
+    /// The socket's key, read from the data directory: what tells an editor's `connect` (or the
+    /// command line) from any other process of the same user, a sandboxed server among them.
+    /// Missing or wrong, the connection is refused.
+    #[serde(default)]
+    pub key: Key,
     /// The editor's `initialize` request, answered by an instance that has since gone: replayed
     /// under [`REPLAY_ID`], with its answer kept from the editor, and followed by
     /// `notifications/initialized`.
@@ -87,10 +116,16 @@ pub enum Tag {
 }
 
 impl Header {
-    pub fn new(replay: Option<Box<RawValue>>, prefix: usize, profile: Option<String>) -> Header {
+    pub fn new(
+        key: Key,
+        replay: Option<Box<RawValue>>,
+        prefix: usize,
+        profile: Option<String>,
+    ) -> Header {
         Header {
             switchboard: Tag::Handoff,
             version: VERSION,
+            key,
             replay,
             prefix,
             profile,
@@ -99,10 +134,11 @@ impl Header {
     }
 
     /// The first line of a relayed connection.
-    pub fn relay(profile: Option<String>) -> Header {
+    pub fn relay(key: Key, profile: Option<String>) -> Header {
         Header {
             switchboard: Tag::Relay,
             version: VERSION,
+            key,
             replay: None,
             prefix: 0,
             profile,
@@ -111,15 +147,37 @@ impl Header {
     }
 
     /// The only line of a command from the command line.
-    pub fn control(command: Command) -> Header {
+    pub fn control(key: Key, command: Command) -> Header {
         Header {
             switchboard: Tag::Control,
             version: VERSION,
+            key,
             replay: None,
             prefix: 0,
             profile: None,
             command: Some(command),
         }
+    }
+
+    /// Why a header read off the socket cannot be served, if it cannot: another version of the
+    /// protocol, or a key that is not `expected`.
+    pub fn refusal(&self, expected: &crate::token::Token) -> Option<String> {
+        if self.version != VERSION {
+            return Some(format!(
+                "handoff version {} is not {VERSION}; the connect and serve binaries differ",
+                self.version
+            ));
+        }
+        if !self.key.is(expected) {
+            return Some(format!(
+                "the socket's key is missing or wrong: Switchboard admits only clients that read \
+                 it from its data directory ({}); are `connect` and `serve` using different data \
+                 directories ({})?",
+                crate::token::SOCKET_KEY_FILE,
+                crate::dirs::DATA_DIR_ENV
+            ));
+        }
+        None
     }
 
     /// The header as one line.
@@ -243,9 +301,10 @@ mod tests {
 
     #[test]
     fn a_header_reads_back_as_written() {
+        let token = crate::token::Token::generate();
         for header in [
-            Header::new(None, 3, Some("work".to_owned())),
-            Header::relay(None),
+            Header::new(Key::new(&token), None, 3, Some("work".to_owned())),
+            Header::relay(Key::new(&token), None),
         ] {
             let line = header.to_line();
             assert_eq!(line.last(), Some(&b'\n'));
@@ -254,6 +313,22 @@ mod tests {
             assert_eq!(parsed.version, VERSION);
             assert_eq!(parsed.prefix, header.prefix);
             assert_eq!(parsed.profile, header.profile);
+            assert_eq!(parsed.refusal(&token), None);
+            let other = crate::token::Token::generate();
+            let refused = parsed.refusal(&other).expect("another key is refused");
+            assert!(refused.contains("key"), "{refused}");
+            assert!(
+                !format!("{parsed:?}").contains(token.expose()),
+                "Debug hides the key"
+            );
         }
+        let keyless: Header =
+            serde_json::from_str(r#"{"switchboard":"relay","version":4,"prefix":0}"#)
+                .expect("read");
+        assert!(keyless.refusal(&token).is_some(), "no key is refused");
+        let old: Header = serde_json::from_str(r#"{"switchboard":"relay","version":3,"prefix":0}"#)
+            .expect("read");
+        let refused = old.refusal(&token).expect("another version is refused");
+        assert!(refused.contains("version 3"), "{refused}");
     }
 }

@@ -21,6 +21,7 @@ use crate::config::DEFAULT_PROFILE;
 use crate::hub::Hub;
 use crate::platform::ipc::Connection;
 use crate::platform::passing;
+use crate::token::Token;
 use crate::transport::handoff;
 
 /// How long `switchboard connect` may take to send its handoff header and prefix.
@@ -64,6 +65,7 @@ struct Accepted {
 async fn accept_handoff(
     mut socket: SocketReader,
     fds: Passed,
+    key: &Token,
     max_message_size: usize,
 ) -> anyhow::Result<Accepted> {
     let mut line = Vec::new();
@@ -73,12 +75,9 @@ async fn accept_handoff(
         .await?;
     let header: handoff::Header =
         serde_json::from_slice(&line).context("the first line is not a handoff header")?;
-    anyhow::ensure!(
-        header.version == handoff::VERSION,
-        "handoff version {} is not {}; the connect and serve binaries differ",
-        header.version,
-        handoff::VERSION
-    );
+    if let Some(refusal) = header.refusal(key) {
+        anyhow::bail!(refusal);
+    }
     let [input, output, ledger]: [OwnedFd; 3] = fds
         .try_into()
         .map_err(|fds: Vec<OwnedFd>| anyhow::anyhow!("{} descriptors instead of 3", fds.len()))?;
@@ -118,12 +117,13 @@ pub(super) async fn serve_handoff(
     mut write_half: WriteHalf,
     passed: Passed,
     hub: Hub,
+    key: &Token,
     max_message_size: usize,
     cancel: CancellationToken,
 ) {
     let accepted = tokio::time::timeout(
         HANDOFF_LIMIT,
-        accept_handoff(socket, passed, max_message_size),
+        accept_handoff(socket, passed, key, max_message_size),
     )
     .await
     .unwrap_or_else(|_| {
@@ -141,7 +141,10 @@ pub(super) async fn serve_handoff(
     let (accepted, session) = match accepted {
         Ok(accepted) => accepted,
         Err(error) => {
-            tracing::warn!(%error, "refused a handoff from switchboard connect");
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "refused a handoff on the socket"
+            );
             refuse(write_half, &format!("{error:#}")).await;
             return;
         }

@@ -36,6 +36,7 @@ use self::session::LineSession;
 use crate::config::DEFAULT_PROFILE;
 use crate::hub::Hub;
 use crate::platform::ipc::{self, Connection, Listener};
+use crate::token::Token;
 use crate::transport::handoff;
 
 /// How many outgoing messages of one connection may wait for its writer before the producers
@@ -83,6 +84,7 @@ pub async fn serve_socket(
     mut listener: Listener,
     hub: Hub,
     commands: Commands,
+    key: Token,
     max_message_size: usize,
     shutdown: CancellationToken,
 ) {
@@ -96,6 +98,7 @@ pub async fn serve_socket(
                         stream,
                         hub.clone(),
                         commands.clone(),
+                        key.clone(),
                         max_message_size,
                         shutdown.child_token(),
                     );
@@ -124,12 +127,13 @@ pub async fn serve_socket(
 }
 
 /// Carries one connection. A client that sends its stdio with the first bytes ([`handoff`]) is
-/// read and answered through those; any other speaks newline-delimited JSON-RPC on the socket,
-/// after an optional relay header.
+/// read and answered through those; a relay speaks newline-delimited JSON-RPC on the socket
+/// after its header. Either header must carry `key`; a connection without one is refused.
 async fn serve_connection(
     mut stream: Connection,
     hub: Hub,
     commands: Commands,
+    key: Token,
     max_message_size: usize,
     cancel: CancellationToken,
 ) {
@@ -150,9 +154,8 @@ async fn serve_connection(
     let mut socket =
         BufReader::with_capacity(SOCKET_BUFFER, Cursor::new(first_bytes).chain(read_half));
     let Some(passed) = passed else {
-        let (profile, relayed) = match opening(&mut socket, max_message_size).await {
-            Ok(Opening::Plain) => (None, false),
-            Ok(Opening::Relay(profile)) => (profile, true),
+        let profile = match opening(&mut socket, &key, max_message_size).await {
+            Ok(Opening::Relay(profile)) => profile,
             Ok(Opening::Command(command)) => {
                 let answer = commands(command).await;
                 let mut line = serde_json::to_vec(&answer).expect("JSON values serialize");
@@ -163,7 +166,7 @@ async fn serve_connection(
                 return;
             }
             Err(reason) => {
-                tracing::warn!(%reason, "refused a connection from switchboard connect");
+                tracing::warn!(%reason, "refused a connection to the socket");
                 refuse(write_half, &reason).await;
                 return;
             }
@@ -172,14 +175,12 @@ async fn serve_connection(
         match LineSession::new(hub, profile, max_message_size, cancel) {
             Some(session) => {
                 let mut write_half = write_half;
-                if relayed {
-                    // Told before anything else, so that a relay whose editor left at once still
-                    // learns its session was taken (and not refused).
-                    let mut accepted = Vec::new();
-                    handoff::Record::Accepted.encode(&mut accepted);
-                    if write_half.write_all(&accepted).await.is_err() {
-                        return;
-                    }
+                // Told before anything else, so that a relay whose editor left at once still
+                // learns its session was taken (and not refused).
+                let mut accepted = Vec::new();
+                handoff::Record::Accepted.encode(&mut accepted);
+                if write_half.write_all(&accepted).await.is_err() {
+                    return;
                 }
                 session.run(socket, write_half, None).await
             }
@@ -187,7 +188,16 @@ async fn serve_connection(
         }
         return;
     };
-    serve_handoff(socket, write_half, passed, hub, max_message_size, cancel).await;
+    serve_handoff(
+        socket,
+        write_half,
+        passed,
+        hub,
+        &key,
+        max_message_size,
+        cancel,
+    )
+    .await;
 }
 
 pub(super) fn no_profile(profile: &str) -> String {
@@ -207,22 +217,29 @@ pub(super) async fn refuse(mut write_half: WriteHalf, reason: &str) {
 
 /// What a connection without a handoff starts with.
 enum Opening {
-    /// A session of the default profile, in JSON-RPC from the first byte.
-    Plain,
     /// A relay's session, of this profile (the default one for `None`), told when it is taken.
     Relay(Option<String>),
     /// One command of the command line.
     Command(handoff::Command),
 }
 
-/// What the connection opens with: a relay header naming the profile, or a command (either is
-/// then read), or JSON-RPC, which is left to the session. A header that cannot be served is the
-/// reason to refuse the connection.
-async fn opening(socket: &mut SocketReader, max_message_size: usize) -> Result<Opening, String> {
+/// What the connection opens with: a relay header naming the profile, or a command, either
+/// with the socket's `key`. Anything else (JSON-RPC from the first byte, a header without the
+/// key) is the reason to refuse the connection: any process of this user may reach the socket,
+/// a sandboxed server among them, and only those that can read the data directory have the key.
+async fn opening(
+    socket: &mut SocketReader,
+    key: &Token,
+    max_message_size: usize,
+) -> Result<Opening, String> {
     let unreadable = |error: io::Error| format!("the connection could not be read: {error}");
     let first = socket.fill_buf().await.map_err(unreadable)?;
     if !first.starts_with(br#"{"switchboard""#) {
-        return Ok(Opening::Plain);
+        return Err(format!(
+            "Switchboard's socket serves `switchboard connect` and the command line only, whose \
+             first line carries the key in the data directory ({})",
+            crate::token::SOCKET_KEY_FILE
+        ));
     }
     let mut line = Vec::new();
     (&mut *socket)
@@ -232,12 +249,8 @@ async fn opening(socket: &mut SocketReader, max_message_size: usize) -> Result<O
         .map_err(unreadable)?;
     let header: handoff::Header = serde_json::from_slice(&line)
         .map_err(|error| format!("the first line is not a relay header: {error}"))?;
-    if header.version != handoff::VERSION {
-        return Err(format!(
-            "handoff version {} is not {}; the connect and serve binaries differ",
-            header.version,
-            handoff::VERSION
-        ));
+    if let Some(refusal) = header.refusal(key) {
+        return Err(refusal);
     }
     match (header.switchboard, header.command) {
         (handoff::Tag::Relay, _) => Ok(Opening::Relay(header.profile)),
@@ -269,13 +282,39 @@ mod tests {
     }
 
     impl Client {
-        async fn connect(path: &Path) -> Client {
+        /// A relay's connection with the socket's `key`, once the session is taken.
+        async fn connect(path: &Path, key: &Token) -> Client {
+            let mut client = Client::open(path).await;
+            let header = handoff::Header::relay(handoff::Key::new(key), None).to_line();
+            client.writer.write_all(&header).await.expect("write");
+            let taken = client.lines.next_line().await.expect("read");
+            assert_eq!(taken.as_deref(), Some("H"), "the session is taken");
+            client
+        }
+
+        /// A connection that has sent nothing yet.
+        async fn open(path: &Path) -> Client {
             let stream = UnixStream::connect(path).await.expect("the socket answers");
             let (read_half, writer) = stream.into_split();
             Client {
                 lines: tokio::io::AsyncBufReadExt::lines(BufReader::new(read_half)),
                 writer,
             }
+        }
+
+        /// The rest of what the socket says, up to its end.
+        async fn rest(&mut self) -> String {
+            let mut rest = String::new();
+            while let Some(line) =
+                tokio::time::timeout(Duration::from_secs(10), self.lines.next_line())
+                    .await
+                    .expect("an answer in time")
+                    .expect("read")
+            {
+                rest.push_str(&line);
+                rest.push('\n');
+            }
+            rest
         }
 
         async fn send(&mut self, line: &[u8]) {
@@ -303,6 +342,7 @@ mod tests {
     struct Served {
         _dir: tempfile::TempDir,
         path: PathBuf,
+        key: Token,
         hub: Hub,
         shutdown: CancellationToken,
         server: tokio::task::JoinHandle<()>,
@@ -320,16 +360,19 @@ mod tests {
             );
             let shutdown = CancellationToken::new();
             let commands: Commands = Arc::new(|_| Box::pin(async { serde_json::json!("done") }));
+            let key = Token::generate();
             let server = tokio::spawn(serve_socket(
                 listener,
                 hub.clone(),
                 commands,
+                key.clone(),
                 max_message_size,
                 shutdown.clone(),
             ));
             Served {
                 _dir: dir,
                 path,
+                key,
                 hub,
                 shutdown,
                 server,
@@ -341,7 +384,7 @@ mod tests {
     async fn each_line_is_one_message_and_bad_lines_get_errors_without_closing() {
         let served = Served::start(256);
         let path = served.path.clone();
-        let mut client = Client::connect(&path).await;
+        let mut client = Client::connect(&path, &served.key).await;
 
         client
             .send(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#)
@@ -382,7 +425,7 @@ mod tests {
         client.ping(4).await;
 
         // Two connections are two sessions, so the same ids do not collide.
-        let mut other = Client::connect(&path).await;
+        let mut other = Client::connect(&path, &served.key).await;
         other.ping(4).await;
 
         served.shutdown.cancel();
@@ -394,6 +437,51 @@ mod tests {
         assert_eq!(other.next().await, None);
         served.server.await.expect("serve_socket ends");
         assert!(!path.exists(), "the socket file is removed on shutdown");
+        served.hub.shutdown();
+    }
+
+    /// Any process of this user reaches the socket, a sandboxed server among them: without the
+    /// key in the data directory it gets no session, whatever it says.
+    #[tokio::test]
+    async fn a_client_without_the_key_gets_no_session() {
+        let served = Served::start(1024);
+        let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let wrong = handoff::Key::new(&Token::generate());
+        let openings = [
+            (
+                ping.to_vec(),
+                "serves `switchboard connect` and the command line only",
+            ),
+            (
+                br#"{"switchboard":"relay","version":4,"prefix":0,"profile":"default"}"#.to_vec(),
+                "the socket's key is missing or wrong",
+            ),
+            (
+                handoff::Header::relay(wrong.clone(), None).to_line(),
+                "the socket's key is missing or wrong",
+            ),
+            (
+                handoff::Header::control(wrong, handoff::Command::Reload).to_line(),
+                "the socket's key is missing or wrong",
+            ),
+        ];
+        for (mut opening, reason) in openings {
+            if opening.last() != Some(&b'\n') {
+                opening.push(b'\n');
+            }
+            opening.extend_from_slice(ping);
+            opening.push(b'\n');
+            let mut client = Client::open(&served.path).await;
+            client.writer.write_all(&opening).await.expect("write");
+            let said = client.rest().await;
+            assert!(said.starts_with('R'), "refused, and nothing else: {said:?}");
+            assert_eq!(said.lines().count(), 1, "no answer to the ping: {said:?}");
+            assert!(said.contains(reason), "{said:?} says {reason:?}");
+        }
+        let mut client = Client::connect(&served.path, &served.key).await;
+        client.ping(2).await;
+        served.shutdown.cancel();
+        served.server.await.expect("serve_socket ends");
         served.hub.shutdown();
     }
 
@@ -442,10 +530,20 @@ mod tests {
         let served = Served::start(1024);
         let path = served.path.clone();
 
+        let key = handoff::Key::new(&served.key);
         let cases = [
             (
-                handoff::Header::new(None, handoff::PREFIX_LIMIT + 1, None).to_line(),
+                handoff::Header::new(key, None, handoff::PREFIX_LIMIT + 1, None).to_line(),
                 "over the limit",
+            ),
+            (
+                handoff::Header::new(Default::default(), None, 0, None).to_line(),
+                "the socket's key is missing or wrong",
+            ),
+            (
+                handoff::Header::new(handoff::Key::new(&Token::generate()), None, 0, None)
+                    .to_line(),
+                "the socket's key is missing or wrong",
             ),
             (
                 br#"{"switchboard":"handoff","version":99,"prefix":0}"#.to_vec(),
@@ -478,7 +576,7 @@ mod tests {
             assert!(answer.contains(reason), "{answer:?} says {reason:?}");
         }
 
-        let mut client = Client::connect(&path).await;
+        let mut client = Client::connect(&path, &served.key).await;
         client.ping(1).await;
         served.shutdown.cancel();
         served.server.await.expect("serve_socket ends");

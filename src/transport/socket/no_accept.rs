@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::{SocketReader, WriteHalf};
 use crate::hub::Hub;
 use crate::platform::ipc::Connection;
+use crate::token::Token;
 
 /// What a handoff would bring; nothing can.
 pub(super) enum Passed {}
@@ -26,6 +27,7 @@ pub(super) async fn serve_handoff(
     _write_half: WriteHalf,
     passed: Passed,
     _hub: Hub,
+    _key: &Token,
     _max_message_size: usize,
     _cancel: CancellationToken,
 ) {
