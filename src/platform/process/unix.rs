@@ -25,15 +25,51 @@ pub struct Tree {
     pgid: Pid,
 }
 
-/// Readies `command` to lead a process group of its own, and on Linux to be killed when the
-/// thread that spawns it dies.
+/// Readies `command` to lead a process group of its own, to start with no descriptor but its
+/// standard three (none that Switchboard itself inherited or opened without `O_CLOEXEC`), and
+/// on Linux to be killed when the thread that spawns it dies.
 pub fn prepare(command: &mut tokio::process::Command) {
     command.process_group(0);
     let parent = std::process::id();
     // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls.
     unsafe {
-        command.pre_exec(move || die_with_parent(parent));
+        command.pre_exec(move || {
+            close_on_exec_beyond_stdio()?;
+            die_with_parent(parent)
+        });
     }
+}
+
+/// Marks every descriptor above the standard three to close when the program runs: they stay
+/// usable until then (a sandbox's ruleset is entered from one).
+#[cfg(target_os = "linux")]
+fn close_on_exec_beyond_stdio() -> io::Result<()> {
+    // SAFETY: close_range takes integers only.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    match marked {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// macOS has no `close_range`: each descriptor up to the table's size is marked in turn (one
+/// that is not open answers `EBADF`, which is left alone).
+#[cfg(target_os = "macos")]
+fn close_on_exec_beyond_stdio() -> io::Result<()> {
+    // SAFETY: getdtablesize takes no arguments.
+    let table = unsafe { libc::getdtablesize() }.clamp(3, 65_536);
+    for fd in 3..table {
+        // SAFETY: fcntl with integer arguments only.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]

@@ -101,6 +101,8 @@ pub struct ServeOptions {
     ready: Vec<String>,
     /// Changes to serve's environment, in order: a value sets, `None` removes.
     env: Vec<(String, Option<OsString>)>,
+    /// A descriptor serve inherits open (a copy of its stderr), as from a careless launcher.
+    inherited_descriptor: Option<i32>,
 }
 
 impl ServeOptions {
@@ -114,6 +116,7 @@ impl ServeOptions {
             config,
             ready: Vec::new(),
             env: Vec::new(),
+            inherited_descriptor: None,
         }
     }
 
@@ -125,6 +128,7 @@ impl ServeOptions {
             config: config.to_owned(),
             ready: Vec::new(),
             env: Vec::new(),
+            inherited_descriptor: None,
         }
     }
 
@@ -146,6 +150,12 @@ impl ServeOptions {
         self
     }
 
+    /// Starts serve with descriptor `fd` open and inheritable, as a launching shell may leave one.
+    pub fn inherit_descriptor(mut self, fd: i32) -> ServeOptions {
+        self.inherited_descriptor = Some(fd);
+        self
+    }
+
     /// Removes a variable from serve's environment, a default or inherited one.
     pub fn env_remove(mut self, name: &str) -> ServeOptions {
         self.env.push((name.to_owned(), None));
@@ -162,6 +172,17 @@ impl ServeOptions {
                 Some(value) => command.env(name, value),
                 None => command.env_remove(name),
             };
+        }
+        if let Some(fd) = self.inherited_descriptor {
+            use std::os::unix::process::CommandExt as _;
+            // SAFETY: dup2 is async-signal-safe and takes integers only; its copy has no
+            // close-on-exec flag, so serve inherits it.
+            unsafe {
+                command.pre_exec(move || match libc::dup2(2, fd) {
+                    -1 => Err(std::io::Error::last_os_error()),
+                    _ => Ok(()),
+                });
+            }
         }
         let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
