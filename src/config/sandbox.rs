@@ -8,7 +8,7 @@ use super::tree::{Entry, Node, NodeValue};
 use super::values;
 use crate::platform::sandbox::{self, Enforcement, Rules};
 
-const SANDBOX_FIELDS: &[&str] = &["read", "write", "connect", "network", "required"];
+const SANDBOX_FIELDS: &[&str] = &["read", "write", "connect", "network", "dbus", "required"];
 
 /// What a sandboxed server may reach: `[servers.NAME.sandbox]`. Beyond it, only what a program
 /// needs to run at all (the system's folders, its own installation), read-only, and an
@@ -24,6 +24,9 @@ pub struct Sandbox {
     pub connect: Vec<u16>,
     /// Whether it has a network at all; without, it runs in a network namespace of its own.
     pub network: bool,
+    /// Whether it may reach the desktop session's bus (and the rest of `$XDG_RUNTIME_DIR`);
+    /// without, that folder is an empty one to it.
+    pub dbus: bool,
     /// Whether a sandbox this system cannot enforce in full keeps the server from starting.
     pub required: bool,
 }
@@ -35,6 +38,7 @@ impl Default for Sandbox {
             write: Vec::new(),
             connect: Vec::new(),
             network: true,
+            dbus: false,
             required: true,
         }
     }
@@ -48,6 +52,7 @@ impl Sandbox {
             write: &self.write,
             connect: &self.connect,
             network: self.network,
+            bus: self.dbus,
         }
     }
 }
@@ -191,6 +196,7 @@ impl Reader<'_, '_> {
                     connect_offset = Some(entry.key_offset);
                 }
                 "network" => sandbox.network = self.boolean(value, &field)?,
+                "dbus" => sandbox.dbus = self.boolean(value, &field)?,
                 "required" => sandbox.required = self.boolean(value, &field)?,
                 _ => self.unknown_field(entry, &field, SANDBOX_FIELDS),
             }

@@ -293,6 +293,10 @@ pub async fn spawn_backend(
         Some(sandbox) => confine(spec, sandbox, &resolved.program, &path)?,
         None => None,
     };
+    let bus = spec
+        .sandbox
+        .as_ref()
+        .is_some_and(|sandbox| sandbox.rules.bus);
     let sandboxed = confinement.is_some();
     let mut command = tokio::process::Command::new(&resolved.program);
     if let Some(confinement) = confinement {
@@ -300,7 +304,7 @@ pub async fn spawn_backend(
         // the server what else it needs.
         command
             .env_clear()
-            .envs(std::env::vars_os().filter(|(name, _)| sandbox::kept_variable(name)));
+            .envs(std::env::vars_os().filter(|(name, _)| sandbox::kept_variable(name, bus)));
         confinement.install(&mut command);
     }
     command
@@ -466,12 +470,19 @@ fn confine(
     if !assessment.applicable {
         return Ok(None);
     }
-    Confinement::prepare(&sandbox.rules, &assessment, program, search_path)
-        .map(Some)
-        .map_err(|source| SpawnError::Sandbox {
-            command: spec.command.to_owned(),
-            source,
-        })
+    let own_runtime = crate::dirs::runtime_dir();
+    Confinement::prepare(
+        &sandbox.rules,
+        &assessment,
+        program,
+        search_path,
+        &own_runtime,
+    )
+    .map(Some)
+    .map_err(|source| SpawnError::Sandbox {
+        command: spec.command.to_owned(),
+        source,
+    })
 }
 
 impl BackendProcess {

@@ -11,6 +11,9 @@ Tools:
   write {path, text}     -> create or replace the file
   connect {port, host}   -> open a TCP connection (host defaults to 127.0.0.1)
   abstract {name}        -> connect to the abstract Unix socket "\\0<name>"
+  unix {path, line}      -> connect to the Unix socket at path; with a line, send
+                            it and answer the first line that comes back
+  descriptors            -> the numbers of its open file descriptors, as JSON
   signal {pid}           -> send SIGTERM to pid
   environment            -> the names of its environment's variables, as JSON
   echo {text}            -> text
@@ -37,6 +40,8 @@ TOOLS = [
     tool("connect", "Open a TCP connection",
          {"port": {"type": "integer"}, "host": {"type": "string"}}),
     tool("abstract", "Connect to an abstract Unix socket", {"name": {"type": "string"}}),
+    tool("unix", "Talk to a Unix socket", {"path": {"type": "string"}, "line": {"type": "string"}}),
+    tool("descriptors", "The open file descriptors"),
     tool("signal", "Send SIGTERM to a process", {"pid": {"type": "integer"}}),
     tool("environment", "The names of the environment's variables"),
     tool("echo", "Echo the text back", {"text": {"type": "string"}}),
@@ -65,6 +70,22 @@ def attempt(name, arguments):
                 unix.settimeout(5)
                 unix.connect("\0" + arguments["name"])
                 return "ok: connected"
+        if name == "unix":
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+                unix.settimeout(5)
+                unix.connect(arguments["path"])
+                if arguments.get("line") is None:
+                    return "ok: connected"
+                unix.sendall(arguments["line"].encode() + b"\n")
+                answer = b""
+                while not answer.endswith(b"\n"):
+                    chunk = unix.recv(4096)
+                    if not chunk:
+                        break
+                    answer += chunk
+                return "ok: " + answer.decode(errors="replace").strip()
+        if name == "descriptors":
+            return json.dumps(sorted(int(fd) for fd in os.listdir("/proc/self/fd")))
         if name == "signal":
             os.kill(int(arguments["pid"]), signal.SIGTERM)
             return "ok: sent"

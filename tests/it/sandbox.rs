@@ -300,6 +300,128 @@ async fn a_server_without_network_reaches_no_port_and_no_abstract_socket() {
     assert_eq!(detail["config"]["sandbox"]["enforcement"], "enforced");
 }
 
+/// Switchboard's own socket is a way to every other server's tools: a sandboxed server finds its
+/// folder empty, and so the session bus's unless its sandbox says `dbus = true`; a server that
+/// does reach the socket (one without a sandbox) is refused without the key in the data
+/// directory, which no sandbox may read. No server inherits a descriptor serve inherited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_server_reaches_neither_switchboards_socket_nor_the_session_bus() {
+    const INHERITED: i32 = 57;
+    let home = FakeHome::new();
+    let user_runtime = tempfile::tempdir().expect("a runtime folder");
+    let bus_path = user_runtime.path().join("bus");
+    let bus = UnixListener::bind(&bus_path).expect("a session bus stand-in");
+    bus.set_nonblocking(true).expect("non-blocking");
+    let config = [
+        probe_entry("jail", Some("network = false")),
+        probe_entry("busy", Some("dbus = true")),
+        probe_entry("open", None),
+    ]
+    .concat();
+    let serve = ServeOptions::new(&config)
+        .env("HOME", home.dir.path())
+        .env("XDG_RUNTIME_DIR", user_runtime.path())
+        .env(
+            "DBUS_SESSION_BUS_ADDRESS",
+            format!("unix:path={}", bus_path.display()),
+        )
+        .inherit_descriptor(INHERITED)
+        .ready(&["jail", "busy", "open"])
+        .start();
+    let socket = serve.dir().join("run/switchboard.sock");
+    let key = serve.dir().join("data/socket-key");
+    assert!(socket.exists() && key.exists(), "serve made both");
+    let text = |path: &Path| path.to_string_lossy().into_owned();
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let relay = r#"{"switchboard":"relay","version":4,"prefix":0,"profile":"default"}"#;
+
+    for jailed in ["jail", "busy"] {
+        let reached = call(
+            &serve,
+            jailed,
+            "unix",
+            json!({"path": text(&socket), "line": relay}),
+        )
+        .await;
+        assert_refused(&reached, &format!("{jailed}: Switchboard's socket"));
+        assert!(reached.contains("FileNotFoundError"), "{reached}");
+        let read = call(&serve, jailed, "read", json!({"path": text(&key)})).await;
+        assert_refused(&read, &format!("{jailed}: the socket's key"));
+    }
+    let bus_reached = call(&serve, "jail", "unix", json!({"path": text(&bus_path)})).await;
+    assert_refused(&bus_reached, "the session bus without dbus = true");
+    let bus_allowed = call(&serve, "busy", "unix", json!({"path": text(&bus_path)})).await;
+    assert_eq!(bus_allowed, "ok: connected", "dbus = true reaches the bus");
+    for (jailed, told) in [("jail", false), ("busy", true)] {
+        let environment: Vec<String> =
+            serde_json::from_str(&call(&serve, jailed, "environment", json!({})).await)
+                .expect("names");
+        assert_eq!(
+            environment.contains(&"DBUS_SESSION_BUS_ADDRESS".to_owned()),
+            told,
+            "{jailed} is told where the bus is only with dbus = true: {environment:?}"
+        );
+    }
+
+    for opening in [ping, relay] {
+        let answer = call(
+            &serve,
+            "open",
+            "unix",
+            json!({"path": text(&socket), "line": opening}),
+        )
+        .await;
+        assert!(answer.starts_with("ok: R"), "refused: {answer}");
+        assert!(answer.contains("key"), "and told why: {answer}");
+    }
+
+    for server in ["jail", "open"] {
+        let open: Vec<i32> =
+            serde_json::from_str(&call(&serve, server, "descriptors", json!({})).await)
+                .expect("numbers");
+        assert!(
+            !open.contains(&INHERITED),
+            "{server} inherited serve's descriptor: {open:?}"
+        );
+    }
+    for jailed in ["jail", "busy"] {
+        let detail = serve.api_get(&format!("/api/backends/{jailed}")).await;
+        assert_eq!(detail["config"]["sandbox"]["enforcement"], "enforced");
+    }
+}
+
+/// A program that sits directly in the home folder is granted alone, never its folder: the home
+/// folder, with `~/.ssh`, stays out of reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_in_the_home_folder_is_granted_alone() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = FakeHome::new();
+    let probe = std::fs::read_to_string(backend_script("sandbox_probe.py")).expect("the probe");
+    let program = home.path("run-probe");
+    let body = probe.split_once('\n').expect("a first line").1;
+    std::fs::write(
+        &program,
+        format!("#!{}\n{body}", python().to_string_lossy()),
+    )
+    .expect("a program in the home folder");
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let config = format!(
+        "[servers.homely]\ncommand = {program:?}\n\n[servers.homely.sandbox]\nnetwork = false\n",
+        program = program.to_string_lossy()
+    );
+    let serve = serve_in(&home, &config, &["homely"]);
+    let key = call(
+        &serve,
+        "homely",
+        "read",
+        json!({"path": home.text(".ssh/id_rsa")}),
+    )
+    .await;
+    assert_refused(&key, "~/.ssh beside a program in the home folder");
+    let echo = call(&serve, "homely", "echo", json!({"text": "runs"})).await;
+    assert_eq!(echo, "runs", "the program itself still runs");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_filesystem_works_in_its_folder_and_is_refused_beyond_it() {
     let home = FakeHome::new();

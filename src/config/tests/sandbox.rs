@@ -9,7 +9,7 @@ fn every_sandbox_field_is_read() {
     std::fs::create_dir(dir.path().join("notes")).expect("notes");
     let text = "[servers.files]\ncommand = \"sh\"\n\n[servers.files.sandbox]\n\
                 read = [\"/usr/share/dict\", \"notes\"]\nwrite = [\"notes\"]\n\
-                connect = [443, 8080]\nnetwork = true\nrequired = false\n\n\
+                connect = [443, 8080]\nnetwork = true\ndbus = true\nrequired = false\n\n\
                 [servers.offline]\ncommand = \"sh\"\nsandbox = { network = false }\n";
     let config = parse(&dir.path().join("config.toml"), text).expect("usable");
     let warnings: Vec<&Diagnostic> = config
@@ -26,6 +26,7 @@ fn every_sandbox_field_is_read() {
             write: vec![dir.path().join("notes")],
             connect: vec![443, 8080],
             network: true,
+            dbus: true,
             required: false,
         })
     );

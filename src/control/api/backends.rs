@@ -347,7 +347,7 @@ impl<'a> SandboxView<'a> {
             process
                 .env
                 .keys()
-                .filter(|name| !sandbox::kept_variable(std::ffi::OsStr::new(name)))
+                .filter(|name| !sandbox::kept_variable(std::ffi::OsStr::new(name), sandbox.dbus))
                 .cloned(),
         );
         SandboxView {

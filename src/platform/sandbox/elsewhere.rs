@@ -44,6 +44,7 @@ impl Confinement {
         _assessment: &Assessment,
         _program: &Path,
         _search_path: &OsStr,
+        _own_runtime: &Path,
     ) -> io::Result<Confinement> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,

@@ -1,6 +1,10 @@
 //! Sandboxes on Linux: a Landlock ruleset built before the server starts and entered between
-//! fork and exec, and for a server without a network, a network namespace of its own (in a user
-//! namespace of its own when Switchboard may not make one directly, as an unprivileged user).
+//! fork and exec, and namespaces of its own (in a user namespace of its own when Switchboard may
+//! not make them directly, as an unprivileged user): a mount namespace in which Switchboard's
+//! runtime directory and, unless the server may reach the session bus, `$XDG_RUNTIME_DIR` are
+//! covered by empty read-only folders, so that no socket there (Switchboard's own, the session
+//! bus, which Landlock below ABI 9 cannot refuse a `connect` to) can be reached; and for a
+//! server without a network, a network namespace.
 
 use std::ffi::{CStr, OsStr};
 use std::io;
@@ -91,11 +95,20 @@ pub fn assess(rules: &Rules<'_>) -> Assessment {
             ));
         }
     }
-    if !rules.network
-        && let Some(why) = network_namespace_unavailable()
-    {
+    if let Some(why) = network_namespace_unavailable() {
+        if !rules.network {
+            shortfalls.push(format!(
+                "`network = false` needs a network namespace of its own, and {why}"
+            ));
+        }
         shortfalls.push(format!(
-            "`network = false` needs a network namespace of its own, and {why}"
+            "keeping Switchboard's socket{} out of reach needs a mount namespace of its own, \
+             and {why}",
+            if rules.bus {
+                ""
+            } else {
+                " and the session bus"
+            }
         ));
     }
     Assessment {
@@ -128,6 +141,12 @@ pub fn program_roots(program: &Path, search_path: &OsStr) -> Vec<PathBuf> {
             let Some(root) = installation(&path) else {
                 continue;
             };
+            // A program that sits in a folder holding far more than one installation (the
+            // home folder, the root, an ancestor of either, Switchboard's own) is granted alone.
+            let root = match holds_more_than_an_installation(&root) {
+                true => path,
+                false => root,
+            };
             let granted = SYSTEM_READ.iter().any(|system| root.starts_with(system));
             if !granted && !roots.contains(&root) {
                 roots.push(root);
@@ -141,7 +160,17 @@ pub fn program_roots(program: &Path, search_path: &OsStr) -> Vec<PathBuf> {
 /// it between fork and exec.
 pub struct Confinement {
     ruleset: Option<Ruleset>,
-    network: Option<IdentityMaps>,
+    namespaces: Option<Namespaces>,
+}
+
+/// The namespaces a sandboxed server enters, made ready before the fork.
+struct Namespaces {
+    /// Its user and group, mapped to themselves in a user namespace, should one be needed.
+    maps: IdentityMaps,
+    /// Whether it gets a network namespace (no network) too.
+    network: bool,
+    /// The folders covered with an empty, read-only one, as paths for the system calls.
+    hidden: Vec<std::ffi::CString>,
 }
 
 /// A Landlock ruleset's descriptor, and the rights the process that enters it gets on its own
@@ -154,29 +183,42 @@ struct Ruleset {
 impl Confinement {
     /// Builds what `rules` need, as far as `assessment` found this kernel able to enforce them,
     /// with read access to what `program` (found in `search_path`) needs to run.
+    /// Switchboard's runtime directory, `own_runtime`, is hidden from it.
     pub fn prepare(
         rules: &Rules<'_>,
         assessment: &Assessment,
         program: &Path,
         search_path: &OsStr,
+        own_runtime: &Path,
     ) -> io::Result<Confinement> {
         let ruleset = match assessment.landlock_abi {
             Some(abi) => Some(build_ruleset(rules, abi, program, search_path)?),
             None => None,
         };
-        let network = (!rules.network && network_namespace_unavailable().is_none())
-            .then(IdentityMaps::current);
-        Ok(Confinement { ruleset, network })
+        let namespaces = network_namespace_unavailable()
+            .is_none()
+            .then(|| Namespaces {
+                maps: IdentityMaps::current(),
+                network: !rules.network,
+                hidden: hidden_folders(rules, own_runtime),
+            });
+        Ok(Confinement {
+            ruleset,
+            namespaces,
+        })
     }
 
     /// Makes `command`'s process enter the sandbox before it runs the program.
     pub fn install(self, command: &mut tokio::process::Command) {
-        let Confinement { ruleset, network } = self;
+        let Confinement {
+            ruleset,
+            namespaces,
+        } = self;
         // SAFETY: the closure runs between fork and exec and makes only async-signal-safe system
-        // calls (unshare, open, write, close, prctl, landlock_restrict_self) on memory made
-        // before the fork; it allocates nothing.
+        // calls (unshare, mount, open, write, close, prctl, landlock_restrict_self) on memory
+        // made before the fork; it allocates nothing.
         unsafe {
-            command.pre_exec(move || enter(ruleset.as_ref(), network.as_ref()));
+            command.pre_exec(move || enter(ruleset.as_ref(), namespaces.as_ref()));
         }
     }
 }
@@ -353,6 +395,26 @@ fn installation(program: &Path) -> Option<PathBuf> {
     Some(folder.to_path_buf())
 }
 
+/// Folders never granted as a program's installation: the root, the home folder, an ancestor of
+/// either, and a folder that holds Switchboard's own files (its data, config and runtime
+/// directories: the socket's key, the tokens). A program found there is granted alone.
+fn holds_more_than_an_installation(folder: &Path) -> bool {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let own = [
+        crate::dirs::data_dir(),
+        crate::dirs::runtime_dir(),
+        crate::dirs::default_config_path()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+    ];
+    folder.parent().is_none()
+        || home.iter().any(|home| home.starts_with(folder))
+        || own
+            .iter()
+            .any(|own| !own.as_os_str().is_empty() && own.starts_with(folder))
+}
+
 /// Prefixes that hold far more than one installation: the root, the home folder and
 /// `~/.local`, whose `bin` gets programs of every kind.
 fn is_shared_prefix(prefix: &Path) -> bool {
@@ -381,13 +443,36 @@ impl IdentityMaps {
     }
 }
 
-/// Enters the sandbox, in the child between fork and exec: the network namespace first (it may
-/// need a user namespace, which a Landlock domain would not keep from it), then the ruleset,
-/// with read access to the process's own entry in `/proc`, which only it can name before it
-/// runs (it keeps its pid through exec).
-fn enter(ruleset: Option<&Ruleset>, network: Option<&IdentityMaps>) -> io::Result<()> {
-    if let Some(maps) = network {
-        isolate_network(maps)?;
+/// The folders a server with `rules` finds empty: Switchboard's runtime directory, and the
+/// user's (`$XDG_RUNTIME_DIR`, where the session bus is) unless `rules` let it reach the bus or
+/// grant a path inside that folder.
+fn hidden_folders(rules: &Rules<'_>, own_runtime: &Path) -> Vec<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut hidden = vec![own_runtime.to_path_buf()];
+    if let Some(user_runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        && user_runtime.is_absolute()
+        && !rules.bus
+        && !rules
+            .read
+            .iter()
+            .chain(rules.write)
+            .any(|granted| granted.starts_with(&user_runtime))
+    {
+        hidden.push(user_runtime);
+    }
+    hidden
+        .into_iter()
+        .filter_map(|path| std::ffi::CString::new(path.as_os_str().as_bytes()).ok())
+        .collect()
+}
+
+/// Enters the sandbox, in the child between fork and exec: the namespaces first (they may need
+/// a user namespace, which a Landlock domain would not keep from it), then the ruleset, with
+/// read access to the process's own entry in `/proc`, which only it can name before it runs (it
+/// keeps its pid through exec).
+fn enter(ruleset: Option<&Ruleset>, namespaces: Option<&Namespaces>) -> io::Result<()> {
+    if let Some(namespaces) = namespaces {
+        isolate(namespaces)?;
     }
     if let Some(ruleset) = ruleset {
         grant_own_proc(ruleset)?;
@@ -457,25 +542,64 @@ fn grant_own_proc(ruleset: &Ruleset) -> io::Result<()> {
     }
 }
 
-/// Moves the calling process into a network namespace of its own, which has no interface but
-/// a loopback that is down: no network at all. Without the privilege to do so directly it makes
-/// a user namespace too, in which it stays itself (its own user and group mapped to themselves).
-fn isolate_network(maps: &IdentityMaps) -> io::Result<()> {
+/// Moves the calling process into a mount namespace of its own, and a network namespace (which
+/// has no interface but a loopback that is down: no network at all) when `namespaces.network`
+/// says so. Without the privilege to do so directly it makes a user namespace too, in which it
+/// stays itself (its own user and group mapped to themselves). Then it covers each hidden
+/// folder with an empty read-only one, seen by it alone.
+fn isolate(namespaces: &Namespaces) -> io::Result<()> {
+    let mut flags = libc::CLONE_NEWNS;
+    if namespaces.network {
+        flags |= libc::CLONE_NEWNET;
+    }
     // SAFETY: unshare takes flags only.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } == 0 {
-        return Ok(());
+    if unsafe { libc::unshare(flags) } != 0 {
+        let direct = io::Error::last_os_error();
+        if direct.raw_os_error() != Some(libc::EPERM) {
+            return Err(direct);
+        }
+        // SAFETY: as above.
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER | flags) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        write_own(c"/proc/self/setgroups", b"deny")?;
+        write_own(c"/proc/self/uid_map", &namespaces.maps.uid_map)?;
+        write_own(c"/proc/self/gid_map", &namespaces.maps.gid_map)?;
     }
-    let direct = io::Error::last_os_error();
-    if direct.raw_os_error() != Some(libc::EPERM) {
-        return Err(direct);
-    }
-    // SAFETY: as above.
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+    // Nothing mounted here may reach the rest of the system.
+    // SAFETY: NUL-terminated paths and null pointers where the call takes none.
+    let private = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    };
+    if private != 0 {
         return Err(io::Error::last_os_error());
     }
-    write_own(c"/proc/self/setgroups", b"deny")?;
-    write_own(c"/proc/self/uid_map", &maps.uid_map)?;
-    write_own(c"/proc/self/gid_map", &maps.gid_map)
+    for folder in &namespaces.hidden {
+        // SAFETY: as above; `folder` outlives the call.
+        let covered = unsafe {
+            libc::mount(
+                c"switchboard-hidden".as_ptr(),
+                folder.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"mode=0500".as_ptr().cast(),
+            )
+        };
+        if covered != 0 {
+            let error = io::Error::last_os_error();
+            // A folder that is not there hides nothing.
+            if !matches!(error.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) {
+                return Err(error);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes `contents` to the file at `path` with system calls alone (no allocation).
@@ -522,6 +646,24 @@ mod tests {
     }
 
     #[test]
+    fn a_program_in_the_home_folder_or_beside_switchboards_files_is_granted_alone() {
+        let home = PathBuf::from(std::env::var_os("HOME").expect("a home folder"));
+        assert!(holds_more_than_an_installation(&home));
+        assert!(holds_more_than_an_installation(Path::new("/")));
+        if let Some(parent) = home.parent() {
+            assert!(holds_more_than_an_installation(parent));
+        }
+        let data = crate::dirs::data_dir();
+        assert!(holds_more_than_an_installation(&data));
+        if let Some(parent) = data.parent() {
+            assert!(holds_more_than_an_installation(parent));
+        }
+        assert!(!holds_more_than_an_installation(&home.join("tools/bin")));
+        let dir = tempfile::tempdir().expect("a folder");
+        assert!(!holds_more_than_an_installation(dir.path()));
+    }
+
+    #[test]
     fn a_script_names_its_interpreter_directly_or_through_env() {
         let dir = tempfile::tempdir().expect("a folder");
         let direct = dir.path().join("direct");
@@ -544,13 +686,21 @@ mod tests {
     }
 
     /// The path a person's desktop takes: as an unprivileged user (as root, the test first
-    /// becomes `nobody`), the network namespace comes with a user namespace of its own.
+    /// becomes `nobody`), the network and mount namespaces come with a user namespace of their
+    /// own, and a hidden folder is empty to the process alone.
     #[test]
     #[allow(clippy::disallowed_methods)] // the test's own child, not a backend
-    fn an_unprivileged_process_gets_a_network_of_its_own_through_a_user_namespace() {
+    fn an_unprivileged_process_gets_a_network_and_hidden_folders_through_a_user_namespace() {
+        use std::os::unix::ffi::OsStrExt as _;
         use std::os::unix::process::CommandExt as _;
         const NOBODY: libc::uid_t = 65534;
         let own = std::fs::read_link("/proc/self/ns/net").expect("our network namespace");
+        let dir = tempfile::tempdir().expect("a folder");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let hidden = dir.path().join("run");
+        std::fs::create_dir(&hidden).expect("a folder to hide");
+        std::fs::write(hidden.join("switchboard.sock"), "").expect("a file in it");
         // SAFETY: geteuid cannot fail and takes no arguments.
         let as_root = unsafe { libc::geteuid() } == 0;
         let maps = match as_root {
@@ -560,8 +710,18 @@ mod tests {
             },
             false => IdentityMaps::current(),
         };
-        let mut command = std::process::Command::new("/usr/bin/readlink");
-        command.arg("/proc/self/ns/net");
+        let namespaces = Namespaces {
+            maps,
+            network: true,
+            hidden: vec![
+                std::ffi::CString::new(hidden.as_os_str().as_bytes()).expect("a path"),
+                std::ffi::CString::new(dir.path().join("absent").as_os_str().as_bytes())
+                    .expect("a path"),
+            ],
+        };
+        let mut command = std::process::Command::new("/bin/sh");
+        command.args(["-c", "readlink /proc/self/ns/net && ls -A \"$1\"", "sh"]);
+        command.arg(&hidden);
         // SAFETY: the closure runs between fork and exec and makes only system calls.
         unsafe {
             command.pre_exec(move || {
@@ -575,17 +735,28 @@ mod tests {
                 {
                     return Err(io::Error::last_os_error());
                 }
-                isolate_network(&maps)
+                isolate(&namespaces)
             });
         }
-        let output = command.output().expect("readlink runs");
+        let output = command.output().expect("the shell runs");
         assert!(
             output.status.success(),
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
         let theirs = String::from_utf8_lossy(&output.stdout);
-        assert!(theirs.starts_with("net:["), "{theirs}");
-        assert_ne!(theirs.trim(), own.to_string_lossy());
+        let mut lines = theirs.lines();
+        let network = lines.next().expect("its network namespace");
+        assert!(network.starts_with("net:["), "{theirs}");
+        assert_ne!(network, own.to_string_lossy());
+        assert_eq!(
+            lines.next(),
+            None,
+            "the hidden folder is empty to it: {theirs}"
+        );
+        assert!(
+            hidden.join("switchboard.sock").exists(),
+            "and untouched for everyone else"
+        );
     }
 }

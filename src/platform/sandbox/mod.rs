@@ -3,7 +3,9 @@
 //!
 //! On Linux (`linux.rs`) a sandboxed server runs under a Landlock ruleset (the files it may read
 //! and write, the TCP ports it may connect to, and no signals or abstract Unix sockets beyond its
-//! own processes) and, without a network, in a network namespace of its own. Elsewhere no sandbox
+//! own processes) and in a mount namespace of its own where Switchboard's runtime directory (its
+//! socket) and, unless it may reach the session bus, the user's runtime directory are empty,
+//! read-only folders; without a network, in a network namespace of its own too. Elsewhere no sandbox
 //! is built yet (`elsewhere.rs`): the assessment says so, and a server that requires its sandbox
 //! does not start.
 
@@ -31,6 +33,10 @@ pub struct Rules<'a> {
     pub connect: &'a [u16],
     /// Whether it has a network at all.
     pub network: bool,
+    /// Whether it may reach the desktop session's bus and the rest of the user's runtime
+    /// directory (`$XDG_RUNTIME_DIR`). Switchboard's own runtime directory, where its socket is,
+    /// it never reaches.
+    pub bus: bool,
 }
 
 /// How much of a sandbox this system can enforce.
@@ -82,13 +88,16 @@ impl Enforcement {
 }
 
 /// Whether a sandboxed server keeps this variable of Switchboard's environment: only `PATH`,
-/// `HOME` and the locale (`LANG`, `LC_*`). Tokens and sockets that Switchboard's own environment
-/// carries (an agent's, a desktop session's) stay out; the server's `env` adds what it needs.
-pub fn kept_variable(name: &OsStr) -> bool {
+/// `HOME` and the locale (`LANG`, `LC_*`), and the session bus's address where its sandbox
+/// lets it reach the bus (`bus`). Tokens and sockets that Switchboard's own environment carries
+/// (an agent's, a desktop session's) stay out; the server's `env` adds what it needs.
+pub fn kept_variable(name: &OsStr, bus: bool) -> bool {
     let Some(name) = name.to_str() else {
         return false;
     };
-    matches!(name, "PATH" | "HOME" | "LANG") || name.starts_with("LC_")
+    matches!(name, "PATH" | "HOME" | "LANG")
+        || name.starts_with("LC_")
+        || (bus && name == "DBUS_SESSION_BUS_ADDRESS")
 }
 
 #[cfg(test)]
@@ -98,8 +107,13 @@ mod tests {
     #[test]
     fn only_the_path_the_home_and_the_locale_are_kept() {
         for kept in ["PATH", "HOME", "LANG", "LC_ALL", "LC_TIME"] {
-            assert!(kept_variable(OsStr::new(kept)), "{kept}");
+            assert!(kept_variable(OsStr::new(kept), false), "{kept}");
         }
+        let bus = OsStr::new("DBUS_SESSION_BUS_ADDRESS");
+        assert!(
+            kept_variable(bus, true),
+            "kept where the bus may be reached"
+        );
         for dropped in [
             "SSH_AUTH_SOCK",
             "DBUS_SESSION_BUS_ADDRESS",
@@ -108,7 +122,7 @@ mod tests {
             "LANGUAGE_MODEL_KEY",
             "path",
         ] {
-            assert!(!kept_variable(OsStr::new(dropped)), "{dropped}");
+            assert!(!kept_variable(OsStr::new(dropped), false), "{dropped}");
         }
     }
 
