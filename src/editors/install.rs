@@ -38,6 +38,9 @@ pub struct InstallReport {
     /// The change as a unified diff; empty when nothing changes.
     #[serde(skip)]
     pub diff: String,
+    /// Whether the file, which now holds `/mcp`'s token, was readable by others and was
+    /// narrowed to its owner (0600), with its backup.
+    pub narrowed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,6 +92,13 @@ impl fmt::Display for InstallReport {
         if let Some(backup) = &self.backup {
             writeln!(f, "The file as it was is in {}.", backup.display())?;
         }
+        if self.narrowed {
+            writeln!(
+                f,
+                "The file holds Switchboard's /mcp token and was readable by others: it is now \
+                 readable by you alone (0600)."
+            )?;
+        }
         writeln!(
             f,
             "Restart {title} (or reload its MCP servers) to connect it to Switchboard."
@@ -116,6 +126,7 @@ pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError
         backup: None,
         dry_run: request.dry_run,
         diff: String::new(),
+        narrowed: false,
     };
     if let Some((name, _)) = same {
         report.outcome = InstallOutcome::AlreadyInstalled { name: name.clone() };
@@ -139,7 +150,33 @@ pub fn install(request: InstallRequest<'_>) -> Result<InstallReport, EditorError
     }
     crate::atomic::write_keeping_permissions(&report.path, &file.encode(&text))
         .map_err(write_error)?;
+    if holds_token(&text, request.destination) {
+        report.narrowed =
+            narrow_holding_token(&report.path, report.backup.as_deref()).map_err(write_error)?;
+    }
     Ok(report)
+}
+
+/// Whether `text` carries `destination`'s token (an entry of a stdio editor, which launches
+/// `connect`, carries none).
+fn holds_token(text: &str, destination: &Destination) -> bool {
+    destination
+        .token
+        .as_deref()
+        .is_some_and(|token| text.contains(token))
+}
+
+/// Narrows a file that holds `/mcp`'s token, and its backup, to their owner when others may
+/// read them (an editor's file is often 0644); whether the file was.
+fn narrow_holding_token(path: &Path, backup: Option<&Path>) -> std::io::Result<bool> {
+    let mut narrowed = false;
+    for (index, path) in std::iter::once(path).chain(backup).enumerate() {
+        if crate::platform::files::open_to_others(path)? {
+            crate::platform::files::restrict_to_owner(path)?;
+            narrowed |= index == 0;
+        }
+    }
+    Ok(narrowed)
 }
 
 /// What [`update_entries`] changed in one editor's config.
@@ -192,6 +229,9 @@ pub fn update_entries(
     let backup = files::back_up(path, original).map_err(write_error)?;
     let text = file.current_text();
     crate::atomic::write_keeping_permissions(path, &file.encode(&text)).map_err(write_error)?;
+    if holds_token(&text, destination) {
+        narrow_holding_token(path, Some(&backup)).map_err(write_error)?;
+    }
     Ok(Some(EntriesUpdate {
         editor,
         path: path.to_path_buf(),
@@ -364,6 +404,7 @@ mod tests {
             backup: None,
             dry_run: false,
             diff: String::new(),
+            narrowed: false,
         };
         assert_eq!(
             serde_json::to_value(&report).expect("serializes"),
@@ -373,8 +414,39 @@ mod tests {
                 "outcome": { "kind": "already_installed", "name": "switchboard" },
                 "created": false,
                 "backup": null,
+                "narrowed": false,
             })
         );
+    }
+
+    /// Cursor's file is often 0644: once it holds `/mcp`'s token, it (and the backup) are the
+    /// person's alone, and the report says so; without a token, or for an editor whose entry
+    /// launches `connect` and carries none, nothing is narrowed.
+    #[test]
+    fn a_file_given_the_token_is_narrowed_to_its_owner() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |path: &Path| fs::metadata(path).expect("metadata").permissions().mode() & 0o777;
+        for (token, expected) in [(None, 0o644), (Some("a-token-of-sixteen-chars"), 0o600)] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let path = dir.path().join("mcp.json");
+            fs::write(&path, "{ \"mcpServers\": {} }").expect("write");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
+            let report = run(Editor::Cursor, &path, &endpoint(token), false);
+            assert_eq!(mode(&path), expected, "{token:?}");
+            assert_eq!(report.narrowed, token.is_some());
+            let backup = report.backup.as_deref().expect("a backup");
+            assert_eq!(mode(backup), expected, "the backup too");
+            let said = report.to_string();
+            assert_eq!(said.contains("0600"), token.is_some(), "{said}");
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("claude_desktop_config.json");
+        fs::write(&path, "{ \"mcpServers\": {} }").expect("write");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
+        let token = endpoint(Some("a-token-of-sixteen-chars"));
+        let report = run(Editor::Claude, &path, &token, false);
+        assert!(!report.narrowed, "a stdio entry carries no token");
+        assert_eq!(mode(&path), 0o644);
     }
 }
 
