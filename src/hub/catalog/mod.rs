@@ -508,7 +508,12 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
             .collect(),
     );
     merged.resources_result = list_result("resources", resource_texts.iter().map(|text| &**text));
-    merged.confirm = confirmed(sources, profile, &tool_items, &merged.tools);
+    merged.confirm = confirmed(
+        sources,
+        profile,
+        &tool_items,
+        merged.tools.iter().chain(&merged.unlisted_tools),
+    );
     for (exposed, route) in &merged.tools {
         if views.serves(&route.backend) {
             merged
@@ -527,13 +532,14 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
     merged
 }
 
-/// The exposed names of the tools `tools` routes whose calls wait for a yes under `profile`'s
+/// The exposed names of the tools `routes` routes whose calls wait for a yes under `profile`'s
 /// settings or their server's, with how long: the shortest timeout of the settings that ask.
-fn confirmed(
+/// The routes are the listed tools' and the unlisted ones' alike, since a call may take either.
+fn confirmed<'r>(
     sources: &[Source<'_>],
     profile: &Profile,
     items: &[Item<'_>],
-    tools: &HashMap<String, Route>,
+    routes: impl Iterator<Item = (&'r String, &'r Route)>,
 ) -> HashMap<String, Duration> {
     let servers: HashMap<&str, &Confirm> = sources
         .iter()
@@ -543,8 +549,7 @@ fn confirmed(
     if profile.confirm.is_off() && servers.is_empty() {
         return HashMap::new();
     }
-    let exposed: HashMap<(&str, &str), &str> = tools
-        .iter()
+    let exposed: HashMap<(&str, &str), &str> = routes
         .map(|(exposed, route)| ((&*route.backend, &*route.name), exposed.as_str()))
         .collect();
     let mut confirmed = HashMap::new();

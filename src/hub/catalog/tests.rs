@@ -368,3 +368,30 @@ fn calls_wait_for_a_yes_as_the_profile_and_each_server_say() {
         Some(&DEFAULT_CONFIRM_TIMEOUT)
     );
 }
+
+/// A server that is stopping or crash-looping is not listed, but a call may still be routed to
+/// its tools (and run, if it comes back before the call does): such a call asks all the same.
+#[test]
+fn calls_to_tools_of_servers_not_listed_now_wait_for_a_yes_too() {
+    let servers = servers();
+    let mut careful = Profile::everything("careful");
+    careful.confirm = Confirm {
+        tools: patterns(&["fs__write_file", "git_status"]),
+        destructive: false,
+        timeout: None,
+    };
+    let sources: Vec<Source<'_>> = servers
+        .iter()
+        .map(|(config, catalog)| Source {
+            config,
+            catalog: Some(catalog.clone()),
+            listed: config.name == "git",
+        })
+        .collect();
+    let catalog = merge(&sources, &careful);
+    assert!(catalog.unlisted_tools.contains_key("fs__write_file"));
+    assert!(!catalog.tools.contains_key("fs__write_file"));
+    let mut asking: Vec<&str> = catalog.confirm.keys().map(String::as_str).collect();
+    asking.sort_unstable();
+    assert_eq!(asking, ["fs__write_file", "git__git_status"]);
+}
