@@ -566,7 +566,9 @@ export {};
  * @property {string} own the server's own name for it
  * @property {string} profile
  * @property {string | null} editor
- * @property {unknown} arguments as the editor sent them
+ * @property {string | null} arguments_text the exact JSON text the server will receive; null: none
+ * @property {boolean} session_lasts whether "Allow for this session" outlasts this call (not for an
+ *   editor of 2026-07-28, whose every request is a session of its own)
  * @property {number} asked_at Unix milliseconds
  * @property {number} deadline Unix milliseconds: no answer by then is a no
  */

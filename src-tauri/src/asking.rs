@@ -116,7 +116,8 @@ mod tests {
             own: "push".to_owned(),
             profile: "default".to_owned(),
             editor: Some("Claude".to_owned()),
-            arguments: None,
+            arguments_text: None,
+            session_lasts: true,
             asked_at: 1_000,
             deadline: 61_000,
         };

@@ -1,20 +1,27 @@
 //! Calls that wait for a person's yes (the `confirm` settings of profiles and servers, worked out
 //! per tool in `catalog::confirmed`). Each waits here, listed for the dashboard and the desktop app
 //! (`GET /api/approvals`), until a person allows or denies it (`POST /api/approvals/{id}`), its
-//! editor gives it up (it leaves the list), or its time runs out, which is a no. "Allow for this
-//! session" lets the same tool run in the same session without asking again.
+//! editor gives it up (it leaves the list), or its time runs out, which is a no. The person is
+//! shown the arguments as the exact JSON text the server will receive. "Allow for this session"
+//! lets the same tool of the same server, as it is pinned, run in the same session without
+//! asking again. After a yes the call runs only if its tool still goes where it went when it was
+//! asked: the same server, its run and config unchanged, the same pinned definition.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use serde_json::json;
-use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 use super::HubInner;
-use super::session::Session;
+use super::pins::PinnedKind;
+use super::session::{Allowance, Session};
 use super::waitlist::{Unanswered, Waitlist};
 use crate::clock::unix_millis;
+use crate::config::BackendConfig;
+use crate::supervisor::BackendHandle;
+use crate::supervisor::status::{BackendState, BackendStatus};
 
 /// One call waiting for a yes, as the person is shown it.
 #[derive(Debug, Clone, Serialize)]
@@ -28,8 +35,12 @@ pub struct Asked {
     pub profile: String,
     /// The editor's name, as its `clientInfo` says.
     pub editor: Option<String>,
-    /// The call's arguments, as the editor sent them.
-    pub arguments: Option<Box<RawValue>>,
+    /// The call's arguments as the exact JSON text its server will receive, never re-rendered
+    /// (so `1e400` and integers beyond 2^53 read as sent); `None` when the call has none.
+    pub arguments_text: Option<String>,
+    /// Whether "Allow for this session" outlasts this call: not for an editor of 2026-07-28,
+    /// whose every request is a session of its own.
+    pub session_lasts: bool,
     /// When it was asked, and when no answer becomes a no (Unix milliseconds).
     pub asked_at: u64,
     pub deadline: u64,
@@ -105,6 +116,129 @@ impl Approvals {
     }
 }
 
+/// A call that waits for a yes: what the person is shown, how long it waits, and what its tool
+/// went to when it was asked.
+pub(super) struct Asking {
+    pub(super) asked: Asked,
+    pub(super) timeout: Duration,
+    allowance: Allowance,
+    /// The server's config when asked.
+    config: Arc<BackendConfig>,
+    /// The server's run when asked, if one was ready.
+    run: Option<Run>,
+}
+
+/// One run of a server: a process (or a remote link) from when it became ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    pid: Option<u32>,
+    ready_since_ms: u64,
+}
+
+impl Run {
+    fn of(status: &BackendStatus) -> Option<Run> {
+        match status.state {
+            BackendState::Ready => Some(Run {
+                pid: status.pid,
+                ready_since_ms: status.ready_since_ms?,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Why a call a person allowed did not run: its tool is not what they were asked about any more.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum Changed {
+    #[error("{tool} is no longer offered")]
+    Gone { tool: String },
+    #[error("{tool} is now {own} of {server}, not the tool of {asked} you were asked about")]
+    Rerouted {
+        tool: String,
+        own: String,
+        server: String,
+        asked: String,
+    },
+    #[error("{server} was reconfigured or removed while the call waited")]
+    Reconfigured { server: String },
+    #[error("{server} restarted or stopped while the call waited")]
+    Restarted { server: String },
+    #[error(
+        "the definition of {own} of {server} changed, or is held for review, while the call waited"
+    )]
+    Repinned { own: String, server: String },
+}
+
+impl Asking {
+    /// A call of the tool `own` of `backend` that waits for a yes.
+    pub(super) fn new(
+        hub: &HubInner,
+        backend: &BackendHandle,
+        own: &str,
+        asked: Asked,
+        timeout: Duration,
+    ) -> Asking {
+        Asking {
+            allowance: Allowance {
+                backend: backend.shared_name(),
+                own: Arc::from(own),
+                pin: hub.pins.offered_pin(backend.name(), PinnedKind::Tool, own),
+            },
+            config: backend.config(),
+            run: Run::of(&backend.status()),
+            asked,
+            timeout,
+        }
+    }
+
+    /// Whether the call's tool (in `profile`, by its exposed name) still goes where it went when
+    /// the person was asked: the same tool of the same backend, whose config and run are the
+    /// same, and whose pinned definition is the same and not held.
+    fn unchanged(
+        &self,
+        hub: &HubInner,
+        profile: &str,
+        backend: &BackendHandle,
+    ) -> Result<(), Changed> {
+        let tool = &self.asked.tool;
+        let server = || self.allowance.backend.to_string();
+        let catalog = hub.catalog(profile);
+        let route = catalog
+            .tools
+            .get(tool)
+            .or_else(|| catalog.unlisted_tools.get(tool))
+            .ok_or_else(|| Changed::Gone { tool: tool.clone() })?;
+        if route.backend != self.allowance.backend || route.name != self.allowance.own {
+            return Err(Changed::Rerouted {
+                tool: tool.clone(),
+                own: route.name.to_string(),
+                server: route.backend.to_string(),
+                asked: server(),
+            });
+        }
+        let now = hub.engine.backend(backend.name());
+        if !now.is_some_and(|now| now.same_backend(backend) && *now.config() == *self.config) {
+            return Err(Changed::Reconfigured { server: server() });
+        }
+        if self
+            .run
+            .is_some_and(|run| Run::of(&backend.status()) != Some(run))
+        {
+            return Err(Changed::Restarted { server: server() });
+        }
+        let pin = hub
+            .pins
+            .offered_pin(backend.name(), PinnedKind::Tool, &self.allowance.own);
+        if pin != self.allowance.pin {
+            return Err(Changed::Repinned {
+                own: self.allowance.own.to_string(),
+                server: server(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// How a wait for a person's yes ended.
 pub(super) struct Waited {
     /// Who decided and after how long, in words, for the activity log.
@@ -113,41 +247,58 @@ pub(super) struct Waited {
     pub(super) denied: Option<String>,
 }
 
-/// Waits for a person's yes to a call, unless they allowed its tool for the session already.
+/// Waits for a person's yes to a call of `backend`, unless they allowed its tool for the
+/// session already; after a yes, the call may run only if its tool is [unchanged].
+///
+/// [unchanged]: Asking::unchanged
 pub(super) async fn wait_for_yes(
     hub: &HubInner,
     session: &Session,
-    asked: &Asked,
-    timeout: Duration,
+    asking: &Asking,
+    backend: &BackendHandle,
 ) -> Waited {
-    if session.lock_state().allowed.contains(&asked.tool) {
+    let asked = &asking.asked;
+    if session.lock_state().allowed.contains(&asking.allowance) {
         return Waited {
             decision: "allowed for this session earlier".to_owned(),
             denied: None,
         };
     }
     let started = Instant::now();
-    let outcome = hub.approvals.ask(asked.clone(), timeout).await;
+    let outcome = hub.approvals.ask(asked.clone(), asking.timeout).await;
     let after = format!("after {:.1} s", started.elapsed().as_secs_f64());
+    let denied = |why: &str| {
+        let text = format!("{} did not run: {why}.", asked.tool);
+        json!({ "content": [{ "type": "text", "text": text }], "isError": true }).to_string()
+    };
     match outcome {
         Outcome::Allowed { for_session, by } => {
-            if for_session {
-                session.lock_state().allowed.insert(asked.tool.clone());
-            }
             let scope = if for_session { " for this session" } else { "" };
+            if let Err(changed) = asking.unchanged(hub, session.profile(), backend) {
+                tracing::warn!(tool = %asked.tool, %changed, "an allowed call did not run");
+                let why = format!(
+                    "{by} allowed it, but {changed}; nothing was sent, and calling it again asks                      anew"
+                );
+                return Waited {
+                    decision: format!("allowed{scope} by {by} {after}, but {changed}"),
+                    denied: Some(denied(&why)),
+                };
+            }
+            if for_session {
+                session
+                    .lock_state()
+                    .allowed
+                    .insert(asking.allowance.clone());
+            }
             Waited {
                 decision: format!("allowed{scope} by {by} {after}"),
                 denied: None,
             }
         }
-        Outcome::Denied(why) => {
-            let text = format!("{} did not run: {why}.", asked.tool);
-            let error = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
-            Waited {
-                decision: format!("{why} ({after})"),
-                denied: Some(error.to_string()),
-            }
-        }
+        Outcome::Denied(why) => Waited {
+            decision: format!("{why} ({after})"),
+            denied: Some(denied(&why)),
+        },
     }
 }
 
@@ -163,7 +314,8 @@ mod tests {
             own: tool.to_owned(),
             profile: "default".to_owned(),
             editor: Some("editor".to_owned()),
-            arguments: None,
+            arguments_text: None,
+            session_lasts: true,
             asked_at: 0,
             deadline: 0,
         }

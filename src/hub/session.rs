@@ -57,8 +57,22 @@ pub(super) struct SessionState {
     pub(super) log_level: Option<Box<RawValue>>,
     /// The editor's name, as its `clientInfo` says.
     pub(super) client: Option<Arc<str>>,
-    /// Tools a person allowed for the rest of this session, by exposed name.
-    pub(super) allowed: HashSet<String>,
+    /// Tools a person allowed for the rest of this session: each of its server, as pinned.
+    pub(super) allowed: HashSet<Allowance>,
+}
+
+/// What "Allow for this session" allows (see [`approvals`](super::approvals)): one tool of one
+/// server, with the definition pinned when the person said yes. Another server offering a tool
+/// under the same name, or the same tool with another definition approved since, is asked about
+/// again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Allowance {
+    pub(super) backend: Arc<str>,
+    /// The server's own name for the tool.
+    pub(super) own: Arc<str>,
+    /// The SHA-256 of its pinned definition, as
+    /// [`Pins::offered_pin`](super::pins::Pins::offered_pin) gives it.
+    pub(super) pin: Option<String>,
 }
 
 /// A call of this session that a backend has not answered yet.

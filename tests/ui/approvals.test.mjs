@@ -4,7 +4,10 @@
 // before `demo__add`. The editor is the official TypeScript SDK's client here in Node: its call
 // shows as a card over the page (editor, tool, server, arguments), Allow runs it, Deny gives the
 // editor a tool error that says so, "Allow for this session" lets the next call run without a
-// card. Screenshots, in the light and the dark theme, go to SWITCHBOARD_SCREENSHOTS.
+// card. A call whose arguments are padded past a glance, with a command at their end and numbers
+// no JavaScript number holds, shows their exact text, in full, and cannot be allowed until the
+// person has expanded it. Screenshots, in the light and the dark theme, go to
+// SWITCHBOARD_SCREENSHOTS.
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -72,6 +75,56 @@ test("a call waits for a yes in the dashboard, and runs or not as the person say
   assert.equal(await card.count(), 0);
   assertNoPageErrors(pageErrors);
 });
+
+test("a padded call shows its exact arguments in full, and Allow waits until they are expanded", async () => {
+  const post = await rawSession("padding editor");
+  const args = `{"a": 1e400, "b": 12345678901234567890, "note": "${"harmless ".repeat(300)}", "command": "rm -rf ~"}`;
+  const answer = post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo__add","arguments":${args}}}`);
+  const card = page.getByTestId("approval");
+  await card.waitFor();
+  const shown = card.getByTestId("approval-arguments");
+  assert.equal(await shown.textContent(), args, "the exact text, every character of it");
+  const allow = card.getByRole("button", { name: "Allow", exact: true });
+  assert.equal(await allow.isDisabled(), true, "cut, so Allow waits");
+  assert.equal(await card.getByRole("button", { name: "Allow for this session" }).isDisabled(), true);
+  await card.getByRole("button", { name: /^Show all/ }).click();
+  assert.equal(await allow.isEnabled(), true);
+  assert.equal(await shown.isVisible(), true);
+  const box = await shown.evaluate((element) => ({
+    hiddenDown: element.scrollHeight - element.clientHeight,
+    hiddenAcross: element.scrollWidth - element.clientWidth,
+  }));
+  assert.deepEqual(box, { hiddenDown: 0, hiddenAcross: 0 }, "nothing of the text is scrolled out of view");
+  assert.equal(await card.getByText("rm -rf ~").isVisible(), true);
+  await screenshots(page, SCREENSHOTS, "approval-padded", card);
+  await card.getByRole("button", { name: "Deny" }).click();
+  assert.match(await answer, /the dashboard denied this call/);
+  await card.waitFor({ state: "detached" });
+  assertNoPageErrors(pageErrors);
+});
+
+/**
+ * Opens a session of its own with the MCP endpoint, as an editor named `name`; gives a function
+ * that posts a message's text exactly as written (an SDK would re-render its numbers) and
+ * settles with the answer's text.
+ * @param {string} name
+ * @returns {Promise<(body: string) => Promise<string>>}
+ */
+async function rawSession(name) {
+  /** @type {Record<string, string>} */
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const opening = await fetch(MCP_URL, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name, version: "1" } } }),
+  });
+  await opening.text();
+  headers["mcp-session-id"] = opening.headers.get("mcp-session-id") ?? "";
+  headers["mcp-protocol-version"] = "2025-11-25";
+  const initialized = await fetch(MCP_URL, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) });
+  await initialized.text();
+  return async (body) => await (await fetch(MCP_URL, { method: "POST", headers, body })).text();
+}
 
 /** The card says who asks, for what, of which server, with which arguments. */
 async function assertCard(card, a) {

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::approvals::{self, Asked};
+use super::approvals::{self, Asked, Asking};
 use super::capabilities::ClientCapabilities;
 use super::catalog::skills::{self, SkillFile};
 use super::catalog::views::{self, View};
@@ -72,8 +72,9 @@ struct RoutedCall {
     view: Option<(View, String)>,
     /// For a read of a skill's file: the file, and the URI the editor knows it by.
     skill_file: Option<(SkillFile, String)>,
-    /// For a call that waits for a person's yes: what they are shown, and how long it waits.
-    confirm: Option<(Asked, Duration)>,
+    /// For a call that waits for a person's yes: what they are shown, how long it waits, and
+    /// where its tool went when they were asked.
+    confirm: Option<Asking>,
 }
 
 /// The log level a 2026-07-28 backend is told for an editor of the session era whose session
@@ -119,8 +120,9 @@ struct Call {
     view: Option<(View, String)>,
     /// For a read of a skill's file: the file, and the URI the editor knows it by.
     skill_file: Option<(SkillFile, String)>,
-    /// For a call that waits for a person's yes: what they are shown, and how long it waits.
-    confirm: Option<(Asked, Duration)>,
+    /// For a call that waits for a person's yes: what they are shown, how long it waits, and
+    /// where its tool went when they were asked.
+    confirm: Option<Asking>,
     /// Who decided such a call, once someone has, for the activity log.
     decision: OnceLock<String>,
 }
@@ -210,35 +212,38 @@ impl Session {
                 .get_str("name")
                 .is_some_and(|name| catalog.task_required.contains(&*name));
         let mut by_name = |entries: &mut ObjectEntries<'_>, kind, listed, unlisted| {
-            route_by_name(method, entries, kind, listed, unlisted).map(|route| {
+            route_by_name(method, entries, kind, listed, unlisted).inspect(|route| {
                 if let Some(named) = &mut named {
                     named.name(route);
                 }
-                route.backend.clone()
             })
         };
         if *method == Method::ToolsCall {
             views::call_by_own_name(&catalog, &mut entries);
         }
-        let confirm = match method {
-            Method::ToolsCall if !catalog.confirm.is_empty() => entries
-                .get_str("name")
-                .and_then(|name| Some((name.clone(), *catalog.confirm.get(&*name)?))),
-            _ => None,
-        };
+        // The tool called, listed or not, when its calls wait for a yes, with how long.
+        let mut confirm = None;
         let backend_name = match method {
-            Method::ToolsCall => by_name(
-                &mut entries,
-                "tool",
-                &catalog.tools,
-                &catalog.unlisted_tools,
-            )?,
+            Method::ToolsCall => {
+                let route = by_name(
+                    &mut entries,
+                    "tool",
+                    &catalog.tools,
+                    &catalog.unlisted_tools,
+                )?;
+                if let Some(timeout) = catalog.confirm.get(&*route.exposed) {
+                    confirm = Some((route.clone(), *timeout));
+                }
+                route.backend.clone()
+            }
             Method::PromptsGet => by_name(
                 &mut entries,
                 "prompt",
                 &catalog.prompts,
                 &catalog.unlisted_prompts,
-            )?,
+            )?
+            .backend
+            .clone(),
             Method::CompletionComplete => route_completion(&catalog, &mut entries)?,
             Method::TasksGet | Method::TasksResult | Method::TasksUpdate | Method::TasksCancel => {
                 route_by_task(method, &mut entries)?
@@ -250,30 +255,27 @@ impl Session {
                 backend
             }
         };
-        let confirm = confirm.map(|(tool, timeout)| {
-            let asked = Asked {
-                id: 0,
-                server: backend_name.to_string(),
-                own: catalog
-                    .tools
-                    .get(&*tool)
-                    .map(|route| route.name.to_string())
-                    .unwrap_or_default(),
-                tool: tool.into_owned(),
-                profile: self.profile().to_owned(),
-                editor: self.lock_state().client.as_deref().map(str::to_owned),
-                arguments: entries.get("arguments").map(ToOwned::to_owned),
-                asked_at: 0,
-                deadline: 0,
-            };
-            (asked, timeout)
-        });
         let backend = hub.engine.backend(&backend_name).ok_or_else(|| {
             ErrorObject::new(
                 jsonrpc::BACKEND_UNAVAILABLE,
                 format!("backend {backend_name} is not configured"),
             )
         })?;
+        let confirm = confirm.map(|(route, timeout)| {
+            let asked = Asked {
+                id: 0,
+                server: backend_name.to_string(),
+                own: route.name.to_string(),
+                tool: route.exposed.to_string(),
+                profile: self.profile().to_owned(),
+                editor: self.lock_state().client.as_deref().map(str::to_owned),
+                arguments_text: entries.get("arguments").map(|text| text.get().to_owned()),
+                session_lasts: !self.is_stateless(),
+                asked_at: 0,
+                deadline: 0,
+            };
+            Asking::new(hub, &backend, &route.name, asked, timeout)
+        });
         let stateless_backend = backend.is_stateless_era();
         if !stateless_backend && entries.get("requestState").is_some() {
             return Err(invalid_params(
@@ -561,8 +563,8 @@ impl Call {
         session: &Session,
         reply: &mpsc::UnboundedSender<Reply>,
     ) -> Result<String, ErrorObject> {
-        if let Some((asked, timeout)) = &self.confirm {
-            let waited = approvals::wait_for_yes(hub, session, asked, *timeout).await;
+        if let Some(asking) = &self.confirm {
+            let waited = approvals::wait_for_yes(hub, session, asking, &self.backend).await;
             let _ = self.decision.set(waited.decision);
             if let Some(denied) = waited.denied {
                 return Ok(denied);

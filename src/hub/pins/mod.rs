@@ -549,6 +549,22 @@ impl Pins {
         Ok(chosen.len())
     }
 
+    /// The SHA-256 of the pin under which `server` offers its `kind` named `name` now: `None` when
+    /// it is held back, or not pinned.
+    pub fn offered_pin(&self, server: &str, kind: PinnedKind, name: &str) -> Option<String> {
+        let servers = self.lock();
+        let pins = servers.get(server)?;
+        if pins
+            .held
+            .iter()
+            .any(|held| held.kind == kind && held.name == name)
+        {
+            return None;
+        }
+        let pinned = pins.pinned.as_ref().ok()?;
+        pinned.get(kind, name).map(|pin| pin.sha256.clone())
+    }
+
     /// What is held now, and the pin files' problems.
     pub fn report(&self) -> Arc<PinReport> {
         self.inner.report.borrow().clone()
