@@ -4,12 +4,17 @@
 //! `skills/list` merges them in config order, `skills/get` answers from the merged list (-32602
 //! for a skill nobody offers), `resources/read` of a skill's files reaches the server that has
 //! them with its own URI, and a file whose bytes do not match the digest its skill lists is
-//! refused while the rest of that skill reads as ever.
+//! refused while the rest of that skill reads as ever. A server that lists a file without a
+//! digest has that skill held as unchecked, and its files, listed as plain resources or not, are
+//! not read; a file its skill does not list, and a read with a text and a blob, are refused; in
+//! both eras.
 
 use serde_json::{Value, json};
 
 use crate::stateless::{post, request};
-use crate::support::{McpHttp, ServeProcess, backend_script, run_node_suite};
+use crate::support::{
+    EVENT_LIMIT, McpHttp, ServeProcess, backend_script, eventually, run_node_suite,
+};
 use crate::ui::{NODE_LIMIT, browser_suite};
 
 fn config() -> String {
@@ -243,6 +248,115 @@ async fn skills_are_listed_got_and_read_by_an_editor_of_2026_07_28() {
             .as_str()
             .is_some_and(|text| text.contains("skill of beta")),
         "{content}"
+    );
+}
+
+/// The reproduction: `notes` lists its GUIDE.md without a digest (and serves other bytes on every
+/// read), `tools` has a file it does not list (other bytes on every read) and one read with a
+/// checked text beside an unchecked blob, and every SKILL.md is a plain resource too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_a_skill_does_not_vouch_for_are_never_passed_on_in_either_era() {
+    let script = backend_script("skills_server.py")
+        .to_string_lossy()
+        .into_owned();
+    let args = [
+        script.as_str(),
+        "--skill",
+        "notes",
+        "--undigested",
+        "notes",
+        "--skill",
+        "tools",
+        "--extra",
+        "tools",
+        "--list-resources",
+    ];
+    let config = format!("[servers.gamma]\ncommand = \"python3\"\nargs = {args:?}\n");
+    let serve = ServeProcess::with_config(&config, &["gamma"]);
+    let report = eventually("notes held", EVENT_LIMIT, || async {
+        let report = serve.api_get("/api/pins").await;
+        match report["held"]
+            .as_array()
+            .is_some_and(|held| !held.is_empty())
+        {
+            true => Ok(report),
+            false => Err(report),
+        }
+    })
+    .await;
+    let held = report["held"].as_array().expect("held");
+    assert_eq!(held.len(), 1, "{report}");
+    assert_eq!(held[0]["key"], "skill:skill://notes/SKILL.md");
+    assert_eq!(held[0]["reason"], "unchecked");
+    assert_eq!(
+        held[0]["detail"],
+        "it lists skill://notes/references/GUIDE.md without a sha256:HEX digest"
+    );
+
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp.open_session("skills editor").await.expect("a session");
+    let list = ask(&mcp, &session, 1, "skills/list", json!({})).await;
+    assert_eq!(uris(&list["result"]), ["skill://tools/SKILL.md"], "{list}");
+    let resources = mcp.result(&session, 2, "resources/list", json!({})).await;
+    assert_eq!(
+        resources["resources"],
+        json!([{"uri": "skill://tools/SKILL.md", "name": "tools", "mimeType": "text/markdown"}]),
+        "a held skill's SKILL.md is not listed as a plain resource either"
+    );
+
+    let refused = [
+        (
+            "skill://notes/SKILL.md",
+            "not a file of a skill offered here",
+        ),
+        (
+            "skill://notes/references/GUIDE.md",
+            "not a file of a skill offered here",
+        ),
+        (
+            "skill://tools/scripts/run.sh",
+            "whose entry does not list it with a digest",
+        ),
+        (
+            "skill://tools/both.md",
+            "a content item has both text and blob",
+        ),
+    ];
+    for (id, (uri, why)) in (3..).zip(refused) {
+        for again in [0, 100] {
+            let read = ask(
+                &mcp,
+                &session,
+                id + again,
+                "resources/read",
+                json!({"uri": uri}),
+            )
+            .await;
+            let said = read["error"]["message"].as_str().unwrap_or_default();
+            assert!(said.contains(why), "{uri}: {read}");
+        }
+        let read = post(
+            &serve,
+            &request(id, "resources/read", json!({"uri": uri}), json!({})),
+            &[],
+        )
+        .await;
+        let said = read.last()["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains(why), "{uri} (2026-07-28): {:?}", read.last());
+    }
+    let read = ask(
+        &mcp,
+        &session,
+        9,
+        "resources/read",
+        json!({"uri": "skill://tools/SKILL.md"}),
+    )
+    .await;
+    assert!(
+        read["result"]["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("name: tools")),
+        "the skill it vouches for reads as ever: {read}"
     );
 }
 

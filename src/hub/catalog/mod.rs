@@ -184,13 +184,17 @@ impl MergedCatalog {
     }
 
     /// The backend serving `uri`: a view of MCP Apps' (see [`views`]), a skill's file (see
-    /// [`skills`]), an exact listing, else the longest template prefix, else the only backend
-    /// with resources.
+    /// [`skills`]; any other `skill://` URI is refused), an exact listing, else the longest
+    /// template prefix, else the only backend with resources.
     pub fn resource_owner(&self, uri: &str) -> Result<Arc<str>, String> {
         if let Some(view) = self.views.get(uri) {
             return Ok(view.backend.clone());
         }
-        if let Some(file) = self.skills.file(uri) {
+        if let Some(file) = self
+            .skills
+            .file(uri)
+            .map_err(|refused| refused.to_string())?
+        {
             return Ok(file.backend);
         }
         if let Some(owners) = self.resources.get(uri) {
@@ -352,7 +356,12 @@ pub fn merge(sources: &[Source<'_>], profile: &Profile) -> MergedCatalog {
         let text = renamed
             .as_deref()
             .and_then(|renamed| views::with_uri(resource.get(), renamed));
-        if let Some(uri) = renamed.or(uri) {
+        let uri = renamed.or(uri);
+        // What is not read (a held skill's SKILL.md, say) is not listed either.
+        if uri.as_deref().is_some_and(|uri| skills.file(uri).is_err()) {
+            continue;
+        }
+        if let Some(uri) = uri {
             merged
                 .resources
                 .entry(uri)

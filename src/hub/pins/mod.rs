@@ -24,6 +24,7 @@ use tokio::sync::watch;
 
 use crate::hub::rewrite::ObjectEntries;
 use crate::supervisor::status::Catalog;
+use crate::wire::skills::{self, Unvouched};
 
 /// The parts of a tool's definition that are pinned; `_meta` and the rest may change freely.
 const TOOL_FIELDS: &[&str] = &[
@@ -37,7 +38,8 @@ const TOOL_FIELDS: &[&str] = &[
 
 /// The parts of a prompt's definition that are pinned.
 const PROMPT_FIELDS: &[&str] = &["name", "title", "description", "arguments"];
-/// What a skill's entry is pinned by: its frontmatter, and every file with its digest.
+/// What a skill's entry is pinned by: its frontmatter, and every file with its digest. An entry
+/// that does not list every file it has with a digest cannot be checked, and is held.
 const SKILL_FIELDS: &[&str] = &["uri", "frontmatter", "resources"];
 
 /// What a pin is of.
@@ -827,6 +829,18 @@ fn candidate(kind: PinnedKind, item: &RawValue, fields: &[&str]) -> Candidate {
     let Some(name) = entries.get_str(name_field) else {
         return unchecked(format!("its {name_field} is not a string"));
     };
+    if kind == PinnedKind::Skill {
+        let vouched = serde_json::from_str(item.get())
+            .map_err(|_| Unvouched::NotASkill)
+            .and_then(|entry| skills::vouches_for_its_files(&entry));
+        if let Err(why) = vouched {
+            return Candidate {
+                kind,
+                name: name.into_owned(),
+                definition: Err((why.to_string(), Definition(item.get().into()))),
+            };
+        }
+    }
     let mut part = String::from("{");
     for field in fields {
         let Some(value) = entries.get(field) else {

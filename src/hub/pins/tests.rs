@@ -462,3 +462,52 @@ fn a_skill_whose_digests_change_is_held_until_approved_and_a_pin_file_of_version
     );
     assert_eq!(later.vet("s", &with_skill("bb")).skills.len(), 1);
 }
+
+/// A skill that lists a file without a digest, a file outside its tree, or not its SKILL.md,
+/// could serve anything there: it is held as unchecked, even at first sight, saying which file.
+#[test]
+fn a_skill_that_does_not_list_every_file_with_a_digest_is_held_as_unchecked() {
+    let entry = |resources: &str| {
+        RawValue::from_string(format!(
+            r#"{{"uri":"skill://notes/SKILL.md","frontmatter":{{"name":"notes"}},"resources":{resources}}}"#
+        ))
+        .expect("JSON")
+    };
+    let mut with_skills = Catalog::clone(&catalog(&[r#"{"name": "a"}"#], &[]));
+    with_skills.skills = vec![entry(
+        r#"[{"uri":"skill://notes/SKILL.md","digest":"sha256:aa"},{"uri":"skill://notes/references/GUIDE.md"}]"#,
+    )];
+    let pins = Pins::new(None, false);
+    let offered = pins.vet("s", &Arc::new(with_skills));
+    assert!(offered.skills.is_empty());
+    assert_eq!(offered.tools.len(), 1, "the server's tools are offered");
+    let report = pins.report();
+    assert_eq!(
+        held(&pins),
+        [(
+            "skill:skill://notes/SKILL.md".to_owned(),
+            HeldReason::Unchecked
+        )]
+    );
+    assert_eq!(
+        report.held[0].detail.as_deref(),
+        Some("it lists skill://notes/references/GUIDE.md without a sha256:HEX digest")
+    );
+
+    for (resources, why) in [
+        (
+            r#"[{"uri":"skill://notes/GUIDE.md","digest":"sha256:aa"}]"#,
+            "its SKILL.md is not among its resources",
+        ),
+        (
+            r#"[{"uri":"skill://notes/SKILL.md","digest":"sha256:aa"},{"uri":"skill://other/x.md","digest":"sha256:bb"}]"#,
+            "it lists skill://other/x.md, which is not under its own tree",
+        ),
+    ] {
+        let mut with_skill = Catalog::clone(&catalog(&[], &[]));
+        with_skill.skills = vec![entry(resources)];
+        let pins = Pins::new(None, false);
+        assert!(pins.vet("s", &Arc::new(with_skill)).skills.is_empty());
+        assert_eq!(pins.report().held[0].detail.as_deref(), Some(why));
+    }
+}
