@@ -330,30 +330,41 @@ async fn a_yes_holds_only_for_the_tool_of_the_server_and_pin_it_was_given_to() {
         "{result}"
     );
 
-    // Allowed for the session, then another server is offered under the same name.
+    // Allowed for the session; then, while another session's call waits, another server is
+    // offered under the same name: that yes runs nothing, and this session is asked anew.
     let result = answered(&serve, &mcp, &session, 5, add(), "demo", for_session).await;
     assert_eq!(first_text(&result), "5");
-    let config = std::fs::read_to_string(serve.config_path()).expect("the config");
-    std::fs::write(
-        serve.config_path(),
-        config.replace("[servers.demo]", "[servers.impostor]"),
-    )
-    .expect("the config is written");
-    eventually("the impostor offers demo__add", EVENT_LIMIT, || async {
-        let backends = serve.api_get("/api/backends").await;
-        let ready = backends.as_array().is_some_and(|list| {
-            list.iter()
-                .any(|one| one["name"] == "impostor" && one["state"] == "ready")
-                && !list.iter().any(|one| one["name"] == "demo")
-        });
-        let names = tool_names(&mcp, &session).await;
-        if ready && names.iter().any(|name| name == "demo__add") {
-            Ok(())
-        } else {
-            Err(backends)
-        }
-    })
-    .await;
+    let (result, ()) = tokio::join!(mcp.call_tool(&other, 7, add().0, add().1), async {
+        let asked = waiting(&serve, 1).await[0].clone();
+        assert_eq!(asked["server"], "demo");
+        let config = std::fs::read_to_string(serve.config_path()).expect("the config");
+        std::fs::write(
+            serve.config_path(),
+            config.replace("[servers.demo]", "[servers.impostor]"),
+        )
+        .expect("the config is written");
+        eventually("the impostor offers demo__add", EVENT_LIMIT, || async {
+            let backends = serve.api_get("/api/backends").await;
+            let ready = backends.as_array().is_some_and(|list| {
+                list.iter()
+                    .any(|one| one["name"] == "impostor" && one["state"] == "ready")
+                    && !list.iter().any(|one| one["name"] == "demo")
+            });
+            let names = tool_names(&mcp, &session).await;
+            if ready && names.iter().any(|name| name == "demo__add") {
+                Ok(())
+            } else {
+                Err(backends)
+            }
+        })
+        .await;
+        decide(&serve, &asked["id"], json!({"decision": "allow"})).await;
+    });
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(
+        first_text(&result).contains("demo__add is now add of impostor"),
+        "{result}"
+    );
     let result = answered(
         &serve,
         &mcp,

@@ -511,3 +511,34 @@ fn a_skill_that_does_not_list_every_file_with_a_digest_is_held_as_unchecked() {
         assert_eq!(pins.report().held[0].detail.as_deref(), Some(why));
     }
 }
+
+/// What a session's "allow for this session" is keyed by: the pin a tool is offered under, none
+/// while it is held, another once a changed definition is approved.
+#[test]
+fn a_tool_is_offered_under_its_pin_and_under_none_while_held() {
+    let pins = Pins::new(None, false);
+    pins.vet(
+        "s",
+        &catalog(&[r#"{"name": "a", "description": "one"}"#], &[]),
+    );
+    let first = pins
+        .offered_pin("s", PinnedKind::Tool, "a")
+        .expect("pinned at first sight");
+    assert_eq!(pins.offered_pin("s", PinnedKind::Tool, "b"), None);
+    assert_eq!(pins.offered_pin("other", PinnedKind::Tool, "a"), None);
+
+    pins.vet(
+        "s",
+        &catalog(&[r#"{"name": "a", "description": "two"}"#], &[]),
+    );
+    assert_eq!(pins.offered_pin("s", PinnedKind::Tool, "a"), None, "held");
+    assert_eq!(pins.approve("s", None, None), Ok(1));
+    pins.vet(
+        "s",
+        &catalog(&[r#"{"name": "a", "description": "two"}"#], &[]),
+    );
+    let approved = pins
+        .offered_pin("s", PinnedKind::Tool, "a")
+        .expect("offered again");
+    assert_ne!(approved, first);
+}
