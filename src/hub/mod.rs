@@ -55,6 +55,7 @@ use reply::{Notification, Response};
 use rewrite::json_string;
 use stateless::Parked;
 use stateless::request_state::Sealer;
+use tasks::ids::TaskSeal;
 use upstream::ForwardedRequest;
 
 pub use reply::{Reply, SessionEvent};
@@ -136,6 +137,8 @@ struct HubInner {
     forwarded_requests: Mutex<HashMap<u64, ForwardedRequest>>,
     /// Seals the `requestState` of calls parked for a 2026-07-28 editor's answer.
     sealer: Sealer,
+    /// Seals the task ids editors see to their owners (see [`tasks::ids`]).
+    task_seal: TaskSeal,
     /// Parked calls by id, each waiting for the editor's retry (see [`stateless`]).
     parked: Mutex<HashMap<String, Parked>>,
     /// How many 2026-07-28 listen streams are open.
@@ -184,6 +187,7 @@ impl Hub {
             sessions: Mutex::new(HashMap::new()),
             forwarded_requests: Mutex::new(HashMap::new()),
             sealer: Sealer::new(),
+            task_seal: TaskSeal::new(),
             parked: Mutex::new(HashMap::new()),
             listens: AtomicUsize::new(0),
             task_inputs: Mutex::new(HashMap::new()),
@@ -474,6 +478,14 @@ impl HubInner {
     /// Whether `profile` is served.
     fn serves(&self, profile: &str) -> bool {
         self.profiles().iter().any(|served| served.name == profile)
+    }
+
+    /// Whether `profile` is served and offers anything of the server `backend`.
+    fn offers(&self, profile: &str, backend: &str) -> bool {
+        self.profiles()
+            .iter()
+            .find(|served| served.name == profile)
+            .is_some_and(|served| served.offers_server(backend))
     }
 
     fn sessions(&self) -> Vec<Session> {

@@ -13,6 +13,7 @@ use super::capabilities::ClientCapabilities;
 use super::cold_start::{self, Waiting};
 use super::reply::{Reply, Response, SessionEvent};
 use super::rewrite::ObjectEntries;
+use super::tasks::ids::{MadeTasks, TaskOwner};
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
 use crate::supervisor::status::BackendState;
 use crate::supervisor::{BackendHandle, Engine, ResourceWatch};
@@ -59,6 +60,8 @@ pub(super) struct SessionState {
     pub(super) client: Option<Arc<str>>,
     /// Tools a person allowed for the rest of this session: each of its server, as pinned.
     pub(super) allowed: HashSet<Allowance>,
+    /// The tasks this session made, which its `tasks/list` shows.
+    pub(super) made_tasks: MadeTasks,
 }
 
 /// What "Allow for this session" allows (see [`approvals`](super::approvals)): one tool of one
@@ -251,7 +254,7 @@ impl Session {
             | Method::TasksGet
             | Method::TasksResult
             | Method::TasksCancel => self.call(hub, id, &method, envelope.params, &reply),
-            Method::TasksList => list_tasks(hub, id, envelope.params, &reply),
+            Method::TasksList => list_tasks(hub, self, id, envelope.params, &reply),
             Method::SkillsList | Method::SkillsGet => {
                 skills(hub, self.profile(), id, &method, envelope.params, &reply)
             }
@@ -422,6 +425,15 @@ impl Session {
         self.shared.stateless
     }
 
+    /// Who the task ids this session is handed are sealed to: the session itself, or for a
+    /// 2026-07-28 request, which is a session of its own, its profile (see [`ids`](super::tasks::ids)).
+    pub(super) fn task_owner(&self) -> TaskOwner<'_> {
+        match self.shared.stateless {
+            true => TaskOwner::Profile(&self.shared.profile),
+            false => TaskOwner::Session(&self.shared.id),
+        }
+    }
+
     /// A token for one call of this session, cancelled when the session closes.
     pub(super) fn call_token(&self) -> CancellationToken {
         self.shared.closed.child_token()
@@ -484,11 +496,13 @@ async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
     }
 }
 
-/// `tasks/list`: every ready backend that lists tasks is asked, and their lists are joined, with
-/// each task id exposed (see [`tasks`](super::tasks::ids)). A backend that fails to answer is left out
-/// of the list rather than failing it.
+/// `tasks/list`: the tasks this session made, of the servers its profile offers. Each such
+/// ready backend that lists tasks is asked, and the tasks of the session kept from their lists,
+/// each with its id exposed (see [`ids`](super::tasks::ids)). A backend that fails to answer is left out of the list
+/// rather than failing it.
 fn list_tasks(
     hub: &Arc<HubInner>,
+    session: &Session,
     id: &RawValue,
     params: Option<&RawValue>,
     reply: &mpsc::UnboundedSender<Reply>,
@@ -500,8 +514,11 @@ fn list_tasks(
         .engine
         .backends()
         .into_iter()
-        .filter(|backend| ready_with(backend, &["tasks", "list"]))
+        .filter(|backend| {
+            hub.offers(session.profile(), backend.name()) && ready_with(backend, &["tasks", "list"])
+        })
         .collect();
+    let (hub, session) = (hub.clone(), session.clone());
     let (id, reply) = (id.to_owned(), reply.clone());
     tokio::spawn(async move {
         let mut all = Vec::new();
@@ -514,13 +531,15 @@ fn list_tasks(
                     continue;
                 }
             };
-            if let Some(tasks) = ObjectEntries::parse(answer.get())
+            let Some(tasks) = ObjectEntries::parse(answer.get())
                 .ok()
                 .and_then(|answer| answer.get("tasks").map(|tasks| tasks.get().to_owned()))
-                .and_then(|tasks| super::tasks::ids::exposed_list(&tasks, backend.name()))
-            {
-                all.extend(tasks);
-            }
+            else {
+                continue;
+            };
+            let exposer = hub.task_seal.exposer(session.task_owner(), backend.name());
+            let made = exposer.made_list(&tasks, &session.lock_state().made_tasks);
+            all.extend(made.unwrap_or_default());
         }
         let result = format!(r#"{{"tasks":[{}]}}"#, all.join(","));
         let _ = reply.send(response(&id, Ok(result)));
@@ -659,18 +678,11 @@ pub(super) fn server_info() -> serde_json::Value {
 /// A word on names, then the instructions of every server of `profile` that gave some (and
 /// whose instructions are not held back, see `pins`), one section each.
 pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
-    let profiles = hub.profiles();
-    let offered = |backend: &str| {
-        profiles
-            .iter()
-            .find(|served| served.name == profile)
-            .is_some_and(|served| served.offers_server(backend))
-    };
     let backends: Vec<_> = hub
         .engine
         .backends()
         .into_iter()
-        .filter(|backend| offered(backend.name()))
+        .filter(|backend| hub.offers(profile, backend.name()))
         .collect();
     let mut instructions = String::from(
         "Switchboard offers the tools, prompts and resources of several MCP servers; tool and \

@@ -261,16 +261,36 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 session.send_event(Notification::new(note.method.clone(), Some(&params)).into());
             }
         }
+        // A task's news go to the session that made it alone, with the id it was handed.
         Method::TasksStatus => {
-            let exposed = params.and_then(|params| {
-                let id = ObjectEntries::parse(params.get())
+            let Some((params, own)) = params.and_then(|params| {
+                let own = ObjectEntries::parse(params.get())
                     .ok()?
                     .get_str("taskId")?
                     .into_owned();
-                let exposed = json_string(&super::tasks::ids::exposed_id(&note.backend, &id));
-                rewrite::replace_field(params, "taskId", exposed)
-            });
-            send_to_concerned(hub, note, exposed.as_deref().or(params));
+                Some((params, own))
+            }) else {
+                return;
+            };
+            for session in hub.sessions() {
+                let made = session
+                    .lock_state()
+                    .made_tasks
+                    .contains(&note.backend, &own);
+                if !made || !hub.offers(session.profile(), &note.backend) {
+                    continue;
+                }
+                let exposed = hub
+                    .task_seal
+                    .exposer(session.task_owner(), &note.backend)
+                    .id(&own);
+                if let Some(params) =
+                    rewrite::replace_field(params, "taskId", json_string(&exposed))
+                {
+                    session
+                        .send_event(Notification::new(note.method.clone(), Some(&params)).into());
+                }
+            }
         }
         _ => send_to_concerned(hub, note, params),
     }

@@ -1034,7 +1034,7 @@ async fn tasks_route_by_their_ids_alone() {
         json!({"taskId": "sb1.nobody.1"}),
     )
     .await;
-    assert_eq!(elsewhere["error"]["code"], -32001, "{elsewhere}");
+    assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");
     hub.shutdown().await;
 }
 

@@ -37,5 +37,6 @@ mod sign_in;
 mod skills;
 mod soak;
 mod stateless;
+mod task_owners;
 mod ui;
 mod wine;

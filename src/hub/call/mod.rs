@@ -246,7 +246,7 @@ impl Session {
             .clone(),
             Method::CompletionComplete => route_completion(&catalog, &mut entries)?,
             Method::TasksGet | Method::TasksResult | Method::TasksUpdate | Method::TasksCancel => {
-                route_by_task(method, &mut entries)?
+                self.route_by_task(hub, method, &mut entries)?
             }
             _ => {
                 let backend = route_by_uri(&catalog, method, &entries)?;
@@ -460,21 +460,29 @@ fn route_by_name<'c>(
     Ok(route)
 }
 
-/// For `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: the backend the task id
-/// names, with the id replaced by the backend's own.
-fn route_by_task(
-    method: &Method,
-    entries: &mut ObjectEntries<'_>,
-) -> Result<Arc<str>, ErrorObject> {
-    let exposed = entries
-        .get_str("taskId")
-        .ok_or_else(|| invalid_params(format!("{method} needs a taskId")))?;
-    let (backend, id) = ids::backend_id(&exposed)
-        .ok_or_else(|| invalid_params(format!("unknown task: {exposed}")))?;
-    let backend: Arc<str> = Arc::from(backend);
-    let id = json_string(id);
-    entries.set("taskId", id);
-    Ok(backend)
+impl Session {
+    /// For `tasks/get`, `tasks/result`, `tasks/update` and `tasks/cancel`: the backend the task
+    /// id names, with the id replaced by the backend's own. An id not sealed to this session, or
+    /// of a server its profile does not offer, is an unknown task (see [`ids`]).
+    fn route_by_task(
+        &self,
+        hub: &HubInner,
+        method: &Method,
+        entries: &mut ObjectEntries<'_>,
+    ) -> Result<Arc<str>, ErrorObject> {
+        let exposed = entries
+            .get_str("taskId")
+            .ok_or_else(|| invalid_params(format!("{method} needs a taskId")))?;
+        let (backend, id) = hub
+            .task_seal
+            .open(self.task_owner(), &exposed)
+            .filter(|(backend, _)| hub.offers(self.profile(), backend))
+            .ok_or_else(|| ids::unknown_task(&exposed))?;
+        let backend: Arc<str> = Arc::from(backend);
+        let id = json_string(id);
+        entries.set("taskId", id);
+        Ok(backend)
+    }
 }
 
 /// For `completion/complete`: the backend owning the prompt or resource in `ref`, with a
@@ -655,7 +663,12 @@ impl Call {
                     return Ok(bridge::without_related_task(result.get()));
                 }
             }
-            TaskPlan::Handle => return bridge::handle(&result, self.backend.name()),
+            TaskPlan::Handle => {
+                let exposer = hub
+                    .task_seal
+                    .exposer(session.task_owner(), self.backend.name());
+                return bridge::handle(&result, &exposer);
+            }
             TaskPlan::Poll if result_type(&result).as_deref() == Some("task") => {
                 let polling = Polling {
                     call: self,
@@ -670,7 +683,16 @@ impl Call {
             TaskPlan::Poll | TaskPlan::AsIs => {}
         }
         if self.with_tasks {
-            return Ok(ids::expose_ids(result.get(), self.backend.name()));
+            if self.method == Method::ToolsCall
+                && let Some(own) = bridge::created_task(&result)
+            {
+                let mut state = session.lock_state();
+                state.made_tasks.insert(self.backend.name(), &own);
+            }
+            let exposer = hub
+                .task_seal
+                .exposer(session.task_owner(), self.backend.name());
+            return Ok(exposer.expose_ids(result.get()));
         }
         if let Some((view, exposed)) = &self.view {
             return views::read_result(result.get(), view, exposed).map_err(|not_a_view| {

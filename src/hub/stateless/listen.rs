@@ -16,7 +16,7 @@ use crate::hub::capabilities::ClientCapabilities;
 use crate::hub::reply::{Notification, Reply, SessionEvent};
 use crate::hub::rewrite::{ObjectEntries, json_string};
 use crate::hub::session::{Session, invalid_params, ready_with};
-use crate::hub::tasks::{bridge, ids};
+use crate::hub::tasks::bridge::{self, NamedTask};
 use crate::hub::{HubInner, SessionEvents, response};
 use crate::supervisor::BackendHandle;
 use crate::wire::era::meta;
@@ -59,13 +59,11 @@ pub(super) fn listen(
             Some((uri.clone(), backend))
         })
         .collect();
-    let tasks: Vec<String> = filter
+    // Only the tasks the editor was handed: any other id is an unknown task, left out.
+    let tasks: Vec<NamedTask> = filter
         .task_ids
         .iter()
-        .filter(|task| {
-            ids::backend_id(task).is_some_and(|(backend, _)| hub.engine.backend(backend).is_some())
-        })
-        .cloned()
+        .filter_map(|task| NamedTask::open(hub, &request.profile, task))
         .collect();
     let (session, events) = hub.open_session(true, request.profile.clone());
     session.mark_initialized();
@@ -173,7 +171,7 @@ impl Listen {
     /// Subscribes to `resources` at the backends owning them, acknowledges the stream with
     /// those taken and `tasks`, then passes on list changes, resource updates and the tasks'
     /// states until the stream ends.
-    async fn run(mut self, resources: Vec<(String, BackendHandle)>, tasks: Vec<String>) {
+    async fn run(mut self, resources: Vec<(String, BackendHandle)>, tasks: Vec<NamedTask>) {
         let taken = tokio::select! {
             taken = self.subscribe(resources) => Some(taken),
             _ = self.reply.closed() => None,
@@ -247,7 +245,8 @@ impl Listen {
     }
 
     /// Tells the editor what the stream carries.
-    fn acknowledge(&self, resources: &[String], tasks: &[String]) {
+    fn acknowledge(&self, resources: &[String], tasks: &[NamedTask]) {
+        let tasks: Vec<&str> = tasks.iter().map(|task| task.exposed.as_str()).collect();
         let acknowledged = serde_json::json!({
             "_meta": { meta::SUBSCRIPTION_ID: &*self.subscription },
             "notifications": {
@@ -314,36 +313,29 @@ impl Listen {
     }
 }
 
-/// Reports the task `exposed` on a listen stream: its state as `tasks/get` shows it
+/// Reports `task` on a listen stream: its state as `tasks/get` shows it
 /// (`notifications/tasks`), first at once and then whenever its status, message or questions
 /// change, polled at its `pollIntervalMs` (within [`TASK_POLL_BOUNDS`]) until it ends. A task
 /// that cannot be read any more (its server forgot it, or is gone) is reported no further.
 async fn watch_task(
     hub: Arc<HubInner>,
-    exposed: String,
+    task: NamedTask,
     capabilities: ClientCapabilities,
     subscription: Box<RawValue>,
     reply: mpsc::UnboundedSender<Reply>,
 ) {
-    let Some((backend, own)) = ids::backend_id(&exposed) else {
-        return;
-    };
-    let own = own.to_owned();
     let subscription_meta = format!(r#"{{"{}":{}}}"#, meta::SUBSCRIPTION_ID, subscription.get());
     let subscription_meta = RawValue::from_string(subscription_meta).expect("JSON");
     let mut reported = None;
     loop {
-        let Some(backend) = hub.engine.backend(backend) else {
-            return;
-        };
-        let task = match bridge::detailed(&hub, &backend, &exposed, &own, capabilities).await {
-            Ok(task) => task,
+        let state = match bridge::detailed(&hub, &task, capabilities).await {
+            Ok(state) => state,
             Err(error) => {
-                tracing::debug!(task = %exposed, error = %error.message, "a listened task cannot be read");
+                tracing::debug!(task = %task.exposed, error = %error.message, "a listened task cannot be read");
                 return;
             }
         };
-        let Ok(mut params) = ObjectEntries::parse(task.get()) else {
+        let Ok(mut params) = ObjectEntries::parse(state.get()) else {
             return;
         };
         let status = params.get_str("status").map(Cow::into_owned);

@@ -38,9 +38,8 @@ use crate::hub::session::{
     Needs, capabilities, instructions, invalid_params, list_result, ready_with, rejected,
     server_info, single_page, valid_id, when_settled, with_skills,
 };
-use crate::hub::tasks::{bridge, ids};
+use crate::hub::tasks::bridge::{self, NamedTask};
 use crate::hub::{HubInner, Inbound, RequestReply, response};
-use crate::supervisor::BackendHandle;
 use crate::wire::era::{
     SESSION_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
 };
@@ -335,9 +334,9 @@ fn start(
                 return Err(tasks_extension_missing(request.method.as_str()));
             }
             match session_era_task(hub, &request) {
-                Some((backend, exposed, own)) => {
-                    answer_task(hub, &request, backend, exposed, own, reply);
-                }
+                Some(task) => answer_task(hub, &request, task, reply),
+                // A 2026-07-28 server's task, or no task of the editor's: routed as any call,
+                // which refuses an id not sealed to the profile.
                 None => call(hub, &request, reply),
             }
         }
@@ -491,20 +490,11 @@ fn tasks_extension_missing(what: &str) -> ErrorObject {
     }
 }
 
-/// For a task request about a session-era server's task: that server, the exposed task id and
-/// the server's own.
-fn session_era_task(
-    hub: &HubInner,
-    request: &Envelope2026<'_>,
-) -> Option<(BackendHandle, String, String)> {
-    let exposed = request.params.get_str("taskId")?.into_owned();
-    let (backend, own) = ids::backend_id(&exposed)?;
-    let backend = hub
-        .engine
-        .backend(backend)
-        .filter(|backend| !backend.is_stateless_era())?;
-    let own = own.to_owned();
-    Some((backend, exposed, own))
+/// For a task request about a session-era server's task the editor was handed (see
+/// [`ids`](crate::hub::tasks::ids)): that task.
+fn session_era_task(hub: &HubInner, request: &Envelope2026<'_>) -> Option<NamedTask> {
+    let exposed = request.params.get_str("taskId")?;
+    NamedTask::open(hub, &request.profile, &exposed).filter(|task| !task.backend.is_stateless_era())
 }
 
 /// Answers a task request about a session-era server's task in the Tasks extension's shapes
@@ -512,9 +502,7 @@ fn session_era_task(
 fn answer_task(
     hub: &Arc<HubInner>,
     request: &Envelope2026<'_>,
-    backend: BackendHandle,
-    exposed: String,
-    own: String,
+    task: NamedTask,
     reply: mpsc::UnboundedSender<Reply>,
 ) {
     let hub = hub.clone();
@@ -523,15 +511,7 @@ fn answer_task(
     let responses = request.params.get("inputResponses").map(ToOwned::to_owned);
     let capabilities = request.capabilities;
     tokio::spawn(async move {
-        let answer = bridge::answer(
-            &hub,
-            &backend,
-            &method,
-            &exposed,
-            &own,
-            responses.as_deref(),
-            capabilities,
-        );
+        let answer = bridge::answer(&hub, &task, &method, responses.as_deref(), capabilities);
         let result = tokio::select! {
             _ = reply.closed() => return,
             result = answer => result,

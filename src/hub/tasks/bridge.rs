@@ -26,8 +26,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-use super::ids::{self, RELATED_TASK};
-use crate::config::DEFAULT_PROFILE;
+use super::ids::{Exposer, RELATED_TASK, TaskOwner};
 use crate::hub::HubInner;
 use crate::hub::capabilities::ClientCapabilities;
 use crate::hub::reply::Reply;
@@ -55,15 +54,52 @@ fn raw(value: &impl serde::Serialize) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).expect("a JSON value serializes")
 }
 
+/// A task of a server as a 2026-07-28 editor of `profile` named it, once its id opened for
+/// that profile (see [`ids`](super::ids)).
+pub(in crate::hub) struct NamedTask {
+    pub(in crate::hub) backend: BackendHandle,
+    /// The id the editor was handed.
+    pub(in crate::hub) exposed: String,
+    /// The server's own id.
+    pub(in crate::hub) own: String,
+    /// The profile the editor's requests go to.
+    pub(in crate::hub) profile: Arc<str>,
+}
+
+impl NamedTask {
+    /// The task `exposed` names for an editor of `profile`; `None` when the id is not sealed to
+    /// the profile or names a server it does not offer (an unknown task).
+    pub(in crate::hub) fn open(
+        hub: &HubInner,
+        profile: &Arc<str>,
+        exposed: &str,
+    ) -> Option<NamedTask> {
+        let (backend, own) = hub.task_seal.open(TaskOwner::Profile(profile), exposed)?;
+        if !hub.offers(profile, backend) {
+            return None;
+        }
+        Some(NamedTask {
+            backend: hub.engine.backend(backend)?,
+            exposed: exposed.to_owned(),
+            own: own.to_owned(),
+            profile: profile.clone(),
+        })
+    }
+}
+
 /// A 2025-11-25 `Task` in the extension's shape: its id exposed, `ttl` and `pollInterval` named
 /// `ttlMs` and `pollIntervalMs`, everything else as sent.
-fn extension_shape(task: &RawValue, backend: &str) -> Result<ObjectEntries<'static>, ErrorObject> {
+fn extension_shape(
+    task: &RawValue,
+    exposer: &Exposer<'_>,
+) -> Result<ObjectEntries<'static>, ErrorObject> {
+    let backend = exposer.backend();
     let task = ObjectEntries::parse(task.get()).map_err(|_| malformed(backend))?;
     let id = task.get_str("taskId").ok_or_else(|| malformed(backend))?;
     let mut shaped = ObjectEntries::parse("{}").expect("an empty object");
     for (key, value) in task.iter() {
         match key {
-            "taskId" => shaped.set(key, json_string(&ids::exposed_id(backend, &id))),
+            "taskId" => shaped.set(key, json_string(&exposer.id(&id))),
             "ttl" => shaped.set("ttlMs", value.to_owned()),
             "pollInterval" => shaped.set("pollIntervalMs", value.to_owned()),
             other => shaped.set(other, value.to_owned()),
@@ -72,16 +108,20 @@ fn extension_shape(task: &RawValue, backend: &str) -> Result<ObjectEntries<'stat
     Ok(shaped)
 }
 
-/// A session-era server's created task (`{"task": {…}}`) as the extension's task handle; a result
-/// that created no task (the server ran the call at once) is kept.
-pub(in crate::hub) fn handle(result: &RawValue, backend: &str) -> Result<String, ErrorObject> {
+/// A session-era server's created task (`{"task": {…}}`) as the extension's task handle, its id
+/// exposed by `exposer`; a result that created no task (the server ran the call at once) is
+/// kept.
+pub(in crate::hub) fn handle(
+    result: &RawValue,
+    exposer: &Exposer<'_>,
+) -> Result<String, ErrorObject> {
     let Some(task) = ObjectEntries::parse(result.get())
         .ok()
         .and_then(|result| result.get("task").map(ToOwned::to_owned))
     else {
         return Ok(result.get().to_owned());
     };
-    let mut handle = extension_shape(&task, backend)?;
+    let mut handle = extension_shape(&task, exposer)?;
     handle.set("resultType", json_string("task"));
     Ok(handle.to_json())
 }
@@ -124,19 +164,17 @@ pub(in crate::hub) fn capabilities_with_tasks(capabilities: ClientCapabilities) 
     raw(&capabilities.to_json())
 }
 
-/// Answers a 2026-07-28 editor's `tasks/get`, `tasks/update` or `tasks/cancel` for the task
-/// `exposed` of the session-era `backend` (its own id `own`), in the extension's shapes.
+/// Answers a 2026-07-28 editor's `tasks/get`, `tasks/update` or `tasks/cancel` for `task`, a
+/// session-era server's, in the extension's shapes.
 pub(in crate::hub) async fn answer(
     hub: &Arc<HubInner>,
-    backend: &BackendHandle,
+    task: &NamedTask,
     method: &Method,
-    exposed: &str,
-    own: &str,
     input_responses: Option<&RawValue>,
     capabilities: ClientCapabilities,
 ) -> Result<String, ErrorObject> {
     match method {
-        Method::TasksGet => detailed(hub, backend, exposed, own, capabilities)
+        Method::TasksGet => detailed(hub, task, capabilities)
             .await
             .map(|task| task.get().to_owned()),
         Method::TasksUpdate => {
@@ -144,19 +182,19 @@ pub(in crate::hub) async fn answer(
                 .ok_or_else(|| invalid_params(format!("{method} needs inputResponses")))?;
             let responses: BTreeMap<String, Box<RawValue>> = serde_json::from_str(responses.get())
                 .map_err(|_| invalid_params("inputResponses must be an object"))?;
-            let waiting = hub.lock_task_inputs().get(exposed).cloned();
+            let waiting = hub.lock_task_inputs().get(&task.exposed).cloned();
             if let Some(waiting) = waiting {
                 waiting.answer(hub, responses);
             }
             Ok("{}".to_owned())
         }
         Method::TasksCancel => {
-            let params = raw(&json!({ "taskId": own }));
-            backend
+            let params = raw(&json!({ "taskId": task.own }));
+            task.backend
                 .request(method.as_str(), Some(&params))
                 .await
                 .map_err(|error| error.to_error_object())?;
-            let waiting = hub.lock_task_inputs().remove(exposed);
+            let waiting = hub.lock_task_inputs().remove(&task.exposed);
             if let Some(waiting) = waiting {
                 waiting.session.close();
             }
@@ -166,17 +204,16 @@ pub(in crate::hub) async fn answer(
     }
 }
 
-/// The task `exposed` (the server's own id `own`) as the extension's `tasks/get` shows it: with
-/// its result or error once it has ended, and with the questions it waits on while it needs input.
-/// The result and the questions are as the server wrote them.
+/// `task` as the extension's `tasks/get` shows it: with its result or error once it has ended,
+/// and with the questions it waits on while it needs input. The result and the questions are as
+/// the server wrote them.
 pub(in crate::hub) async fn detailed(
     hub: &Arc<HubInner>,
-    backend: &BackendHandle,
-    exposed: &str,
-    own: &str,
+    task: &NamedTask,
     capabilities: ClientCapabilities,
 ) -> Result<Box<RawValue>, ErrorObject> {
-    let params = raw(&json!({ "taskId": own }));
+    let backend = &task.backend;
+    let params = raw(&json!({ "taskId": task.own }));
     let timeout = backend.config().request_timeout;
     if backend.is_stateless_era() {
         let capabilities = capabilities_with_tasks(capabilities);
@@ -197,7 +234,7 @@ pub(in crate::hub) async fn detailed(
             .map_err(|error| error.to_error_object())?;
         let mut state =
             ObjectEntries::parse(answer.get()).map_err(|_| malformed(backend.name()))?;
-        state.set("taskId", json_string(exposed));
+        state.set("taskId", json_string(&task.exposed));
         state.remove("resultType");
         return Ok(state.into_raw());
     }
@@ -205,8 +242,11 @@ pub(in crate::hub) async fn detailed(
         .request(Method::TasksGet.as_str(), Some(&params))
         .await
         .map_err(|error| error.to_error_object())?;
-    let mut task = extension_shape(&state, backend.name())?;
-    match task.get_str("status").as_deref() {
+    let exposer = hub
+        .task_seal
+        .exposer(TaskOwner::Profile(&task.profile), backend.name());
+    let mut shown = extension_shape(&state, &exposer)?;
+    match shown.get_str("status").as_deref() {
         Some("completed" | "failed") => {
             match backend
                 .request(Method::TasksResult.as_str(), Some(&params))
@@ -214,33 +254,33 @@ pub(in crate::hub) async fn detailed(
             {
                 Ok(result) => {
                     let result = without_related_task(result.get());
-                    task.set(
+                    shown.set(
                         "result",
                         RawValue::from_string(result).expect("a result is JSON"),
                     );
                 }
-                Err(error) => task.set("error", raw(&error.to_error_object())),
+                Err(error) => shown.set("error", raw(&error.to_error_object())),
             }
         }
         Some("input_required") => {
-            let questions = questions(hub, exposed, capabilities).await?;
-            task.set("inputRequests", questions);
+            let questions = questions(hub, task, capabilities).await?;
+            shown.set("inputRequests", questions);
         }
         _ => {}
     }
-    Ok(task.into_raw())
+    Ok(shown.into_raw())
 }
 
-/// The questions the session-era task `exposed` waits on, as `inputRequests`: asked for by
-/// waiting on its `tasks/result`, which the first call starts.
+/// The questions the session-era `task` waits on, as `inputRequests`: asked for by waiting on
+/// its `tasks/result`, which the first call starts.
 async fn questions(
     hub: &Arc<HubInner>,
-    exposed: &str,
+    task: &NamedTask,
     capabilities: ClientCapabilities,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let waiting = {
         let mut inputs = hub.lock_task_inputs();
-        match inputs.get(exposed) {
+        match inputs.get(&task.exposed) {
             Some(waiting) => waiting.clone(),
             None if inputs.len() >= MAX_WAITING_TASKS => {
                 return Err(ErrorObject::new(
@@ -249,8 +289,8 @@ async fn questions(
                 ));
             }
             None => {
-                let waiting = TaskInputs::start(hub, exposed, capabilities);
-                inputs.insert(exposed.to_owned(), waiting.clone());
+                let waiting = TaskInputs::start(hub, task, capabilities);
+                inputs.insert(task.exposed.clone(), waiting.clone());
                 waiting
             }
         }
@@ -282,14 +322,14 @@ pub(in crate::hub) struct TaskInputs {
 }
 
 impl TaskInputs {
-    /// Starts waiting on `tasks/result` of `exposed` in a session of its own, which can be asked
-    /// what the editor declared.
+    /// Starts waiting on `tasks/result` of `task` in a session of its own, of the editor's
+    /// profile, which can be asked what the editor declared.
     fn start(
         hub: &Arc<HubInner>,
-        exposed: &str,
+        task: &NamedTask,
         capabilities: ClientCapabilities,
     ) -> Arc<TaskInputs> {
-        let (session, mut events) = hub.open_session(false, DEFAULT_PROFILE.into());
+        let (session, mut events) = hub.open_session(false, task.profile.clone());
         session.mark_initialized();
         session.lock_state().capabilities = capabilities;
         let waiting = Arc::new(TaskInputs {
@@ -300,7 +340,12 @@ impl TaskInputs {
         });
         let (reply, mut messages) = mpsc::unbounded_channel();
         let id = RawValue::from_string("1".into()).expect("JSON");
-        let params = raw(&json!({ "taskId": exposed }));
+        // The session's own id of the task, as any session's call names it.
+        let own_id = hub
+            .task_seal
+            .exposer(session.task_owner(), task.backend.name())
+            .id(&task.own);
+        let params = raw(&json!({ "taskId": own_id }));
         if session
             .call(hub, &id, &Method::TasksResult, Some(&params), &reply)
             .is_some()
@@ -308,7 +353,7 @@ impl TaskInputs {
             drop(reply);
         }
         let hub = Arc::downgrade(hub);
-        let exposed = exposed.to_owned();
+        let exposed = task.exposed.clone();
         let task = waiting.clone();
         tokio::spawn(async move {
             loop {
@@ -373,6 +418,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::hub::tasks::ids::TaskSeal;
 
     #[test]
     fn a_created_task_becomes_the_extensions_handle() {
@@ -381,11 +427,13 @@ mod tests {
             "createdAt": "2026-11-24T10:00:00Z", "lastUpdatedAt": "2026-11-24T10:00:00Z",
             "ttl": 300000, "pollInterval": 1000
         }}));
-        let shown: Value = serde_json::from_str(&handle(&created, "everything").unwrap()).unwrap();
+        let seal = TaskSeal::new();
+        let exposer = seal.exposer(TaskOwner::Profile("default"), "everything");
+        let shown: Value = serde_json::from_str(&handle(&created, &exposer).unwrap()).unwrap();
         assert_eq!(
             shown,
             json!({
-                "resultType": "task", "taskId": "sb1.everything.t1", "status": "working",
+                "resultType": "task", "taskId": exposer.id("t1"), "status": "working",
                 "statusMessage": "started", "createdAt": "2026-11-24T10:00:00Z",
                 "lastUpdatedAt": "2026-11-24T10:00:00Z", "ttlMs": 300000, "pollIntervalMs": 1000
             })
@@ -393,11 +441,11 @@ mod tests {
         assert_eq!(created_task(&created).as_deref(), Some("t1"));
         let plain = raw(&json!({"content": [], "task": "no object"}));
         assert!(
-            handle(&plain, "everything").is_err(),
+            handle(&plain, &exposer).is_err(),
             "a malformed task is refused"
         );
         let at_once = raw(&json!({"content": [{"type": "text", "text": "done"}]}));
-        assert_eq!(handle(&at_once, "everything").unwrap(), at_once.get());
+        assert_eq!(handle(&at_once, &exposer).unwrap(), at_once.get());
         assert_eq!(created_task(&at_once), None);
     }
 
@@ -428,9 +476,14 @@ mod tests {
         );
         let created = r#"{"task":{"taskId":"t1","status":"working","ttl":3.0e5,"x":1e400}}"#;
         let created = RawValue::from_string(created.to_owned()).unwrap();
+        let seal = TaskSeal::new();
+        let exposer = seal.exposer(TaskOwner::Profile("default"), "everything");
         assert_eq!(
-            handle(&created, "everything").unwrap(),
-            r#"{"taskId":"sb1.everything.t1","status":"working","ttlMs":3.0e5,"x":1e400,"resultType":"task"}"#
+            handle(&created, &exposer).unwrap(),
+            format!(
+                r#"{{"taskId":"{}","status":"working","ttlMs":3.0e5,"x":1e400,"resultType":"task"}}"#,
+                exposer.id("t1")
+            )
         );
     }
 }

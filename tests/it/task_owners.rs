@@ -1,0 +1,272 @@
+//! A task belongs to whoever was handed it, through a real `switchboard serve` with the real
+//! server-everything behind it: a client of another profile, or another session of the same
+//! one, cannot list, read, cancel or answer a task, in either era, however it names it.
+
+use serde_json::{Value, json};
+
+use crate::stateless::{Listen, about_task, call, only_question, post_to};
+use crate::support::*;
+
+/// What the task's result carries, which no one but its owner may read.
+const SECRET: &str = "SECRET-OF-beta";
+
+const RESEARCH: &str = "beta__simulate-research-query";
+
+/// `alpha` (the misbehaving server) is all profiles `a` and `default` offer; `beta`
+/// (server-everything, whose research tool runs as a task) is only in profile `b`.
+fn config() -> String {
+    format!(
+        "[servers.alpha]\ncommand = \"python3\"\nargs = [{script:?}]\n\n\
+         [servers.beta]\ncommand = {everything:?}\nargs = [\"stdio\"]\n\n\
+         [profiles.default]\nservers = [\"alpha\"]\n\n\
+         [profiles.a]\nservers = [\"alpha\"]\n\n\
+         [profiles.b]\nservers = [\"beta\"]\n",
+        script = misbehave_script(),
+        everything = everything_server().to_string_lossy(),
+    )
+}
+
+/// The whole JSON-RPC answer to request `id` in `session`.
+async fn answer(mcp: &McpHttp, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let reply = mcp
+        .post(Some(session), request.to_string())
+        .await
+        .expect("an answer");
+    let messages = reply.messages().expect("JSON-RPC messages");
+    messages
+        .into_iter()
+        .find(|message| message["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {method}: {}", reply.body))
+}
+
+/// The error an editor gets for a task that is not its own: the one a task that never was gets.
+fn assert_unknown(answer: &Value, task: &str) {
+    assert_eq!(
+        answer["error"],
+        json!({"code": -32602, "message": format!("unknown task: {task:?}")}),
+        "{answer}"
+    );
+    assert!(!answer.to_string().contains(SECRET), "{answer}");
+}
+
+/// The same task id in the form Switchboard gave before ids were sealed, `sb1.SERVER.ID`: what an
+/// intruder who guesses the server's own id would send.
+fn unsealed(task: &str) -> String {
+    let (unsealed, _seal) = task.rsplit_once('.').expect("a sealed id");
+    unsealed.to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_profile_or_session_cannot_list_read_cancel_or_guess_a_sessions_task() {
+    let serve = ServeProcess::with_config(&config(), &["alpha", "beta"]);
+    let at = |path: &str| McpHttp::new(&serve.http_url(path)).with_token(SERVE_TOKEN);
+    let (owner_mcp, a_mcp, default_mcp) = (at("/mcp/b"), at("/mcp/a"), at("/mcp"));
+    let owner = owner_mcp.open_session("owner").await.expect("a session");
+    let started = owner_mcp
+        .result(
+            &owner,
+            1,
+            "tools/call",
+            json!({"name": RESEARCH, "arguments": {"topic": SECRET}, "task": {"ttl": 60000}}),
+        )
+        .await;
+    let task = started["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {started}"))
+        .to_owned();
+    assert!(task.starts_with("sb1.beta."), "{task}");
+
+    let on_a = a_mcp
+        .open_session("intruder on a")
+        .await
+        .expect("a session");
+    let on_default = default_mcp
+        .open_session("intruder on default")
+        .await
+        .expect("a session");
+    let on_b = owner_mcp
+        .open_session("intruder on b")
+        .await
+        .expect("a session");
+    let intruders = [
+        (&a_mcp, &on_a),
+        (&default_mcp, &on_default),
+        (&owner_mcp, &on_b),
+    ];
+    for (mcp, session) in intruders {
+        let listed = answer(mcp, session, 2, "tasks/list", json!({})).await;
+        assert_eq!(listed["result"], json!({"tasks": []}), "{listed}");
+        for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+            for named in [task.clone(), unsealed(&task)] {
+                let refused = answer(mcp, session, 3, method, json!({"taskId": named})).await;
+                assert_unknown(&refused, &named);
+            }
+        }
+    }
+    let never_was = answer(
+        &owner_mcp,
+        &on_b,
+        4,
+        "tasks/get",
+        json!({"taskId": "sb1.beta.nothing.AAAAAAAAAAAAAAAAAAAAAA"}),
+    )
+    .await;
+    assert_unknown(&never_was, "sb1.beta.nothing.AAAAAAAAAAAAAAAAAAAAAA");
+
+    // The owner still has it all: the task in its list, not cancelled by anyone, and its result.
+    let listed = owner_mcp.result(&owner, 5, "tasks/list", json!({})).await;
+    let ids: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {listed}"))
+        .iter()
+        .filter_map(|task| task["taskId"].as_str())
+        .collect();
+    assert_eq!(ids, [task.as_str()], "{listed}");
+    eventually("the task completes", EVENT_LIMIT, || async {
+        let state = owner_mcp
+            .result(&owner, 6, "tasks/get", json!({"taskId": task}))
+            .await;
+        match state["status"].as_str() {
+            Some("completed") => Ok(state),
+            _ => Err(state),
+        }
+    })
+    .await;
+    let result = owner_mcp
+        .result(&owner, 7, "tasks/result", json!({"taskId": task}))
+        .await;
+    assert!(first_text(&result).contains(SECRET), "{result}");
+
+    let second = owner_mcp
+        .result(
+            &owner,
+            8,
+            "tools/call",
+            json!({"name": RESEARCH, "arguments": {"topic": "waves"}, "task": {"ttl": 60000}}),
+        )
+        .await;
+    let second = second["task"]["taskId"].as_str().expect("a task id");
+    let cancelled = owner_mcp
+        .result(&owner, 9, "tasks/cancel", json!({"taskId": second}))
+        .await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_clients_task_is_unknown_to_other_profiles_and_to_sessions() {
+    let serve = ServeProcess::with_config(&config(), &["alpha", "beta"]);
+    let with_tasks =
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let created = post_to(
+        &serve,
+        "/mcp/b",
+        &call(
+            1,
+            RESEARCH,
+            json!({"topic": SECRET, "ambiguous": true}),
+            with_tasks.clone(),
+        ),
+        &[],
+    )
+    .await;
+    let handle = &created.last()["result"];
+    assert_eq!(handle["resultType"], "task", "{handle}");
+    let task = handle["taskId"].as_str().expect("a task id").to_owned();
+    let about = |id: u64, method: &str, named: &str, extra: Value| {
+        about_task(id, method, named, extra, &with_tasks)
+    };
+    let answers = |interpretation: &str| json!({"inputResponses": {"anything": {"action": "accept", "content": {"interpretation": interpretation}}}});
+
+    // Profiles that do not offer beta: its task is unknown to their 2026-07-28 clients.
+    for path in ["/mcp/a", "/mcp"] {
+        for named in [task.clone(), unsealed(&task)] {
+            for (method, extra) in [
+                ("tasks/get", json!({})),
+                ("tasks/update", answers("tragedy")),
+                ("tasks/cancel", json!({})),
+            ] {
+                let refused = post_to(&serve, path, &about(2, method, &named, extra), &[]).await;
+                assert_unknown(refused.last(), &named);
+            }
+        }
+        let listen = crate::stateless::request(
+            3,
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [task, unsealed(&task)]}}),
+            with_tasks.clone(),
+        );
+        let mut stream = Listen::open_at(&serve, path, &listen).await;
+        let acknowledged = stream.next().await;
+        assert_eq!(
+            acknowledged["params"]["notifications"]["taskIds"],
+            json!([]),
+            "{acknowledged}"
+        );
+    }
+    // Nor is it any session's, of its own profile either.
+    let session_mcp = McpHttp::new(&serve.http_url("/mcp/b")).with_token(SERVE_TOKEN);
+    let session = session_mcp
+        .open_session("a session")
+        .await
+        .expect("a session");
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let refused = answer(&session_mcp, &session, 4, method, json!({"taskId": task})).await;
+        assert_unknown(&refused, &task);
+    }
+
+    // The owner's profile answers the question, in a session of that profile (default does not
+    // offer beta), and no one else's answer or cancel came through.
+    let mut asked = None;
+    for id in 5..300 {
+        let state = post_to(
+            &serve,
+            "/mcp/b",
+            &about(id, "tasks/get", &task, json!({})),
+            &[],
+        )
+        .await;
+        let state = state.last()["result"].clone();
+        assert_eq!(state["taskId"], task.as_str(), "{state}");
+        match state["status"].as_str() {
+            Some("working") => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+            Some("input_required") => {
+                asked = Some(only_question(&state));
+                break;
+            }
+            _ => panic!("a task that asks before it ends: {state}"),
+        }
+    }
+    let (key, _question) = asked.expect("the task asked");
+    let answered = json!({"inputResponses": {key: {"action": "accept", "content": {"interpretation": "comedy"}}}});
+    let updated = post_to(
+        &serve,
+        "/mcp/b",
+        &about(300, "tasks/update", &task, answered),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        updated.last()["result"]["resultType"],
+        "complete",
+        "{}",
+        updated.last()
+    );
+    let done = eventually("the task completes", EVENT_LIMIT, || async {
+        let state = post_to(
+            &serve,
+            "/mcp/b",
+            &about(301, "tasks/get", &task, json!({})),
+            &[],
+        )
+        .await;
+        let state = state.last()["result"].clone();
+        match state["status"].as_str() {
+            Some("completed") => Ok(state),
+            _ => Err(state),
+        }
+    })
+    .await;
+    let report = first_text(&done["result"]);
+    assert!(report.contains(&format!("{SECRET} (comedy)")), "{report}");
+}
