@@ -16,7 +16,7 @@ use super::rewrite::ObjectEntries;
 use super::tasks::ids::{MadeTasks, TaskOwner};
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
 use crate::supervisor::status::BackendState;
-use crate::supervisor::{BackendHandle, Engine, ResourceWatch};
+use crate::supervisor::{BackendHandle, ResourceWatch};
 use crate::wire::era::Era;
 use crate::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use crate::wire::method::Method;
@@ -270,10 +270,10 @@ impl Session {
                 }
                 let params = envelope.params.map(ToOwned::to_owned);
                 let reply_id = id.to_owned();
-                let engine = hub.engine.clone();
+                let (hub, profile) = (hub.clone(), self.shared_profile());
                 let reply = reply.clone();
                 tokio::spawn(async move {
-                    set_log_level(&engine, params.as_deref()).await;
+                    set_log_level(&hub, &profile, params.as_deref()).await;
                     let _ = reply.send(response(&reply_id, Ok("{}".to_owned())));
                 });
                 None
@@ -471,16 +471,18 @@ pub(super) fn ready_with(backend: &BackendHandle, path: &[&str]) -> bool {
     true
 }
 
-/// Passes `logging/setLevel` to every ready backend of the session era that logs (2026-07-28
-/// backends take a level per request); returns once all have answered.
-async fn set_log_level(engine: &Engine, params: Option<&RawValue>) {
+/// Passes `logging/setLevel` to every ready backend of the session era that logs and that
+/// `profile` offers (2026-07-28 backends take a level per request); returns once all have
+/// answered.
+async fn set_log_level(hub: &HubInner, profile: &str, params: Option<&RawValue>) {
     let mut calls = Vec::new();
-    for backend in engine.backends() {
+    for backend in hub.engine.backends() {
         let session_era = backend
             .status()
             .server
             .is_some_and(|server| server.era == Era::Session);
-        if session_era && ready_with(&backend, &["logging"]) {
+        if session_era && hub.offers(profile, backend.name()) && ready_with(&backend, &["logging"])
+        {
             let backend = backend.clone();
             let params = params.map(ToOwned::to_owned);
             calls.push(tokio::spawn(async move {

@@ -1,6 +1,7 @@
 //! A task belongs to whoever was handed it, through a real `switchboard serve` with the real
 //! server-everything behind it: a client of another profile, or another session of the same
-//! one, cannot list, read, cancel or answer a task, in either era, however it names it.
+//! one, cannot list, read, cancel or answer a task, in either era, however it names it; and
+//! `logging/setLevel` reaches the servers of its own profile only.
 
 use serde_json::{Value, json};
 
@@ -269,4 +270,33 @@ async fn a_2026_clients_task_is_unknown_to_other_profiles_and_to_sessions() {
     .await;
     let report = first_text(&done["result"]);
     assert!(report.contains(&format!("{SECRET} (comedy)")), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_level_set_in_one_profile_reaches_only_its_servers() {
+    let script = misbehave_script();
+    let config = format!(
+        "[servers.alpha]\ncommand = \"python3\"\nargs = [{script:?}]\n\n\
+         [servers.beta]\ncommand = \"python3\"\nargs = [{script:?}]\n\n\
+         [profiles.a]\nservers = [\"alpha\"]\n",
+    );
+    let serve = ServeProcess::with_config(&config, &["alpha", "beta"]);
+    let on_a = McpHttp::new(&serve.http_url("/mcp/a")).with_token(SERVE_TOKEN);
+    let a = on_a.open_session("on a").await.expect("a session");
+    let set = on_a
+        .result(&a, 1, "logging/setLevel", json!({"level": "critical"}))
+        .await;
+    assert_eq!(set, json!({}));
+    let level = on_a.call_tool(&a, 2, "alpha__log_level", json!({})).await;
+    assert_eq!(first_text(&level), "critical", "alpha is a's server");
+
+    let everything = McpHttp::new(&serve.url()).with_token(SERVE_TOKEN);
+    let default = everything
+        .open_session("on default")
+        .await
+        .expect("a session");
+    let level = everything
+        .call_tool(&default, 3, "beta__log_level", json!({}))
+        .await;
+    assert_eq!(first_text(&level), "None", "beta was told no level");
 }
