@@ -300,3 +300,44 @@ async fn a_log_level_set_in_one_profile_reaches_only_its_servers() {
         .await;
     assert_eq!(first_text(&level), "None", "beta was told no level");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_of_a_server_that_left_the_profile_is_unknown_to_its_session() {
+    let serve = ServeProcess::with_config(&config(), &["alpha", "beta"]);
+    let mcp = McpHttp::new(&serve.http_url("/mcp/b")).with_token(SERVE_TOKEN);
+    let owner = mcp.open_session("owner").await.expect("a session");
+    let started = mcp
+        .result(
+            &owner,
+            1,
+            "tools/call",
+            json!({"name": RESEARCH, "arguments": {"topic": SECRET}, "task": {"ttl": 60000}}),
+        )
+        .await;
+    let task = started["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {started}"))
+        .to_owned();
+
+    // Profile b now offers alpha instead; beta keeps running, for no profile.
+    let edited = config().replace(
+        "[profiles.b]\nservers = [\"beta\"]",
+        "[profiles.b]\nservers = [\"alpha\"]",
+    );
+    std::fs::write(serve.config_path(), edited).expect("the config is saved");
+    eventually("profile b offers alpha", EVENT_LIMIT, || async {
+        let tools = mcp.result(&owner, 2, "tools/list", json!({})).await;
+        let names = sorted_tool_names(&tools);
+        match names.iter().any(|name| name.starts_with("alpha__")) {
+            true => Ok(()),
+            false => Err(names),
+        }
+    })
+    .await;
+    let listed = mcp.result(&owner, 3, "tasks/list", json!({})).await;
+    assert_eq!(listed, json!({"tasks": []}));
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let refused = answer(&mcp, &owner, 4, method, json!({"taskId": task})).await;
+        assert_unknown(&refused, &task);
+    }
+}
