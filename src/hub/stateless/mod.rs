@@ -15,7 +15,10 @@
 //! - `subscriptions/listen` is a session told of list changes and resource updates, which it
 //!   passes on with its `subscriptionId`, and of the tasks it names (`listen.rs`);
 //! - a session-era server's tasks are shown in the Tasks extension's shapes (see
-//!   [`bridge`]).
+//!   [`bridge`]);
+//! - a task id an editor is handed is sealed to the profile the request was sent to, since no
+//!   session outlives the request to own it: the id itself is the editor's hold on the task
+//!   (see [`ids`](crate::hub::tasks::ids)).
 //!
 
 mod headers;
