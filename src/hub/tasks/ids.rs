@@ -43,7 +43,7 @@ const SEAL_LEN: usize = 16;
 
 /// How many tasks a session remembers making; the oldest are forgotten first (their ids still
 /// work, but they leave its `tasks/list`).
-const MAX_MADE_TASKS: usize = 10_000;
+const MAX_MADE_TASKS: usize = 1000;
 
 /// The key of a result's `_meta` that names the task it belongs to.
 pub(in crate::hub) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
