@@ -64,6 +64,7 @@ async fn another_profile_or_session_cannot_list_read_cancel_or_guess_a_sessions_
     let at = |path: &str| McpHttp::new(&serve.http_url(path)).with_token(SERVE_TOKEN);
     let (owner_mcp, a_mcp, default_mcp) = (at("/mcp/b"), at("/mcp/a"), at("/mcp"));
     let owner = owner_mcp.open_session("owner").await.expect("a session");
+    let mut owner_events = owner_mcp.stream(&owner).await.expect("a stream");
     let started = owner_mcp
         .result(
             &owner,
@@ -90,6 +91,7 @@ async fn another_profile_or_session_cannot_list_read_cancel_or_guess_a_sessions_
         .open_session("intruder on b")
         .await
         .expect("a session");
+    let mut on_b_events = owner_mcp.stream(&on_b).await.expect("a stream");
     let intruders = [
         (&a_mcp, &on_a),
         (&default_mcp, &on_default),
@@ -138,6 +140,27 @@ async fn another_profile_or_session_cannot_list_read_cancel_or_guess_a_sessions_
         .result(&owner, 7, "tasks/result", json!({"taskId": task}))
         .await;
     assert!(first_text(&result).contains(SECRET), "{result}");
+
+    // The server's news of the task reach its owner, by the id it was handed, and no one else:
+    // once the owner has been told it completed, so would everyone else have been.
+    loop {
+        let event = owner_events.next_message().await.expect("an event");
+        if event["method"] == "notifications/tasks/status" {
+            assert_eq!(event["params"]["taskId"], task.as_str(), "{event}");
+            if event["params"]["status"] == "completed" {
+                break;
+            }
+        }
+    }
+    while let Ok(event) = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        on_b_events.next_message(),
+    )
+    .await
+    {
+        let event = event.expect("an event");
+        assert_ne!(event["method"], "notifications/tasks/status", "{event}");
+    }
 
     let second = owner_mcp
         .result(
