@@ -296,10 +296,14 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
     }
 }
 
-/// Log messages, task updates and anything newer: to the sessions waiting on this backend, else
-/// to all.
+/// Log messages and anything newer: to the sessions waiting on this backend, else to all whose
+/// profile offers it.
 fn send_to_concerned(hub: &HubInner, note: &BackendNotification, params: Option<&RawValue>) {
-    let sessions = hub.sessions();
+    let sessions: Vec<Session> = hub
+        .sessions()
+        .into_iter()
+        .filter(|session| hub.offers(session.profile(), &note.backend))
+        .collect();
     let waiting: Vec<&Session> = sessions
         .iter()
         .filter(|session| {

@@ -1,7 +1,7 @@
 //! A task belongs to whoever was handed it, through a real `switchboard serve` with the real
 //! server-everything behind it: a client of another profile, or another session of the same
-//! one, cannot list, read, cancel or answer a task, in either era, however it names it; and
-//! `logging/setLevel` reaches the servers of its own profile only.
+//! one, cannot list, read, cancel or answer a task, in either era, however it names it; and the
+//! log levels and messages of a profile's sessions and servers stay within that profile.
 
 use serde_json::{Value, json};
 
@@ -362,5 +362,37 @@ async fn a_task_of_a_server_that_left_the_profile_is_unknown_to_its_session() {
     for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
         let refused = answer(&mcp, &owner, 4, method, json!({"taskId": task})).await;
         assert_unknown(&refused, &task);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_log_messages_reach_only_the_sessions_of_profiles_that_offer_it() {
+    let serve = ServeProcess::with_config(&config(), &["alpha", "beta"]);
+    let on_b = McpHttp::new(&serve.http_url("/mcp/b")).with_token(SERVE_TOKEN);
+    let on_a = McpHttp::new(&serve.http_url("/mcp/a")).with_token(SERVE_TOKEN);
+    let b = on_b.open_session("on b").await.expect("a session");
+    let a = on_a.open_session("on a").await.expect("a session");
+    let mut b_events = on_b.stream(&b).await.expect("a stream");
+    let mut a_events = on_a.stream(&a).await.expect("a stream");
+    on_b.call_tool(&b, 1, "beta__toggle-simulated-logging", json!({}))
+        .await;
+
+    // The first message is sent during the call, to its caller; the next, five seconds on, while
+    // no one's call waits on beta.
+    let mut told = 0;
+    while told < 2 {
+        let event = b_events.next_message().await.expect("an event");
+        if event["method"] == "notifications/message" {
+            told += 1;
+        }
+    }
+    while let Ok(event) = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        a_events.next_message(),
+    )
+    .await
+    {
+        let event = event.expect("an event");
+        assert_ne!(event["method"], "notifications/message", "{event}");
     }
 }
