@@ -396,3 +396,27 @@ async fn a_servers_log_messages_reach_only_the_sessions_of_profiles_that_offer_i
         assert_ne!(event["method"], "notifications/message", "{event}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_profile_with_a_server_of_the_tasks_extension_offers_it() {
+    let config = format!(
+        "[servers.alpha]\ncommand = \"python3\"\nargs = [{alpha:?}]\n\n\
+         [servers.tasks]\ncommand = \"python3\"\nargs = [{tasks:?}]\n\n\
+         [profiles.a]\nservers = [\"alpha\"]\n\n\
+         [profiles.b]\nservers = [\"tasks\"]\n",
+        alpha = misbehave_script(),
+        tasks = backend_script("tasks_server.py"),
+    );
+    let serve = ServeProcess::with_config(&config, &["alpha", "tasks"]);
+    let discover = crate::stateless::request(1, "server/discover", json!({}), json!({}));
+    let extension = |path: &'static str| {
+        let (serve, discover) = (&serve, &discover);
+        async move {
+            let answer = post_to(serve, path, discover, &[]).await;
+            answer.last()["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+                .clone()
+        }
+    };
+    assert_eq!(extension("/mcp/b").await, json!({}));
+    assert_eq!(extension("/mcp/a").await, Value::Null);
+}

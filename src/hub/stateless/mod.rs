@@ -391,14 +391,12 @@ fn answer_when_settled(
 }
 
 /// What `server/discover` answers: the versions and capabilities of the endpoint (the Tasks
-/// extension while a backend offers it), and the merged instructions.
+/// extension while a backend of `profile` offers it), and the merged instructions.
 fn discover_result(hub: &HubInner, profile: &str) -> String {
     let mut capabilities = capabilities();
-    let with_tasks = hub
-        .engine
-        .backends()
-        .iter()
-        .any(|backend| ready_with(backend, &["extensions", TASKS_EXTENSION]));
+    let with_tasks = hub.engine.backends().iter().any(|backend| {
+        hub.offers(profile, backend.name()) && ready_with(backend, &["extensions", TASKS_EXTENSION])
+    });
     if with_tasks {
         capabilities["extensions"] = serde_json::json!({ TASKS_EXTENSION: {} });
     }
