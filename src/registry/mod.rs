@@ -37,7 +37,7 @@ pub enum Refresh {
     Never,
     /// Once the cache is older than [`source::FRESH_FOR`].
     IfStale,
-    /// Now.
+    /// Now, in full.
     Always,
 }
 
@@ -90,7 +90,10 @@ impl Registry {
                     Refresh::Always => true,
                 };
                 let error = match read {
-                    true => cache.refresh_or_note(&dir, &client).await.err(),
+                    true => cache
+                        .refresh_or_note(&dir, &client, refresh == Refresh::Always)
+                        .await
+                        .err(),
                     false => cache.failed.as_ref().map(|(_, error)| error.clone()),
                 };
                 (index, cache, error)

@@ -17,6 +17,10 @@ pub const FRESH_FOR: Duration = Duration::from_secs(60 * 60);
 /// How long a source that failed is left alone before it is tried again, so that a source that
 /// is down or hangs costs one wait, not one per search.
 pub const RETRY_AFTER: Duration = Duration::from_secs(5 * 60);
+/// How often a source is read in full, whatever `updated_since` would skip.
+pub const FULL_READ_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
+/// How far ahead of this machine's clock a source's clock may be.
+const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 /// How long one request to a source may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// The most pages read in one refresh (100 entries each).
@@ -37,6 +41,9 @@ pub struct SourceCache {
     /// When reading it last failed (ms since 1970), and why; cleared by a read that works.
     #[serde(default)]
     pub failed: Option<(u64, String)>,
+    /// When it was last read in full (ms since 1970); 0: never.
+    #[serde(default)]
+    pub full_read_at: u64,
     pub records: Vec<Record>,
 }
 
@@ -50,6 +57,7 @@ impl SourceCache {
             refreshed_at: 0,
             newest: None,
             failed: None,
+            full_read_at: 0,
             records,
         }
     }
@@ -107,8 +115,9 @@ impl SourceCache {
         &mut self,
         dir: &Path,
         client: &reqwest::Client,
+        full: bool,
     ) -> Result<(), String> {
-        match self.refresh(dir, client).await {
+        match self.refresh(dir, client, full).await {
             Ok(()) => Ok(()),
             Err(error) => {
                 self.failed = Some((crate::clock::unix_millis(SystemTime::now()), error.clone()));
@@ -120,11 +129,27 @@ impl SourceCache {
         }
     }
 
-    /// Reads the source again (only what changed since the newest entry it has, when it has
-    /// any) and keeps the result in `dir`.
-    pub async fn refresh(&mut self, dir: &Path, client: &reqwest::Client) -> Result<(), String> {
-        let since = self.newest.clone().filter(|_| !self.records.is_empty());
+    /// Reads the source again and keeps the result in `dir`: in full when `full` says so or
+    /// the last full read is older than [`FULL_READ_EVERY`], else only what changed since the
+    /// newest entry it has. A full read replaces every entry, so that what a source no longer
+    /// lists goes too.
+    pub async fn refresh(
+        &mut self,
+        dir: &Path,
+        client: &reqwest::Client,
+        full: bool,
+    ) -> Result<(), String> {
+        let now = SystemTime::now();
+        let now_ms = crate::clock::unix_millis(now);
+        let full = full
+            || self.records.is_empty()
+            || now_ms.saturating_sub(self.full_read_at) >= FULL_READ_EVERY.as_millis() as u64;
+        let since = self.newest.clone().filter(|_| !full);
         let fetched = fetch_all(client, &self.url, since.as_deref()).await?;
+        if full {
+            self.records.clear();
+            self.full_read_at = now_ms;
+        }
         for record in fetched {
             self.records.retain(|kept| {
                 kept.server.name != record.server.name
@@ -146,17 +171,23 @@ impl SourceCache {
                 self.records.push(record);
             }
         }
-        self.newest = self
-            .records
-            .iter()
-            .filter_map(|record| record.updated_at())
-            .max()
-            .map(str::to_owned)
-            .or(since);
-        self.refreshed_at = crate::clock::unix_millis(SystemTime::now());
+        self.newest = newest_read(&self.records, now).or(since);
+        self.refreshed_at = now_ms;
         self.failed = None;
         self.save(dir)
     }
+}
+
+/// The `updated_since` of the next refresh after reading `records` at `now`: their latest
+/// `updatedAt`, but never later than now (and a little skew): an entry dated in the future
+/// would otherwise hide every change made before that date, takedowns too.
+fn newest_read(records: &[Record], now: SystemTime) -> Option<String> {
+    let limit = jiff::Timestamp::try_from(now + CLOCK_SKEW).ok()?;
+    records
+        .iter()
+        .filter_map(|record| record.updated_at()?.parse::<jiff::Timestamp>().ok())
+        .max()
+        .map(|newest| newest.min(limit).to_string())
 }
 
 /// Where the cache of `url` is kept.
@@ -165,15 +196,42 @@ fn cache_file(dir: &Path, url: &str) -> PathBuf {
     dir.join(format!("{}.json", &digest[..16]))
 }
 
-/// An HTTP client for sources: bounded in time, https redirects only.
+/// The most redirects one request follows.
+const MAX_REDIRECTS: usize = 3;
+
+/// An HTTP client for sources and bundles: bounded in time, redirects followed only to https
+/// (so that an address elsewhere cannot send Switchboard to one on this machine or in plain
+/// text).
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .timeout(REQUEST_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::limited(3))
+        .redirect(reqwest::redirect::Policy::custom(
+            |attempt| match redirect_problem(attempt.url(), attempt.previous().len()) {
+                Some(problem) => attempt.error(problem),
+                None => attempt.follow(),
+            },
+        ))
         .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("an HTTP client with no unusual settings builds")
+}
+
+/// Why a redirect to `to`, after `followed` others, is not followed.
+fn redirect_problem(to: &reqwest::Url, followed: usize) -> Option<RedirectRefused> {
+    if followed > MAX_REDIRECTS {
+        return Some(RedirectRefused::TooMany);
+    }
+    (to.scheme() != "https").then(|| RedirectRefused::NotHttps(to.to_string()))
+}
+
+/// A redirect not followed.
+#[derive(Debug, thiserror::Error)]
+enum RedirectRefused {
+    #[error("it redirects more than {MAX_REDIRECTS} times")]
+    TooMany,
+    #[error("it redirects to {0}, which is not https; only https redirects are followed")]
+    NotHttps(String),
 }
 
 /// Every entry `base` lists (changed since `since`), page by page; the deleted ones too, so
@@ -294,4 +352,57 @@ pub async fn read_bounded(
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dated(updated_at: &str) -> Record {
+        serde_json::from_value(serde_json::json!({
+            "server": {"name": "a", "version": "1.0.0"},
+            "_meta": {"io.modelcontextprotocol.registry/official": {"updatedAt": updated_at}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_entry_dated_in_the_future_does_not_freeze_the_next_refresh() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000);
+        let past = dated("2026-01-01T00:00:00Z");
+        assert_eq!(
+            newest_read(std::slice::from_ref(&past), now).as_deref(),
+            Some("2026-01-01T00:00:00Z")
+        );
+        let future = dated("9000-12-31T23:59:59Z");
+        let newest = newest_read(&[past.clone(), future], now).unwrap();
+        let limit = jiff::Timestamp::try_from(now + CLOCK_SKEW).unwrap();
+        assert_eq!(newest, limit.to_string(), "now and a little skew at most");
+        // A date past what a timestamp holds is no date: the others decide.
+        let unreadable = dated("9999-12-31T23:59:59Z");
+        assert_eq!(
+            newest_read(&[past, unreadable], now).as_deref(),
+            Some("2026-01-01T00:00:00Z")
+        );
+    }
+
+    #[test]
+    fn redirects_are_followed_only_to_https() {
+        let url = |text: &str| reqwest::Url::parse(text).unwrap();
+        assert!(redirect_problem(&url("https://cdn.example.com/a.mcpb"), 0).is_none());
+        for to in [
+            "http://192.0.2.2:18903/internal-only",
+            "http://127.0.0.1:9/admin",
+            "file:///etc/passwd",
+        ] {
+            let refused = redirect_problem(&url(to), 0).unwrap().to_string();
+            assert!(refused.contains("which is not https"), "{to}: {refused}");
+        }
+        assert!(
+            redirect_problem(&url("https://a.example/"), MAX_REDIRECTS + 1)
+                .unwrap()
+                .to_string()
+                .contains("more than 3 times")
+        );
+    }
 }

@@ -13,6 +13,7 @@ fn loaded(records: Vec<Record>) -> Loaded {
                 refreshed_at: 1,
                 newest: None,
                 failed: None,
+                full_read_at: 1,
                 records,
             },
             SourceCache::built_in(),
@@ -108,6 +109,7 @@ fn a_cache_on_disk_reads_back_as_written() {
         refreshed_at: crate::clock::unix_millis(SystemTime::now()),
         newest: Some("2026-10-19T00:00:00Z".into()),
         failed: None,
+        full_read_at: 1,
         records: records(),
     };
     cache.save(dir.path()).unwrap();
