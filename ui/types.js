@@ -656,7 +656,7 @@ export {};
  * @property {string | null} status_message why it is deprecated, for one that is
  * @property {string | null} repository
  * @property {string | null} website
- * @property {boolean} verified whether an official registry source verified the name's namespace
+ * @property {boolean} verified whether the official registry lists this package under this name
  * @property {string} source the source's base URL, or "built-in"
  * @property {RegistryPackage[]} packages
  * @property {RegistryRemote[]} remotes

@@ -59,8 +59,8 @@ pub fn search(
         if record.status() == Status::Deprecated {
             marks.push("deprecated".to_owned());
         }
-        if !record.has_official_meta() {
-            marks.push("unverified name".to_owned());
+        if !loaded.is_verified(cache, record) {
+            marks.push("name not verified".to_owned());
         }
         if let Err(why) = plan::choose(server) {
             marks.push(format!("cannot be added: {why}"));

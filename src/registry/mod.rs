@@ -19,6 +19,23 @@ use serde::Serialize;
 use entry::{Record, Status};
 use source::{BUILT_IN, SourceCache};
 
+/// The official registry, the one source whose word on who published a name is taken: it
+/// verifies that a publisher owns the namespace of each name it lists.
+pub const OFFICIAL: &str = "https://registry.modelcontextprotocol.io";
+/// An environment variable naming another base URL as the official registry's (a mirror of
+/// it, or a test's).
+pub const OFFICIAL_ENV: &str = "SWITCHBOARD_OFFICIAL_REGISTRY";
+
+/// The official registry's base URL: [`OFFICIAL`], unless [`OFFICIAL_ENV`] names another.
+pub fn official_url() -> String {
+    std::env::var(OFFICIAL_ENV)
+        .ok()
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| OFFICIAL.to_owned())
+        .trim_end_matches('/')
+        .to_owned()
+}
+
 /// The most entries one search answers with.
 const MAX_RESULTS: usize = 200;
 
@@ -161,6 +178,45 @@ impl Loaded {
             .take(MAX_RESULTS)
             .map(|(_, _, cache, record)| (cache, record))
             .collect()
+    }
+
+    /// Whether `record`'s name is verified, as `cache` lists it: the official registry (or the
+    /// set built in, copied from it) lists it with its metadata, or, from another source, the
+    /// official registry's cache lists the same name with each of its packages and remotes.
+    /// What an entry says of itself (`_meta`) counts only as the official registry serves it.
+    pub fn is_verified(&self, cache: &SourceCache, record: &Record) -> bool {
+        let official = official_url();
+        if cache.url == official || cache.url == BUILT_IN {
+            return record.has_official_meta();
+        }
+        let Some(official) = self.caches.iter().find(|each| each.url == official) else {
+            return false;
+        };
+        let listed: Vec<&Record> = official
+            .records
+            .iter()
+            .filter(|each| each.server.name == record.server.name && each.has_official_meta())
+            .collect();
+        let server = &record.server;
+        let package_listed = |kind: &str, identifier: &str| {
+            listed.iter().any(|each| {
+                each.server
+                    .packages
+                    .iter()
+                    .any(|p| p.registry_type == kind && p.identifier == identifier)
+            })
+        };
+        let remote_listed = |url: &str| {
+            listed
+                .iter()
+                .any(|each| each.server.remotes.iter().any(|r| r.url == url))
+        };
+        !(server.packages.is_empty() && server.remotes.is_empty())
+            && server
+                .packages
+                .iter()
+                .all(|p| package_listed(&p.registry_type, &p.identifier))
+            && server.remotes.iter().all(|r| remote_listed(&r.url))
     }
 
     /// The entry `name` at `version` (its newest when `None`), from the first source with it.

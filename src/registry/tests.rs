@@ -147,3 +147,64 @@ fn a_source_that_failed_is_left_alone_for_a_while_then_tried_again() {
     ));
     assert!(!cache.is_fresh(now), "failed long enough ago: tried again");
 }
+
+#[test]
+fn a_name_is_verified_only_by_the_official_registry() {
+    let official = official_url();
+    let record = |name: &str, package: &str, meta: bool| -> Record {
+        let mut value = serde_json::json!({"server": {"name": name, "version": "1.0.0",
+            "packages": [{"registryType": "npm", "identifier": package, "version": "1.0.0"}]}});
+        if meta {
+            value["_meta"] = serde_json::json!({"io.modelcontextprotocol.registry/official":
+                {"status": "active", "isLatest": true}});
+        }
+        serde_json::from_value(value).unwrap()
+    };
+    let cache = |url: &str, records: Vec<Record>| SourceCache {
+        url: url.into(),
+        records,
+        ..SourceCache::default()
+    };
+    let loaded = Loaded {
+        caches: vec![
+            cache(
+                "http://127.0.0.1:1",
+                vec![
+                    record("io.github.a/real", "real-pkg", true),
+                    record("io.github.a/forged", "evil-pkg", true),
+                    record("io.github.a/unlisted", "x", true),
+                ],
+            ),
+            cache(
+                &official,
+                vec![
+                    record("io.github.a/real", "real-pkg", true),
+                    record("io.github.a/forged", "real-pkg", true),
+                ],
+            ),
+        ],
+        reports: Vec::new(),
+    };
+    let other = &loaded.caches[0];
+    // Another source's `_meta` says nothing: only the official registry listing the same name
+    // with the same package does.
+    assert!(loaded.is_verified(other, &other.records[0]));
+    assert!(
+        !loaded.is_verified(other, &other.records[1]),
+        "another package under the name"
+    );
+    assert!(
+        !loaded.is_verified(other, &other.records[2]),
+        "a name the official one lacks"
+    );
+    let official_cache = &loaded.caches[1];
+    assert!(loaded.is_verified(official_cache, &official_cache.records[0]));
+    let alone = Loaded {
+        caches: vec![cache(
+            "http://127.0.0.1:1",
+            vec![record("io.github.a/real", "real-pkg", true)],
+        )],
+        reports: Vec::new(),
+    };
+    assert!(!alone.is_verified(&alone.caches[0], &alone.caches[0].records[0]));
+}

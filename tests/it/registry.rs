@@ -709,7 +709,9 @@ fn servers_are_added_updated_and_removed_from_the_dashboard_in_a_real_browser() 
     // A source that cannot be read: the page says so above the results.
     let failing = "http://127.0.0.1:1";
     let service = keychain_service();
+    // The test source stands for the official registry here, whose word on names is taken.
     let serve = ServeOptions::new(&format!("[registry]\nsources = [{url:?}, {failing:?}]\n"))
+        .env("SWITCHBOARD_OFFICIAL_REGISTRY", &url)
         .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
         .env("PATH", path_with_uv())
         .env_remove("SWITCHBOARD_LOG")

@@ -1,6 +1,7 @@
 // Adding servers from a registry in a real browser, against a real `switchboard serve` started by
 // tests/it/registry.rs, whose `[registry] sources` are SWITCHBOARD_REGISTRY_URL (a
-// tests/registry/source.py serving tests/registry/entries.json) and SWITCHBOARD_FAILING_SOURCE
+// tests/registry/source.py serving tests/registry/entries.json, standing for the official
+// registry: serve is told it is, so its names count as verified) and SWITCHBOARD_FAILING_SOURCE
 // (a source that cannot be read), with a keychain of its own. Before the dashboard first reads
 // the sources, the suite marks time-mcp-pypi deprecated at the source. The tests share the page
 // and run in order: the Add page searched as one types, with its badges and the failing source

@@ -182,8 +182,8 @@ export class AddView {
             h("span", { class: "chip registry-version mono", data: { testid: "version" }, attrs: { title: "Its newest version in the source" }, text: entry.version }),
             deprecated ? h("span", { class: "chip chip-warn", data: { testid: "deprecated" }, text: "Deprecated" }) : null,
             entry.verified
-              ? h("span", { class: "chip chip-good registry-verified", data: { testid: "verified" }, attrs: { title: "An official registry source verified that whoever published it owns the namespace of its name" } }, icon("check"), "verified name")
-              : h("span", { class: "chip registry-unverified", data: { testid: "unverified" }, attrs: { title: "No official registry source verified who published it under this name" }, text: "unverified" })),
+              ? h("span", { class: "chip chip-good registry-verified", data: { testid: "verified" }, attrs: { title: "The official registry lists this package under this name: it verified that whoever published it owns the name's namespace" } }, icon("check"), "verified name")
+              : h("span", { class: "chip registry-unverified", data: { testid: "unverified" }, attrs: { title: `From ${entry.source === "built-in" ? "the set built into Switchboard" : entry.source}, name not verified: the official registry does not list this package under this name` } }, "unverified")),
           entry.title ? h("div", { class: "registry-entry-name mono" }, highlighted(entry.name, needle)) : null,
           deprecated ? h("p", { class: "registry-deprecated", data: { testid: "status-message" } }, icon("alert"), h("span", { text: entry.status_message ?? "Its publisher marked it deprecated." })) : null,
           entry.description ? h("p", { class: "registry-description" }, highlighted(entry.description, needle)) : null,

@@ -72,7 +72,12 @@ struct RemoteView {
     url: String,
 }
 
-fn entry_view(record: &Record, source: &str, added: &BTreeMap<String, String>) -> EntryView {
+fn entry_view(
+    record: &Record,
+    source: &str,
+    verified: bool,
+    added: &BTreeMap<String, String>,
+) -> EntryView {
     let server = &record.server;
     let choice = plan::choose(server);
     EntryView {
@@ -88,7 +93,7 @@ fn entry_view(record: &Record, source: &str, added: &BTreeMap<String, String>) -
             .map(|r| r.url.clone())
             .filter(|url| is_web_link(url)),
         website: server.website_url.clone().filter(|url| is_web_link(url)),
-        verified: record.has_official_meta(),
+        verified,
         source: source.to_owned(),
         packages: server
             .packages
@@ -140,7 +145,14 @@ pub(super) async fn search(
     let entries = loaded
         .search(&query.q)
         .into_iter()
-        .map(|(cache, record)| entry_view(record, &cache.url, &added))
+        .map(|(cache, record)| {
+            entry_view(
+                record,
+                &cache.url,
+                loaded.is_verified(cache, record),
+                &added,
+            )
+        })
         .collect();
     Ok(json_ok(&SearchView {
         entries,
