@@ -152,6 +152,7 @@ pub async fn add(registry: &Registry, request: AddRequest<'_>) -> Result<Added, 
     let values = plan::Values {
         given: &request.inputs,
         server: &server,
+        taken: &std::collections::BTreeSet::new(),
     };
     let mut derived = plan::derive(&record.server, choice, &values)?;
     if let Some((kind, identifier)) = &derived.package {

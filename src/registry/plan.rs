@@ -3,7 +3,7 @@
 //! a page or prompt sends, which supplies only the inputs' values). Every argument is one argv
 //! element: nothing passes through a shell, so `;`, `$(…)` or a quote in an entry is text.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -127,11 +127,29 @@ fn package_problem(package: &Package) -> Option<String> {
             ));
         }
     }
+    if kind == "oci" && package.identifier.starts_with('-') {
+        return Some(format!(
+            "{:?} is not an image name: it would be read as an option of docker",
+            package.identifier
+        ));
+    }
     if kind == "oci" && oci_pin(&package.identifier).is_none() {
         return Some(format!(
             "the image {} is not pinned to a digest or an exact tag",
             package.identifier
         ));
+    }
+    if let Some(problem) = runtime_problem(package) {
+        return Some(problem);
+    }
+    for variable in &package.environment_variables {
+        let name = variable.name.as_deref().unwrap_or("");
+        if let Some(problem) = env_name_problem(name) {
+            return Some(format!(
+                "the {kind} package {}: {problem}",
+                package.identifier
+            ));
+        }
     }
     if kind == "mcpb" {
         let digest_ok = package.file_sha256.as_deref().is_some_and(|digest| {
@@ -143,8 +161,8 @@ fn package_problem(package: &Package) -> Option<String> {
                 package.identifier
             ));
         }
-        if !package.identifier.starts_with("https://") && !is_loopback_http(&package.identifier) {
-            return Some(format!("the bundle {} is not on https", package.identifier));
+        if let Some(problem) = address_problem(&package.identifier) {
+            return Some(format!("the bundle {}: {problem}", package.identifier));
         }
     }
     None
@@ -157,23 +175,238 @@ fn remote_problem(remote: &Remote) -> Option<String> {
             remote.url, remote.kind
         ));
     }
-    if !remote.url.starts_with("https://") && !is_loopback_http(&remote.url) {
-        return Some(format!("the remote {} is not on https", remote.url));
+    // Its variables are filled in later; any value stands for them here, and the URL they make
+    // is checked again once they are.
+    let mut example = remote.url.clone();
+    for name in remote.variables.keys() {
+        example = example.replace(&format!("{{{name}}}"), "1");
+    }
+    if let Some(problem) = address_problem(&example) {
+        return Some(format!("the remote {}: {problem}", remote.url));
     }
     None
 }
 
-/// An `http` URL of this machine (a server on it needs no TLS).
-fn is_loopback_http(url: &str) -> bool {
-    [
-        "http://127.0.0.1:",
-        "http://127.0.0.1/",
-        "http://localhost:",
-        "http://localhost/",
-        "http://[::1]:",
-    ]
-    .iter()
-    .any(|prefix| url.starts_with(prefix))
+/// Why `url` is not an address Switchboard fetches or speaks to: it must parse, be `https`
+/// (or `http` on this machine, which needs no TLS) and name no user or password, which would
+/// otherwise hide the host that is really reached (`http://localhost:1@host/`).
+pub fn address_problem(url: &str) -> Option<String> {
+    let parsed = match url::Url::parse(url) {
+        Ok(parsed) => parsed,
+        Err(error) => return Some(format!("not an address ({error})")),
+    };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Some(
+            "the address names a user or password before its host, which hides where it \
+             really goes"
+                .to_owned(),
+        );
+    }
+    match parsed.scheme() {
+        "https" if parsed.host().is_some() => None,
+        "http" if is_loopback(&parsed) => None,
+        _ => Some("not on https".to_owned()),
+    }
+}
+
+/// Whether `url` is on this machine: its host is `localhost` or a loopback address.
+pub fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// Docker's options an entry may pass before its image: an environment variable it names,
+/// `--init`, and a volume whose folder on this machine the person chooses. Everything else
+/// (`--privileged`, `--network`, `--pid`, `--ipc`, `--cap-add`, `--device`, `--entrypoint`,
+/// `--security-opt`, a fixed host folder…) would let an entry take the machine.
+const DOCKER_ENV: &[&str] = &["-e", "--env"];
+const DOCKER_VOLUME: &[&str] = &["-v", "--volume"];
+const DOCKER_INIT: &str = "--init";
+
+/// Why `package`'s runtime arguments (the runner's own options, before the package) cannot be
+/// passed. `npx` and `uvx` take none from an entry: an option there (`--registry`,
+/// `--index-url`, `--with`) or a word (another package) would change what runs, whatever the
+/// pin and the ownership check said.
+fn runtime_problem(package: &Package) -> Option<String> {
+    let kind = package.registry_type.as_str();
+    let runner = match kind {
+        "npm" => "npx",
+        "pypi" => "uvx",
+        "oci" => "docker",
+        _ => return None,
+    };
+    for argument in &package.runtime_arguments {
+        let shown = argument
+            .input
+            .name
+            .clone()
+            .or_else(|| argument.input.value.clone())
+            .unwrap_or_else(|| argument_key(argument));
+        let refused = |why: &str| {
+            Some(format!(
+                "the {kind} package {} passes {shown:?} to {runner}: {why}",
+                package.identifier
+            ))
+        };
+        if runner != "docker" {
+            return refused(
+                "Switchboard passes no option or argument of the runner from an entry, since \
+                 it would change what runs",
+            );
+        }
+        let flag = argument.input.name.as_deref().unwrap_or("");
+        if argument.kind != "named" || flag.is_empty() {
+            return refused(
+                "an argument before the image would be read as one of docker's options",
+            );
+        }
+        if DOCKER_ENV.contains(&flag) {
+            let Some(fixed) = &argument.input.value else {
+                return refused("an environment variable's name must be the entry's own");
+            };
+            let name = fixed.split('=').next().unwrap_or("");
+            if let Some(problem) = env_name_problem(name) {
+                return refused(&problem);
+            }
+        } else if DOCKER_VOLUME.contains(&flag) {
+            if !is_chosen_folder(&argument.input) {
+                return refused(
+                    "a volume's folder on this machine must be one you choose, not the entry",
+                );
+            }
+        } else if flag != DOCKER_INIT {
+            return refused(
+                "of docker's options an entry may pass only -e, --init and a -v whose folder \
+                 you choose",
+            );
+        }
+    }
+    None
+}
+
+/// Whether a volume's host side is the person's to choose: the whole value asked, with no
+/// default, or a fixed value that starts with a variable asked so (`{folder}:/data`).
+fn is_chosen_folder(input: &Input) -> bool {
+    let asked = |input: &Input| input.value.is_none() && input.default.is_none();
+    match &input.value {
+        None => input.default.is_none(),
+        Some(fixed) => {
+            let host = fixed.split(':').next().unwrap_or("");
+            host.strip_prefix('{')
+                .and_then(|rest| rest.strip_suffix('}'))
+                .and_then(|name| input.variables.get(name))
+                .is_some_and(asked)
+        }
+    }
+}
+
+/// Environment variables that steer a loader, a runtime or a runner rather than the server:
+/// set by an entry, they run other code (`LD_PRELOAD`, `NODE_OPTIONS`), fetch from elsewhere
+/// (`npm_config_registry`, `UV_DEFAULT_INDEX`, `PIP_INDEX_URL`) or reach another daemon
+/// (`DOCKER_HOST`). Compared without regard to case, as npm and Windows read them.
+const STEERING_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "NPM_CONFIG_",
+    "UV_",
+    "PIP_",
+    "PYTHON",
+    "DOCKER_",
+    "BUN_",
+    "DENO_",
+    "YARN_",
+    "PNPM_",
+    "COREPACK_",
+    "CONDA_",
+    "PERL5",
+    "RUBY",
+    "GIT_",
+    "JAVA_",
+    "_JAVA_",
+    "JDK_JAVA_",
+    "DOTNET_",
+    "GCONV_",
+    "GLIBC_",
+    "MALLOC_",
+    "BUILDKIT_",
+    "SWITCHBOARD_",
+];
+const STEERING_NAMES: &[&str] = &[
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "NODE_EXTRA_CA_CERTS",
+    "NODE_TLS_REJECT_UNAUTHORIZED",
+    "PATH",
+    "HOME",
+    "SHELL",
+    "BASH_ENV",
+    "ENV",
+    "IFS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "TMPDIR",
+    "CLASSPATH",
+    "VIRTUAL_ENV",
+    "CONTAINER_HOST",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+];
+
+/// Why an entry may not set the environment variable `name`: not a plain name, or one that
+/// steers a loader or runner.
+pub fn env_name_problem(name: &str) -> Option<String> {
+    let plain = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !plain {
+        return Some(format!(
+            "{name:?} is not an environment variable's name (letters, digits and `_`)"
+        ));
+    }
+    let upper = name.to_ascii_uppercase();
+    let steers = STEERING_NAMES.contains(&upper.as_str())
+        || STEERING_PREFIXES
+            .iter()
+            .any(|prefix| upper.starts_with(prefix));
+    steers.then(|| {
+        format!(
+            "the environment variable {name} steers a loader or a runner (what it loads, runs \
+             or fetches), so an entry may not set it"
+        )
+    })
+}
+
+/// Whether an input's name says it holds a credential, so that it is kept in the keychain
+/// whatever the entry's `isSecret` says.
+pub fn is_credential_name(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "AUTH",
+        "CREDENTIAL",
+        "COOKIE",
+        "PRIVATE",
+        "SESSION",
+    ];
+    let upper = name.to_ascii_uppercase();
+    WORDS.iter().any(|word| upper.contains(word))
 }
 
 /// Whether `name` can be a package name of `registry` (so it cannot smuggle an option or a
@@ -215,27 +448,27 @@ fn oci_pin(identifier: &str) -> Option<&str> {
 /// What adding `choice` of `server` asks the person for, in order, each key once.
 pub fn inputs(server: &ServerJson, choice: Choice) -> Vec<InputSpec> {
     let mut specs: Vec<InputSpec> = Vec::new();
-    let mut add = |key: String, input: &Input| {
+    let mut add = |key: String, input: &Input, credential: bool| {
         if !specs.iter().any(|spec| spec.key == key) {
             specs.push(InputSpec {
+                secret: is_secret(&key, input, credential),
                 key,
                 description: input.description.clone(),
                 required: input.is_required,
-                secret: input.is_secret,
                 default: input.default.clone(),
                 choices: input.choices.clone(),
             });
         }
     };
-    let asked = |key: String, input: &Input, add: &mut dyn FnMut(String, &Input)| {
+    let asked = |key: String, input: &Input, add: &mut dyn FnMut(String, &Input, bool)| {
         match &input.value {
-            // A fixed value asks only for its variables.
+            // A fixed value asks only for its variables, secret when what they fill is.
             Some(_) => {
                 for (name, variable) in &input.variables {
-                    add(name.clone(), variable);
+                    add(name.clone(), variable, is_credential_name(&key));
                 }
             }
-            None => add(key, input),
+            None => add(key, input, false),
         }
     };
     match choice {
@@ -246,6 +479,9 @@ pub fn inputs(server: &ServerJson, choice: Choice) -> Vec<InputSpec> {
                 .iter()
                 .chain(&package.package_arguments)
             {
+                if is_docker_init(package, argument) {
+                    continue;
+                }
                 asked(argument_key(argument), &argument.input, &mut add);
             }
             for variable in &package.environment_variables {
@@ -256,7 +492,7 @@ pub fn inputs(server: &ServerJson, choice: Choice) -> Vec<InputSpec> {
         Choice::Remote(index) => {
             let remote = &server.remotes[index];
             for (name, variable) in &remote.variables {
-                add(name.clone(), variable);
+                add(name.clone(), variable, false);
             }
             for header in &remote.headers {
                 let key = header.name.clone().unwrap_or_default();
@@ -265,6 +501,19 @@ pub fn inputs(server: &ServerJson, choice: Choice) -> Vec<InputSpec> {
         }
     }
     specs
+}
+
+/// Whether the value of `key` is a secret: the entry says so, its name says it holds a
+/// credential, or it fills one (`credential`: a variable of an `Authorization` header).
+fn is_secret(key: &str, input: &Input, credential: bool) -> bool {
+    input.is_secret || credential || is_credential_name(key)
+}
+
+/// Whether `argument` is docker's `--init`, a flag that takes no value.
+fn is_docker_init(package: &Package, argument: &Argument) -> bool {
+    package.registry_type == "oci"
+        && argument.kind == "named"
+        && argument.input.name.as_deref() == Some(DOCKER_INIT)
 }
 
 /// What an argument without a value is asked for as.
@@ -287,6 +536,9 @@ pub struct Values<'a> {
     pub given: &'a BTreeMap<String, String>,
     /// The config's server name, which secrets' names start with.
     pub server: &'a str,
+    /// Secret names in use already (in the keychain, or named by the config), which a new
+    /// secret never takes.
+    pub taken: &'a BTreeSet<String>,
 }
 
 impl Values<'_> {
@@ -296,6 +548,7 @@ impl Values<'_> {
         &self,
         key: &str,
         input: &Input,
+        credential: bool,
         secrets: &mut Vec<(String, String)>,
     ) -> Option<String> {
         let value = self
@@ -304,10 +557,21 @@ impl Values<'_> {
             .filter(|value| !value.is_empty())
             .cloned()
             .or_else(|| input.default.clone())?;
-        if input.is_secret {
-            let name = secret_name(self.server, key);
-            secrets.retain(|(kept, _)| *kept != name);
-            secrets.push((name.clone(), value));
+        if is_secret(key, input, credential) {
+            let base = secret_name(self.server, key);
+            // The same value under the same name is one secret; a name in use already (here
+            // for another value, in the keychain, or by another server) is never written
+            // over: the next free one is taken instead.
+            let name = (1..)
+                .map(|n| numbered(&base, n))
+                .find(|name| match secrets.iter().find(|(kept, _)| kept == name) {
+                    Some((_, kept)) => *kept == value,
+                    None => !self.taken.contains(name),
+                })
+                .expect("some numbered name is free");
+            if !secrets.iter().any(|(kept, _)| *kept == name) {
+                secrets.push((name.clone(), value));
+            }
             Some(format!("${{secret:{name}}}"))
         } else {
             Some(value.replace("${", "$${"))
@@ -330,7 +594,7 @@ impl Values<'_> {
                     if !text.contains(&placeholder) {
                         continue;
                     }
-                    match self.value(name, variable, secrets) {
+                    match self.value(name, variable, is_credential_name(key), secrets) {
                         Some(value) => text = text.replace(&placeholder, &value),
                         None if variable.is_required => {
                             missing.push(name.clone());
@@ -342,7 +606,7 @@ impl Values<'_> {
                 Some(text)
             }
             None => {
-                let value = self.value(key, input, secrets);
+                let value = self.value(key, input, false, secrets);
                 if value.is_none() && input.is_required {
                     missing.push(key.to_owned());
                 }
@@ -368,6 +632,16 @@ pub fn secret_name(server: &str, key: &str) -> String {
         .collect()
 }
 
+/// `base`, or `base_N` from the second on, in the 64 characters a secret's name takes.
+fn numbered(base: &str, n: u32) -> String {
+    if n == 1 {
+        return base.to_owned();
+    }
+    let suffix = format!("_{n}");
+    let kept: String = base.chars().take(64 - suffix.len()).collect();
+    format!("{kept}{suffix}")
+}
+
 /// `choice` of `server` as a server of the config, with `values` for its inputs.
 pub fn derive(
     server: &ServerJson,
@@ -384,6 +658,10 @@ pub fn derive(
             }
             let mut arguments = |list: &[Argument], out: &mut Vec<String>| {
                 for argument in list {
+                    if is_docker_init(package, argument) {
+                        out.push(DOCKER_INIT.to_owned());
+                        continue;
+                    }
                     let key = argument_key(argument);
                     let value = values.resolve(&key, &argument.input, &mut secrets, &mut missing);
                     match (argument.kind.as_str(), &argument.input.name, value) {
@@ -398,6 +676,18 @@ pub fn derive(
             };
             let mut runtime = Vec::new();
             arguments(&package.runtime_arguments, &mut runtime);
+            // A value the person typed for docker's own options (a volume's folder) cannot
+            // become an option itself.
+            if let Some(option) = runtime.windows(2).find(|pair| {
+                (DOCKER_VOLUME.contains(&pair[0].as_str())
+                    || DOCKER_ENV.contains(&pair[0].as_str()))
+                    && pair[1].starts_with('-')
+            }) {
+                return Err(PlanError::NotInstallable(format!(
+                    "the value of {} may not start with `-` ({:?})",
+                    option[0], option[1]
+                )));
+            }
             let mut trailing = Vec::new();
             arguments(&package.package_arguments, &mut trailing);
             let mut env = BTreeMap::new();
@@ -473,6 +763,13 @@ pub fn derive(
             let url = values
                 .resolve("url", &url_input, &mut secrets, &mut missing)
                 .unwrap_or_default();
+            if missing.is_empty()
+                && let Some(problem) = address_problem(&url.replace("$${", "${"))
+            {
+                return Err(PlanError::NotInstallable(format!(
+                    "the remote's address {url}: {problem}"
+                )));
+            }
             let mut headers = BTreeMap::new();
             for header in &remote.headers {
                 let Some(name) = header.name.clone().filter(|name| !name.is_empty()) else {

@@ -22,6 +22,7 @@ fn derived(record: &Record, server: &str, values: &[(&str, &str)]) -> Derived {
         &Values {
             given: &given,
             server,
+            taken: &std::collections::BTreeSet::new(),
         },
     )
     .unwrap()

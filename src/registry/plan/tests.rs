@@ -34,6 +34,7 @@ fn an_npm_entry_runs_its_exact_release_through_npx_with_its_arguments() {
         &Values {
             given: &values,
             server: "everything",
+            taken: &BTreeSet::new(),
         },
     )
     .unwrap();
@@ -69,6 +70,7 @@ fn a_pypi_entry_runs_through_uvx_pinned_with_double_equals() {
         &Values {
             given: &values,
             server: "time",
+            taken: &BTreeSet::new(),
         },
     )
     .unwrap();
@@ -95,7 +97,8 @@ fn secret_inputs_go_to_the_keychain_and_the_config_names_them() {
             choice,
             &Values {
                 given: &none,
-                server: "airtable"
+                server: "airtable",
+                taken: &BTreeSet::new(),
             }
         ),
         Err(PlanError::MissingInputs(vec!["AIRTABLE_API_KEY".into()]))
@@ -107,6 +110,7 @@ fn secret_inputs_go_to_the_keychain_and_the_config_names_them() {
         &Values {
             given: &key,
             server: "airtable",
+            taken: &BTreeSet::new(),
         },
     )
     .unwrap();
@@ -141,6 +145,7 @@ fn a_remote_fills_its_url_variables_and_keeps_a_secret_header_in_the_keychain() 
         &Values {
             given: &values,
             server: "echo",
+            taken: &BTreeSet::new(),
         },
     )
     .unwrap();
@@ -163,7 +168,8 @@ fn a_remote_fills_its_url_variables_and_keeps_a_secret_header_in_the_keychain() 
             choice,
             &Values {
                 given: &missing,
-                server: "echo"
+                server: "echo",
+                taken: &BTreeSet::new(),
             }
         ),
         Err(PlanError::MissingInputs(vec!["port".into()]))
@@ -183,6 +189,7 @@ fn shell_metacharacters_stay_one_literal_argument() {
         &Values {
             given: &values,
             server: "m",
+            taken: &BTreeSet::new(),
         },
     )
     .unwrap();
@@ -258,6 +265,7 @@ fn an_image_runs_pinned_by_digest_or_exact_tag_only() {
         &Values {
             given: &key,
             server: "a",
+            taken: &BTreeSet::new(),
         },
     )
     .unwrap();
@@ -294,4 +302,350 @@ fn secret_names_keep_to_the_characters_the_keychain_takes() {
         &"s".repeat(64),
         "k"
     )));
+}
+
+/// server-everything's npm entry with `edit` made to its stdio package.
+fn everything_with(edit: impl FnOnce(&mut Package)) -> ServerJson {
+    let mut server = entry(
+        "io.github.modelcontextprotocol/server-everything",
+        "2026.8.31",
+    );
+    server.packages.truncate(1);
+    edit(&mut server.packages[0]);
+    server
+}
+
+fn named(flag: &str, value: Option<&str>) -> Argument {
+    serde_json::from_value(serde_json::json!({"type": "named", "name": flag, "value": value}))
+        .unwrap()
+}
+
+#[test]
+fn runner_options_from_an_entry_are_refused_for_npx_and_uvx() {
+    let registry = everything_with(|package| {
+        package.runtime_arguments = vec![named("--registry", Some("http://127.0.0.1:9/evil/"))];
+    });
+    let why = choose(&registry).unwrap_err();
+    assert!(
+        why.contains("passes \"--registry\" to npx")
+            && why.contains("passes no option or argument of the runner"),
+        "{why}"
+    );
+    // A word there would be the package npx runs: refused as well.
+    let word = everything_with(|package| {
+        package.runtime_arguments = vec![
+            serde_json::from_value(
+                serde_json::json!({"type": "positional", "value": "evil-package"}),
+            )
+            .unwrap(),
+        ];
+    });
+    assert!(
+        choose(&word)
+            .unwrap_err()
+            .contains("\"evil-package\" to npx")
+    );
+    let mut time = entry("io.github.modelcontextprotocol/server-time", "2026.10.19");
+    time.packages[0].runtime_arguments = vec![named("--index-url", Some("http://evil/"))];
+    assert!(
+        choose(&time)
+            .unwrap_err()
+            .contains("\"--index-url\" to uvx")
+    );
+}
+
+#[test]
+fn docker_takes_from_an_entry_only_env_init_and_a_volume_the_person_chooses() {
+    let mut airtable = entry("io.github.domdomegg/airtable-mcp-server", "1.7.3");
+    airtable.packages.retain(|p| p.registry_type == "oci");
+    for (flag, value) in [
+        ("--privileged", None),
+        ("--network", Some("host")),
+        ("--pid", Some("host")),
+        ("--ipc", Some("host")),
+        ("--cap-add", Some("ALL")),
+        ("--device", Some("/dev/sda")),
+        ("--entrypoint", Some("/bin/sh")),
+        ("--security-opt", Some("seccomp=unconfined")),
+        ("-v", Some("/:/host")),
+        ("--volume", Some("/home:/h")),
+        ("-e", Some("LD_PRELOAD=/x.so")),
+        ("-e", Some("DOCKER_HOST")),
+    ] {
+        let mut hostile = airtable.clone();
+        hostile.packages[0].runtime_arguments = vec![named(flag, value)];
+        let why = choose(&hostile).unwrap_err();
+        assert!(
+            why.contains(&format!("passes \"{flag}\" to docker")),
+            "{flag}: {why}"
+        );
+    }
+    let mut image = airtable.clone();
+    image.packages[0].identifier = "--privileged".into();
+    assert!(
+        choose(&image)
+            .unwrap_err()
+            .contains("would be read as an option of docker")
+    );
+
+    // What is allowed runs as written, the volume's folder as the person typed it.
+    let mut allowed = airtable.clone();
+    allowed.packages[0].runtime_arguments = vec![
+        named("--init", None),
+        named("-e", Some("LOG_LEVEL=debug")),
+        serde_json::from_value(serde_json::json!({
+            "type": "named", "name": "-v", "value": "{folder}:/data",
+            "variables": {"folder": {"description": "A folder to share", "isRequired": true}}
+        }))
+        .unwrap(),
+    ];
+    let choice = choose(&allowed).unwrap();
+    let keys: Vec<String> = inputs(&allowed, choice)
+        .into_iter()
+        .map(|s| s.key)
+        .collect();
+    assert_eq!(keys, ["folder", "AIRTABLE_API_KEY"], "--init asks nothing");
+    let values = given(&[("folder", "/home/me/notes"), ("AIRTABLE_API_KEY", "k")]);
+    let derived = derive(
+        &allowed,
+        choice,
+        &Values {
+            given: &values,
+            server: "a",
+            taken: &BTreeSet::new(),
+        },
+    )
+    .unwrap();
+    let Launch::Command { args, .. } = derived.launch else {
+        panic!()
+    };
+    assert_eq!(
+        args[..9],
+        [
+            "run",
+            "-i",
+            "--rm",
+            "--init",
+            "-e",
+            "LOG_LEVEL=debug",
+            "-v",
+            "/home/me/notes:/data",
+            "-e"
+        ]
+    );
+    let option = given(&[("folder", "--privileged"), ("AIRTABLE_API_KEY", "k")]);
+    let refused = derive(
+        &allowed,
+        choice,
+        &Values {
+            given: &option,
+            server: "a",
+            taken: &BTreeSet::new(),
+        },
+    )
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("may not start with `-`"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn environment_names_that_steer_a_loader_or_runner_are_refused() {
+    for name in [
+        "LD_PRELOAD",
+        "ld_library_path",
+        "DYLD_INSERT_LIBRARIES",
+        "NODE_OPTIONS",
+        "npm_config_registry",
+        "NPM_CONFIG_REGISTRY",
+        "UV_DEFAULT_INDEX",
+        "UV_INDEX_URL",
+        "PIP_INDEX_URL",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "DOCKER_HOST",
+        "PATH",
+        "BASH_ENV",
+        "HTTPS_PROXY",
+        "SWITCHBOARD_CONFIG",
+    ] {
+        let why = env_name_problem(name).unwrap_or_else(|| panic!("{name} accepted"));
+        assert!(why.contains("steers a loader or a runner"), "{name}: {why}");
+    }
+    for name in ["-e", "A=B", "1X", ""] {
+        assert!(
+            env_name_problem(name)
+                .unwrap()
+                .contains("not an environment variable's name")
+        );
+    }
+    for name in ["AIRTABLE_API_KEY", "NODE_ENV", "LOG_LEVEL", "PORT"] {
+        assert_eq!(env_name_problem(name), None, "{name}");
+    }
+    let steering = everything_with(|package| {
+        package.environment_variables = vec![Input {
+            name: Some("NODE_OPTIONS".into()),
+            value: Some("--require /tmp/x.js".into()),
+            ..Input::default()
+        }];
+    });
+    assert!(
+        choose(&steering)
+            .unwrap_err()
+            .contains("NODE_OPTIONS steers")
+    );
+}
+
+#[test]
+fn addresses_are_parsed_and_their_hosts_compared() {
+    for good in [
+        "https://example.com/mcp",
+        "http://127.0.0.1:4100/mcp",
+        "http://localhost/mcp",
+        "http://[::1]:9/mcp",
+        "http://127.0.0.2:9/",
+    ] {
+        assert_eq!(address_problem(good), None, "{good}");
+    }
+    for (bad, said) in [
+        (
+            "http://localhost:1@192.0.2.2:18903/mcp",
+            "names a user or password",
+        ),
+        (
+            "http://127.0.0.1:80@evil.example/",
+            "names a user or password",
+        ),
+        ("https://user:pass@example.com/", "names a user or password"),
+        ("http://localhost.evil.example/mcp", "not on https"),
+        ("http://192.0.2.2/mcp", "not on https"),
+        ("file:///etc/passwd", "not on https"),
+        ("not a url", "not an address"),
+    ] {
+        let why = address_problem(bad).unwrap_or_else(|| panic!("{bad} accepted"));
+        assert!(why.contains(said), "{bad}: {why}");
+    }
+    let mut remote = entry("io.decisionrules/mcp-server", "1.0.0");
+    remote.remotes[0].url = "http://localhost:1@192.0.2.2:18903/mcp".into();
+    assert!(
+        choose(&remote)
+            .unwrap_err()
+            .contains("names a user or password")
+    );
+    // A variable filled in later cannot smuggle a user in either.
+    let server = entry("io.github.switchboard-tests/remote-echo", "1.0.0");
+    let choice = choose(&server).unwrap();
+    let values = given(&[("port", "1@192.0.2.2:9"), ("X-Api-Key", "k")]);
+    let refused = derive(
+        &server,
+        choice,
+        &Values {
+            given: &values,
+            server: "echo",
+            taken: &BTreeSet::new(),
+        },
+    )
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("names a user or password"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_credential_is_a_secret_whatever_the_entry_says() {
+    let mut remote = entry("io.decisionrules/mcp-server", "1.0.0");
+    remote.remotes[0].headers = vec![
+        Input {
+            name: Some("Authorization".into()),
+            value: Some("Bearer {token}".into()),
+            variables: [(
+                "token".to_owned(),
+                Input {
+                    is_required: true,
+                    ..Input::default()
+                },
+            )]
+            .into(),
+            ..Input::default()
+        },
+        Input {
+            name: Some("X-Api-Key".into()),
+            is_secret: false,
+            is_required: true,
+            ..Input::default()
+        },
+        Input {
+            name: Some("X-Region".into()),
+            ..Input::default()
+        },
+    ];
+    let choice = choose(&remote).unwrap();
+    let secret: Vec<(String, bool)> = inputs(&remote, choice)
+        .into_iter()
+        .map(|spec| (spec.key, spec.secret))
+        .collect();
+    assert_eq!(
+        secret,
+        [
+            ("token".to_owned(), true),
+            ("X-Api-Key".to_owned(), true),
+            ("X-Region".to_owned(), false)
+        ]
+    );
+    let values = given(&[
+        ("token", "sk-live-SECRET123"),
+        ("X-Api-Key", "k-1"),
+        ("X-Region", "eu"),
+    ]);
+    let derived = derive(
+        &remote,
+        choice,
+        &Values {
+            given: &values,
+            server: "d",
+            taken: &BTreeSet::new(),
+        },
+    )
+    .unwrap();
+    let Launch::Remote { headers, .. } = &derived.launch else {
+        panic!()
+    };
+    assert_eq!(headers["Authorization"], "Bearer ${secret:d_token}");
+    assert_eq!(headers["X-Api-Key"], "${secret:d_X-Api-Key}");
+    assert_eq!(headers["X-Region"], "eu");
+    assert!(
+        !format!("{:?}", derived.launch).contains("sk-live"),
+        "{:?}",
+        derived.launch
+    );
+}
+
+#[test]
+fn a_secret_name_in_use_is_never_taken_again() {
+    let server = entry("io.github.domdomegg/airtable-mcp-server", "1.7.3");
+    let choice = choose(&server).unwrap();
+    let key = given(&[("AIRTABLE_API_KEY", "new")]);
+    let taken: BTreeSet<String> = [
+        "a_AIRTABLE_API_KEY".to_owned(),
+        "a_AIRTABLE_API_KEY_2".to_owned(),
+    ]
+    .into();
+    let derived = derive(
+        &server,
+        choice,
+        &Values {
+            given: &key,
+            server: "a",
+            taken: &taken,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        derived.secrets,
+        [("a_AIRTABLE_API_KEY_3".to_owned(), "new".to_owned())]
+    );
+    assert_eq!(numbered(&"s".repeat(64), 2).len(), 64);
+    assert!(numbered(&"s".repeat(64), 2).ends_with("s_2"));
 }
