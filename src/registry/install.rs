@@ -167,10 +167,18 @@ pub async fn add(registry: &Registry, request: AddRequest<'_>) -> Result<Added, 
         }
     }
     if let Launch::Bundle { url, sha256 } = &derived.launch {
-        derived.launch =
-            super::bundle::unpack(url, sha256, &request.data_dir.join("bundles"), &server)
-                .await
-                .map_err(InstallError::Refused)?;
+        let refused = |error: super::bundle::BundleError| InstallError::Refused(error.to_string());
+        let bytes = super::bundle::download(url, sha256)
+            .await
+            .map_err(refused)?;
+        let bundles = request.data_dir.join("bundles");
+        let launch = super::bundle::launch_of(&bytes, &bundles.join(&server)).map_err(refused)?;
+        let name = server.clone();
+        tokio::task::spawn_blocking(move || super::bundle::extract(&bytes, &bundles, &name))
+            .await
+            .map_err(|error| InstallError::Write(error.to_string()))?
+            .map_err(refused)?;
+        derived.launch = launch;
     }
     let secrets: Vec<String> = derived
         .secrets
