@@ -336,13 +336,26 @@ export async function searchRegistry(query) {
 }
 
 /**
- * Adds a registry entry to the config as a server; Switchboard decides what runs from the entry.
- * Secret inputs go to the keychain, never to the config.
- * @param {{name: string, version: string | null, source: string | null, server: string | null, inputs: Record<string, string>}} choice
+ * What adding a registry entry would do, exactly (the program, its arguments and environment, or
+ * the address and headers), worked out by Switchboard from the entry; nothing is written or
+ * started.
+ * @param {import('./types.js').RegistryChoice} choice
+ * @returns {Promise<import('./types.js').RegistryPlan>}
+ */
+export async function planFromRegistry(choice) {
+  return /** @type {import('./types.js').RegistryPlan} */ (await request("registry/add", { method: "POST", body: JSON.stringify(choice) }));
+}
+
+/**
+ * Adds a registry entry to the config as a server, exactly as the plan `confirm` names showed
+ * it (refused with `plan_changed` if adding it would now do anything else). Secret inputs go to
+ * the keychain, never to the config.
+ * @param {import('./types.js').RegistryChoice} choice
+ * @param {string} confirm the plan's `confirm`
  * @returns {Promise<import('./types.js').RegistryAdded>}
  */
-export async function addFromRegistry(choice) {
-  return /** @type {import('./types.js').RegistryAdded} */ (await request("registry/add", { method: "POST", body: JSON.stringify(choice) }));
+export async function addFromRegistry(choice, confirm) {
+  return /** @type {import('./types.js').RegistryAdded} */ (await request("registry/add", { method: "POST", body: JSON.stringify({ ...choice, confirm }) }));
 }
 
 /** @returns {Promise<import('./types.js').InstalledServer[]>} */

@@ -683,8 +683,40 @@ export {};
  */
 
 /**
- * `POST /api/registry/add`: the server is in the config and starting; its tools are held for
- * review.
+ * What `POST /api/registry/add` is asked to add.
+ * @typedef {object} RegistryChoice
+ * @property {string} name
+ * @property {string | null} version
+ * @property {string | null} source
+ * @property {string | null} server
+ * @property {Record<string, string>} inputs
+ */
+
+/**
+ * What runs: a program with its arguments and environment, or a remote server's address and
+ * headers, as the config will say them (a secret as `${secret:NAME}`).
+ * @typedef {{kind: "command", program: string, args: string[], env: Record<string, string>} | {kind: "remote", url: string, transport: string, headers: Record<string, string>}} RegistryLaunch
+ */
+
+/**
+ * `POST /api/registry/add` without `confirm`: what adding it would do; nothing is written or
+ * started until the same request comes with `confirm`.
+ * @typedef {object} RegistryPlan
+ * @property {string} server its name in the config
+ * @property {string} entry
+ * @property {string} version
+ * @property {string} source
+ * @property {RegistryLaunch} launch
+ * @property {string} command what runs, in one line
+ * @property {boolean} held
+ * @property {string[]} secrets the names its secrets get in the keychain
+ * @property {string[]} notes
+ * @property {string} confirm the digest to send back to add exactly this
+ */
+
+/**
+ * `POST /api/registry/add` with `confirm`: the server is in the config and starting; its tools
+ * are held for review.
  * @typedef {object} RegistryAdded
  * @property {string} server its name in the config
  * @property {string} version

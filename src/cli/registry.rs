@@ -123,7 +123,7 @@ pub fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
              shows), or none for the newest"
         );
     }
-    let record = runtime
+    let (_, record) = runtime
         .block_on(install::find_entry(
             &registry,
             &name,
@@ -146,11 +146,13 @@ pub fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default()
         );
     }
+    // Without a terminal nobody can say yes: nothing is asked, and the plan is only shown.
+    let at_terminal = std::io::stdin().is_terminal();
     for spec in plan::inputs(&record.server, choice) {
         if given.contains_key(&spec.key) {
             continue;
         }
-        if options.yes {
+        if options.yes || !at_terminal {
             if spec.required && spec.default.is_none() {
                 anyhow::bail!(
                     "{} is required (--input {}=VALUE); nothing was added",
@@ -164,25 +166,19 @@ pub fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
             given.insert(spec.key.clone(), value);
         }
     }
-    if !options.yes && !confirm("Add it? [y/N] ")? {
-        eprintln!("nothing was added");
-        return Ok(ExitCode::FAILURE);
-    }
-    let added = runtime.block_on(install::add(
-        &registry,
-        AddRequest {
-            name: &record.server.name,
-            version: Some(&record.server.version),
-            source: options.source.as_deref(),
-            server: options.name.as_deref(),
-            inputs: given,
-            config_path: &options.config,
-            data_dir: &crate::dirs::data_dir(),
-            review,
-        },
-    ));
-    let added = match added {
-        Ok(added) => added,
+    let data_dir = crate::dirs::data_dir();
+    let request = AddRequest {
+        name: &record.server.name,
+        version: Some(&record.server.version),
+        source: options.source.as_deref(),
+        server: options.name.as_deref(),
+        inputs: given,
+        config_path: &options.config,
+        data_dir: &data_dir,
+        review,
+    };
+    let planned = match runtime.block_on(install::plan(&registry, &request)) {
+        Ok(planned) => planned,
         Err(InstallError::MissingInputs(keys)) => {
             anyhow::bail!(
                 "required and not given: {}; nothing was added",
@@ -191,6 +187,21 @@ pub fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
+    show_plan(&planned.plan);
+    if !options.yes {
+        if !at_terminal {
+            eprintln!(
+                "nothing was added: no terminal to say yes at; run it again with --yes to add \
+                 exactly this"
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        if !confirm("Add it and start it? [y/N] ")? {
+            eprintln!("nothing was added");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let added = runtime.block_on(install::commit(planned, &request))?;
     eprintln!(
         "Added `{}` ({} {}) to {}:\n  {}",
         added.server,
@@ -212,6 +223,43 @@ pub fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
     }
     super::tell_running_instance();
     Ok(ExitCode::SUCCESS)
+}
+
+/// What adding would do, exactly: each argument on a line of its own (quoted, so that spaces
+/// and empty ones show), the environment with secrets as the names the config gives them.
+fn show_plan(plan: &install::Plan) {
+    eprintln!(
+        "Adding it as `{}` (from {}) writes this to the config; nothing is written or started \
+         before you say yes:",
+        plan.server, plan.source
+    );
+    match &plan.launch {
+        install::LaunchView::Command { program, args, env } => {
+            eprintln!("  runs      {program:?}");
+            for arg in args {
+                eprintln!("  argument  {arg:?}");
+            }
+            for (name, value) in env {
+                eprintln!("  env       {name}={value:?}");
+            }
+        }
+        install::LaunchView::Remote {
+            url,
+            transport,
+            headers,
+        } => {
+            eprintln!("  connects  {url} ({transport})");
+            for (name, value) in headers {
+                eprintln!("  header    {name}: {value:?}");
+            }
+        }
+    }
+    for secret in &plan.secrets {
+        eprintln!("  secret    {secret}, kept in the keychain");
+    }
+    for note in &plan.notes {
+        eprintln!("  note: {note}");
+    }
 }
 
 /// Asks for one input at the terminal; `None` when it is left empty and not required.

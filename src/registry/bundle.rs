@@ -1,9 +1,10 @@
-//! MCPB bundles (a zip with a `manifest.json`): downloaded, checked against the digest the
-//! entry gives (`fileSha256`) before a byte of it is unpacked, read for how it runs (the
-//! manifest's `server.mcp_config`, with `${__dirname}` the bundle's folder), and unpacked into
-//! the data directory's `bundles/SERVER/`: streamed file by file under limits on entries, size
-//! and ratio, into a folder of its own that is moved into place whole or removed whole. A
-//! bundle whose manifest asks for settings (`${user_config.…}`) is not
+//! MCPB bundles (a zip with a `manifest.json`): downloaded (over https, or from this machine for
+//! a source on it), checked against the digest the entry gives (`fileSha256`) before a byte of
+//! it is unpacked, read for how it runs (the manifest's `server.mcp_config`, with
+//! `${__dirname}` the bundle's folder) so that the plan can show it, and only once that plan is
+//! confirmed unpacked into the data directory's `bundles/SERVER/`: streamed file by file under
+//! limits on entries, size and ratio, into a folder of its own that is moved into place whole
+//! or removed whole. A bundle whose manifest asks for settings (`${user_config.…}`) is not
 //! added: Switchboard does not ask for them yet.
 
 use std::collections::BTreeMap;
@@ -68,6 +69,21 @@ pub enum BundleError {
     Manifest(String),
     #[error("cannot unpack the bundle: {0}")]
     Io(String),
+}
+
+/// Why the bundle at `url`, listed by the source `source`, is not downloaded: an address on
+/// this machine is fetched only for a source on this machine (else any source could make
+/// Switchboard send requests to services that listen only locally).
+pub fn origin_problem(url: &str, source: &str) -> Option<String> {
+    let bundle = url::Url::parse(url).ok()?;
+    let local_source =
+        url::Url::parse(source).is_ok_and(|source| super::plan::is_loopback(&source));
+    (super::plan::is_loopback(&bundle) && !local_source).then(|| {
+        format!(
+            "the bundle {url} is on this machine, but its source {source} is not: a source \
+             elsewhere may not make Switchboard fetch local addresses"
+        )
+    })
 }
 
 /// Downloads the bundle at `url` and checks it against `sha256`.

@@ -1,12 +1,16 @@
 //! A registry's server added to the config, updated to another version, or removed.
 //!
-//! Adding: the entry is found in the sources (the version asked for, else the newest), worked
-//! out (`plan.rs`), its package's ownership checked (`verify.rs`), an MCPB bundle downloaded
-//! and checked against its digest, secret inputs kept in the keychain, the server's pins started
-//! empty so that everything it offers first waits for review (unless `[registry] review_added`
-//! is off), and its entry appended to the config under comments that say where it came from.
-//! The config's watcher then starts it. Removing takes out the entry, its pins, its cached
-//! catalog and bundle, and the secrets the person chooses.
+//! Adding is two steps, so that nothing runs before a person has seen exactly what runs.
+//! [`plan`] finds the entry in the sources (the version asked for, else the newest), works it
+//! out (`plan.rs`), checks its package's ownership (`verify.rs`), downloads an MCPB bundle and
+//! checks it against its digest (reading its manifest, unpacking nothing), and gives the exact
+//! program, arguments and environment (or address and headers) with a digest of it all; it
+//! writes and starts nothing. [`commit`] then unpacks a bundle, keeps secret inputs in the
+//! keychain (never over a secret that exists), starts the server's pins empty so that
+//! everything it offers first waits for review (unless `[registry] review_added` is off), and
+//! appends its entry to the config under comments that say where it came from. The config's
+//! watcher then starts it. A second request commits only the plan whose digest it names. Removing takes out the entry, its pins, its cached
+//! catalog and bundle, and the secrets the person chooses of those no other server names.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::entry::{Record, Status};
-use super::plan::{self, Derived, Launch, PlanError};
+use super::plan::{Derived, Launch, PlanError};
 use super::{Loaded, Refresh, Registry, source};
 use crate::config::{self, Format};
 
@@ -32,6 +36,9 @@ pub struct AddRequest<'a> {
     /// Whether what the server offers first waits for review.
     pub review: bool,
 }
+
+mod add;
+pub use add::{LaunchView, Plan, Planned, commit, plan};
 
 /// A server added.
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +71,12 @@ pub enum InstallError {
     Source(String),
     #[error("{0}")]
     Refused(String),
+    #[error(
+        "what adding it would do is not the plan that was confirmed (the entry, its source, \
+         the config or the keychain changed meanwhile); nothing is written: look at the new \
+         plan and confirm that one"
+    )]
+    PlanChanged,
     #[error("{0}")]
     Write(String),
 }
@@ -77,16 +90,17 @@ impl From<PlanError> for InstallError {
     }
 }
 
-/// The entry `name` (at `version`): from the sources' caches, else asked of each source.
+/// The entry `name` (at `version`) and the source it comes from: from the sources' caches,
+/// else asked of each source.
 pub async fn find_entry(
     registry: &Registry,
     name: &str,
     version: Option<&str>,
     only: Option<&str>,
-) -> Result<Record, InstallError> {
+) -> Result<(String, Record), InstallError> {
     let loaded = registry.load(only, Refresh::IfStale).await;
-    if let Some((_, record)) = loaded.find(name, version) {
-        return Ok(record.clone());
+    if let Some((cache, record)) = loaded.find(name, version) {
+        return Ok((cache.url.clone(), record.clone()));
     }
     let client = source::client();
     let mut failures = Vec::new();
@@ -95,7 +109,9 @@ pub async fn find_entry(
             continue;
         }
         match source::fetch_version(&client, &report.url, name, version.unwrap_or("latest")).await {
-            Ok(record) if record.status() != Status::Deleted => return Ok(record),
+            Ok(record) if record.status() != Status::Deleted => {
+                return Ok((report.url.clone(), record));
+            }
             Ok(_) => failures.push(format!("{}: taken down (deleted)", report.url)),
             Err(error) => failures.push(error),
         }
@@ -108,131 +124,6 @@ pub async fn find_entry(
         true => format!("no source lists {what}"),
         false => format!("no source lists {what} ({})", failures.join("; ")),
     }))
-}
-
-/// Adds the entry `request` names to the config.
-pub async fn add(registry: &Registry, request: AddRequest<'_>) -> Result<Added, InstallError> {
-    if let Some(version) = request.version
-        && !super::entry::is_exact_version(version)
-    {
-        return Err(InstallError::NotInstallable(format!(
-            "{version:?} is not an exact version: name one release (as `search` shows), or none \
-             for the newest"
-        )));
-    }
-    let record = find_entry(registry, request.name, request.version, request.source).await?;
-    let mut notes = Vec::new();
-    if record.status() == Status::Deprecated {
-        notes.push(format!(
-            "the entry is deprecated{}",
-            record
-                .status_message()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default()
-        ));
-    }
-    let choice = plan::choose(&record.server).map_err(InstallError::NotInstallable)?;
-    let text = read_config(request.config_path)?;
-    let format = Format::of(request.config_path);
-    let taken = server_names(&text, format)?;
-    let server = match request.server {
-        Some(server) => server.to_owned(),
-        None => default_server_name(&record.server.name),
-    };
-    if !valid_server_name(&server) {
-        return Err(InstallError::Refused(format!(
-            "{server:?} cannot name a server: use letters, digits, `_` and `-`"
-        )));
-    }
-    if taken.iter().any(|name| name.eq_ignore_ascii_case(&server)) {
-        return Err(InstallError::NameTaken(format!(
-            "a server named `{server}` exists already; give another name"
-        )));
-    }
-    let values = plan::Values {
-        given: &request.inputs,
-        server: &server,
-        taken: &std::collections::BTreeSet::new(),
-    };
-    let mut derived = plan::derive(&record.server, choice, &values)?;
-    if let Some((kind, identifier)) = &derived.package {
-        match super::verify::check(kind, identifier, &derived.version, &record.server.name)
-            .await
-            .map_err(InstallError::Refused)?
-        {
-            super::verify::Ownership::Proved => {}
-            super::verify::Ownership::NotChecked(why) => {
-                notes.push(format!("whose package it is was not checked: {why}"));
-            }
-        }
-    }
-    if let Launch::Bundle { url, sha256 } = &derived.launch {
-        let refused = |error: super::bundle::BundleError| InstallError::Refused(error.to_string());
-        let bytes = super::bundle::download(url, sha256)
-            .await
-            .map_err(refused)?;
-        let bundles = request.data_dir.join("bundles");
-        let launch = super::bundle::launch_of(&bytes, &bundles.join(&server)).map_err(refused)?;
-        let name = server.clone();
-        tokio::task::spawn_blocking(move || super::bundle::extract(&bytes, &bundles, &name))
-            .await
-            .map_err(|error| InstallError::Write(error.to_string()))?
-            .map_err(refused)?;
-        derived.launch = launch;
-    }
-    let secrets: Vec<String> = derived
-        .secrets
-        .iter()
-        .map(|(name, _)| name.clone())
-        .collect();
-    let merged = with_server(&text, format, &server, &record, &derived)?;
-    let checked = config::parse(request.config_path, &merged).map_err(|error| {
-        InstallError::Write(format!(
-            "adding it would make the config unusable; nothing is written:\n{error}"
-        ))
-    })?;
-    // What `check` would say of it (a runner that is not installed, say), but for its secrets,
-    // which are not in the keychain until the config is written.
-    let field = format!("{}.{server}", format.servers_key());
-    notes.extend(
-        checked
-            .diagnostics
-            .iter()
-            .filter(|d| d.field == field || d.field.starts_with(&format!("{field}.")))
-            .filter(|d| !d.message.contains("is not in the keychain"))
-            .map(|d| format!("{}: {}", d.severity, d.message)),
-    );
-    // The keychain first: a config naming secrets that are not there would not run.
-    let kept = derived.secrets.clone();
-    tokio::task::spawn_blocking(move || {
-        let keychain = crate::secrets::Keychain::secrets();
-        kept.iter()
-            .try_for_each(|(name, value)| keychain.set(name, value))
-    })
-    .await
-    .map_err(|error| InstallError::Write(error.to_string()))?
-    .map_err(|error| InstallError::Write(format!("cannot keep its secrets: {error}")))?;
-    if request.review {
-        crate::hub::pins::start_empty(&request.data_dir.join("pins"), &server)
-            .map_err(|error| InstallError::Write(format!("cannot start its pins: {error}")))?;
-    }
-    crate::atomic::write_keeping_permissions(request.config_path, merged.as_bytes()).map_err(
-        |error| {
-            InstallError::Write(format!(
-                "cannot write {}: {error}",
-                request.config_path.display()
-            ))
-        },
-    )?;
-    Ok(Added {
-        server,
-        entry: record.server.name.clone(),
-        version: derived.version.clone(),
-        command: summary(&derived.launch),
-        held: request.review,
-        secrets,
-        notes,
-    })
 }
 
 /// The config's text, or what a new config starts as.
@@ -383,7 +274,8 @@ pub struct Installed {
     pub version: Option<String>,
     pub latest: Option<String>,
     pub update_available: bool,
-    /// The secrets its entry names, which removing it may delete too.
+    /// The secrets its entry names and no other server's does, which removing it may delete
+    /// too.
     pub secrets: Vec<String>,
 }
 
@@ -397,13 +289,15 @@ pub fn installed(
     let text = read_config(config_path)?;
     let format = Format::of(config_path);
     let mut list = Vec::new();
-    for (server, entry) in entries(&text, format)? {
+    let all = entries(&text, format)?;
+    for (name, entry) in &all {
+        let server = name.clone();
         let origin = entry.get("registry").and_then(|v| v.as_str());
         let (origin_name, origin_version) = match origin.and_then(|o| o.rsplit_once('@')) {
             Some((name, version)) => (Some(name), Some(version)),
             None => (origin, None),
         };
-        let pinned = pinned_package(&entry);
+        let pinned = pinned_package(entry);
         let latest = loaded.latest_for(
             origin_name,
             pinned
@@ -429,7 +323,7 @@ pub fn installed(
             version,
             latest: latest_version,
             update_available,
-            secrets: secret_names(&entry),
+            secrets: own_secrets(entry, name, &all),
         });
     }
     Ok(list)
@@ -504,14 +398,39 @@ pub fn pinned_in(command: &str, args: &[String]) -> Option<PinnedPackage> {
     })
 }
 
-/// The secrets `server`'s entry in the config names.
+/// The secrets `server`'s entry in the config names and no other server's does: those that
+/// removing it may delete.
 pub fn secrets_of(config_path: &Path, server: &str) -> Result<Vec<String>, InstallError> {
     let text = read_config(config_path)?;
-    Ok(secret_names(&entry_of(
-        &text,
-        Format::of(config_path),
-        server,
-    )?))
+    let entries = entries(&text, Format::of(config_path))?;
+    let entry = entries
+        .get(server)
+        .ok_or_else(|| InstallError::NotFound(format!("the config has no server `{server}`")))?;
+    Ok(own_secrets(entry, server, &entries))
+}
+
+/// The secrets `entry` (of `server`) names that no other of `entries` does.
+fn own_secrets(
+    entry: &serde_json::Value,
+    server: &str,
+    entries: &BTreeMap<String, serde_json::Value>,
+) -> Vec<String> {
+    secret_names(entry)
+        .into_iter()
+        .filter(|name| sharer(name, server, entries).is_none())
+        .collect()
+}
+
+/// Another server of `entries` than `server` that names the secret `name`.
+fn sharer<'a>(
+    name: &str,
+    server: &str,
+    entries: &'a BTreeMap<String, serde_json::Value>,
+) -> Option<&'a str> {
+    entries
+        .iter()
+        .find(|(other, entry)| *other != server && secret_names(entry).iter().any(|n| n == name))
+        .map(|(other, _)| other.as_str())
 }
 
 /// `server`'s entry in the config `text`.
@@ -563,7 +482,7 @@ pub async fn update(
     let loaded = registry.load(None, Refresh::IfStale).await;
     let record = match version {
         Some(version) => match &origin {
-            Some(name) => find_entry(registry, name, Some(version), None).await?,
+            Some(name) => find_entry(registry, name, Some(version), None).await?.1,
             None => loaded
                 .latest_for(None, Some((pinned.registry_type, &pinned.identifier)))
                 .cloned()
@@ -639,11 +558,23 @@ pub async fn remove(
 ) -> Result<Removed, InstallError> {
     let text = read_config(config_path)?;
     let format = Format::of(config_path);
-    let entry = entry_of(&text, format, server)?;
-    let named = secret_names(&entry);
+    let all = entries(&text, format)?;
+    let entry = all
+        .get(server)
+        .ok_or_else(|| InstallError::NotFound(format!("the config has no server `{server}`")))?;
+    let named = secret_names(entry);
     if let Some(stranger) = delete_secrets.iter().find(|name| !named.contains(name)) {
         return Err(InstallError::Refused(format!(
             "`{server}` does not use the secret {stranger}; only its own secrets are deleted with it"
+        )));
+    }
+    if let Some((name, other)) = delete_secrets
+        .iter()
+        .find_map(|name| Some((name, sharer(name, server, &all)?)))
+    {
+        return Err(InstallError::Refused(format!(
+            "the secret {name} is named by `{other}` too, so it is not deleted with `{server}`; \
+             nothing is removed"
         )));
     }
     let changed = config::edit::remove_server(&text, format, server)

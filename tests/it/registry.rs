@@ -72,6 +72,29 @@ fn cli(serve: &ServeProcess, service: &str, args: &[&str], stdin: &str) -> (bool
     )
 }
 
+/// `POST /api/registry/add` as the dashboard makes it: first without `confirm`, which answers
+/// the plan and writes nothing (checked here), then with the plan's `confirm`. The plan, and
+/// the status and answer of the confirmation.
+async fn add_confirmed(serve: &ServeProcess, body: Value) -> (Value, u16, Value) {
+    let before = std::fs::read_to_string(serve.config_path()).unwrap();
+    let (status, plan) = serve
+        .api_post_body("/api/registry/add", &body.to_string())
+        .await;
+    assert_eq!(status, 200, "{body}: {plan}");
+    assert!(plan["confirm"].is_string(), "{plan}");
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).unwrap(),
+        before,
+        "a plan writes nothing"
+    );
+    let mut confirmed = body;
+    confirmed["confirm"] = plan["confirm"].clone();
+    let (status, added) = serve
+        .api_post_body("/api/registry/add", &confirmed.to_string())
+        .await;
+    (plan, status, added)
+}
+
 /// Approves everything of `server` that is held (as the Review page's "approve all" would),
 /// once something is.
 async fn approve_all(serve: &ServeProcess, server: &str) -> Vec<String> {
@@ -174,12 +197,16 @@ async fn an_entry_added_from_the_dashboard_runs_pinned_waits_for_review_updates_
     assert_eq!(airtable["inputs"][0]["secret"], true);
 
     // Added at an older version: the exact pin, the comment, the first tools held.
-    let (status, added) = serve
-        .api_post_body(
-            "/api/registry/add",
-            r#"{"name": "io.github.modelcontextprotocol/server-everything", "version": "2026.8.18", "server": "everything"}"#,
-        )
-        .await;
+    let (plan, status, added) = add_confirmed(
+        &serve,
+        json!({"name": "io.github.modelcontextprotocol/server-everything", "version": "2026.8.18", "server": "everything"}),
+    )
+    .await;
+    assert_eq!(
+        plan["launch"],
+        json!({"kind": "command", "program": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.18", "stdio"], "env": {}}),
+        "the plan shows exactly what runs: {plan}"
+    );
     assert_eq!(status, 200, "{added}");
     assert_eq!(added["held"], true);
     assert_eq!(
@@ -510,12 +537,11 @@ async fn bad_entries_are_refused_saying_why_and_nothing_is_written() {
 
     // Shell metacharacters in an entry's arguments reach the server's argv as one literal
     // argument each: no shell ever reads them.
-    let (status, added) = serve
-        .api_post_body(
-            "/api/registry/add",
-            r#"{"name": "io.github.modelcontextprotocol/server-everything", "version": "2026.7.4", "server": "meta"}"#,
-        )
-        .await;
+    let (_, status, added) = add_confirmed(
+        &serve,
+        json!({"name": "io.github.modelcontextprotocol/server-everything", "version": "2026.7.4", "server": "meta"}),
+    )
+    .await;
     assert_eq!(status, 200, "{added}");
     wait_version(&serve, "meta", "2026.7.4").await;
     let literal = "a; rm -rf ~ && $(id) `x` | y > z";
@@ -661,12 +687,11 @@ async fn a_bundle_is_checked_against_its_digest_unpacked_and_run() {
     let source = source(&[]);
     let service = keychain_service();
     let serve = serve_with_source(&source.field("url"), &service);
-    let (status, added) = serve
-        .api_post_body(
-            "/api/registry/add",
-            r#"{"name": "io.github.switchboard-tests/bundle"}"#,
-        )
-        .await;
+    let (_, status, added) = add_confirmed(
+        &serve,
+        json!({"name": "io.github.switchboard-tests/bundle"}),
+    )
+    .await;
     assert_eq!(status, 200, "{added}");
     let folder = serve.dir().join("data/bundles/bundle");
     assert!(folder.join("server/main.py").exists() && folder.join("manifest.json").exists());
@@ -700,8 +725,8 @@ async fn a_bundle_is_checked_against_its_digest_unpacked_and_run() {
 
 /// The Add page, a server's version and its update, and removing a server, in a real browser
 /// (`tests/ui/add.test.mjs`, playwright-core driving Debian's Chromium): the official source's
-/// entries with their badges, two servers added through the form (a remote one whose secret goes
-/// to the keychain), an older release updated from its page, and a removal with its secret.
+/// entries with their badges, two servers added through the form, each shown as its exact plan
+/// and confirmed (a remote one whose secret goes to the keychain), an older release updated from its page, and a removal with its secret.
 #[test]
 fn servers_are_added_updated_and_removed_from_the_dashboard_in_a_real_browser() {
     let registry = source(&[]);
@@ -774,4 +799,407 @@ async fn servers_written_by_hand_show_what_their_runner_resolved_and_can_be_pinn
         "{written}"
     );
     wait_version(&serve, "everything", "2026.8.31").await;
+}
+
+/// A source with the hostile entries (`tests/registry/hostile.json` and the bundles
+/// `source.py --hostile` makes), whose marker bundle writes `marker` when it runs.
+fn hostile_source(marker: &std::path::Path) -> Fixture {
+    source(&["--hostile", "--marker", &marker.display().to_string()])
+}
+
+/// The names of the backends serve runs.
+async fn backend_names(serve: &ServeProcess) -> Vec<String> {
+    serve
+        .api_get("/api/backends")
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|backend| backend["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_sources_runner_options_loader_env_and_bundles_are_refused_and_nothing_is_left() {
+    let marker = tempfile::tempdir().unwrap();
+    let source = hostile_source(&marker.path().join("ran"));
+    let service = keychain_service();
+    let serve = serve_with_source(&source.field("url"), &service);
+    let before = std::fs::read_to_string(serve.config_path()).unwrap();
+    let hostile = |name: &str| format!("io.github.switchboard-tests/hostile-{name}");
+    let cases: &[(&str, u16, &str, &str)] = &[
+        (
+            "npm-registry",
+            400,
+            "not_installable",
+            "passes \"--registry\" to npx",
+        ),
+        (
+            "uvx-index",
+            400,
+            "not_installable",
+            "passes \"--index-url\" to uvx",
+        ),
+        (
+            "docker-host",
+            400,
+            "not_installable",
+            "passes \"--privileged\" to docker",
+        ),
+        (
+            "loader-env",
+            400,
+            "not_installable",
+            "LD_PRELOAD steers a loader or a runner",
+        ),
+        (
+            "userinfo",
+            400,
+            "not_installable",
+            "names a user or password before its host",
+        ),
+        (
+            "redirect",
+            400,
+            "refused",
+            "which is not https; only https redirects are followed",
+        ),
+    ];
+    for (name, status, code, said) in cases {
+        let body = json!({"name": hostile(name)}).to_string();
+        let (got, answer) = serve.api_post_body("/api/registry/add", &body).await;
+        assert_eq!(
+            (got, answer["code"].as_str().unwrap_or("")),
+            (*status, *code),
+            "{name}: {answer}"
+        );
+        assert!(
+            answer["message"].as_str().unwrap().contains(said),
+            "{name}: {answer}"
+        );
+        // Said the same way on the Add page, before anyone tries.
+        let found = serve
+            .api_get(&format!("/api/registry/search?q={}", hostile(name)))
+            .await;
+        if *code == "not_installable" {
+            assert_eq!(found["entries"][0]["installable"], false, "{found}");
+            assert!(
+                found["entries"][0]["why_not"]
+                    .as_str()
+                    .unwrap()
+                    .contains(said),
+                "{found}"
+            );
+        }
+    }
+    // The bomb and the 20,000 files pass the plan (their digests match, their manifests read)
+    // and are refused as they unpack, leaving nothing.
+    for (name, said) in [
+        ("bomb", "unpacks to more than 200 times its packed size"),
+        (
+            "many",
+            "it holds 20001 entries; a bundle may hold 10000 at most",
+        ),
+    ] {
+        let (plan, status, answer) = add_confirmed(&serve, json!({"name": hostile(name)})).await;
+        assert_eq!(plan["launch"]["kind"], "command", "{plan}");
+        assert_eq!(
+            (status, answer["code"].as_str().unwrap()),
+            (400, "refused"),
+            "{answer}"
+        );
+        assert!(
+            answer["message"].as_str().unwrap().contains(said),
+            "{answer}"
+        );
+        let bundles = serve.dir().join("data/bundles");
+        let left: Vec<String> = std::fs::read_dir(&bundles)
+            .map(|entries| {
+                entries
+                    .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "nothing half-unpacked: {left:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).unwrap(),
+        before,
+        "nothing written"
+    );
+    assert!(backend_names(&serve).await.is_empty(), "nothing started");
+    assert!(!marker.path().join("ran").exists());
+
+    // The entries dated in the future do not become the next refresh's `updated_since`.
+    let cache_dir = serve.dir().join("data/registry");
+    let caches: Vec<Value> = std::fs::read_dir(&cache_dir)
+        .unwrap()
+        .map(|entry| {
+            serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap()
+        })
+        .collect();
+    let cache = caches
+        .iter()
+        .find(|cache| cache["url"] == source.field("url"))
+        .unwrap_or_else(|| panic!("{caches:?}"));
+    let newest = cache["newest"].as_str().unwrap();
+    let year: u32 = newest[..4].parse().unwrap();
+    assert!(year < 2100, "not the future: {newest}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_add_starts_and_writes_nothing_before_its_plan_is_confirmed() {
+    let marker_dir = tempfile::tempdir().unwrap();
+    let marker = marker_dir.path().join("ran");
+    let source = hostile_source(&marker);
+    let service = keychain_service();
+    let serve = serve_with_source(&source.field("url"), &service);
+    let before = std::fs::read_to_string(serve.config_path()).unwrap();
+    let body = json!({"name": "io.github.switchboard-tests/hostile-marker", "server": "marker"});
+
+    // The plan: exactly what runs, and nothing written, unpacked or started.
+    let (status, plan) = serve
+        .api_post_body("/api/registry/add", &body.to_string())
+        .await;
+    assert_eq!(status, 200, "{plan}");
+    let folder = serve.dir().join("data/bundles/marker");
+    assert_eq!(plan["server"], "marker");
+    assert_eq!(plan["launch"]["kind"], "command");
+    assert_eq!(
+        plan["launch"]["args"],
+        json!([folder.join("server/main.py").display().to_string()]),
+        "{plan}"
+    );
+    assert_eq!(
+        plan["launch"]["env"]["MARKER_FILE"],
+        marker.display().to_string()
+    );
+    let confirm = plan["confirm"].as_str().unwrap().to_owned();
+    assert_eq!(confirm.len(), 64, "{plan}");
+    // A second look gives the same plan, and still does nothing.
+    let (_, again) = serve
+        .api_post_body("/api/registry/add", &body.to_string())
+        .await;
+    assert_eq!(again["confirm"], confirm.as_str());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!marker.exists(), "nothing ran");
+    assert!(!folder.exists(), "nothing unpacked");
+    assert!(backend_names(&serve).await.is_empty(), "nothing started");
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).unwrap(),
+        before
+    );
+
+    // The CLI without a terminal and without --yes shows the plan and adds nothing.
+    let (ok, _, stderr) = cli(
+        &serve,
+        &service,
+        &[
+            "add",
+            "io.github.switchboard-tests/hostile-marker",
+            "--name",
+            "marker",
+        ],
+        "y\n",
+    );
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "  argument  {:?}",
+            folder.join("server/main.py").display().to_string()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("nothing was added: no terminal to say yes at"),
+        "{stderr}"
+    );
+    assert!(!marker.exists() && !folder.exists());
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).unwrap(),
+        before
+    );
+
+    // A confirmation of another plan commits nothing.
+    let mut forged = body.clone();
+    forged["confirm"] = json!("0".repeat(64));
+    let (status, answer) = serve
+        .api_post_body("/api/registry/add", &forged.to_string())
+        .await;
+    assert_eq!(
+        (status, answer["code"].as_str().unwrap()),
+        (409, "plan_changed"),
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).unwrap(),
+        before
+    );
+    assert!(!folder.exists());
+
+    // The plan's own confirmation adds it, and then it runs.
+    let mut confirmed = body;
+    confirmed["confirm"] = json!(confirm);
+    let (status, added) = serve
+        .api_post_body("/api/registry/add", &confirmed.to_string())
+        .await;
+    assert_eq!(status, 200, "{added}");
+    assert_eq!(added["server"], "marker");
+    eventually("the bundle to run", INSTALL_LIMIT, || async {
+        match marker.exists() {
+            true => Ok(()),
+            false => Err("no marker yet"),
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_name_is_verified_only_by_the_official_registry_whatever_a_source_says() {
+    let official = source(&[]);
+    let marker = tempfile::tempdir().unwrap();
+    let other = hostile_source(&marker.path().join("ran"));
+    let service = keychain_service();
+    // The other source comes first, so its entries are the ones shown.
+    let serve = ServeOptions::new(&format!(
+        "[registry]\nsources = [{:?}, {:?}]\n",
+        other.field("url"),
+        official.field("url")
+    ))
+    .env("SWITCHBOARD_KEYCHAIN_SERVICE", &service)
+    .env("SWITCHBOARD_OFFICIAL_REGISTRY", official.field("url"))
+    .start();
+    let found = serve.api_get("/api/registry/search?q=").await;
+    let entry = |name: &str| {
+        found["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: {found}"))
+    };
+    // Its own `_meta` forged: the official registry does not list the name.
+    let forged = entry("io.github.modelcontextprotocol/server-filesystem");
+    assert_eq!(forged["source"], other.field("url"));
+    assert_eq!(forged["verified"], false, "{forged}");
+    // The official registry lists the same package under the same name.
+    let time = entry("io.github.modelcontextprotocol/server-time");
+    assert_eq!(time["source"], other.field("url"));
+    assert_eq!(time["verified"], true, "{time}");
+    let hostile = entry("io.github.switchboard-tests/hostile-npm-registry");
+    assert_eq!(hostile["verified"], false, "{hostile}");
+    // The CLI says the same.
+    let (_, _, stderr) = cli(&serve, &service, &["search", "server-filesystem"], "");
+    assert!(
+        stderr
+            .contains("io.github.modelcontextprotocol/server-filesystem@1.0.0 [name not verified]"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn credentials_stay_in_the_keychain_and_a_secret_in_use_is_never_written_over() {
+    let marker = tempfile::tempdir().unwrap();
+    let source = hostile_source(&marker.path().join("ran"));
+    let service = keychain_service();
+    let serve = serve_with_source(&source.field("url"), &service);
+
+    // The entry calls its API key not secret: it is one all the same.
+    let (plan, status, added) = add_confirmed(
+        &serve,
+        json!({"name": "io.github.switchboard-tests/hostile-plain-key", "server": "plain",
+               "inputs": {"X-Api-Key": "sk-live-SECRET123"}}),
+    )
+    .await;
+    assert_eq!(
+        plan["launch"]["headers"]["X-Api-Key"], "${secret:plain_X-Api-Key}",
+        "{plan}"
+    );
+    assert!(!plan.to_string().contains("sk-live"), "{plan}");
+    assert_eq!(status, 200, "{added}");
+    let config = std::fs::read_to_string(serve.config_path()).unwrap();
+    assert!(!config.contains("sk-live-SECRET123"), "{config}");
+
+    // `a` with `b_c` and `a_b` with `c` would both be a_b_c: the second gets another name, and
+    // says so.
+    let (_, status, first) = add_confirmed(
+        &serve,
+        json!({"name": "io.github.switchboard-tests/hostile-collide-one", "server": "a",
+               "inputs": {"b_c": "one"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["secrets"], json!(["a_b_c"]));
+    let (plan, status, second) = add_confirmed(
+        &serve,
+        json!({"name": "io.github.switchboard-tests/hostile-collide-two", "server": "a_b",
+               "inputs": {"c": "two"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["secrets"], json!(["a_b_c_2"]), "{second}");
+    assert!(
+        plan["notes"].as_array().unwrap().iter().any(|note| note
+            .as_str()
+            .unwrap()
+            .contains("the secret a_b_c exists already")),
+        "{plan}"
+    );
+    let secrets = serve.api_get("/api/secrets").await;
+    for name in ["a_b_c", "a_b_c_2"] {
+        assert!(
+            secrets["secrets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|secret| secret["name"] == name && secret["set"] == true),
+            "{name}: {secrets}"
+        );
+    }
+
+    // A secret another server names too is neither offered nor deleted with one of them.
+    let mut config = std::fs::read_to_string(serve.config_path()).unwrap();
+    config.push_str(
+        "\n[servers.z]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = { K = \"${secret:a_b_c}\" }\n",
+    );
+    std::fs::write(serve.config_path(), &config).unwrap();
+    let installed = eventually("z in the config", EVENT_LIMIT, || async {
+        let installed = serve.api_get("/api/registry/installed").await;
+        let listed = installed.as_array().unwrap();
+        match listed.iter().any(|one| one["server"] == "z") {
+            true => Ok(installed),
+            false => Err(installed),
+        }
+    })
+    .await;
+    let a = installed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|one| one["server"] == "a")
+        .unwrap();
+    assert_eq!(a["secrets"], json!([]), "shared with z: {a}");
+    let response = serve
+        .client()
+        .delete(serve.http_url("/api/servers/a"))
+        .bearer_auth(SERVE_TOKEN)
+        .header("content-type", "application/json")
+        .body(r#"{"delete_secrets": ["a_b_c"]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let answer: Value = response.json().await.unwrap();
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("the secret a_b_c is named by `z` too"),
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).unwrap(),
+        config
+    );
 }

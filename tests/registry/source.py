@@ -48,6 +48,15 @@ Modes (--mode, default ok):
   hang     every request is read and never answered; the connection stays open
   fail     every request answers 500
 
+--hostile adds the hostile entries of tests/registry/hostile.json (each named in the README,
+every one marked HOSTILE in its description) and these bundles, made at start, small on disk:
+  GET /files/bomb.mcpb       a zip bomb: 64 MiB of zeros packed into about 64 KiB
+  GET /files/many.mcpb       20,000 empty files
+  GET /files/marker.mcpb     a bundle that runs, and first writes --marker PATH: proof that it ran
+  GET /files/redirect.mcpb   a redirect (302) to http://…/files/good.mcpb, which is not https
+each listed by an entry io.github.switchboard-tests/hostile-{bomb,many,marker,redirect} with
+its real digest.
+
 --generate N adds N synthetic active records io.github.bench-I/server-I (I = 1..N), each with
 a description from a small word list and an npm package @bench-I/server-I, for benchmarks.
 """
@@ -176,19 +185,53 @@ def good_bundle() -> bytes:
     return buffer.getvalue()
 
 
-def good_bundle_record(digest: str) -> dict:
-    """The entry of /files/good.mcpb, with its real digest."""
+def good_bundle_record(digest: str, name: str = "io.github.switchboard-tests/bundle",
+                       path: str = "good.mcpb",
+                       description: str = "An MCP bundle whose published SHA-256 matches the file served") -> dict:
+    """The entry of /files/PATH, with its real digest."""
     server = {
         "$schema": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json",
-        "name": "io.github.switchboard-tests/bundle",
-        "description": "An MCP bundle whose published SHA-256 matches the file served",
+        "name": name,
+        "description": description,
         "version": "1.0.0",
-        "packages": [{"registryType": "mcpb", "identifier": "{SOURCE}/files/good.mcpb",
+        "packages": [{"registryType": "mcpb", "identifier": "{SOURCE}/files/" + path,
                       "fileSha256": digest, "transport": {"type": "stdio"}}],
     }
     stamp = "2026-09-01T10:00:00Z"
     meta = {"status": "active", "publishedAt": stamp, "updatedAt": stamp, "isLatest": True}
     return {"server": server, "_meta": {OFFICIAL: meta}}
+
+
+def zipped(files: list[tuple[str, bytes]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files:
+            info = zipfile.ZipInfo(name, (2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o755 << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+def hostile_bundles(marker: str) -> dict[str, bytes]:
+    """The hostile bundles of --hostile, by file name."""
+    manifest = lambda env: json.dumps({
+        "manifest_version": "0.3", "name": "hostile", "version": "1.0.0",
+        "description": "HOSTILE (synthetic, for tests)", "author": {"name": "Switchboard tests"},
+        "server": {"type": "python", "entry_point": "server/main.py",
+                   "mcp_config": {"command": sys.executable, "args": ["${__dirname}/server/main.py"], "env": env}}})
+    runs_and_marks = (
+        "import os, pathlib, runpy\n"
+        "pathlib.Path(os.environ['MARKER_FILE']).write_text('the bundle ran\\n')\n"
+        "runpy.run_path(os.path.join(os.path.dirname(__file__), 'sdk_server.py'), run_name='__main__')\n")
+    return {
+        "bomb.mcpb": zipped([("manifest.json", manifest({}).encode()), ("server/zeros", bytes(64 * 1024 * 1024))]),
+        "many.mcpb": zipped([("manifest.json", manifest({}).encode())]
+                            + [(f"server/f{index}", b"") for index in range(20_000)]),
+        "marker.mcpb": zipped([("manifest.json", manifest({"MARKER_FILE": marker}).encode()),
+                               ("server/main.py", runs_and_marks.encode()),
+                               ("server/sdk_server.py", (ROOT / "tests/backends/sdk_server.py").read_bytes())]),
+    }
 
 
 class State:
@@ -272,6 +315,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, state.bundle, "application/zip")
         if path == "/files/good.mcpb":
             return self.send(200, state.good_bundle, "application/zip")
+        if path == "/files/redirect.mcpb" and state.hostile:
+            self.send_response(302)
+            self.send_header("Location", f"{state.base_url}/files/good.mcpb")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if path.startswith("/files/") and path[len("/files/"):] in state.hostile:
+            return self.send(200, state.hostile[path[len("/files/"):]], "application/zip")
         # Split the raw path before decoding, so that an encoded `/` stays inside its segment.
         segments = path.split("/")
         if segments[:3] != ["", "v0.1", "servers"]:
@@ -388,6 +439,8 @@ def main() -> None:
     parser.add_argument("--generate", type=int, default=0, metavar="N", help="add N synthetic records")
     parser.add_argument("--mode", choices=["ok", "garbage", "slow", "hang", "fail"], default="ok")
     parser.add_argument("--slow-seconds", type=float, default=5.0)
+    parser.add_argument("--hostile", action="store_true", help="add the hostile entries and bundles")
+    parser.add_argument("--marker", default="", help="the file the hostile marker bundle writes when it runs")
     args = parser.parse_args()
     if args.page_size < 1:
         parser.error("--page-size must be at least 1")
@@ -395,8 +448,18 @@ def main() -> None:
     good = good_bundle()
     records = json.loads(ENTRIES.read_text()) + generated(args.generate)
     records.append(good_bundle_record(hashlib.sha256(good).hexdigest()))
+    hostile = {}
+    if args.hostile:
+        hostile = hostile_bundles(args.marker)
+        records += json.loads(ENTRIES.with_name("hostile.json").read_text())
+        for kind, data in [*hostile.items(), ("redirect.mcpb", good)]:
+            stem = kind.removesuffix(".mcpb")
+            records.append(good_bundle_record(hashlib.sha256(data).hexdigest(),
+                                              f"io.github.switchboard-tests/hostile-{stem}", kind,
+                                              f"HOSTILE (synthetic, for tests): the bundle {kind}"))
     Handler.state = State(records, args.page_size, args.mode, args.slow_seconds)
     Handler.state.good_bundle = good
+    Handler.state.hostile = hostile
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     Handler.state.base_url = f"http://127.0.0.1:{server.server_address[1]}"

@@ -5,9 +5,9 @@
 // (a source that cannot be read), with a keychain of its own. Before the dashboard first reads
 // the sources, the suite marks time-mcp-pypi deprecated at the source. The tests share the page
 // and run in order: the Add page searched as one types, with its badges and the failing source
-// said above the results; a remote entry added with a secret; server-everything added, its
-// version on its page; a server added at an older version updated from its page; and a server
-// removed with its secret. Screenshots, in the light and the dark theme, go to
+// said above the results; a remote entry added with a secret, through the plan shown for a
+// yes; server-everything added, its version on its page; a server added at an older version
+// updated from its page; and a server removed with its secret. Screenshots, in the light and the dark theme, go to
 // SWITCHBOARD_SCREENSHOTS (artifacts/ui/).
 
 import { after, before, test } from "node:test";
@@ -188,7 +188,22 @@ test("Add asks for what the entry needs, marks what is missing and keeps the sec
   assert.equal(await form.locator(".registry-add-error").isVisible(), false);
   await form.getByLabel(/Server name/).fill("echo");
 
+  // Add shows exactly what it would do, the secret as the keychain name it gets, and adds
+  // nothing until it is confirmed.
   await form.getByRole("button", { name: "Add server" }).click();
+  const plan = remote.getByTestId("plan");
+  await plan.waitFor();
+  assert.equal(await plan.getByTestId("plan-address").textContent(), "http://127.0.0.1:65535/mcp");
+  assert.equal(await plan.getByTestId("plan-headers").textContent(), 'X-Api-Key: "${secret:echo_X-Api-Key}"');
+  assert.match(await plan.getByTestId("plan-secrets").textContent(), /Kept in the keychain as echo_X-Api-Key/);
+  assert.equal((await api("/api/backends")).body.some((backend) => backend.name === "echo"), false, "nothing added before the yes");
+  await screenshots(page, SCREENSHOTS, "add-plan", remote);
+  // Back returns to the form as it was; Add shows the plan again.
+  await plan.getByRole("button", { name: "Back" }).click();
+  assert.equal(await plan.isVisible(), false);
+  assert.equal(await key.inputValue(), API_KEY);
+  await form.getByRole("button", { name: "Add server" }).click();
+  await remote.getByTestId("plan").getByRole("button", { name: "Confirm and add" }).click();
   const added = remote.getByTestId("added");
   await added.waitFor();
   assert.match(await added.textContent(), /Added as echo; its tools wait for your review\./);
@@ -214,6 +229,12 @@ test("Add adds server-everything, and its page shows the version it runs", async
   assert.match(await form.textContent(), /It asks for nothing\./);
   assert.match(await form.getByTestId("what-runs").textContent(), new RegExp(`npm package @modelcontextprotocol/server-everything ${EVERYTHING_LATEST.replaceAll(".", "\\.")} over stdio`));
   await form.getByRole("button", { name: "Add server" }).click();
+  const plan = everything.getByTestId("plan");
+  await plan.waitFor();
+  assert.equal(await plan.getByTestId("plan-program").textContent(), "npx");
+  assert.deepEqual(await plan.getByTestId("plan-arguments").locator("li").allTextContents(),
+    ['"-y"', `"@modelcontextprotocol/server-everything@${EVERYTHING_LATEST}"`, '"stdio"']);
+  await plan.getByRole("button", { name: "Confirm and add" }).click();
   const added = everything.getByTestId("added");
   await added.waitFor();
   const text = await added.textContent();
@@ -238,10 +259,14 @@ test("a server added at an older version offers the newer one, and Update moves 
   // The page is live before it is added, so that the notice of its held tools reaches it.
   await open("#/");
   await page.locator('body[data-feed="live"]').waitFor();
+  // The API's add answers the plan first, then adds with the plan's confirmation.
+  const choice = { name: EVERYTHING, version: EVERYTHING_OLDER, source: null, server: "everything-old", inputs: {} };
+  const plan = await api("/api/registry/add", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(choice) });
+  assert.equal(plan.status, 200, JSON.stringify(plan.body));
   const added = await api("/api/registry/add", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ name: EVERYTHING, version: EVERYTHING_OLDER, source: null, server: "everything-old", inputs: {} }),
+    body: JSON.stringify({ ...choice, confirm: plan.body.confirm }),
   });
   assert.equal(added.status, 200, JSON.stringify(added.body));
 

@@ -1,9 +1,10 @@
 // #/add?q= — servers from the MCP Registry and the other registry sources, searched as one types.
 // Each entry says what it is (title, name, description, newest version), whether it is deprecated
-// and whether an official source verified its name, what it offers to run (packages and remote
+// and whether the official registry lists it under its name, what it offers to run (packages and remote
 // servers), where it comes from and, once added, under which name. Add opens a form for what the
 // entry asks (a secret goes to the keychain, never to the config); what runs is decided by
-// Switchboard from the entry, never typed here, and its tools wait for review. A source that
+// Switchboard from the entry, never typed here, and shown exactly (program, arguments,
+// environment) for a yes before anything is written or started; its tools wait for review. A source that
 // cannot be read is said above the results, which the others still give.
 
 import { h, icon, replace, setText, announce } from "../dom.js";
@@ -273,6 +274,34 @@ function whatRuns(entry) {
 }
 
 /**
+ * A plan's program, each argument and each environment variable (or a remote's address and
+ * headers), one to a line and exactly as they will be passed.
+ * @param {import('../types.js').RegistryPlan} plan
+ * @returns {HTMLElement}
+ */
+function planDetails(plan) {
+  const launch = plan.launch;
+  /** @type {[string, (HTMLElement | string)[]][]} */
+  const rows = launch.kind === "command"
+    ? [
+      ["Program", [h("code", { text: launch.program })]],
+      ["Arguments", launch.args.map((arg) => h("code", { text: JSON.stringify(arg) }))],
+      ["Environment", Object.entries(launch.env).map(([name, value]) => h("code", { text: `${name}=${JSON.stringify(value)}` }))],
+    ]
+    : [
+      ["Address", [h("code", { text: launch.url })]],
+      ["Transport", [h("code", { text: launch.transport })]],
+      ["Headers", Object.entries(launch.headers).map(([name, value]) => h("code", { text: `${name}: ${JSON.stringify(value)}` }))],
+    ];
+  return h("dl", { class: "registry-plan-details" },
+    rows.flatMap(([label, values]) => [
+      h("dt", { text: label }),
+      h("dd", { data: { testid: `plan-${label.toLowerCase()}` } },
+        values.length ? h("ul", {}, values.map((value) => h("li", {}, value))) : h("span", { class: "muted", text: "none" })),
+    ]));
+}
+
+/**
  * @typedef {object} FormField
  * @property {RegistryInput} input
  * @property {HTMLElement} row
@@ -294,6 +323,8 @@ class AddForm {
     this.on = on;
     /** Whether it is still a form (not yet what it added). */
     this.open = true;
+    /** @type {HTMLElement | null} the plan shown for a yes, while it is */
+    this.plan = null;
     formCount += 1;
     const prefix = `add-${formCount}`;
     const title = entry.title ?? entry.name;
@@ -350,6 +381,10 @@ class AddForm {
       /** @type {HTMLElement | null} */ (this.element.querySelector("a"))?.focus();
       return;
     }
+    if (this.plan) {
+      this.plan.querySelector("button")?.focus();
+      return;
+    }
     (this.fields[0]?.control ?? this.serverInput).focus();
   }
 
@@ -380,23 +415,113 @@ class AddForm {
     }
     const server = this.serverInput.value.trim();
     const entry = this.entry;
+    /** @type {import('../types.js').RegistryChoice} */
+    const choice = {
+      name: entry.name,
+      version: entry.version,
+      source: entry.source === "built-in" ? null : entry.source,
+      server: server === "" ? null : server,
+      inputs,
+    };
     this.setBusy(true);
-    /** @type {RegistryAdded} */
-    let added;
+    /** @type {import('../types.js').RegistryPlan} */
+    let plan;
     try {
-      added = await api.addFromRegistry({
-        name: entry.name,
-        version: entry.version,
-        source: entry.source === "built-in" ? null : entry.source,
-        server: server === "" ? null : server,
-        inputs,
-      });
+      plan = await api.planFromRegistry(choice);
     } catch (caught) {
       this.setBusy(false);
       this.showFailure(asApiError(caught));
       return;
     }
+    this.setBusy(false);
+    this.showPlan(choice, plan, "");
+  }
+
+  /**
+   * Shows exactly what adding would run (or reach), for a yes: nothing is written or started
+   * before Confirm and add. The form stays, disabled, above it; Back returns to it.
+   * @param {import('../types.js').RegistryChoice} choice
+   * @param {import('../types.js').RegistryPlan} plan
+   * @param {string} said why the plan is shown again, when it changed
+   */
+  showPlan(choice, plan, said) {
+    this.plan?.remove();
+    this.fieldset.disabled = true;
+    const confirmLabel = h("span", { class: "btn-text", text: "Confirm and add" });
+    const confirm = h("button", { class: "btn btn-primary", attrs: { type: "button" } }, icon("plug"), confirmLabel);
+    const back = h("button", { class: "btn", attrs: { type: "button" }, text: "Back" });
+    const error = h("p", { class: "registry-add-error", attrs: { role: "alert" } });
+    const command = plan.launch.kind === "command";
+    const panel = h("section", { class: "registry-plan", data: { testid: "plan" }, attrs: { "aria-label": "What adding it does" } },
+      h("p", { class: "registry-plan-title" }, icon("shield"),
+        h("span", {}, h("strong", { text: command ? `${plan.server} will run exactly this` : `${plan.server} will connect to exactly this` }),
+          ". Nothing is written or started until you confirm.")),
+      said ? h("p", { class: "notice notice-warn", text: said }) : null,
+      planDetails(plan),
+      plan.secrets.length ? h("p", { class: "registry-plan-secrets", data: { testid: "plan-secrets" } }, icon("key"),
+        h("span", {}, "Kept in the keychain as ", plan.secrets.flatMap((name, index) => [index ? ", " : "", h("code", { text: name })]))) : null,
+      plan.notes.length ? h("ul", { class: "registry-added-notes" }, plan.notes.map((note) => h("li", { text: note }))) : null,
+      error,
+      h("div", { class: "form-actions" }, confirm, back));
+    confirm.addEventListener("click", () => void this.commit(choice, plan, { confirm, confirmLabel, error }));
+    back.addEventListener("click", () => this.back());
+    panel.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") this.back();
+    });
+    this.plan = panel;
+    this.element.append(panel);
+    confirm.focus();
+  }
+
+  /** Leaves the plan for the form, as it was. */
+  back() {
+    this.plan?.remove();
+    this.plan = null;
+    this.fieldset.disabled = false;
+    this.submit.focus();
+  }
+
+  /**
+   * Adds exactly what `plan` showed; if adding it would now do anything else, the new plan is
+   * shown for a yes instead.
+   * @param {import('../types.js').RegistryChoice} choice
+   * @param {import('../types.js').RegistryPlan} plan
+   * @param {{confirm: HTMLButtonElement, confirmLabel: HTMLElement, error: HTMLElement}} parts
+   */
+  async commit(choice, plan, parts) {
+    const entry = this.entry;
+    setText(parts.error, "");
+    parts.confirm.disabled = true;
+    parts.confirm.classList.add("is-busy");
+    setText(parts.confirmLabel, "Adding…");
+    /** @type {RegistryAdded} */
+    let added;
+    try {
+      added = await api.addFromRegistry(choice, plan.confirm);
+    } catch (caught) {
+      const error = asApiError(caught);
+      parts.confirm.disabled = false;
+      parts.confirm.classList.remove("is-busy");
+      setText(parts.confirmLabel, "Confirm and add");
+      if (error.code === "plan_changed") {
+        try {
+          this.showPlan(choice, await api.planFromRegistry(choice), error.message);
+        } catch (again) {
+          this.back();
+          this.showFailure(asApiError(again));
+        }
+        return;
+      }
+      if (error.code === "missing_required_input" || error.code === "name_taken") {
+        this.back();
+        this.showFailure(error);
+        return;
+      }
+      setText(parts.error, error.message);
+      return;
+    }
     this.open = false;
+    this.plan = null;
     this.on.added(added);
     const link = h("a", { class: "btn btn-small", attrs: { href: `#/backend/${encodeURIComponent(added.server)}` } }, icon("server"), `Open ${added.server}`);
     replace(this.element, h("div", { class: "registry-added", attrs: { role: "status" }, data: { testid: "added" } },

@@ -192,16 +192,21 @@ pub(super) struct AddBody {
     server: Option<String>,
     #[serde(default)]
     inputs: BTreeMap<String, String>,
+    /// The `confirm` of the plan the person said yes to; absent, the plan is only shown.
+    #[serde(default)]
+    confirm: Option<String>,
 }
 
-/// `POST /api/registry/add`.
+/// `POST /api/registry/add`: without `confirm`, the plan (what would run, exactly) and
+/// nothing written or started; with the `confirm` that plan gave, the server added, provided
+/// what adding it would do is still exactly that plan.
 pub(super) async fn add(
     State(api): State<ApiState>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Response> {
     let body: AddBody = json_body(
         body,
-        "{\"name\": \"…\", \"version\", \"source\", \"server\", \"inputs\": {…}}",
+        "{\"name\": \"…\", \"version\", \"source\", \"server\", \"inputs\": {…}, \"confirm\"}",
     )
     .map_err(IntoResponse::into_response)?;
     let registry = api.registry();
@@ -209,21 +214,28 @@ pub(super) async fn add(
         listed_source(&registry, source).map_err(IntoResponse::into_response)?;
     }
     let review = api.inner.config.borrow().registry.review_added;
-    let added = install::add(
-        &registry,
-        AddRequest {
-            name: &body.name,
-            version: body.version.as_deref(),
-            source: body.source.as_deref(),
-            server: body.server.as_deref(),
-            inputs: body.inputs,
-            config_path: api.inner.reloader.path(),
-            data_dir: api.inner.reloader.data_dir(),
-            review,
-        },
-    )
-    .await
-    .map_err(install_error)?;
+    let request = AddRequest {
+        name: &body.name,
+        version: body.version.as_deref(),
+        source: body.source.as_deref(),
+        server: body.server.as_deref(),
+        inputs: body.inputs.clone(),
+        config_path: api.inner.reloader.path(),
+        data_dir: api.inner.reloader.data_dir(),
+        review,
+    };
+    let planned = install::plan(&registry, &request)
+        .await
+        .map_err(install_error)?;
+    let Some(confirm) = &body.confirm else {
+        return Ok(json_ok(&planned.plan));
+    };
+    if *confirm != planned.plan.confirm {
+        return Err(install_error(InstallError::PlanChanged));
+    }
+    let added = install::commit(planned, &request)
+        .await
+        .map_err(install_error)?;
     tracing::info!(server = %added.server, entry = %added.entry, "server added from a registry");
     Ok(applied(&api, &added).await)
 }
@@ -253,6 +265,7 @@ fn install_error(error: InstallError) -> Response {
         InstallError::NameTaken(_) => (StatusCode::CONFLICT, "name_taken", Vec::new()),
         InstallError::Source(_) => (StatusCode::BAD_GATEWAY, "source_failed", Vec::new()),
         InstallError::Refused(_) => (StatusCode::BAD_REQUEST, "refused", Vec::new()),
+        InstallError::PlanChanged => (StatusCode::CONFLICT, "plan_changed", Vec::new()),
         InstallError::Write(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "write_failed",

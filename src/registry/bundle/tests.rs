@@ -125,3 +125,23 @@ fn how_a_bundle_runs_is_read_from_its_manifest_without_unpacking() {
     let error = launch_of(&steering, folder).unwrap_err().to_string();
     assert!(error.contains("NODE_OPTIONS steers a loader"), "{error}");
 }
+
+#[test]
+fn a_bundle_on_this_machine_is_fetched_only_for_a_source_on_it() {
+    let local = "http://127.0.0.1:9/files/a.mcpb";
+    assert!(origin_problem(local, "http://127.0.0.1:8").is_none());
+    assert!(origin_problem(local, "built-in").is_some());
+    let refused = origin_problem(local, "https://registry.example.com").unwrap();
+    assert!(
+        refused.contains("its source https://registry.example.com is not"),
+        "{refused}"
+    );
+    assert!(origin_problem("http://[::1]:9/a.mcpb", "https://registry.example.com").is_some());
+    assert!(
+        origin_problem(
+            "https://cdn.example.com/a.mcpb",
+            "https://registry.example.com"
+        )
+        .is_none()
+    );
+}

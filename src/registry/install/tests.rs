@@ -15,8 +15,8 @@ fn derived(record: &Record, server: &str, values: &[(&str, &str)]) -> Derived {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let choice = plan::choose(&record.server).unwrap();
-    plan::derive(
+    let choice = crate::registry::plan::choose(&record.server).unwrap();
+    crate::registry::plan::derive(
         &record.server,
         choice,
         &Values {
