@@ -775,6 +775,49 @@ fn stdio_that_cannot_be_handed_over_is_relayed() {
     assert_eq!(answers[1], json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
 }
 
+/// `connect` proves itself to the socket with the key in the data directory: one that reads
+/// another data directory than `serve`'s (so has no key, or another one) is refused, whether it
+/// hands its stdio over (pipes) or relays (a file): nothing is answered, and the shim exits
+/// saying why.
+#[test]
+fn connect_without_serves_key_is_refused_saying_why() {
+    let place = Place::new();
+    let _serve = place.serve();
+    let elsewhere = place.dir.path().join("another-data-dir");
+    std::fs::create_dir_all(&elsewhere).expect("a data directory");
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "keyless", "version": "1"}}});
+    let input = place.dir.path().join("input.jsonl");
+    std::fs::write(&input, format!("{initialize}\n")).expect("write input");
+    for relayed in [false, true] {
+        let mut command = place.command(&["connect"]);
+        command.env("SWITCHBOARD_DATA_DIR", &elsewhere);
+        let mut child = match relayed {
+            true => command.stdin(std::fs::File::open(&input).expect("open input")),
+            false => command.stdin(Stdio::piped()),
+        }
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("connect runs");
+        if let Some(mut stdin) = child.stdin.take() {
+            // The shim may have left already: the pipe's end may be closed.
+            let _ = writeln!(stdin, "{initialize}");
+        }
+        let finished = child.wait_with_output().expect("connect ends");
+        assert!(!finished.status.success(), "relayed {relayed}: refused");
+        let stderr = String::from_utf8_lossy(&finished.stderr);
+        assert!(
+            stderr.contains("cannot read the key of Switchboard's socket"),
+            "relayed {relayed}: {stderr}"
+        );
+        let stdout = String::from_utf8_lossy(&finished.stdout);
+        assert!(
+            !stdout.contains("\"result\""),
+            "relayed {relayed}: nothing is answered: {stdout}"
+        );
+    }
+}
+
 #[test]
 fn a_large_message_crosses_whole_both_ways() {
     let place = Place::new();

@@ -158,8 +158,10 @@ impl Relay {
                 }
             };
             first = false;
-            let key = dial.key().map_err(|error| format!("{error:#}"));
-            match self.carry(stream, key, &mut editor, &mut output).await {
+            match self
+                .carry(stream, dial.key(), &mut editor, &mut output)
+                .await
+            {
                 Ended::EditorDone => return Ok(()),
                 Ended::Refused(reason) => {
                     let unsent = request_ids(&std::mem::take(&mut self.waiting));
@@ -268,7 +270,7 @@ impl Relay {
     async fn carry<R, W, S>(
         &mut self,
         stream: S,
-        dial_key: Result<handoff::Key, String>,
+        key: anyhow::Result<handoff::Key>,
         editor: &mut LineReader<BufReader<R>>,
         output: &mut W,
     ) -> Ended
@@ -279,9 +281,9 @@ impl Relay {
     {
         let (from_instance, mut to_instance) = tokio::io::split(stream);
         let mut instance = LineReader::new(BufReader::new(from_instance), LINE_LIMIT);
-        let key = match dial_key {
+        let key = match key {
             Ok(key) => key,
-            Err(reason) => return Ended::Refused(reason),
+            Err(error) => return Ended::Refused(format!("{error:#}")),
         };
         let mut opening = Header::relay(key, self.profile.clone()).to_line();
         if let Some((line, _)) = &self.initialize {
