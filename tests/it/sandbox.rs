@@ -12,6 +12,7 @@ use std::os::fd::FromRawFd as _;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -300,8 +301,36 @@ async fn a_server_without_network_reaches_no_port_and_no_abstract_socket() {
     assert_eq!(detail["config"]["sandbox"]["enforcement"], "enforced");
 }
 
+/// A session bus of the test's own: the real `dbus-daemon`, listening where a desktop session's
+/// is (`$XDG_RUNTIME_DIR/bus`); stopped when dropped.
+struct SessionBus(std::process::Child);
+
+impl SessionBus {
+    #[allow(clippy::disallowed_methods)] // the test's own bus, not a backend
+    fn start(path: &Path) -> SessionBus {
+        let daemon = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile"])
+            .arg(format!("--address=unix:path={}", path.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("dbus-daemon starts (Debian's dbus package)");
+        eventually_blocking("the session bus listens", Duration::from_secs(10), || {
+            std::os::unix::net::UnixStream::connect(path).map(drop)
+        });
+        SessionBus(daemon)
+    }
+}
+
+impl Drop for SessionBus {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Switchboard's own socket is a way to every other server's tools: a sandboxed server finds its
-/// folder empty, and so the session bus's unless its sandbox says `dbus = true`; a server that
+/// folder empty, and so the real session bus's unless its sandbox says `dbus = true`; a server that
 /// does reach the socket (one without a sandbox) is refused without the key in the data
 /// directory, which no sandbox may read. No server inherits a descriptor serve inherited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,8 +339,7 @@ async fn a_sandboxed_server_reaches_neither_switchboards_socket_nor_the_session_
     let home = FakeHome::new();
     let user_runtime = tempfile::tempdir().expect("a runtime folder");
     let bus_path = user_runtime.path().join("bus");
-    let bus = UnixListener::bind(&bus_path).expect("a session bus stand-in");
-    bus.set_nonblocking(true).expect("non-blocking");
+    let _bus = SessionBus::start(&bus_path);
     let config = [
         probe_entry("jail", Some("network = false")),
         probe_entry("busy", Some("dbus = true")),
