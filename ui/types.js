@@ -191,6 +191,7 @@
  * @property {string[]} write
  * @property {number[]} connect TCP ports it may connect to.
  * @property {boolean} network
+ * @property {boolean} dbus Whether it may reach the desktop session's bus.
  * @property {boolean} required
  * @property {string[]} also_read The system's folders and its program's installation.
  * @property {string[]} also_write

@@ -412,9 +412,10 @@ async fn a_sandboxed_server_reaches_neither_switchboards_socket_nor_the_session_
             "{server} inherited serve's descriptor: {open:?}"
         );
     }
-    for jailed in ["jail", "busy"] {
+    for (jailed, dbus) in [("jail", false), ("busy", true)] {
         let detail = serve.api_get(&format!("/api/backends/{jailed}")).await;
         assert_eq!(detail["config"]["sandbox"]["enforcement"], "enforced");
+        assert_eq!(detail["config"]["sandbox"]["dbus"], dbus, "the API says so");
     }
 }
 

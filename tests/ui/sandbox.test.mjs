@@ -43,6 +43,7 @@ test("a sandboxed server's page says what it may reach and that it is enforced",
   assert.equal(await card.locator('[data-testid="sandbox-write"]').textContent(), WORK_FOLDER);
   assert.equal(await card.locator('[data-testid="sandbox-connect"]').textContent(), "TCP port 443");
   assert.equal(await card.locator('[data-testid="sandbox-network"]').textContent(), "yes");
+  assert.equal(await card.locator('[data-testid="sandbox-dbus"]').textContent(), "out of reach, as is Switchboard's socket");
   assert.match(await card.textContent() ?? "", /PATH HOME LANG LC_\* PROBE_GIVEN/);
   await screenshots(page, SCREENSHOTS, "sandbox-enforced", card);
   assertNoPageErrors(pageErrors);

@@ -514,6 +514,7 @@ export class BackendView {
         h("dt", { text: "May write" }), h("dd", { data: { testid: "sandbox-write" } }, paths(sandbox.write, "nothing")),
         h("dt", { text: "May connect to" }), h("dd", { data: { testid: "sandbox-connect" }, text: !sandbox.network ? "nothing: it has no network" : sandbox.connect.length ? `TCP ${sandbox.connect.length === 1 ? "port" : "ports"} ${sandbox.connect.join(", ")}` : "no TCP port" }),
         h("dt", { text: "Network" }), h("dd", { data: { testid: "sandbox-network" }, text: sandbox.network ? "yes" : "none (a network namespace of its own)" }),
+        h("dt", { text: "Session bus" }), h("dd", { data: { testid: "sandbox-dbus" }, text: sandbox.dbus ? "yes (dbus = true)" : "out of reach, as is Switchboard's socket" }),
         h("dt", { text: "Environment" }), h("dd", {}, h("code", { class: "wrap", text: sandbox.environment.join(" ") })),
         h("dt", { text: "Also readable" }), h("dd", {}, h("details", {}, h("summary", { text: `${plural(sandbox.also_read.length, "system folder")} it needs to run` }), paths(sandbox.also_read, "none"))),
         h("dt", { text: "Required" }), h("dd", { text: sandbox.required ? "yes: it does not start without all of it" : "no: it runs with what this system enforces" })));

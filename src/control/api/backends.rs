@@ -309,6 +309,8 @@ pub(super) struct SandboxView<'a> {
     pub(super) write: &'a [PathBuf],
     pub(super) connect: &'a [u16],
     pub(super) network: bool,
+    /// Whether it may reach the desktop session's bus; Switchboard's own socket it never does.
+    pub(super) dbus: bool,
     pub(super) required: bool,
     /// Readable too, for it to run at all: the system's folders and its program's installation.
     pub(super) also_read: Vec<PathBuf>,
@@ -355,6 +357,7 @@ impl<'a> SandboxView<'a> {
             write: &sandbox.write,
             connect: &sandbox.connect,
             network: sandbox.network,
+            dbus: sandbox.dbus,
             required: sandbox.required,
             also_read,
             also_write,
