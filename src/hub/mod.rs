@@ -150,8 +150,8 @@ struct HubInner {
     client_tasks: Arc<tasks::held::ClientTasks>,
     next_id: AtomicU64,
     stop: CancellationToken,
-    /// Engine changes since the catalog was last rebuilt: marked seen as each rebuild starts.
-    unseen_changes: Mutex<watch::Receiver<()>>,
+    /// Changes since the catalog was last rebuilt: marked seen as each rebuild starts.
+    unseen_changes: Mutex<Unseen>,
     /// How many rebuilds have begun: each counts itself as it marks the changes seen.
     rebuilds_begun: AtomicU64,
     /// The count of the last rebuild finished, told after each.
@@ -176,13 +176,20 @@ impl Hub {
         server_requests: mpsc::UnboundedReceiver<ServerRequest>,
         options: HubOptions,
     ) -> Hub {
+        let pins = Pins::new(options.pins_dir, options.approve_new_tools);
+        let profiles_changed = watch::channel(()).0;
+        let unseen_changes = Mutex::new(Unseen {
+            engine: engine.changes(),
+            profiles: profiles_changed.subscribe(),
+            pins: pins.revisions(),
+        });
         let inner = Arc::new(HubInner {
             activity: options.activity,
-            pins: Pins::new(options.pins_dir, options.approve_new_tools),
+            pins,
             approvals: Approvals::default(),
             questions: Questions::default(),
             profiles: RwLock::new(served_profiles(options.profiles).into()),
-            profiles_changed: watch::channel(()).0,
+            profiles_changed,
             catalogs: RwLock::new(Arc::new(Catalogs::default())),
             sessions: Mutex::new(HashMap::new()),
             forwarded_requests: Mutex::new(HashMap::new()),
@@ -194,7 +201,7 @@ impl Hub {
             client_tasks: Arc::default(),
             next_id: AtomicU64::new(1),
             stop: CancellationToken::new(),
-            unseen_changes: Mutex::new(engine.changes()),
+            unseen_changes,
             rebuilds_begun: AtomicU64::new(0),
             rebuilt: watch::channel(0).0,
             rebuild_now: Arc::new(Notify::new()),
@@ -444,8 +451,7 @@ impl HubInner {
         self.unseen_changes
             .lock()
             .expect("the change receiver lock is never poisoned")
-            .has_changed()
-            .unwrap_or(false)
+            .any()
     }
 
     /// The merged catalog `profile` serves; empty for a profile that does not exist (any more).
@@ -493,6 +499,29 @@ impl HubInner {
     }
 }
 
+/// What changes the catalogs and has not been seen by a rebuild yet: the backends' statuses, the
+/// profiles, and what the pins hold (an approval, say). A list or call that finds one due waits
+/// for the rebuild instead of reading a catalog from before it.
+struct Unseen {
+    engine: watch::Receiver<()>,
+    profiles: watch::Receiver<()>,
+    pins: watch::Receiver<()>,
+}
+
+impl Unseen {
+    fn any(&self) -> bool {
+        [&self.engine, &self.profiles, &self.pins]
+            .into_iter()
+            .any(|changes| changes.has_changed().unwrap_or(false))
+    }
+
+    fn mark_seen(&mut self) {
+        self.engine.mark_unchanged();
+        self.profiles.mark_unchanged();
+        self.pins.mark_unchanged();
+    }
+}
+
 /// Rebuilds the merged catalog from every backend's status; tells sessions what changed.
 fn rebuild_catalog(
     hub: &HubInner,
@@ -504,7 +533,7 @@ fn rebuild_catalog(
             .unseen_changes
             .lock()
             .expect("the change receiver lock is never poisoned");
-        unseen.mark_unchanged();
+        unseen.mark_seen();
         hub.rebuilds_begun
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
             + 1
