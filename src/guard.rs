@@ -16,11 +16,10 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 
+use crate::wire::echo;
+
 /// The header in which browsers say which site's page made a request.
 const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
-
-/// How much of a header value an error message repeats.
-const MAX_ECHOED_CHARS: usize = 120;
 
 /// `/mcp`'s bearer token, which a reload may turn on, change or turn off while requests run.
 /// Cheap to clone: every clone is the same token.
@@ -401,10 +400,4 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         difference = std::hint::black_box(difference | (x ^ y));
     }
     difference == 0
-}
-
-/// A header value quoted for an error message, cut short.
-pub fn echo(value: &str) -> String {
-    let cut: String = value.chars().take(MAX_ECHOED_CHARS).collect();
-    format!("{cut:?}")
 }

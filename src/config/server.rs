@@ -272,13 +272,13 @@ impl Reader<'_, '_> {
     fn check_command(&mut self, backend: &ProcessLaunch, offset: usize, prefix: &str) {
         let search_path = match backend.env.get("PATH") {
             Some(path) => OsString::from(path),
-            None => crate::supervisor::spawn::search_path(),
+            None => crate::platform::command::search_path(),
         };
-        if crate::supervisor::spawn::find_command(&backend.command, &search_path).is_some() {
+        if crate::platform::command::find(&backend.command, &search_path).is_some() {
             return;
         }
         let command = &backend.command;
-        let advice = crate::supervisor::spawn::install_advice(command);
+        let advice = crate::platform::command::install_advice(command);
         let message = if command.contains('/') {
             format!("`{command}` does not exist or is not executable{advice}")
         } else if backend.env.contains_key("PATH") {

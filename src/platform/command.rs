@@ -15,6 +15,8 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 /// How to start a command: the program, and the arguments that go before the command's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,9 +250,191 @@ fn login_shell_path(patience: std::time::Duration) -> Option<OsString> {
     (!line.is_empty()).then(|| OsString::from(line))
 }
 
+/// The PATH used to find backend commands: the session's PATH (the login shell's on Unix, the
+/// registry's on Windows) followed by our own.
+///
+/// Apps started from a desktop do not inherit the PATH a terminal has, so `npx`, `uvx` or a
+/// `node` installed by a version manager would not be found without asking. Asking a login shell
+/// takes from a few hundred milliseconds to seconds, so the answer is kept in the data directory
+/// (`session-path`): a start that finds it uses it at once and asks again in the background a
+/// few seconds later, for the starts after it; only the first start ever waits for the shell.
+pub fn search_path() -> OsString {
+    static SEARCH_PATH: OnceLock<SearchPath> = OnceLock::new();
+    SEARCH_PATH
+        .get_or_init(|| SearchPath::start(crate::dirs::data_dir().join(SESSION_PATH_FILE)))
+        .current()
+}
+
+/// The file in the data directory that keeps the session's PATH between runs.
+const SESSION_PATH_FILE: &str = "session-path";
+
+struct SearchPath {
+    value: Arc<Mutex<OsString>>,
+}
+
+impl SearchPath {
+    fn start(kept: PathBuf) -> SearchPath {
+        let own = std::env::var_os("PATH").unwrap_or_default();
+        let Some(known) = read_session_path(&kept) else {
+            let session = session_path(WAITED_FOR).unwrap_or_default();
+            keep_session_path(&kept, &session);
+            return SearchPath {
+                value: Arc::new(Mutex::new(merge_paths(&session, &own))),
+            };
+        };
+        let value = Arc::new(Mutex::new(merge_paths(&known, &own)));
+        let later = value.clone();
+        let asked = std::thread::Builder::new()
+            .name("session-path".to_owned())
+            .spawn(move || {
+                std::thread::sleep(ASK_AGAIN_AFTER);
+                if let Some(session) = session_path(ASKED_LATER).filter(|session| *session != known)
+                {
+                    keep_session_path(&kept, &session);
+                    tracing::info!(
+                        "the login shell's PATH changed; backends started from now on use it"
+                    );
+                    *later
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                        merge_paths(&session, &own);
+                }
+            });
+        if let Err(error) = asked {
+            tracing::warn!(%error, "cannot ask the login shell for its PATH again");
+        }
+        SearchPath { value }
+    }
+
+    fn current(&self) -> OsString {
+        self.value
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// The session's PATH as a run before this one kept it.
+fn read_session_path(kept: &Path) -> Option<OsString> {
+    let text = std::fs::read_to_string(kept).ok()?;
+    Some(OsString::from(text.trim_end_matches('\n')))
+}
+
+/// How long a start that has no session PATH kept waits for the login shell.
+const WAITED_FOR: Duration = Duration::from_secs(3);
+/// How long the login shell may take to answer while a start goes on without it.
+const ASKED_LATER: Duration = Duration::from_secs(60);
+/// How long a start waits before it asks again, so that the shell (a heavy profile runs for
+/// seconds) does not take the CPU from the backends starting.
+const ASK_AGAIN_AFTER: Duration = Duration::from_secs(5);
+
+/// Keeps the session's PATH in `kept` for the starts after this one (nothing when there is none).
+fn keep_session_path(kept: &Path, session: &OsStr) {
+    if let Some(text) = session.to_str().filter(|text| !text.is_empty())
+        && let Err(error) = crate::atomic::write_private(kept, format!("{text}\n").as_bytes())
+    {
+        tracing::debug!(%error, path = %kept.display(), "cannot keep the session's PATH");
+    }
+}
+
+fn merge_paths(first: &OsStr, second: &OsStr) -> OsString {
+    let mut seen = Vec::new();
+    for dir in std::env::split_paths(first).chain(std::env::split_paths(second)) {
+        if !dir.as_os_str().is_empty() && !seen.contains(&dir) {
+            seen.push(dir);
+        }
+    }
+    std::env::join_paths(seen).unwrap_or_default()
+}
+
+/// What provides a well-known command, and the official page on installing it.
+struct InstallHint {
+    /// The commands it provides, by file name.
+    commands: &'static [&'static str],
+    /// What to install: `Node.js`, `uv`…
+    provider: &'static str,
+    url: &'static str,
+}
+
+/// The commands MCP servers are most often started with, and what to install to have them.
+const INSTALL_HINTS: &[InstallHint] = &[
+    InstallHint {
+        commands: &["npx", "npm", "node"],
+        provider: "Node.js",
+        url: "https://nodejs.org/en/download",
+    },
+    InstallHint {
+        commands: &["uvx", "uv"],
+        provider: "uv",
+        url: "https://docs.astral.sh/uv/getting-started/installation/",
+    },
+    InstallHint {
+        commands: &["bunx", "bun"],
+        provider: "Bun",
+        url: "https://bun.sh/docs/installation",
+    },
+    InstallHint {
+        commands: &["pnpm", "pnpx"],
+        provider: "pnpm",
+        url: "https://pnpm.io/installation",
+    },
+    InstallHint {
+        commands: &["pipx"],
+        provider: "pipx",
+        url: "https://pipx.pypa.io/stable/installation/",
+    },
+    InstallHint {
+        commands: &["docker"],
+        provider: "Docker",
+        url: "https://docs.docker.com/get-started/get-docker/",
+    },
+    InstallHint {
+        commands: &["deno"],
+        provider: "Deno",
+        url: "https://docs.deno.com/runtime/getting_started/installation/",
+    },
+    InstallHint {
+        commands: &["python3", "python"],
+        provider: "Python",
+        url: "https://www.python.org/downloads/",
+    },
+];
+
+/// What to add to a message saying `command` cannot be found: `; install uv: https://…` for a
+/// well-known command (known by its file name, so `/opt/bin/uvx` is one too), nothing otherwise.
+pub fn install_advice(command: &str) -> String {
+    let name = Path::new(command)
+        .file_name()
+        .and_then(OsStr::to_str)
+        .unwrap_or(command);
+    INSTALL_HINTS
+        .iter()
+        .find(|hint| hint.commands.contains(&name))
+        .map_or_else(String::new, |hint| {
+            format!("; install {}: {}", hint.provider, hint.url)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_well_known_command_says_what_to_install() {
+        assert_eq!(
+            install_advice("npx"),
+            "; install Node.js: https://nodejs.org/en/download"
+        );
+        assert_eq!(
+            install_advice("/opt/homebrew/bin/uvx"),
+            "; install uv: https://docs.astral.sh/uv/getting-started/installation/"
+        );
+        assert_eq!(
+            install_advice("python3"),
+            "; install Python: https://www.python.org/downloads/"
+        );
+        assert_eq!(install_advice("mcp-server-of-my-own"), "");
+    }
 
     #[test]
     fn npm_batch_files_are_read_for_the_script_node_runs() {

@@ -10,3 +10,12 @@ pub mod jsonrpc;
 pub mod method;
 pub mod mirrored;
 pub mod skills;
+
+/// How much of an untrusted value (a header, a name, an id) an error message repeats.
+const MAX_ECHOED_CHARS: usize = 120;
+
+/// An untrusted value quoted for an error message, cut short.
+pub fn echo(value: &str) -> String {
+    let cut: String = value.chars().take(MAX_ECHOED_CHARS).collect();
+    format!("{cut:?}")
+}

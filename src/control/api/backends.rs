@@ -333,12 +333,10 @@ impl<'a> SandboxView<'a> {
         let assessment = sandbox::assess(&sandbox.rules());
         let search_path = match process.env.get("PATH") {
             Some(path) => std::ffi::OsString::from(path),
-            None => crate::supervisor::spawn::search_path(),
+            None => crate::platform::command::search_path(),
         };
         let (mut also_read, also_write) = sandbox::system_grants();
-        if let Some(program) =
-            crate::supervisor::spawn::find_command(&process.command, &search_path)
-        {
+        if let Some(program) = crate::platform::command::find(&process.command, &search_path) {
             also_read.extend(sandbox::program_roots(&program, &search_path));
         }
         let mut environment: Vec<String> = ["PATH", "HOME", "LANG", "LC_*"]

@@ -103,8 +103,8 @@ fn expect_equal(
     if sent != body {
         return Err(mismatch(format!(
             "the {header} header ({}) does not match the body ({})",
-            crate::guard::echo(&sent),
-            crate::guard::echo(body)
+            crate::wire::echo(&sent),
+            crate::wire::echo(body)
         )));
     }
     Ok(())

@@ -469,7 +469,7 @@ pub fn unsupported_version(requested: &str) -> ErrorObject {
         code: code::UNSUPPORTED_PROTOCOL_VERSION,
         message: format!(
             "unsupported protocol version {}; this endpoint speaks {}",
-            crate::guard::echo(requested),
+            crate::wire::echo(requested),
             supported.join(", ")
         ),
         data: Some(Box::new(serde_json::json!({

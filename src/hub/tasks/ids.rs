@@ -119,7 +119,7 @@ impl TaskSeal {
 pub(in crate::hub) fn unknown_task(exposed: &str) -> ErrorObject {
     ErrorObject::new(
         jsonrpc::INVALID_PARAMS,
-        format!("unknown task: {}", crate::guard::echo(exposed)),
+        format!("unknown task: {}", crate::wire::echo(exposed)),
     )
 }
 

@@ -95,7 +95,7 @@ fn unknown_profile(state: &HttpState, profile: &str) -> Option<Response> {
         jsonrpc::INVALID_REQUEST,
         format!(
             "no profile {} is configured; /mcp serves the default one",
-            crate::guard::echo(profile)
+            crate::wire::echo(profile)
         ),
     ))
 }
