@@ -13,12 +13,12 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use activity::store::{Filter, Reader};
+use activity::{ActivityLog, Outcome, Record};
 use common::serve::Serve;
 use common::*;
+use config::ActivitySettings;
 use serde_json::value::RawValue;
-use switchboard::activity::store::{Filter, Reader};
-use switchboard::activity::{ActivityLog, Outcome, Record};
-use switchboard::config::ActivitySettings;
 
 /// How many turns the sequential measurements take.
 const ROUNDS: usize = 20;

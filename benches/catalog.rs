@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use config::{BackendConfig, DEFAULT_PROFILE, Discovery, Pattern, Profile, Tier};
+use hub::catalog::{Source, merge};
 use serde_json::json;
 use serde_json::value::RawValue;
-use switchboard::config::{BackendConfig, DEFAULT_PROFILE, Discovery, Pattern, Profile, Tier};
-use switchboard::hub::catalog::{Source, merge};
-use switchboard::supervisor::status::Catalog;
+use supervisor::status::Catalog;
 
 const SERVERS: usize = 20;
 const TOOLS_PER_SERVER: usize = 50;

@@ -9,10 +9,10 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use config::BackendConfig;
 use serde_json::value::RawValue;
-use switchboard::config::BackendConfig;
-use switchboard::supervisor::status::BackendState;
-use switchboard::supervisor::{Engine, EngineOptions};
+use supervisor::status::BackendState;
+use supervisor::{Engine, EngineOptions};
 
 fn main() {
     let sequential = option("--sequential", 5000);
@@ -32,7 +32,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         std::iter::empty::<(&str, &str)>(),
     )
     .await;
-    let groups = switchboard::supervisor::spawn::GroupRegistry::in_memory();
+    let groups = supervisor::spawn::GroupRegistry::in_memory();
     let mut config = BackendConfig::new("demo", SWITCHBOARD, vec!["demo-server".to_owned()]);
     config.health_interval = None;
     let engine = Engine::start(

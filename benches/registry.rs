@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use switchboard::registry::{Refresh, Registry};
+use registry::{Refresh, Registry};
 
 const RUNS: usize = 100;
 const QUERIES: &[&str] = &["", "time", "server 42", "everything", "no such thing"];

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::*;
+use config::{BackendConfig, Sandbox};
 use serde_json::value::RawValue;
-use switchboard::config::{BackendConfig, Sandbox};
-use switchboard::supervisor::status::BackendState;
-use switchboard::supervisor::{BackendHandle, Engine, EngineOptions};
+use supervisor::status::BackendState;
+use supervisor::{BackendHandle, Engine, EngineOptions};
 
 /// How many turns the sequential measurements take.
 const ROUNDS: usize = 20;
@@ -86,7 +86,7 @@ async fn compare(
     let engine = Engine::start(
         vec![plain.clone(), sandboxed.clone()],
         EngineOptions {
-            groups: switchboard::supervisor::spawn::GroupRegistry::in_memory(),
+            groups: supervisor::spawn::GroupRegistry::in_memory(),
             server_requests: None,
             auth: None,
         },

@@ -1,5 +1,5 @@
-//! The `switchboard` command line (see `switchboard::cli`).
+//! The `switchboard` command line (see `cli`).
 
 fn main() -> std::process::ExitCode {
-    switchboard::cli::main()
+    cli::main()
 }

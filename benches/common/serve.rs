@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use switchboard::control::instance::Instance;
+use control::instance::Instance;
 
 use super::SWITCHBOARD;
 

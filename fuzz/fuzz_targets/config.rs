@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use switchboard::config::{self, ConfigError, Diagnostic};
+use config::{ConfigError, Diagnostic};
 
 fuzz_target!(|text: &str| {
     for name in ["fuzz.toml", "fuzz.json"] {

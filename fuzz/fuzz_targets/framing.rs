@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use switchboard::wire::framing::{Frame, LineReader, OVERSIZED_KEPT_BYTES};
+use wire::framing::{Frame, LineReader, OVERSIZED_KEPT_BYTES};
 use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
 
 /// As `arbitrary` reads it (and the seeds in `fuzz/corpus/framing/` are written): one byte of

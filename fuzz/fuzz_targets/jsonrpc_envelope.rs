@@ -10,7 +10,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
-use switchboard::wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 
 fuzz_target!(|message: &[u8]| {
     let Ok(envelope) = Envelope::parse(message) else {

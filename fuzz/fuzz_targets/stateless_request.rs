@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use switchboard::hub::{self, Hub, HubOptions, Inbound, RequestHeaders};
-use switchboard::supervisor::spawn::GroupRegistry;
+use hub::{Hub, HubOptions, Inbound, RequestHeaders};
+use supervisor::spawn::GroupRegistry;
 
 /// The codes a 2026-07-28 request may be answered with when nothing behind the hub runs.
 const CODES: [i64; 10] = [

@@ -2,7 +2,7 @@
 //! control API makes) or into tauri.
 
 use anyhow::Context;
-use switchboard::app::App;
+use cli::app::App;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_clipboard_manager::ClipboardExt as _;
@@ -103,7 +103,7 @@ async fn sign_in(app: &AppHandle, name: &str) -> anyhow::Result<()> {
             .backend(name)
             .with_context(|| format!("there is no backend {name}"))?;
         let config = backend.config();
-        let switchboard::config::Launch::Remote(server) = &config.launch else {
+        let config::Launch::Remote(server) = &config.launch else {
             anyhow::bail!("{name} is a local server; there is nothing to sign in to");
         };
         core.auth().begin_sign_in(name, server).await?

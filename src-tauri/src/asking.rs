@@ -6,9 +6,9 @@
 
 use std::collections::HashSet;
 
-use switchboard::hub::Hub;
-use switchboard::hub::approvals::Asked;
-use switchboard::hub::questions::{Asks, Question};
+use hub::Hub;
+use hub::approvals::Asked;
+use hub::questions::{Asks, Question};
 use tauri::AppHandle;
 
 use crate::actions;

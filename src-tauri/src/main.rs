@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use switchboard::app::{App, AppOptions};
+use cli::app::{App, AppOptions};
 use tauri::{Manager, WebviewUrl, WebviewWindowBuilder, WindowEvent};
 use tauri_plugin_autostart::ManagerExt as _;
 
@@ -36,7 +36,7 @@ const HIDDEN: &str = "--hidden";
 )]
 struct Options {
     /// Config file (TOML, or a Claude Desktop style JSON file).
-    #[arg(long, env = switchboard::dirs::CONFIG_ENV)]
+    #[arg(long, env = platform::dirs::CONFIG_ENV)]
     config: Option<PathBuf>,
     /// Address of the HTTP endpoint (default: the config's `endpoint.listen`, 127.0.0.1:8765).
     #[arg(long)]
@@ -52,15 +52,15 @@ struct Options {
 fn main() -> ExitCode {
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|first| switchboard::cli::is_command(&first))
+        .is_some_and(|first| cli::is_command(&first))
     {
-        return switchboard::cli::main();
+        return cli::main();
     }
     let options = Options::parse();
-    switchboard::app::init_logging();
+    cli::app::init_logging();
     // The core's runtime, built to find the next event awake (`platform::runtime`); it lives as
     // long as the app.
-    let runtime = switchboard::platform::runtime::multi_thread();
+    let runtime = platform::runtime::multi_thread();
     tauri::async_runtime::set(runtime.handle().clone());
     let built = tauri::Builder::default()
         // First: a second launch hands over to the first one here and exits.
@@ -159,7 +159,7 @@ async fn start_core(options: Options) -> anyhow::Result<App> {
     App::start(AppOptions {
         config_path: options
             .config
-            .unwrap_or_else(switchboard::dirs::default_config_path),
+            .unwrap_or_else(platform::dirs::default_config_path),
         listen: options.listen,
         ui_dir: options.ui_dir,
         exe: cli_path()?,
@@ -180,7 +180,7 @@ fn cli_path() -> anyhow::Result<PathBuf> {
 /// The system's requests to stop (SIGTERM and SIGINT on Unix; a logoff or a shutdown on
 /// Windows) quit like the tray's Quit.
 async fn quit_on_signal(app: tauri::AppHandle) {
-    match switchboard::platform::shutdown::requested().await {
+    match platform::shutdown::requested().await {
         Ok(request) => tracing::info!(request, "quitting"),
         Err(error) => {
             tracing::warn!(%error, "cannot listen for the system's requests to stop");

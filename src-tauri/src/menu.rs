@@ -4,10 +4,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use switchboard::control::attention::{self, Attention};
-use switchboard::control::reload::ConfigState;
-use switchboard::hub::pins::{HeldReason, PinReport};
-use switchboard::supervisor::status::{BackendAction, BackendState, BackendStatus};
+use control::attention::{self, Attention};
+use control::reload::ConfigState;
+use hub::pins::{HeldReason, PinReport};
+use supervisor::status::{BackendAction, BackendState, BackendStatus};
 
 /// The overall health the tray icon shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -434,8 +434,8 @@ impl FromStr for MenuId {
 
 #[cfg(test)]
 mod tests {
-    use switchboard::control::reload::ConfigStatus;
-    use switchboard::hub::pins::{Definition, Held, PinnedKind};
+    use control::reload::ConfigStatus;
+    use hub::pins::{Definition, Held, PinnedKind};
 
     use super::*;
 
@@ -449,8 +449,7 @@ mod tests {
     /// The state of a valid config, as the core makes it.
     fn config() -> ConfigState {
         let path = std::path::Path::new("/home/someone/.config/switchboard/config.toml");
-        let config =
-            switchboard::config::parse(path, "[endpoint]\nrequire_token = true\n").expect("valid");
+        let config = config::parse(path, "[endpoint]\nrequire_token = true\n").expect("valid");
         ConfigState::loaded(&config)
     }
 
@@ -741,7 +740,7 @@ mod tests {
     fn a_config_with_problems_is_said_under_the_summary_as_the_core_words_it() {
         let path = std::path::Path::new("/home/someone/.config/switchboard/config.toml");
         let partly = ConfigState::loaded(
-            &switchboard::config::parse(path, "[servers.files]\nargs = []\n").expect("parsed"),
+            &config::parse(path, "[servers.files]\nargs = []\n").expect("parsed"),
         );
         assert_eq!(partly.status, ConfigStatus::AppliedInPart);
         let statuses = [status("files", BackendState::Ready)];

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use switchboard::control::attention::Attention;
-use switchboard::control::reload::ConfigState;
-use switchboard::hub::pins::PinReport;
-use switchboard::supervisor::status::{BackendState, BackendStatus};
+use control::attention::Attention;
+use control::reload::ConfigState;
+use hub::pins::PinReport;
+use supervisor::status::{BackendState, BackendStatus};
 use tauri::image::Image;
 use tauri::menu::{
     CheckMenuItem, IsMenuItem, Menu, MenuItem, MenuItemKind, PredefinedMenuItem, Submenu,

@@ -3,11 +3,11 @@
 //! spoken to with the `_meta` envelope, a server of both eras is spoken to in the session era, and
 //! editors of the session era use either alike, its log messages included.
 
+use config::Protocol;
 use serde_json::{Value, json};
-use switchboard::config::Protocol;
-use switchboard::supervisor::BackendHandle;
-use switchboard::supervisor::status::BackendState;
-use switchboard::wire::era::Era;
+use supervisor::BackendHandle;
+use supervisor::status::BackendState;
+use wire::era::Era;
 
 use crate::support::*;
 

@@ -11,7 +11,7 @@ use crate::support::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use switchboard::transport::handoff::{LEDGER_SIZE, Ledger};
+use transport::handoff::{LEDGER_SIZE, Ledger};
 
 /// A place for one Switchboard: config, runtime and data directories. Dropping it stops every
 /// `serve` that uses its runtime directory, including one that `connect` started.
@@ -542,7 +542,7 @@ fn a_restart_fails_the_call_in_flight_and_the_session_carries_on() {
 
     let _second = place.serve();
     assert!(serve.wait_exit().success());
-    let socket = switchboard::transport::socket::socket_path(&place.runtime_dir());
+    let socket = transport::socket::socket_path(&place.runtime_dir());
     assert!(
         socket.exists(),
         "the old instance, exiting, leaves the new instance's socket alone"
@@ -596,7 +596,7 @@ fn the_socket_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let place = Place::new();
     let _serve = place.serve();
-    let socket = switchboard::transport::socket::socket_path(&place.runtime_dir());
+    let socket = transport::socket::socket_path(&place.runtime_dir());
     let mode = std::fs::metadata(&socket)
         .expect("the socket exists")
         .permissions()
@@ -695,7 +695,7 @@ fn a_killed_instance_fails_the_calls_it_held_and_the_session_carries_on() {
         assert_eq!(lost["error"]["code"], -32001, "{lost}");
         assert_eq!(
             lost["error"]["message"],
-            switchboard::transport::connect::RESTARTED_MESSAGE
+            transport::connect::RESTARTED_MESSAGE
         );
         lost_ids.push(lost["id"].to_string());
     }

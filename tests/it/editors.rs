@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::{keychain_service, switchboard_exe};
-use switchboard::config::{self, Config};
+use config::Config;
 
 /// A temporary home folder for the binary.
 struct Home {

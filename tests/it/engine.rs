@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use crate::support::*;
-use switchboard::supervisor::rpc::{CloseReason, RpcError};
-use switchboard::supervisor::status::{BackendState, StopReason};
-use switchboard::supervisor::{Applied, BackendHandle, CallError, ControlError};
+use supervisor::rpc::{CloseReason, RpcError};
+use supervisor::status::{BackendState, StopReason};
+use supervisor::{Applied, BackendHandle, CallError, ControlError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_requests_over_one_pipe_are_all_correlated() {
@@ -201,7 +201,7 @@ async fn banners_garbage_and_non_utf8_on_stdout_are_recorded_and_skipped() {
         .output()
         .tail(100)
         .into_iter()
-        .filter(|line| line.stream == switchboard::supervisor::output::OutputStream::StdoutNoise)
+        .filter(|line| line.stream == supervisor::output::OutputStream::StdoutNoise)
         .map(|line| line.text)
         .collect();
     assert!(

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::*;
+use config::{Ask, BackendConfig, Pattern, Profile};
+use hub::{Hub, HubOptions, Inbound, Reply, Session, SessionEvents};
 use serde_json::{Value, json};
-use switchboard::config::{Ask, BackendConfig, Pattern, Profile};
-use switchboard::hub::{Hub, HubOptions, Inbound, Reply, Session, SessionEvents};
-use switchboard::supervisor::Engine;
-use switchboard::supervisor::spawn::GroupRegistry;
-use switchboard::supervisor::status::BackendState;
+use supervisor::Engine;
+use supervisor::spawn::GroupRegistry;
+use supervisor::status::BackendState;
 
 /// An engine and the hub over it, started the way the app starts them.
 struct Wired {
@@ -20,7 +20,7 @@ struct Wired {
 
 impl Wired {
     fn start(configs: Vec<BackendConfig>, options: HubOptions) -> Wired {
-        let (engine, hub) = switchboard::hub::start(configs, GroupRegistry::in_memory(), options);
+        let (engine, hub) = hub::start(configs, GroupRegistry::in_memory(), options);
         Wired { engine, hub }
     }
 

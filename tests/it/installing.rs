@@ -49,7 +49,7 @@ async fn start_and_follow(serve: &ServeProcess, stream: &mut Events, name: &str)
 
 /// Now, in milliseconds since the Unix epoch.
 fn unix_ms() -> u64 {
-    switchboard::clock::unix_millis(std::time::SystemTime::now())
+    platform::clock::unix_millis(std::time::SystemTime::now())
 }
 
 /// The statuses that said the backend was installing.
@@ -233,8 +233,7 @@ async fn a_missing_uvx_names_uv_and_where_to_install_it() {
     );
 
     // A backend started all the same (by the engine, which serve runs) fails the same way.
-    let mut backend =
-        switchboard::config::BackendConfig::new("time", "uvx", vec!["mcp-server-time".to_owned()]);
+    let mut backend = config::BackendConfig::new("time", "uvx", vec!["mcp-server-time".to_owned()]);
     backend.restart = fast_restarts();
     backend
         .process_mut()

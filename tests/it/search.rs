@@ -6,11 +6,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use config::{BackendConfig, Discovery, Pattern, Profile};
+use hub::{HubOptions, Inbound, Session};
 use serde_json::{Value, json};
-use switchboard::config::{BackendConfig, Discovery, Pattern, Profile};
-use switchboard::hub::{HubOptions, Inbound, Session};
-use switchboard::supervisor::spawn::GroupRegistry;
-use switchboard::supervisor::status::BackendState;
+use supervisor::spawn::GroupRegistry;
+use supervisor::status::BackendState;
 
 use crate::support::*;
 
@@ -94,7 +94,7 @@ async fn search_mode_finds_the_right_tool_among_real_servers_and_calls_it() {
         line: 1,
         column: 1,
     }];
-    let (engine, hub) = switchboard::hub::start(
+    let (engine, hub) = hub::start(
         configs,
         GroupRegistry::in_memory(),
         HubOptions {

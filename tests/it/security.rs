@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use crate::support::*;
 use serde_json::Value;
-use switchboard::transport::http::{BODY_READ_TIMEOUT, DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use transport::http::{BODY_READ_TIMEOUT, DEFAULT_MAX_SESSIONS, HEADER_READ_TIMEOUT};
 
 /// The value of a backend's `API_KEY` in its config `env`.
 const SECRET: &str = "sekrit-4f1e9c2b7d";

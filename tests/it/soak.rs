@@ -35,10 +35,10 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
-use switchboard::wire::jsonrpc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use wire::jsonrpc;
 
 /// Every backend, as named in the config (and so the prefix of its tools).
 const BACKENDS: [&str; 3] = ["alpha", "beta", "demo"];
@@ -1532,10 +1532,7 @@ fn run_marker(serve_pid: u32) -> String {
     let started = stat(serve_pid)
         .and_then(|fields| fields.get(19).cloned())
         .expect("serve's start time");
-    format!(
-        "{}={serve_pid}-{started}",
-        switchboard::supervisor::spawn::RUN_ID_ENV
-    )
+    format!("{}={serve_pid}-{started}", supervisor::spawn::RUN_ID_ENV)
 }
 
 /// The fields of `/proc/PID/stat` after the command name: 0 is the state, 1 the parent, 2 the

@@ -15,9 +15,9 @@ pub use serve::{SERVE_TOKEN, ServeOptions, ServeProcess, ServedBackend};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use switchboard::config::{BackendConfig, RestartPolicy};
-use switchboard::supervisor::status::{BackendState, BackendStatus};
-use switchboard::supervisor::{BackendHandle, Engine, EngineOptions};
+use config::{BackendConfig, RestartPolicy};
+use supervisor::status::{BackendState, BackendStatus};
+use supervisor::{BackendHandle, Engine, EngineOptions};
 
 /// Generous bound for waiting on an event that should come within milliseconds; only a broken
 /// implementation ever reaches it.
@@ -113,7 +113,7 @@ pub fn fast_restarts() -> RestartPolicy {
 
 /// Starts an engine over the given backends with an in-memory process-group registry.
 pub fn engine(configs: Vec<BackendConfig>) -> Engine {
-    let groups = switchboard::supervisor::spawn::GroupRegistry::in_memory();
+    let groups = supervisor::spawn::GroupRegistry::in_memory();
     Engine::start(
         configs,
         EngineOptions {

@@ -6,9 +6,9 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use control::instance::Instance;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use switchboard::control::instance::Instance;
 
 use super::eventually::{eventually, eventually_blocking, poll_blocking};
 use super::{

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use control::instance::Instance;
 use serde_json::Value;
-use switchboard::control::instance::Instance;
 
 use crate::support::{EVENT_LIMIT, eventually, poll};
 

@@ -1,0 +1,414 @@
+//! The context budget of a profile: what its tool list costs a client on every turn (every tool's
+//! definition is sent to the model each time), per server and per tool, and the limits of the
+//! clients it would pass.
+//!
+//! Sizes are the bytes of each tool's definition as `tools/list` sends it (name, description,
+//! schemas, annotations). Tokens are estimated at one per 4 bytes, rounded up: the usual rule of
+//! thumb for English and JSON, within about 20% of what the models' tokenizers count. Clients'
+//! limits are those they document or enforce (see [`CLIENT_LIMITS`]).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::catalog::{self, CatalogCache, MergedCatalog, Source};
+use config::{Config, Pattern, Profile};
+
+/// Bytes per token in the estimate.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// A client's limit on the tools it takes from all its servers together.
+pub struct ClientLimit {
+    pub client: &'static str,
+    pub max_tools: usize,
+}
+
+/// The tool counts known clients accept (2026): past them, a client drops tools or refuses the
+/// server.
+pub const CLIENT_LIMITS: &[ClientLimit] = &[
+    ClientLimit {
+        client: "Cursor (before 1.6)",
+        max_tools: 40,
+    },
+    ClientLimit {
+        client: "Windsurf",
+        max_tools: 50,
+    },
+    ClientLimit {
+        client: "Cursor",
+        max_tools: 80,
+    },
+    ClientLimit {
+        client: "VS Code",
+        max_tools: 128,
+    },
+];
+
+/// A client's limit on one tool's name as it shows it, and what it puts before ours.
+pub struct NameLimit {
+    pub client: &'static str,
+    /// The longest name the client takes, counting what it adds.
+    pub max: usize,
+    /// What the client adds to our name when the editor's entry is `switchboard`.
+    pub added: &'static str,
+}
+
+/// Clients that cap names: Claude Code names a tool `mcp__<entry>__<tool>` and the model API
+/// takes 64 characters; Cursor drops a tool whose server and tool names together pass 60.
+pub const NAME_LIMITS: &[NameLimit] = &[
+    NameLimit {
+        client: "Claude Code",
+        max: 64,
+        added: "mcp__switchboard__",
+    },
+    NameLimit {
+        client: "Cursor",
+        max: 60,
+        added: "switchboard",
+    },
+];
+
+/// What one profile costs.
+#[derive(Debug, Serialize)]
+pub struct Budget {
+    pub profile: String,
+    pub tools: usize,
+    pub bytes: usize,
+    pub tokens: usize,
+    /// By server, in config order.
+    pub servers: Vec<Cost>,
+    /// By tool, costliest first.
+    pub tool_costs: Vec<ToolCost>,
+    /// Limits of known clients this profile passes, and names that clash, in words.
+    pub warnings: Vec<String>,
+    /// The profile's tool patterns that match no tool of the servers known now.
+    pub unmatched: Vec<Unmatched>,
+    /// Every configured server, and whether the profile offers it.
+    pub server_switches: Vec<Switch>,
+    /// Tools of the profile's servers that its filters leave out.
+    pub filtered_out: Vec<Switch>,
+}
+
+/// Something a profile offers or not, as the dashboard's switches show it.
+#[derive(Debug, Serialize)]
+pub struct Switch {
+    /// A server's name, or a tool's exposed name.
+    pub name: String,
+    /// For a tool: its server, and the server's own name for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original: Option<String>,
+    pub on: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Cost {
+    pub server: String,
+    pub tools: usize,
+    pub bytes: usize,
+    pub tokens: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ToolCost {
+    /// The name the profile offers it under.
+    pub name: String,
+    pub server: String,
+    /// The server's own name for it.
+    pub original: String,
+    pub bytes: usize,
+    pub tokens: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Unmatched {
+    pub glob: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl From<&Pattern> for Unmatched {
+    fn from(pattern: &Pattern) -> Unmatched {
+        Unmatched {
+            glob: pattern.glob.clone(),
+            line: pattern.line,
+            column: pattern.column,
+        }
+    }
+}
+
+fn tokens(bytes: usize) -> usize {
+    bytes.div_ceil(BYTES_PER_TOKEN)
+}
+
+/// Measures `catalog`, the merged catalog of `profile`; `servers` gives the config order.
+pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> Budget {
+    #[derive(serde::Deserialize)]
+    struct Listed<'a> {
+        #[serde(borrow)]
+        tools: Vec<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: std::borrow::Cow<'a, str>,
+    }
+    let tools_result = catalog.tools_result.text();
+    let listed: Vec<&RawValue> = serde_json::from_str::<Listed<'_>>(&tools_result)
+        .map(|listed| listed.tools)
+        .unwrap_or_default();
+    let mut tool_costs: Vec<ToolCost> = listed
+        .iter()
+        .filter_map(|tool| {
+            let name = serde_json::from_str::<Named<'_>>(tool.get()).ok()?.name;
+            // Search mode's own two tools have no route: Switchboard answers them.
+            let (server, original) = match catalog.tools.get(&*name) {
+                Some(route) => (route.backend.to_string(), route.name.to_string()),
+                None => ("switchboard".to_owned(), name.to_string()),
+            };
+            Some(ToolCost {
+                server,
+                original,
+                name: name.into_owned(),
+                bytes: tool.get().len(),
+                tokens: tokens(tool.get().len()),
+            })
+        })
+        .collect();
+    let mut by_server: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for tool in &tool_costs {
+        let entry = by_server.entry(tool.server.as_str()).or_default();
+        entry.0 += 1;
+        entry.1 += tool.bytes;
+    }
+    let costs: Vec<Cost> = servers
+        .iter()
+        .filter_map(|server| {
+            let (tools, bytes) = by_server.get(server)?;
+            Some(Cost {
+                server: (*server).to_owned(),
+                tools: *tools,
+                bytes: *bytes,
+                tokens: tokens(*bytes),
+            })
+        })
+        .collect();
+    let bytes = tool_costs.iter().map(|tool| tool.bytes).sum();
+    let mut warnings = warnings(profile, &tool_costs);
+    warnings.extend(catalog.clash_warnings());
+    tool_costs.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+    Budget {
+        profile: profile.name.clone(),
+        tools: tool_costs.len(),
+        bytes,
+        tokens: tokens(bytes),
+        servers: costs,
+        tool_costs,
+        warnings,
+        unmatched: catalog.unmatched.iter().map(Unmatched::from).collect(),
+        server_switches: servers
+            .iter()
+            .map(|server| Switch {
+                name: (*server).to_owned(),
+                server: None,
+                original: None,
+                on: profile.offers_server(server),
+            })
+            .collect(),
+        filtered_out: catalog
+            .filtered_out
+            .iter()
+            .map(|(name, route)| Switch {
+                name: name.clone(),
+                server: Some(route.backend.to_string()),
+                original: Some(route.name.to_string()),
+                on: false,
+            })
+            .collect(),
+    }
+}
+
+/// What each profile of `config` would cost, from the catalogs last cached in `cache` (what
+/// `switchboard check` reports without starting any server).
+pub fn cached(config: &Config, cache: &CatalogCache) -> Vec<Budget> {
+    let catalogs: Vec<_> = config
+        .backends
+        .iter()
+        .map(|backend| cache.load(&backend.name))
+        .collect();
+    let sources: Vec<Source<'_>> = config
+        .backends
+        .iter()
+        .zip(catalogs)
+        .map(|(config, catalog)| Source {
+            config,
+            catalog,
+            listed: true,
+        })
+        .collect();
+    let servers: Vec<&str> = config
+        .backends
+        .iter()
+        .map(|backend| backend.name.as_str())
+        .collect();
+    config
+        .profiles
+        .iter()
+        .map(|profile| measure(profile, &catalog::merge(&sources, profile), &servers))
+        .collect()
+}
+
+fn warnings(profile: &Profile, tools: &[ToolCost]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let over: Vec<String> = CLIENT_LIMITS
+        .iter()
+        .filter(|limit| tools.len() > limit.max_tools)
+        .map(|limit| format!("{}'s {}", limit.client, limit.max_tools))
+        .collect();
+    if !over.is_empty() {
+        warnings.push(format!(
+            "{} tools: over {}; narrow the profile or use fewer servers",
+            tools.len(),
+            over.join(", ")
+        ));
+    }
+    for limit in NAME_LIMITS {
+        let room = limit.max.saturating_sub(limit.added.len());
+        let long = tools.iter().filter(|tool| tool.name.len() > room).count();
+        if long > 0 {
+            warnings.push(format!(
+                "{long} tool name(s) longer than the {room} characters {} leaves; lower \
+                 max_name_length (now {}) to {room}",
+                limit.client, profile.max_name_length
+            ));
+        }
+    }
+    let mut stems: BTreeMap<&str, usize> = BTreeMap::new();
+    for tool in tools {
+        if let Some(stem) = super::names::cut_stem(&tool.name, &tool.original) {
+            *stems.entry(stem).or_default() += 1;
+        }
+    }
+    let alike: Vec<(&str, usize)> = stems.into_iter().filter(|(_, n)| *n > 1).collect();
+    if let Some((stem, _)) = alike.first() {
+        let n: usize = alike.iter().map(|(_, n)| n).sum();
+        warnings.push(format!(
+            "{n} tool names are cut to the same first characters and differ only in their \
+             hash (like `{stem}_…`), so a model cannot tell them apart; raise max_name_length \
+             (now {})",
+            profile.max_name_length
+        ));
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use config::DEFAULT_NAME_BUDGET;
+
+    fn costs(names: &[&str]) -> Vec<ToolCost> {
+        names
+            .iter()
+            .map(|name| ToolCost {
+                name: (*name).to_owned(),
+                server: "s".to_owned(),
+                original: (*name).to_owned(),
+                bytes: 100,
+                tokens: 25,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_default_budget_passes_every_known_name_limit() {
+        for limit in NAME_LIMITS {
+            assert!(
+                DEFAULT_NAME_BUDGET <= limit.max - limit.added.len(),
+                "{}",
+                limit.client
+            );
+        }
+        let profile = Profile::everything("default");
+        let fitting = "a".repeat(DEFAULT_NAME_BUDGET);
+        assert!(warnings(&profile, &costs(&[&fitting])).is_empty());
+    }
+
+    #[test]
+    fn counts_and_names_past_clients_limits_are_warned_about() {
+        let names: Vec<String> = (0..51).map(|n| format!("s__tool{n}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let profile = Profile::everything("wide");
+        let warned = warnings(&profile, &costs(&names));
+        assert_eq!(
+            warned,
+            [
+                "51 tools: over Cursor (before 1.6)'s 40, Windsurf's 50; narrow the profile or use \
+              fewer servers"
+            ]
+        );
+        let mut long = profile.clone();
+        long.max_name_length = 64;
+        let name = "s__".to_owned() + &"x".repeat(50);
+        let warned = warnings(&long, &costs(&[&name]));
+        assert_eq!(warned.len(), 2, "{warned:?}");
+        assert!(
+            warned[0].contains("46 characters Claude Code leaves"),
+            "{warned:?}"
+        );
+        assert!(
+            warned[1].contains("49 characters Cursor leaves"),
+            "{warned:?}"
+        );
+        assert_eq!(tokens(101), 26);
+    }
+
+    #[test]
+    fn names_cut_to_the_same_first_characters_are_warned_about() {
+        let originals = [
+            "list_pull_request_comments",
+            "list_pull_request_reviews",
+            "create_issue",
+        ];
+        let tools_within = |budget: usize| -> Vec<ToolCost> {
+            let offered: Vec<crate::names::Offered<'_>> = originals
+                .iter()
+                .map(|name| crate::names::Offered {
+                    backend: "github",
+                    prefix: "github",
+                    name,
+                })
+                .collect();
+            crate::names::expose(&offered, &[], budget)
+                .names
+                .into_iter()
+                .zip(originals)
+                .map(|(name, original)| ToolCost {
+                    name,
+                    server: "github".to_owned(),
+                    original: original.to_owned(),
+                    bytes: 100,
+                    tokens: 25,
+                })
+                .collect()
+        };
+        let mut narrow = Profile::everything("narrow");
+        narrow.max_name_length = 24;
+        let warned = warnings(&narrow, &tools_within(24));
+        assert_eq!(
+            warned,
+            [
+                "2 tool names are cut to the same first characters and differ only in their hash \
+              (like `github__list_pu_…`), so a model cannot tell them apart; raise \
+              max_name_length (now 24)"
+            ]
+        );
+        let wide = Profile::everything("wide");
+        assert_eq!(
+            warnings(&wide, &tools_within(DEFAULT_NAME_BUDGET)),
+            Vec::<String>::new()
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! Search mode (`discovery = "search"` in a profile): instead of every tool's definition on every
+//! turn, the profile lists two tools of Switchboard's own (`tools.rs`): `search_tools`, which ranks
+//! the profile's tools for a query (`rank.rs`) and returns their definitions, and `call_tool`,
+//! which calls one by name; and the tools the profile always lists. Every other tool can still be
+//! called by its name directly.
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::tools::{CALL_TOOL, DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOL};
+use crate::catalog::MergedCatalog;
+use crate::rewrite::ObjectEntries;
+use crate::session::invalid_params;
+use wire::jsonrpc::ErrorObject;
+
+/// What a `tools/call` of one of the two tools becomes.
+pub(crate) enum Intercepted {
+    /// `search_tools`: its answer.
+    Answer(Result<String, ErrorObject>),
+    /// `call_tool`: the params of the call of the tool it names.
+    Call(Box<RawValue>),
+}
+
+/// For a `tools/call` with `params` in a profile in search mode, naming one of the two tools:
+/// what to do instead. `None` for any other call.
+pub(crate) fn intercept(catalog: &MergedCatalog, params: &RawValue) -> Option<Intercepted> {
+    let search = catalog.search.as_ref()?;
+    let mut entries = ObjectEntries::parse(params.get()).ok()?;
+    let name = entries.get_str("name")?;
+    if name != SEARCH_TOOL && name != CALL_TOOL {
+        return None;
+    }
+    let arguments: serde_json::Map<String, Value> = match entries.get("arguments") {
+        None => serde_json::Map::new(),
+        Some(arguments) => match serde_json::from_str(arguments.get()) {
+            Ok(arguments) => arguments,
+            Err(_) => {
+                return Some(Intercepted::Answer(Err(invalid_params(
+                    "arguments must be an object",
+                ))));
+            }
+        },
+    };
+    if name == CALL_TOOL {
+        let Some(target) = arguments.get("name").and_then(Value::as_str) else {
+            return Some(Intercepted::Answer(Err(invalid_params(format!(
+                "{CALL_TOOL} needs the name of a tool, as {SEARCH_TOOL} gave it"
+            )))));
+        };
+        if catalog.app_only.contains(target) {
+            return Some(Intercepted::Answer(Err(invalid_params(format!(
+                "{target} is for its MCP App's view to call, not the model"
+            )))));
+        }
+        let inner = arguments.get("arguments").cloned().unwrap_or(json!({}));
+        entries.set(
+            "name",
+            serde_json::value::to_raw_value(target).expect("JSON"),
+        );
+        entries.set(
+            "arguments",
+            serde_json::value::to_raw_value(&inner).expect("JSON"),
+        );
+        return Some(Intercepted::Call(entries.into_raw()));
+    }
+    let Some(query) = arguments.get("query").and_then(Value::as_str) else {
+        return Some(Intercepted::Answer(Err(invalid_params(format!(
+            "{SEARCH_TOOL} needs a query"
+        )))));
+    };
+    let limit = arguments
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_LIMIT, |limit| (limit as usize).clamp(1, MAX_LIMIT));
+    let tools: Vec<Value> = search
+        .index()
+        .search(query, limit)
+        .into_iter()
+        .filter_map(|hit| serde_json::from_str(&search.definitions.get(&hit.name)?.json).ok())
+        .collect();
+    let text = if tools.is_empty() {
+        format!("No tool matches {query:?}; search again with other words.")
+    } else {
+        serde_json::to_string_pretty(&tools).expect("JSON")
+    };
+    let result = json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"tools": tools},
+    });
+    Some(Intercepted::Answer(Ok(result.to_string())))
+}

@@ -1,0 +1,33 @@
+//! What differs between Linux, macOS and Windows, one module per concern, each with the same
+//! interface on every system. Outside this folder, `cfg` on the target system appears only
+//! where `transport/` chooses the Unix-only handoff of an editor's stdio (see ARCHITECTURE.md).
+//!
+//! Floor 1 of the workspace (ARCHITECTURE.md). It imports no other crate of Switchboard, and it is
+//! the only crate that names a target system in a `cfg` (the transport's handoff seams aside).
+
+pub mod atomic;
+pub mod clock;
+pub mod command;
+pub mod dirs;
+pub mod files;
+pub mod hex;
+pub mod ipc;
+pub mod keychain;
+pub mod memory;
+#[cfg(unix)]
+pub mod passing;
+pub mod pipes;
+pub mod priority;
+pub mod process;
+pub mod runtime;
+pub mod sandbox;
+pub mod secrets;
+pub mod shutdown;
+mod system;
+pub mod terminal;
+#[cfg(windows)]
+mod windows_registry;
+#[cfg(windows)]
+mod windows_security;
+
+pub use system::{CURRENT, System};

@@ -1,8 +1,0 @@
-//! How editors reach the hub: Streamable HTTP at `/mcp`, the local socket (a named pipe on
-//! Windows), and `switchboard connect`, the stdio shim that hands an editor's pipes to the
-//! socket, or relays its lines where they cannot be handed over.
-
-pub mod connect;
-pub mod handoff;
-pub mod http;
-pub mod socket;
