@@ -1,8 +1,9 @@
 //! The shape ARCHITECTURE.md promises, checked on every run where the compiler does not check
 //! it: the crates under `crates/` stand on floors and depend only on lower ones; only
-//! `platform` names a target system; no source file is over 900 lines; `src/` holds only the
-//! program's entry; a method's name is written in `crates/wire/src/method.rs` alone; and the
-//! map itself stays short. Cycles between crates the compiler refuses on its own.
+//! `platform` names a target system, and no code an architecture; no source file is over 900
+//! lines; `src/` holds only the program's entry; a method's name is written in
+//! `crates/wire/src/method.rs` alone; and the map itself stays short. Cycles between crates
+//! Cargo refuses on its own.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -88,6 +89,7 @@ fn outside_tests(file: &Path) -> Option<String> {
 
 /// Each crate of the workspace under `crates/` with the workspace crates it depends on, as
 /// `cargo metadata` reads them from the manifests.
+#[allow(clippy::disallowed_methods)] // cargo itself, not a backend: nothing to supervise
 fn crate_dependencies() -> BTreeMap<String, Vec<String>> {
     let output = std::process::Command::new(env!("CARGO"))
         .args([
@@ -196,6 +198,23 @@ fn only_platform_names_a_target_system() {
     assert!(
         found.is_empty(),
         "cfg on a target system outside crates/platform/: {found:#?}"
+    );
+}
+
+/// scripts/test lints macOS for `x86_64` only when `Cargo.lock` changed: that holds while no code
+/// of ours differs between architectures.
+#[test]
+fn no_code_names_an_architecture() {
+    let named: Vec<String> = sources(&["crates", "src", "src-tauri/src"])
+        .iter()
+        .filter(|file| {
+            code(&std::fs::read_to_string(file).expect("a source file")).contains("target_arch")
+        })
+        .map(|file| relative(file))
+        .collect();
+    assert!(
+        named.is_empty(),
+        "files that name an architecture: {named:?}"
     );
 }
 
