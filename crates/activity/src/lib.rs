@@ -2,10 +2,12 @@
 //! resources, completions), with when, who asked, where it went, how long it took and how it
 //! ended; arguments and results only when the config asks for them, secrets redacted.
 //!
-//! Nothing here slows a call: [`ActivityLog::record`] puts the record on a bounded channel and
-//! returns; when the channel is full the record is dropped and counted (and the dashboard says
-//! so). A writer thread of its own takes the records in batches into SQLite ([`store`]), and
-//! keeps the file within its age and size limits. A database that cannot be opened is set aside
+//! Nothing here slows a call: [`ActivityLog::record`] puts the record in a bounded queue
+//! (`queue.rs`) and returns; when the queue is full the record is dropped and counted (and the
+//! dashboard says so). A writer thread of its own, at the lowest priority, takes what arrived
+//! within 50 ms, redacts every text it keeps and cuts payloads, sends the records to the
+//! dashboard's live view, writes them in batches into SQLite ([`store`]), and keeps the file
+//! within its age and size limits. A database that cannot be opened is set aside
 //! and a new one started; a write that fails loses that batch, counted, and calls go on.
 //!
 //! Floor 4 of the workspace (ARCHITECTURE.md). It stands on `platform` and `config`; recording

@@ -1,5 +1,10 @@
 //! The running application: engine, hub, `/mcp`, the control API and the local socket, started
 //! from one config file. `switchboard serve` and the desktop shell both run exactly this.
+//!
+//! [`App::start`] binds the socket and the TCP listener before anything else, so that a second
+//! instance fails before it starts anything. The engine that `hub::start` makes beside the hub
+//! goes to the control API and the reloader as it is, not through the hub. [`App::shutdown`]
+//! stops it all, and gives up waiting after a bound.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

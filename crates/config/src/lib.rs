@@ -12,7 +12,7 @@
 //! default.
 //!
 //! Floor 3 of the workspace (ARCHITECTURE.md). It stands on `platform` and `wire`; it never starts
-//! a process or reaches a backend.
+//! a server or reaches one. Where a command is and what a secret holds it asks `platform`.
 
 mod default;
 pub mod edit;

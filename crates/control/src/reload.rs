@@ -3,7 +3,8 @@
 //!
 //! A reload is all or nothing: a file with any error changes nothing that runs, and says why
 //! through [`ConfigState`] (which `/api/config`, the dashboard's banner and the tray show). A
-//! valid file is applied as a diff by [`Engine::apply`](supervisor::Engine::apply).
+//! valid file is applied as a diff by [`Engine::apply`](supervisor::Engine::apply). An empty file
+//! changes nothing either: an editor that saves in place empties the file before it writes it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

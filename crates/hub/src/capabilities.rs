@@ -4,6 +4,10 @@
 //! (sampling with context and tools, form and URL elicitation, roots), so that a server offers
 //! the tools that need those. A request the editor of the call did not declare it can answer is
 //! refused with an error that says what is missing, rather than shown to it.
+//!
+//! It also says whether the editor renders MCP Apps' views; backends are told that Switchboard
+//! passes views on, and the tools only a view may call are listed only to editors that render
+//! them.
 
 use serde_json::value::RawValue;
 

@@ -1,12 +1,12 @@
 //! The hub: one MCP server made of every backend.
 //!
-//! Each editor connection is a [`Session`] (`session.rs`), which answers `initialize`, `ping`
-//! and the list methods itself from the merged catalog this module keeps (`catalog.rs`,
-//! `names.rs`). A call goes to its owning backend with its name rewritten and its progress token
-//! and cancellation remapped (`call/`). What backends send on their own, notifications and
-//! requests (sampling, elicitation, roots), goes to the sessions it concerns (`upstream.rs`).
-//! Client request ids never reach a backend: the connection to each backend has its own id
-//! space.
+//! [`start`] starts an engine and the [`Hub`] over it; the caller owns both. Each editor connection
+//! is a [`Session`] (`session.rs`) in one profile, which answers `initialize`, `ping` and the list
+//! methods itself from the profile's merged catalog ([`catalog`], `names.rs`). A call goes to its
+//! owning backend with its name rewritten and its progress token and cancellation remapped
+//! (`call/`). What backends send on their own, notifications and requests (sampling, elicitation,
+//! roots), goes to the sessions it concerns (`upstream.rs`). Client request ids never reach a
+//! backend: the connection to each backend has its own id space.
 //!
 //! Floor 6 of the workspace (ARCHITECTURE.md). It stands on the floors below and never on a
 //! transport: it takes parsed messages and hands back answers.

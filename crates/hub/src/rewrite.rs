@@ -1,10 +1,10 @@
 //! Rewriting a few fields of a JSON object without re-serializing the others.
 //!
-//! The hub renames tools and remaps ids inside messages whose other fields it must pass on
-//! exactly as they came (ARCHITECTURE.md, invariant 3). [`ObjectEntries`] reads only the top
-//! level of an object into an ordered list of keys and raw values; replacing, adding or removing
-//! entries touches only those entries, and [`ObjectEntries::to_json`] copies every other value
-//! byte for byte.
+//! The hub renames tools and remaps ids inside messages whose other fields it must pass on exactly
+//! as they came (ARCHITECTURE.md: payloads pass through as raw JSON). [`ObjectEntries`] reads only
+//! the top level of an object into an ordered list of keys and raw values; replacing, adding or
+//! removing entries touches only those entries, and [`ObjectEntries::to_json`] copies every other
+//! value byte for byte.
 
 use std::borrow::Cow;
 use std::fmt;

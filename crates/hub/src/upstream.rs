@@ -1,6 +1,13 @@
 //! What backends send on their own, routed to the sessions it concerns: notifications (resource
 //! updates, cancellations of their requests, log messages) and requests (sampling, elicitation,
 //! roots), which go to the session whose call caused them, under an id of ours.
+//!
+//! Which call caused a backend's request: the one it was sent during, when the transport tells (a
+//! remote server sends it on the stream answering one of our requests); else the one call in
+//! flight at that backend; with none in flight, the most recently active editor that can answer
+//! it. When calls of several editors are in flight and nothing tells which one the request is
+//! for, it is refused rather than shown to a guessed editor. A 2026-07-28 call parked on a
+//! backend's question is taken for the cause only when no other call there could be.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;

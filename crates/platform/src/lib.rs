@@ -1,9 +1,11 @@
 //! What differs between Linux, macOS and Windows, one module per concern, each with the same
-//! interface on every system. Outside this folder, `cfg` on the target system appears only
-//! where `transport/` chooses the Unix-only handoff of an editor's stdio (see ARCHITECTURE.md).
+//! interface on every system; and [`System`], for code that differs only in data (an editor's
+//! paths), which takes the system as a value and is tested for all three anywhere.
 //!
 //! Floor 1 of the workspace (ARCHITECTURE.md). It imports no other crate of Switchboard, and it is
-//! the only crate that names a target system in a `cfg` (the transport's handoff seams aside).
+//! the only crate that names a target system in a `cfg`, but for the three files where
+//! `transport` declares the Unix-only handoff of an editor's stdio (`HANDOFF_SEAMS` in
+//! `tests/layout.rs`).
 
 pub mod atomic;
 pub mod clock;

@@ -1,9 +1,19 @@
 //! The opening of a backend's connection and the discovery of its catalog, list by list and page
-//! by page. A backend is asked `initialize` first (a server that speaks both eras is served in
-//! full in the session era); one that answers it with the stateless era's "unsupported protocol
-//! version" error speaks only the stateless era, and is asked `server/discover` instead, as is one
-//! already known to. Stateless-era backends get the `_meta` envelope in every request, and one
-//! `subscriptions/listen` that stays open for their list changes.
+//! by page (a list the server declares and answers with "method not found" is empty, with a note).
+//!
+//! The era tried first is the one the config's `protocol` names, and then no other; else the era
+//! the same command was last found to speak (`EraVerdicts`, in memory); else, for a remote server,
+//! the stateless era, since over HTTP a `server/discover` a server does not know leaves nothing
+//! behind, and a server of both eras then gives stateless-era editors all it offers that era; and
+//! for a child's stdio the session era, since the first request fixes a pipe's era and some
+//! servers stop at any request before `initialize`. A `server/discover` answered with an error
+//! other than "unsupported protocol version" falls back to `initialize`; an `initialize` answered
+//! with that error naming the stateless version goes on to `server/discover`.
+//!
+//! Stateless-era backends get the `_meta` envelope in every request, and one
+//! `subscriptions/listen` that stays open for their list changes and for the resources editors
+//! want updates of (`keep_listening`). An opening request's timeout counts from when it is sent
+//! or, behind a package runner, from when the runner starts the server (`OpeningClock`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};

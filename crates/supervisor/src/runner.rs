@@ -1,6 +1,11 @@
 //! Package runners: `npx`, `uvx` and the like, which install a package before they start the
 //! server in it. Which command lines go through one, the package each names, and whether the
 //! runner has started the server yet, as the system shows it (`platform::process::inspect`).
+//!
+//! Runners are known by the command's file name: `npx`, `npm exec`, `pnpm dlx`, `bunx`, `uvx`,
+//! `pipx run` and their other spellings. While one installs, the backend's status says what it
+//! installs, for up to [`INSTALL_TIMEOUT`]; once the server runs, [`PackageRun::version`] reads
+//! the version it runs.
 
 use std::time::Duration;
 

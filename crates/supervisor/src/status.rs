@@ -1,4 +1,8 @@
 //! Plain data that the endpoint, API, UI and tray read. Nothing here owns a process or a task.
+//!
+//! [`BackendStatus::actions`] and [`BackendState::is_failing`] are the one rule of what a backend
+//! offers and whether it counts as failing: the API publishes them, and the dashboard and the
+//! tray use them as they are instead of working them out again from the state.
 
 use std::sync::Arc;
 

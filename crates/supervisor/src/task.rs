@@ -1,5 +1,10 @@
 //! The task that owns one backend: its state machine, the events it waits for, the commands it
 //! carries out, and the one place where its state changes and is published.
+//!
+//! Each variant of `State` owns what exists in that state, so nothing outlives the state it
+//! belongs to; `BackendTask::transition` is the only place the state changes, and it publishes
+//! the status everyone else reads. What a new config does to a backend is decided by
+//! `reconfigured`, a pure function tested without processes.
 
 mod process;
 

@@ -3,6 +3,12 @@
 //! the hub), waiting for the backend to be ready, and sending its progress back under the
 //! client's own token. Cancelling the call (by the client, or by closing the session) drops the
 //! request, which tells the backend.
+//!
+//! A 2026-07-28 backend's `input_required` is put to the editor (`input.rs`) and the call made
+//! again with the answers, at most eight rounds. What a call does with a task is its `TaskPlan`:
+//! await a session-era server's required task, hand it over as the Tasks extension's handle, or
+//! poll a 2026-07-28 server's task for a session-era editor (`tasks/poll.rs`, which reaches the
+//! call only through the `TaskCall` trait implemented here).
 
 mod input;
 

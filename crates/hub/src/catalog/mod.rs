@@ -1,5 +1,14 @@
 //! The merged catalog: every backend's tools, prompts, resources and templates under the names
 //! editors see, with the route back to the owning backend.
+//!
+//! Each profile has one [`MergedCatalog`], made by [`merge`]: the servers it offers and the tools
+//! it admits, named within its budget before its tool filters apply (so turning one tool off
+//! never renames another), with the names its servers' tools would have shared reported as
+//! clashes. Its lists are [`ListResult`]s whose items point into the backends' catalogs, so that
+//! every profile shares one copy of each definition. A tool only an MCP App's view may call is in
+//! no list the model sees and never found by search, but is in the list editors that render
+//! views get, and callable by name. [`CatalogCache`] keeps each backend's last catalog on disk,
+//! so that the next start lists it before the backend is ready (`cold_start.rs`).
 
 pub mod skills;
 pub mod views;

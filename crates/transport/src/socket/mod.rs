@@ -2,11 +2,13 @@
 //! Windows (`platform::ipc`), open to this user's processes only.
 //!
 //! Each connection is one hub session speaking newline-delimited JSON-RPC both ways, exactly like
-//! MCP over stdio, after an optional [`handoff::Header`] naming the profile (`connect` relaying
-//! an editor's lines sends one); or, on Unix, when `switchboard connect` hands over the editor's
-//! stdio with its first bytes ([`handoff`]), the session reads and writes those directly and the
-//! socket carries the ledger; or one command of the command line ([`handoff::Command`]), whose
-//! answer is one line.
+//! MCP over stdio, after a [`handoff::Header`] naming the profile (`connect` relaying an editor's
+//! lines sends one); or, on Unix, when `switchboard connect` hands over the editor's stdio with
+//! its first bytes ([`handoff`]), the session reads and writes those directly and the socket
+//! carries the ledger; or one command of the command line ([`handoff::Command`]), whose answer is
+//! one line. Every opening carries the socket's key from the data directory
+//! ([`token::socket_key`](crate::token::socket_key)); a connection without it is refused, with
+//! the reason.
 
 #[cfg(unix)]
 mod accept;

@@ -1,5 +1,7 @@
 //! One client's session on the socket: lines in, answers and events out, in order; with a
-//! handed-off session, the ledger kept as answers are written.
+//! handed-off session, the ledger kept as answers are written. Each line is parsed once and its
+//! era read from its envelope, as `/mcp` does per request: a 2026-07-28 request goes to the hub
+//! on its own, and a session-era message to the connection's session.
 
 use std::collections::HashMap;
 use std::future::Future;
