@@ -1,7 +1,7 @@
 // JSDoc types of the control API's JSON, mirroring the Rust status structs
-// (src/supervisor/status.rs, src/supervisor/output.rs) and the API's own views (src/control/api/)
-// as the API serializes them. Nothing here runs; modules import the types with
-// `@typedef {import('./types.js').Name} Name`.
+// (crates/supervisor/src/status.rs, crates/supervisor/src/output.rs) and the API's own views
+// (crates/control/src/api/) as the API serializes them. Nothing here runs; modules import the
+// types with `@typedef {import('./types.js').Name} Name`.
 
 /**
  * `needs_sign_in`: a remote server waits for someone to sign in; nothing restarts it meanwhile.
@@ -321,7 +321,7 @@
  */
 
 /**
- * `POST /api/clients/{id}/install` (`InstallReport` in src/editors/install.rs).
+ * `POST /api/clients/{id}/install` (`InstallReport` in crates/editors/src/install.rs).
  * @typedef {object} InstallResult
  * @property {string} editor the client's id
  * @property {string} path the editor's config file
@@ -333,7 +333,7 @@
 
 /**
  * What a move does to one entry of the editor's file (`MovedEntry` and `Fate` in
- * src/editors/moving.rs): imported as `server`; a duplicate of what Switchboard runs as
+ * crates/editors/src/moving.rs): imported as `server`; a duplicate of what Switchboard runs as
  * `server`; left where it is, for `reason`; or the entry that points the editor at Switchboard.
  * `notes` say what the import left out or found wrong ("left out `timeout`").
  * @typedef {{name: string, taken_out: boolean} & (
@@ -412,7 +412,7 @@ export {};
 
 /**
  * `GET /api/profiles`: what one profile's tool list costs a client (`Budget` in
- * src/hub/budget.rs).
+ * crates/hub/src/budget.rs).
  * @typedef {object} ProfileBudget
  * @property {string} profile
  * @property {number} tools
@@ -451,14 +451,14 @@ export {};
  */
 
 /**
- * How a request the activity log recorded ended (`Outcome` in src/activity/mod.rs).
+ * How a request the activity log recorded ended (`Outcome` in crates/activity/src/lib.rs).
  * @typedef {"result" | "tool_error" | "error" | "timeout" | "cancelled"} ActivityOutcome
  */
 
 /**
  * One request an editor sent through Switchboard to a server: `GET /api/activity` items (`Row`
- * in src/activity/store.rs) and the `activity` event (`Record` in src/activity/mod.rs, which has
- * no `id`: the event goes out before the record is written).
+ * in crates/activity/src/store.rs) and the `activity` event (`Record` in
+ * crates/activity/src/lib.rs, which has no `id`: the event goes out before the record is written).
  * @typedef {object} ActivityRecord
  * @property {number} [id] Absent from the live event.
  * @property {number} at_ms When it arrived, in milliseconds since the Unix epoch.
@@ -523,7 +523,7 @@ export {};
  */
 
 /**
- * Why something is held back from editors (`HeldReason` in src/hub/pins/): its definition
+ * Why something is held back from editors (`HeldReason` in crates/hub/src/pins/): its definition
  * changed since it was approved, it is new (from a server that already has pins, or with
  * `approve_new_tools` on), its server's pin file cannot be read, or it cannot be checked.
  * @typedef {"changed" | "new" | "unreadable" | "unchecked"} HeldReason
@@ -604,8 +604,9 @@ export {};
  */
 
 /**
- * One thing that needs a person (`Attention` in src/control/attention.rs), with what resolves it:
- * a `POST` of `{}` to a control API path when one request does, and the dashboard page showing it.
+ * One thing that needs a person (`Attention` in crates/control/src/attention.rs), with what
+ * resolves it: a `POST` of `{}` to a control API path when one request does, and the dashboard
+ * page showing it.
  * @typedef {object} Attention
  * @property {AttentionKind} kind
  * @property {string | null} subject the server or profile it concerns

@@ -1,4 +1,5 @@
-//! The config parser (`src/config/`): any text, read as TOML and as the Claude Desktop JSON form.
+//! The config parser (`crates/config/`): any text, read as TOML and as the Claude Desktop JSON
+//! form.
 //!
 //! Invariants: nothing panics; every diagnostic names the file and a position inside the text
 //! (a line that exists, a column at most one past that line's last character).

@@ -1,5 +1,5 @@
-//! Newline framing (`src/framing.rs`): the same bytes read in one piece and split at the points
-//! the fuzzer chooses, with a line limit it chooses.
+//! Newline framing (`crates/wire/src/framing.rs`): the same bytes read in one piece and split at
+//! the points the fuzzer chooses, with a line limit it chooses.
 //!
 //! Invariants: nothing panics; both reads give exactly the frames of a plain reference split on
 //! `\n`; a line over the limit is reported as oversized, with its length and its first and last

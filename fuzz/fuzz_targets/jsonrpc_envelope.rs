@@ -1,5 +1,5 @@
-//! The JSON-RPC envelope (`src/wire/jsonrpc.rs`): parsing any bytes, the kinds, the id sniffers of
-//! oversized messages, and the line builders.
+//! The JSON-RPC envelope (`crates/wire/src/jsonrpc.rs`): parsing any bytes, the kinds, the id
+//! sniffers of oversized messages, and the line builders.
 //!
 //! Invariants: nothing panics; the kind agrees with the fields; a line built from a parsed id,
 //! method and params is one line and parses back to the same raw id, method and params (their

@@ -1,4 +1,4 @@
-//! The rewriting the hub does on the data path (`src/hub/rewrite.rs`): the tool name and the
+//! The rewriting the hub does on the data path (`crates/hub/src/rewrite.rs`): the tool name and the
 //! progress token of a client's request, the progress token of a backend's progress
 //! notification, and the request id of a backend's cancellation. The input is the JSON text of
 //! the params.

@@ -1,8 +1,8 @@
-//! The 2026-07-28 path of the hub (`src/hub/stateless.rs`, `headers.rs`, `request_state.rs`): a
-//! message with arbitrary `Mcp-*` headers, taken by a real hub with no backends. The input's
-//! first line gives the headers, `|`-separated (version, method, name, then `param=value`
-//! pairs); the rest is the message. A second message is made from it with an arbitrary
-//! `requestState` spliced into a `tools/call`.
+//! The 2026-07-28 path of the hub (`crates/hub/src/stateless/`: `mod.rs`, `headers.rs`,
+//! `request_state.rs`): a message with arbitrary `Mcp-*` headers, taken by a real hub with no
+//! backends. The input's first line gives the headers, `|`-separated (version, method, name, then
+//! `param=value` pairs); the rest is the message. A second message is made from it with an
+//! arbitrary `requestState` spliced into a `tools/call`.
 //!
 //! Invariants: nothing panics; every message gets exactly one answer, which is one JSON-RPC
 //! response; an error's code is one the path gives, never -32002 (which 2026-07-28 forbids);

@@ -59,7 +59,7 @@ const LIVE_LIMIT = 300;
 const STATS_REFRESH_MS = 4000;
 /** Tools shown in the figures before "Show all". */
 const STATS_SHOWN = 8;
-/** How `kept` in src/activity/mod.rs ends a payload it cut. */
+/** How `kept` in crates/activity/src/lib.rs ends a payload it cut. */
 const CUT_NOTE = /… \[(\d+) bytes in all\]$/;
 
 /**

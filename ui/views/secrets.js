@@ -14,7 +14,7 @@ import { confirmAction, empty, failure, loading, toast } from "./common.js";
 /** @typedef {import('../types.js').SecretEntry} SecretEntry */
 /** @typedef {import('../types.js').ReloadOutcome} ReloadOutcome */
 
-/** The names the keychain accepts (`is_valid_name` in src/secrets.rs). */
+/** The names the keychain accepts (`is_valid_name` in crates/platform/src/secrets.rs). */
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export class SecretsView {

@@ -354,7 +354,7 @@ pub struct EndpointConfig {
     /// `${env:NAME}` references are expanded.
     pub token: Option<String>,
     /// Without `token`, whether `/mcp` requires the token Switchboard generates (see
-    /// [`transport::token::endpoint_token`]). A new config says `true`; one from before says nothing
+    /// `transport::token::endpoint_token`). A new config says `true`; one from before says nothing
     /// (`None`) and keeps working without a token, with a warning; `false` is a choice, and
     /// gets none.
     pub require_token: Option<bool>,

@@ -284,7 +284,7 @@ mod tests {
         embedded.sort();
         assert_eq!(
             embedded, on_disk,
-            "EMBEDDED in src/control/ui.rs must list exactly the dashboard's files"
+            "EMBEDDED in crates/control/src/ui.rs must list exactly the dashboard's files"
         );
         for (path, _) in EMBEDDED {
             assert!(content_type(path).is_some(), "{path} has no content type");

@@ -1,7 +1,7 @@
 //! Resource subscriptions. An editor's `resources/subscribe` and `resources/unsubscribe` go to
 //! a session-era backend as they are; a stateless-era backend has neither, and its listen names the
 //! resources editors want instead, for as long as a session holds a watch of each
-//! (`supervisor/subscriptions.rs`). Either way the session remembers what it subscribed to, and
+//! (`supervisor::subscriptions`). Either way the session remembers what it subscribed to, and
 //! the updates reach it through `upstream.rs`.
 
 use std::time::Duration;

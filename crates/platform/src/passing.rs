@@ -1,5 +1,5 @@
 //! What Unix lets two processes share that Windows does not, for `switchboard connect`'s
-//! handoff (`transport/handoff.rs`): descriptors passed over a Unix socket (`SCM_RIGHTS`), and
+//! handoff (`transport::handoff`): descriptors passed over a Unix socket (`SCM_RIGHTS`), and
 //! memory both map.
 //!
 //! The shared memory is a memfd sealed against resizing on Linux, so the receiver can map it

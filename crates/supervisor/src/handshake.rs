@@ -563,7 +563,7 @@ fn session_capabilities(ask: Ask) -> serde_json::Value {
 }
 
 /// What Switchboard can be asked in `era`: everything the hub can pass on to an editor
-/// (`hub/capabilities.rs`), so that servers offer what needs it; a request the editor of the
+/// (`hub::capabilities`), so that servers offer what needs it; a request the editor of the
 /// call cannot answer is refused there.
 fn client_capabilities(era: Era) -> serde_json::Value {
     let roots = match era {
@@ -572,14 +572,14 @@ fn client_capabilities(era: Era) -> serde_json::Value {
         Era::Stateless => serde_json::json!({}),
     };
     // Views of MCP Apps reach the editors that render them (the others never see the tools
-    // only a view may call, `hub/catalog.rs`), so a server may offer them.
+    // only a view may call, `hub::catalog`), so a server may offer them.
     let mut capabilities = serde_json::json!({
         "sampling": { "context": {}, "tools": {} },
         "elicitation": { "form": {}, "url": {} },
         "roots": roots,
         "extensions": { apps::UI_EXTENSION: apps::declared() },
     });
-    // Switchboard holds the tasks a session-era server asks it to run (`hub/tasks/held.rs`).
+    // Switchboard holds the tasks a session-era server asks it to run (`hub::tasks::held`).
     if era == Era::Session {
         capabilities["tasks"] = serde_json::json!({
             "list": {},

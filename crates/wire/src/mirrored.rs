@@ -1,7 +1,7 @@
 //! Tool arguments a 2026-07-28 server wants mirrored into `Mcp-Param-*` headers (`x-mcp-header`
 //! in a tool's input schema), and how a value is written into a header: what editors send
-//! Switchboard (checked in `hub/stateless/headers.rs`) and what Switchboard sends a remote server
-//! (`supervisor/remote`).
+//! Switchboard (checked in `hub::stateless::headers`) and what Switchboard sends a remote server
+//! (`supervisor::remote`).
 
 use base64::Engine as _;
 use serde_json::Value;

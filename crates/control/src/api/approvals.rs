@@ -1,4 +1,4 @@
-//! `/api/approvals`: the calls waiting for a person's yes (`hub/approvals.rs`), and answering one.
+//! `/api/approvals`: the calls waiting for a person's yes (`hub::approvals`), and answering one.
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};

@@ -30,8 +30,8 @@
 //!   passes the same [`Guard`] as `/mcp`: `Host` must be this endpoint's loopback address and
 //!   `Origin`, when sent, one of its own origins. No CORS headers are ever sent.
 //! - The API can start processes, so it always needs a credential, as
-//!   `Authorization: Bearer <credential>`: the API token (see [`super::token`]), for scripts, or
-//!   the dashboard key. Nothing is ever read from a cookie, and none is ever set: browsers send
+//!   `Authorization: Bearer <credential>`: the API token (see [`transport::token`]), for scripts,
+//!   or the dashboard key. Nothing is ever read from a cookie, and none is ever set: browsers send
 //!   a cookie of `127.0.0.1` to every port of it, so any other local listener a page can be
 //!   made to load would receive it.
 //! - The dashboard key is made at random each time Switchboard starts and lives only in memory.

@@ -1,4 +1,4 @@
-//! `/api/questions`: servers' questions waiting for a person (`hub/questions/`), and answering
+//! `/api/questions`: servers' questions waiting for a person (`hub::questions`), and answering
 //! one.
 
 use axum::body::Bytes;

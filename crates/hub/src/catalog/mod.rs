@@ -93,7 +93,7 @@ pub struct MergedCatalog {
     /// Exposed names of the tools that run only as a task (`execution.taskSupport` is
     /// `required`, MCP 2025-11-25).
     pub task_required: HashSet<String>,
-    /// Exposed names of the tools only an MCP App's view may call (`wire/apps.rs`): callable,
+    /// Exposed names of the tools only an MCP App's view may call (`wire::apps`): callable,
     /// but in no list the model sees and never found by search.
     pub app_only: HashSet<String>,
     /// Names that tools of different servers (or a tool and one of Switchboard's own) would have

@@ -1,4 +1,4 @@
-//! Skills in a profile (SEP-2640, `wire/skills.rs`): every skill its servers list, each known by
+//! Skills in a profile (SEP-2640, `wire::skills`): every skill its servers list, each known by
 //! its `SKILL.md` URI, answered from here (`skills/list` merged in config order, `skills/get` by
 //! URI), and the files under each routed to its server. Two servers listing the same skill (two
 //! instances of one server, say) would leave it ambiguous, so each offers it as

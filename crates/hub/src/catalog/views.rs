@@ -1,4 +1,4 @@
-//! MCP Apps' views in a profile (`wire/apps.rs`): every `ui://` URI its tools name in
+//! MCP Apps' views in a profile (`wire::apps`): every `ui://` URI its tools name in
 //! `_meta.ui.resourceUri` or its servers list as resources, and the server that serves it, so a
 //! read of a view goes to its server even when it is not listed. Two servers naming the same URI
 //! (two instances of one app server, say) would leave it ambiguous, so each of them offers it as

@@ -16,7 +16,7 @@
 //!
 //! Windows cannot pass descriptors, and stdio that is not a pipe or a socket (a terminal, a
 //! file) cannot be shared safely: then the shim relays the editor's lines over the connection
-//! (`transport/connect/relay.rs`), which it opens with a [`Header`] tagged [`Tag::Relay`] and no
+//! (`transport::connect::relay`), which it opens with a [`Header`] tagged [`Tag::Relay`] and no
 //! prefix.
 
 #[cfg(unix)]

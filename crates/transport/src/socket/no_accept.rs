@@ -1,4 +1,4 @@
-//! Windows has no way to hand an editor's stdio over (`transport/handoff`): no connection ever
+//! Windows has no way to hand an editor's stdio over (`transport::handoff`): no connection ever
 //! brings a handoff, so what stands for one here cannot be made.
 
 use std::io;
