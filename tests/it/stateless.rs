@@ -922,7 +922,13 @@ async fn tasks_of_the_2026_extension_route_by_their_ids_with_input_along_the_way
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn url_elicitation_required_becomes_input_required_and_the_retry_runs_the_call_again() {
-    let serve = ServeProcess::start(&[ServedBackend::Everything]);
+    // Only the editor asks: a question it cannot take is refused at once rather than put to a
+    // person on the dashboard until the server's request timeout (questions.rs tests that).
+    let config = format!(
+        "{}ask = \"editor\"\n",
+        ServedBackend::Everything.config_entry()
+    );
+    let serve = ServeProcess::with_config(&config, &["everything"]);
     let tool = "everything__trigger-url-elicitation";
     let url = json!({"elicitation": {"form": {}, "url": {}}});
     let arguments = json!({"url": "https://example.com/sign-in", "errorPath": true});

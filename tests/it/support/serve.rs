@@ -46,7 +46,8 @@ impl ServedBackend {
         }
     }
 
-    fn config_entry(self) -> String {
+    /// Its `[servers.NAME]` table, to which a test may add settings.
+    pub fn config_entry(self) -> String {
         let (command, args) = match self {
             ServedBackend::Demo => (switchboard_exe(), vec!["demo-server".to_owned()]),
             ServedBackend::Everything => (everything_server(), vec!["stdio".to_owned()]),
