@@ -1,4 +1,5 @@
-//! What an editor said it can be asked, and what each request of a backend needs of it.
+//! What an editor said it can be asked (and its name), what each request of a backend needs of
+//! it, and what a backend's server declared it offers.
 //!
 //! Every backend is told Switchboard can be asked everything it can pass on to an editor
 //! (sampling with context and tools, form and URL elicitation, roots), so that a server offers
@@ -9,9 +10,13 @@
 //! passes views on, and the tools only a view may call are listed only to editors that render
 //! them.
 
+use std::sync::Arc;
+
 use serde_json::value::RawValue;
 
 use super::rewrite::ObjectEntries;
+use supervisor::BackendHandle;
+use supervisor::status::BackendState;
 use wire::apps::{self, UI_EXTENSION};
 use wire::era::TASKS_EXTENSION;
 use wire::method::Method;
@@ -153,6 +158,36 @@ impl ClientCapabilities {
             _ => None,
         }
     }
+}
+
+/// The `name` of a `clientInfo` object (of `initialize`, or of a 2026-07-28 request's `_meta`).
+pub(super) fn client_name(info: Option<&RawValue>) -> Option<Arc<str>> {
+    let info = ObjectEntries::parse(info?.get()).ok()?;
+    Some(Arc::from(&*info.get_str("name")?))
+}
+
+/// Whether `backend` is ready and its server declared the capability at `path` (say,
+/// `["tasks", "list"]`).
+pub(super) fn ready_with(backend: &BackendHandle, path: &[&str]) -> bool {
+    let status = backend.status();
+    let Some(server) = status
+        .server
+        .as_ref()
+        .filter(|_| status.state == BackendState::Ready)
+    else {
+        return false;
+    };
+    let mut object = server.capabilities.get().to_owned();
+    for key in path {
+        let Some(inner) = ObjectEntries::parse(&object)
+            .ok()
+            .and_then(|entries| entries.get(key).map(|inner| inner.get().to_owned()))
+        else {
+            return false;
+        };
+        object = inner;
+    }
+    true
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! The hub: one MCP server made of every backend.
 //!
 //! [`start`] starts an engine and the [`Hub`] over it; the caller owns both. Each editor connection
-//! is a [`Session`] (`session.rs`) in one profile, which answers `initialize`, `ping` and the list
-//! methods itself from the profile's merged catalog ([`catalog`], `names.rs`). A call goes to its
-//! owning backend with its name rewritten and its progress token and cancellation remapped
-//! (`call/`). What backends send on their own, notifications and requests (sampling, elicitation,
-//! roots), goes to the sessions it concerns (`upstream.rs`). Client request ids never reach a
-//! backend: the connection to each backend has its own id space.
+//! is a [`Session`] (`session.rs`) in one profile, whose `initialize`, `ping` and list methods the
+//! hub answers itself (`answers.rs`, for both eras) from the profile's merged catalog
+//! ([`catalog`], `names.rs`). A call goes to its owning backend with its name rewritten and its
+//! progress token and cancellation remapped (`call/`). What backends send on their own,
+//! notifications and requests (sampling, elicitation, roots), goes to the sessions it concerns
+//! (`upstream.rs`). Client request ids never reach a backend: the connection to each backend has
+//! its own id space.
 //!
 //! Floor 6 of the workspace (ARCHITECTURE.md). It stands on the floors below and never on a
 //! transport: it takes parsed messages and hands back answers.
@@ -17,6 +18,7 @@ pub mod list_result;
 pub(crate) mod names;
 pub mod rewrite;
 
+mod answers;
 pub mod budget;
 mod call;
 mod capabilities;
@@ -61,10 +63,11 @@ use upstream::ForwardedRequest;
 use wire::jsonrpc::{self, Envelope, ErrorObject};
 use wire::method::Method;
 
+pub use answers::unsupported_version;
 pub use reply::{Reply, SessionEvent};
 pub use session::Session;
 pub use stateless::RequestHeaders;
-pub use stateless::{is_stateless, is_stateless_envelope, unsupported_version};
+pub use stateless::{is_stateless, is_stateless_envelope};
 
 /// The protocol versions editors may speak with the hub, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = supervisor::SUPPORTED_PROTOCOL_VERSIONS;

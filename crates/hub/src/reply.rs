@@ -1,9 +1,11 @@
 //! What the hub sends an editor, as it travels from the hub to a transport: each message says
 //! what it is, so that no transport reads its bytes again to find out. Payloads stay the raw
-//! JSON they came as; a message becomes one JSON text only where a transport writes it.
+//! JSON they came as; a message becomes one JSON text only where a transport writes it. With
+//! them, the errors any part of the hub answers with, and the ids worth echoing.
 
 use serde_json::value::RawValue;
 
+use super::Inbound;
 use wire::jsonrpc::{self, ErrorObject};
 use wire::method::Method;
 
@@ -161,6 +163,26 @@ impl Response {
         };
         jsonrpc::without_newline(line)
     }
+}
+
+/// The error for params a request cannot be taken with.
+pub(super) fn invalid_params(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(jsonrpc::INVALID_PARAMS, message)
+}
+
+/// A request id worth echoing: a string or a number.
+pub(super) fn valid_id(id: Option<&RawValue>) -> Option<&RawValue> {
+    id.filter(|id| {
+        let text = id.get();
+        text.starts_with('"')
+            || text.starts_with('-')
+            || text.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// The answer to a message that cannot be taken: this error response.
+pub(super) fn rejected(id: Option<&RawValue>, error: ErrorObject) -> Inbound {
+    Inbound::Rejected(Response::error(id, error))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! One editor's session: its state, the answers the hub gives itself (`initialize`, `ping`, the
-//! lists, `logging/setLevel`), and the notifications and responses the editor sends.
+//! One editor's session: its state, the routing of its requests to the answers the hub gives
+//! itself (`initialize`, `ping`, the lists, `logging/setLevel`; made in `answers.rs`) or to a
+//! backend (`call/`), and the notifications and responses the editor sends.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
@@ -9,18 +10,17 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::capabilities::ClientCapabilities;
-use super::cold_start::{self, Waiting};
-use super::reply::{Reply, Response, SessionEvent};
+use super::answers::{self, Needs, initialize_result, list_tasks, when_settled};
+use super::capabilities::{ClientCapabilities, client_name, ready_with};
+use super::reply::{Reply, Response, SessionEvent, invalid_params, rejected, valid_id};
 use super::rewrite::ObjectEntries;
 use super::tasks::ids::{MadeTasks, TaskOwner};
 use super::{Hub, HubInner, Inbound, RequestReply, SUPPORTED_PROTOCOL_VERSIONS, response};
+use supervisor::ResourceWatch;
 use supervisor::status::BackendState;
-use supervisor::{BackendHandle, ResourceWatch};
 use wire::era::Era;
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use wire::method::Method;
-use wire::skills::SKILLS_EXTENSION;
 
 /// One editor's session. Cheap to clone.
 #[derive(Clone)]
@@ -235,7 +235,7 @@ impl Session {
             | Method::ResourcesList
             | Method::ResourceTemplatesList => {
                 let views = self.lock_state().capabilities.apps;
-                list(
+                answers::list(
                     hub,
                     self.profile(),
                     views,
@@ -255,9 +255,15 @@ impl Session {
             | Method::TasksResult
             | Method::TasksCancel => self.call(hub, id, &method, envelope.params, &reply),
             Method::TasksList => list_tasks(hub, self, id, envelope.params, &reply),
-            Method::SkillsList | Method::SkillsGet => {
-                skills(hub, self.profile(), id, &method, envelope.params, &reply)
-            }
+            Method::SkillsList | Method::SkillsGet => answers::skills(
+                hub,
+                self.profile(),
+                id,
+                &method,
+                envelope.params,
+                &reply,
+                std::convert::identity,
+            ),
             Method::LoggingSetLevel => {
                 // A 2026-07-28 backend has no such method: the level goes with each call instead.
                 if let Some(level) = envelope
@@ -447,30 +453,6 @@ impl Session {
     }
 }
 
-/// Whether `backend` is ready and its server declared the capability at `path` (say,
-/// `["tasks", "list"]`).
-pub(super) fn ready_with(backend: &BackendHandle, path: &[&str]) -> bool {
-    let status = backend.status();
-    let Some(server) = status
-        .server
-        .as_ref()
-        .filter(|_| status.state == BackendState::Ready)
-    else {
-        return false;
-    };
-    let mut object = server.capabilities.get().to_owned();
-    for key in path {
-        let Some(inner) = ObjectEntries::parse(&object)
-            .ok()
-            .and_then(|entries| entries.get(key).map(|inner| inner.get().to_owned()))
-        else {
-            return false;
-        };
-        object = inner;
-    }
-    true
-}
-
 /// Passes `logging/setLevel` to every ready backend of the session era that logs and that
 /// `profile` offers (2026-07-28 backends take a level per request); returns once all have
 /// answered.
@@ -496,277 +478,4 @@ async fn set_log_level(hub: &HubInner, profile: &str, params: Option<&RawValue>)
     for call in calls {
         let _ = call.await;
     }
-}
-
-/// `tasks/list`: the tasks this session made, of the servers its profile offers. Each such
-/// ready backend that lists tasks is asked, and the tasks of the session kept from their lists,
-/// each with its id exposed (see [`ids`](super::tasks::ids)). A backend that fails to answer is left out of the list
-/// rather than failing it.
-fn list_tasks(
-    hub: &Arc<HubInner>,
-    session: &Session,
-    id: &RawValue,
-    params: Option<&RawValue>,
-    reply: &mpsc::UnboundedSender<Reply>,
-) -> Option<Result<String, ErrorObject>> {
-    if let Err(error) = single_page(params) {
-        return Some(Err(error));
-    }
-    let listing: Vec<_> = hub
-        .engine
-        .backends()
-        .into_iter()
-        .filter(|backend| {
-            hub.offers(session.profile(), backend.name()) && ready_with(backend, &["tasks", "list"])
-        })
-        .collect();
-    let (hub, session) = (hub.clone(), session.clone());
-    let (id, reply) = (id.to_owned(), reply.clone());
-    tokio::spawn(async move {
-        let mut all = Vec::new();
-        for backend in listing {
-            let method = Method::TasksList;
-            let answer = match backend.request(method.as_str(), None).await {
-                Ok(answer) => answer,
-                Err(error) => {
-                    tracing::debug!(backend = backend.name(), %error, "{method}");
-                    continue;
-                }
-            };
-            let Some(tasks) = ObjectEntries::parse(answer.get())
-                .ok()
-                .and_then(|answer| answer.get("tasks").map(|tasks| tasks.get().to_owned()))
-            else {
-                continue;
-            };
-            let exposer = hub.task_seal.exposer(session.task_owner(), backend.name());
-            let made = exposer.made_list(&tasks, &session.lock_state().made_tasks);
-            all.extend(made.unwrap_or_default());
-        }
-        let result = format!(r#"{{"tasks":[{}]}}"#, all.join(","));
-        let _ = reply.send(response(&id, Ok(result)));
-    });
-    None
-}
-
-/// Answers a list method from the merged catalog, once no backend it waits for is starting;
-/// `views`: for an editor that renders MCP Apps' views.
-fn list(
-    hub: &Arc<HubInner>,
-    profile: &str,
-    views: bool,
-    id: &RawValue,
-    method: &Method,
-    params: Option<&RawValue>,
-    reply: &mpsc::UnboundedSender<Reply>,
-) -> Option<Result<String, ErrorObject>> {
-    if let Err(error) = single_page(params) {
-        return Some(Err(error));
-    }
-    let method = method.clone();
-    let profile = profile.to_owned();
-    when_settled(hub, id, reply, Needs::Catalog, move |hub| {
-        Ok(list_result(hub, &profile, &method, views))
-    })
-}
-
-/// The merged list a list method answers with; `views`: for an editor that renders MCP Apps'
-/// views.
-pub(super) fn list_result(hub: &HubInner, profile: &str, method: &Method, views: bool) -> String {
-    let catalog = hub.catalog(profile);
-    match method {
-        Method::ToolsList => catalog.tools_list(views).text(),
-        Method::PromptsList => catalog.prompts_result.text(),
-        Method::ResourcesList => catalog.resources_result.clone(),
-        _ => catalog.templates_result.clone(),
-    }
-}
-
-/// The answer to `skills/list` (one page) or `skills/get`, from the merged catalog.
-pub(super) fn skills(
-    hub: &Arc<HubInner>,
-    profile: &str,
-    id: &RawValue,
-    method: &Method,
-    params: Option<&RawValue>,
-    reply: &mpsc::UnboundedSender<Reply>,
-) -> Option<Result<String, ErrorObject>> {
-    if *method == Method::SkillsList
-        && let Err(error) = single_page(params)
-    {
-        return Some(Err(error));
-    }
-    let (profile, method) = (profile.to_owned(), method.clone());
-    let params = params.map(ToOwned::to_owned);
-    when_settled(hub, id, reply, Needs::Catalog, move |hub| {
-        hub.catalog(&profile)
-            .skills
-            .answer(&method, params.as_deref())
-    })
-}
-
-/// `capabilities` with the Skills extension when a server of `profile` lists skills.
-pub(super) fn with_skills(hub: &HubInner, profile: &str, capabilities: &mut serde_json::Value) {
-    if !hub.catalog(profile).skills.is_empty() {
-        capabilities["extensions"][SKILLS_EXTENSION] = serde_json::json!({});
-    }
-}
-
-/// What an answer is made of.
-pub(super) enum Needs {
-    /// The backends' published statuses (their instructions).
-    Statuses,
-    /// The merged catalog, which follows the statuses by a rebuild.
-    Catalog,
-}
-
-/// `answer` at once unless backends nothing is known of are still starting (or, for an answer
-/// from the catalog, a rebuild is due): then once they are ready (or have failed), so that the
-/// first `initialize` and list are whole (see [`cold_start`]).
-pub(super) fn when_settled(
-    hub: &Arc<HubInner>,
-    id: &RawValue,
-    reply: &mpsc::UnboundedSender<Reply>,
-    needs: Needs,
-    answer: impl FnOnce(&HubInner) -> Result<String, ErrorObject> + Send + 'static,
-) -> Option<Result<String, ErrorObject>> {
-    let ready = match needs {
-        Needs::Statuses => cold_start::starting(hub, &Waiting::All).is_empty(),
-        Needs::Catalog => cold_start::settled(hub, &Waiting::All),
-    };
-    if ready {
-        return Some(answer(hub));
-    }
-    let starting = cold_start::starting(hub, &Waiting::All);
-    let (hub, id, reply) = (hub.clone(), id.to_owned(), reply.clone());
-    tokio::spawn(async move {
-        cold_start::settle(&hub, starting).await;
-        let _ = reply.send(response(&id, answer(&hub)));
-    });
-    None
-}
-
-/// What the hub answers `initialize` with: its own capabilities and instructions.
-fn initialize_result(hub: &HubInner, profile: &str, version: &str) -> String {
-    let mut capabilities = capabilities();
-    capabilities["tasks"] =
-        serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
-    with_skills(hub, profile, &mut capabilities);
-    serde_json::json!({
-        "protocolVersion": version,
-        "capabilities": capabilities,
-        "serverInfo": server_info(),
-        "instructions": instructions(hub, profile),
-    })
-    .to_string()
-}
-
-/// What the endpoint offers in both eras (the session era adds its tasks).
-pub(super) fn capabilities() -> serde_json::Value {
-    serde_json::json!({
-        "tools": { "listChanged": true },
-        "prompts": { "listChanged": true },
-        "resources": { "subscribe": true, "listChanged": true },
-        "logging": {},
-        "completions": {},
-    })
-}
-
-/// Switchboard's name and version, as it gives them to editors.
-pub(super) fn server_info() -> serde_json::Value {
-    serde_json::json!({ "name": "switchboard", "title": "Switchboard", "version": env!("CARGO_PKG_VERSION") })
-}
-
-/// A word on names, then the instructions of every server of `profile` that gave some (and
-/// whose instructions are not held back, see `pins`), one section each.
-pub(super) fn instructions(hub: &HubInner, profile: &str) -> String {
-    let backends: Vec<_> = hub
-        .engine
-        .backends()
-        .into_iter()
-        .filter(|backend| hub.offers(profile, backend.name()))
-        .collect();
-    let mut instructions = String::from(
-        "Switchboard offers the tools, prompts and resources of several MCP servers; tool and \
-         prompt names are prefixed with the server's name and two underscores",
-    );
-    let unprefixed: Vec<&str> = backends
-        .iter()
-        .filter(|backend| backend.config().prefix.is_empty())
-        .map(|backend| backend.name())
-        .collect();
-    match unprefixed.as_slice() {
-        [] => instructions.push('.'),
-        names => instructions.push_str(&format!(
-            ", but those of {} keep their own names.",
-            names.join(", ")
-        )),
-    }
-    for backend in backends {
-        let status = backend.status();
-        let Some(text) = status
-            .server
-            .as_ref()
-            .and_then(|server| server.instructions.as_deref())
-            .filter(|text| !text.trim().is_empty())
-        else {
-            continue;
-        };
-        // Instructions that changed since they were approved stay out until approved again.
-        if !hub.pins.vet_instructions(backend.name(), text) {
-            continue;
-        }
-        let text = text.trim();
-        let name = backend.name();
-        let names = match super::names::exposed_prefix(&backend.config().prefix) {
-            prefix if prefix.is_empty() => "whose names are its own".to_owned(),
-            prefix => format!("whose names start with `{prefix}`"),
-        };
-        instructions.push_str(&format!(
-            "\n\n## {name}\nFrom the server {name}, {names}:\n{text}"
-        ));
-    }
-    instructions
-}
-
-/// Every list is sent in one page: a cursor we never gave out is an error.
-pub(super) fn single_page(params: Option<&RawValue>) -> Result<(), ErrorObject> {
-    let has_cursor = params
-        .and_then(|params| ObjectEntries::parse(params.get()).ok())
-        .is_some_and(|params| {
-            params
-                .get("cursor")
-                .is_some_and(|cursor| cursor.get() != "null")
-        });
-    if has_cursor {
-        return Err(invalid_params(
-            "invalid cursor: the whole list is sent in one page",
-        ));
-    }
-    Ok(())
-}
-
-pub(super) fn invalid_params(message: impl Into<String>) -> ErrorObject {
-    ErrorObject::new(jsonrpc::INVALID_PARAMS, message)
-}
-
-/// A request id worth echoing: a string or a number.
-pub(super) fn valid_id(id: Option<&RawValue>) -> Option<&RawValue> {
-    id.filter(|id| {
-        let text = id.get();
-        text.starts_with('"')
-            || text.starts_with('-')
-            || text.starts_with(|c: char| c.is_ascii_digit())
-    })
-}
-
-/// The answer to a message that cannot be taken: this error response.
-pub(super) fn rejected(id: Option<&RawValue>, error: ErrorObject) -> Inbound {
-    Inbound::Rejected(Response::error(id, error))
-}
-
-/// The `name` of a `clientInfo` object.
-pub(super) fn client_name(info: Option<&RawValue>) -> Option<Arc<str>> {
-    let info = ObjectEntries::parse(info?.get()).ok()?;
-    Some(Arc::from(&*info.get_str("name")?))
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
+use super::capabilities::ready_with;
 use super::rewrite::ObjectEntries;
-use super::session::{Session, SessionState, ready_with};
+use super::session::{Session, SessionState};
 use supervisor::BackendHandle;
 use wire::era::meta;
 use wire::jsonrpc::{self, ErrorObject};

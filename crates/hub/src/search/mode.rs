@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::tools::{CALL_TOOL, DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOL};
 use crate::catalog::MergedCatalog;
+use crate::reply::invalid_params;
 use crate::rewrite::ObjectEntries;
-use crate::session::invalid_params;
 use wire::jsonrpc::ErrorObject;
 
 /// What a `tools/call` of one of the two tools becomes.

@@ -11,11 +11,12 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::{Envelope2026, tasks_extension_missing};
-use crate::capabilities::ClientCapabilities;
-use crate::reply::{Notification, Reply, SessionEvent};
+use super::Envelope2026;
+use crate::answers::tasks_extension_missing;
+use crate::capabilities::{ClientCapabilities, ready_with};
+use crate::reply::{Notification, Reply, SessionEvent, invalid_params};
 use crate::rewrite::{ObjectEntries, json_string};
-use crate::session::{Session, invalid_params, ready_with};
+use crate::session::Session;
 use crate::tasks::bridge::{self, NamedTask};
 use crate::{HubInner, SessionEvents, response};
 use supervisor::BackendHandle;

@@ -34,20 +34,18 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use crate::capabilities::ClientCapabilities;
-use crate::reply::Reply;
-use crate::rewrite::{ObjectEntries, json_string};
-use crate::session::{
-    Needs, capabilities, instructions, invalid_params, list_result, ready_with, rejected,
-    server_info, single_page, valid_id, when_settled, with_skills,
+use crate::answers::{
+    self, Needs, discover_result, list_result, not_found, server_info, single_page,
+    tasks_extension_missing, unsupported_version, when_settled,
 };
+use crate::capabilities::{ClientCapabilities, client_name};
+use crate::reply::{Reply, invalid_params, rejected, valid_id};
+use crate::rewrite::{ObjectEntries, json_string};
 use crate::tasks::bridge::{self, NamedTask};
 use crate::{HubInner, Inbound, RequestReply, response};
 use listen::listen;
 use relay::{call, resume};
-use wire::era::{
-    SESSION_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION, TASKS_EXTENSION, code, meta,
-};
+use wire::era::{STATELESS_PROTOCOL_VERSION, meta};
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
 use wire::method::Method;
 
@@ -162,7 +160,7 @@ impl<'a> Envelope2026<'a> {
             }
         };
         let wants_progress = meta.get("progressToken").is_some();
-        let client = super::session::client_name(meta.get(meta::CLIENT_INFO));
+        let client = client_name(meta.get(meta::CLIENT_INFO));
         Ok(Envelope2026 {
             id,
             method,
@@ -319,16 +317,11 @@ fn start(
             if request.method == Method::SkillsList {
                 single_page(envelope.params)?;
             }
-            let (method, profile) = (request.method.clone(), request.profile.clone());
-            let params = envelope.params.map(ToOwned::to_owned);
-            let answer = move |hub: &HubInner| {
-                let answer = hub
-                    .catalog(&profile)
-                    .skills
-                    .answer(&method, params.as_deref());
-                answer.map(|result| stamp(&result, true))
-            };
-            if let Some(result) = when_settled(hub, id, &reply, Needs::Catalog, answer) {
+            let finish = |result: String| stamp(&result, true);
+            let (method, profile) = (&request.method, &request.profile);
+            if let Some(result) =
+                answers::skills(hub, profile, id, method, envelope.params, &reply, finish)
+            {
                 let _ = reply.send(response(id, result));
             }
         }
@@ -390,25 +383,6 @@ fn answer_when_settled(
     }
 }
 
-/// What `server/discover` answers: the versions and capabilities of the endpoint (the Tasks
-/// extension while a backend of `profile` offers it), and the merged instructions.
-fn discover_result(hub: &HubInner, profile: &str) -> String {
-    let mut capabilities = capabilities();
-    let with_tasks = hub.engine.backends().iter().any(|backend| {
-        hub.offers(profile, backend.name()) && ready_with(backend, &["extensions", TASKS_EXTENSION])
-    });
-    if with_tasks {
-        capabilities["extensions"] = serde_json::json!({ TASKS_EXTENSION: {} });
-    }
-    with_skills(hub, profile, &mut capabilities);
-    serde_json::json!({
-        "supportedVersions": supported_versions(),
-        "capabilities": capabilities,
-        "instructions": instructions(hub, profile),
-    })
-    .to_string()
-}
-
 /// `result` with what a 2026-07-28 result carries: `resultType` (`complete` unless the backend
 /// said otherwise), Switchboard's `serverInfo` in `_meta`, and with `cacheable` the caching
 /// hints: fresh for no time (lists change with backends; list_changed says when), private.
@@ -448,47 +422,6 @@ fn stamp(result: &str, cacheable: bool) -> String {
         }
     }
     entries.to_json()
-}
-
-/// Every version the endpoint speaks, newest first.
-fn supported_versions() -> Vec<&'static str> {
-    let mut versions = vec![STATELESS_PROTOCOL_VERSION];
-    versions.extend(SESSION_PROTOCOL_VERSIONS);
-    versions
-}
-
-/// An error answered with HTTP 404: the method does not exist in this revision.
-fn not_found(message: String) -> ErrorObject {
-    ErrorObject::new(jsonrpc::METHOD_NOT_FOUND, message)
-}
-
-/// The error for a request in a version this endpoint does not speak.
-pub fn unsupported_version(requested: &str) -> ErrorObject {
-    let supported = supported_versions();
-    ErrorObject {
-        code: code::UNSUPPORTED_PROTOCOL_VERSION,
-        message: format!(
-            "unsupported protocol version {}; this endpoint speaks {}",
-            wire::echo(requested),
-            supported.join(", ")
-        ),
-        data: Some(Box::new(serde_json::json!({
-            "supported": supported,
-            "requested": requested,
-        }))),
-    }
-}
-
-/// The -32021 error for a task request, or a listen for tasks, that does not declare the Tasks
-/// extension.
-fn tasks_extension_missing(what: &str) -> ErrorObject {
-    ErrorObject {
-        code: code::MISSING_CLIENT_CAPABILITY,
-        message: format!("{what} needs the {TASKS_EXTENSION} extension, which was not declared"),
-        data: Some(Box::new(serde_json::json!({
-            "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } },
-        }))),
-    }
 }
 
 /// For a task request about a session-era server's task the editor was handed (see

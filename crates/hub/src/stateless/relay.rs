@@ -10,10 +10,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::request_state::Binding;
 use super::{Envelope2026, LOG_LEVELS, stamp};
+use crate::answers::server_info;
 use crate::capabilities::ClientCapabilities;
-use crate::reply::{Reply, Request, SessionEvent};
+use crate::reply::{Reply, Request, SessionEvent, invalid_params};
 use crate::rewrite::{ObjectEntries, json_string};
-use crate::session::{Session, invalid_params, server_info};
+use crate::session::Session;
 use crate::{HubInner, MAX_INPUT_ROUNDS, SessionEvents, random_id, response};
 use platform::clock::unix_millis;
 use wire::era::{code, meta};
