@@ -11,6 +11,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use wire::method::Method;
 
 fuzz_target!(|message: &[u8]| {
     let Ok(envelope) = Envelope::parse(message) else {
@@ -24,7 +25,7 @@ fuzz_target!(|message: &[u8]| {
     if let Some(id) = envelope.id {
         check_responses(id, message);
     }
-    if let Some(method) = envelope.method.as_deref() {
+    if let Some(method) = envelope.method.as_ref().map(Method::as_str) {
         check_requests(method, envelope.id, envelope.params);
     }
 });
@@ -99,7 +100,7 @@ fn check_requests(method: &str, id: Option<&RawValue>, params: Option<&RawValue>
     let line = jsonrpc::notification_line(method, params);
     let notification = parse_line(&line);
     assert_eq!(notification.kind(), Kind::Notification);
-    assert_eq!(notification.method.as_deref(), Some(method));
+    assert_eq!(notification.method.as_ref().map(Method::as_str), Some(method));
     assert_eq!(
         notification.params.map(RawValue::get),
         params.map(one_line).as_deref()
@@ -110,7 +111,7 @@ fn check_requests(method: &str, id: Option<&RawValue>, params: Option<&RawValue>
         let request = parse_line(&line);
         assert_eq!(request.kind(), Kind::Request);
         assert_eq!(request.id.map(RawValue::get), Some(one_line(id).as_str()));
-        assert_eq!(request.method.as_deref(), Some(method));
+        assert_eq!(request.method.as_ref().map(Method::as_str), Some(method));
         assert_eq!(
             request.params.map(RawValue::get),
             params.map(one_line).as_deref()

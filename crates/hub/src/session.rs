@@ -217,9 +217,9 @@ impl Session {
                 ),
             );
         }
-        let method = envelope.method().expect("a request has a method");
+        let method = envelope.method.as_ref().expect("a request has a method");
         let (reply, messages) = mpsc::unbounded_channel();
-        let immediate = match &method {
+        let immediate = match method {
             Method::Initialize => match self.initialize(envelope.params) {
                 Ok(version) => {
                     let profile = self.shared.profile.clone();
@@ -240,7 +240,7 @@ impl Session {
                     self.profile(),
                     views,
                     id,
-                    &method,
+                    method,
                     envelope.params,
                     &reply,
                 )
@@ -253,13 +253,13 @@ impl Session {
             | Method::CompletionComplete
             | Method::TasksGet
             | Method::TasksResult
-            | Method::TasksCancel => self.call(hub, id, &method, envelope.params, &reply),
+            | Method::TasksCancel => self.call(hub, id, method, envelope.params, &reply),
             Method::TasksList => list_tasks(hub, self, id, envelope.params, &reply),
             Method::SkillsList | Method::SkillsGet => answers::skills(
                 hub,
                 self.profile(),
                 id,
-                &method,
+                method,
                 envelope.params,
                 &reply,
                 std::convert::identity,
@@ -295,7 +295,7 @@ impl Session {
         Inbound::Request(RequestReply {
             messages,
             id: id.to_owned(),
-            initialize: method == Method::Initialize,
+            initialize: *method == Method::Initialize,
             streamed: false,
         })
     }
@@ -330,7 +330,11 @@ impl Session {
     }
 
     fn on_notification(&self, hub: &Arc<HubInner>, envelope: &Envelope<'_>) {
-        match envelope.method().expect("a notification has a method") {
+        match envelope
+            .method
+            .as_ref()
+            .expect("a notification has a method")
+        {
             Method::Initialized => self.lock_state().initialized = true,
             Method::Cancelled => {
                 let Some(params) = envelope

@@ -621,7 +621,7 @@ async fn handle_line(
         log.push(OutputStream::StdoutNoise, &String::from_utf8_lossy(line));
         return;
     };
-    match (envelope.kind(), envelope.method()) {
+    match (envelope.kind(), envelope.method) {
         (Kind::Response, _) => {
             let id = envelope.id.expect("a response has an id");
             match (envelope.result, envelope.error) {

@@ -2,6 +2,8 @@
 //!
 //! Only `id`, `method`, `params`, `result` and `error` are located; each stays a borrowed slice of
 //! the original bytes, so unknown fields and future protocol features pass through untouched.
+//! The method is read from its name as the message is parsed, once, and carried as a [`Method`]
+//! wherever the parsed message goes.
 
 use std::borrow::Cow;
 
@@ -40,8 +42,9 @@ pub struct Envelope<'a> {
     pub jsonrpc: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub method: Option<Cow<'a, str>>,
+    /// The message's method, read from its name while the message is parsed.
+    #[serde(default)]
+    pub method: Option<Method>,
     #[serde(borrow, default)]
     pub params: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -63,11 +66,6 @@ impl<'a> Envelope<'a> {
     /// Parses the envelope of one message. Fails on invalid JSON or a non-object.
     pub fn parse(bytes: &'a [u8]) -> Result<Envelope<'a>, serde_json::Error> {
         serde_json::from_slice(bytes)
-    }
-
-    /// The message's method, read from its name.
-    pub fn method(&self) -> Option<Method> {
-        self.method.as_deref().map(Method::parse)
     }
 
     pub fn kind(&self) -> Kind {
@@ -303,6 +301,24 @@ mod tests {
         );
         assert!(Envelope::parse(b"[1,2]").is_err());
         assert!(Envelope::parse(b"not json").is_err());
+    }
+
+    #[test]
+    fn the_method_is_read_as_the_message_is_parsed() {
+        let request = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#;
+        let envelope = Envelope::parse(request).expect("valid JSON");
+        assert_eq!(envelope.method, Some(Method::ToolsCall));
+        let escaped = br#"{"jsonrpc":"2.0","method":"notifications\/progress"}"#;
+        let envelope = Envelope::parse(escaped).expect("valid JSON");
+        assert_eq!(envelope.method, Some(Method::Progress));
+        let unknown = br#"{"jsonrpc":"2.0","method":"x/y"}"#;
+        let envelope = Envelope::parse(unknown).expect("valid JSON");
+        assert_eq!(envelope.method, Some(Method::Other("x/y".to_owned())));
+        let null = br#"{"jsonrpc":"2.0","id":1,"method":null,"result":{}}"#;
+        let envelope = Envelope::parse(null).expect("valid JSON");
+        assert_eq!(envelope.kind(), Kind::Response);
+        assert_eq!(envelope.method, None);
+        assert!(Envelope::parse(br#"{"method":7}"#).is_err());
     }
 
     #[test]

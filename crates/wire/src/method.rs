@@ -110,6 +110,26 @@ impl serde::Serialize for Method {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Method {
+    /// The method a name reads as, without copying the name unless it is one Switchboard does
+    /// not know.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Method, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = Method;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a string")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Method, E> {
+                Ok(Method::parse(name))
+            }
+        }
+        deserializer.deserialize_str(Name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

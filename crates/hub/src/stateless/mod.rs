@@ -112,7 +112,7 @@ impl<'a> Envelope2026<'a> {
         profile: Arc<str>,
     ) -> Result<Envelope2026<'a>, ErrorObject> {
         let id = envelope.id.expect("a request has an id");
-        let method = envelope.method().expect("a request has a method");
+        let method = envelope.method.clone().expect("a request has a method");
         let params = envelope
             .params
             .and_then(|params| ObjectEntries::parse(params.get()).ok())

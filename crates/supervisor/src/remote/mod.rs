@@ -273,7 +273,7 @@ impl Outgoing {
         let params: Option<Params> = envelope
             .params
             .and_then(|params| serde_json::from_str(params.get()).ok());
-        let method = envelope.method();
+        let method = envelope.method;
         let cancelling = method == Some(McpMethod::Cancelled);
         let (stateless, arguments, cancels) = match params {
             Some(params) => {

@@ -363,7 +363,7 @@ impl Relay {
         let (Kind::Request, Some(id)) = (envelope.kind(), envelope.id) else {
             return;
         };
-        if envelope.method() == Some(Method::Initialize) {
+        if envelope.method == Some(Method::Initialize) {
             let text = std::str::from_utf8(line).map(str::trim_end);
             if let Ok(Ok(line)) = text.map(|text| RawValue::from_string(text.to_owned())) {
                 self.initialize = Some((line, Box::from(id.get())));

@@ -35,7 +35,7 @@ pub(super) async fn post_stateless(
         }
         return unparsable(body);
     };
-    let listen = envelope.method() == Some(Method::SubscriptionsListen);
+    let listen = envelope.method == Some(Method::SubscriptionsListen);
     let sent = request_headers(headers);
     match hub.receive_stateless_envelope(envelope, Some(&sent), profile) {
         Inbound::Accepted => StatusCode::ACCEPTED.into_response(),

@@ -230,7 +230,7 @@ pub(super) async fn post_message(
 ) -> Response {
     let id = envelope.id;
     let Some(session_id) = session_id else {
-        if envelope.kind() == Kind::Request && envelope.method() == Some(Method::Initialize) {
+        if envelope.kind() == Kind::Request && envelope.method == Some(Method::Initialize) {
             return initialize(state, profile, envelope).await;
         }
         return missing_session(id);

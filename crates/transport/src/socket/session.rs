@@ -51,7 +51,7 @@ impl StatelessRequests {
 
     /// Ends the request a `notifications/cancelled` names, if it is one of these.
     fn cancel_named(&mut self, envelope: &Envelope<'_>) {
-        if self.running.is_empty() || envelope.method() != Some(Method::Cancelled) {
+        if self.running.is_empty() || envelope.method != Some(Method::Cancelled) {
             return;
         }
         let named = envelope
