@@ -13,6 +13,7 @@ use config::BackendConfig;
 use serde_json::value::RawValue;
 use supervisor::status::BackendState;
 use supervisor::{Engine, EngineOptions};
+use wire::method::Method;
 
 fn main() {
     let sequential = option("--sequential", 5000);
@@ -68,7 +69,12 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         move || {
             let (backend, params) = (backend.clone(), params.clone());
             async move {
-                assert!(backend.request("tools/call", Some(&params)).await.is_ok());
+                assert!(
+                    backend
+                        .request(&Method::ToolsCall, Some(&params))
+                        .await
+                        .is_ok()
+                );
             }
         }
     };

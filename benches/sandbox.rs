@@ -19,6 +19,7 @@ use config::{BackendConfig, Sandbox};
 use serde_json::value::RawValue;
 use supervisor::status::BackendState;
 use supervisor::{BackendHandle, Engine, EngineOptions};
+use wire::method::Method;
 
 /// How many turns the sequential measurements take.
 const ROUNDS: usize = 20;
@@ -99,7 +100,7 @@ async fn compare(
         move || {
             let (backend, params) = (backend.clone(), params.clone());
             async move {
-                let result = backend.request("tools/call", Some(&params)).await;
+                let result = backend.request(&Method::ToolsCall, Some(&params)).await;
                 let result = result.expect("an answer");
                 assert!(
                     !result.get().contains("\"isError\":true"),

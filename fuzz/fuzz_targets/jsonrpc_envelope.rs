@@ -25,7 +25,7 @@ fuzz_target!(|message: &[u8]| {
     if let Some(id) = envelope.id {
         check_responses(id, message);
     }
-    if let Some(method) = envelope.method.as_ref().map(Method::as_str) {
+    if let Some(method) = &envelope.method {
         check_requests(method, envelope.id, envelope.params);
     }
 });
@@ -96,11 +96,14 @@ fn check_responses(id: &RawValue, message: &[u8]) {
 }
 
 /// Requests and notifications built from a parsed method and params carry them unchanged.
-fn check_requests(method: &str, id: Option<&RawValue>, params: Option<&RawValue>) {
+fn check_requests(method: &Method, id: Option<&RawValue>, params: Option<&RawValue>) {
     let line = jsonrpc::notification_line(method, params);
     let notification = parse_line(&line);
     assert_eq!(notification.kind(), Kind::Notification);
-    assert_eq!(notification.method.as_ref().map(Method::as_str), Some(method));
+    assert_eq!(
+        notification.method.as_ref().map(Method::as_str),
+        Some(method.as_str())
+    );
     assert_eq!(
         notification.params.map(RawValue::get),
         params.map(one_line).as_deref()
@@ -111,7 +114,10 @@ fn check_requests(method: &str, id: Option<&RawValue>, params: Option<&RawValue>
         let request = parse_line(&line);
         assert_eq!(request.kind(), Kind::Request);
         assert_eq!(request.id.map(RawValue::get), Some(one_line(id).as_str()));
-        assert_eq!(request.method.as_ref().map(Method::as_str), Some(method));
+        assert_eq!(
+            request.method.as_ref().map(Method::as_str),
+            Some(method.as_str())
+        );
         assert_eq!(
             request.params.map(RawValue::get),
             params.map(one_line).as_deref()

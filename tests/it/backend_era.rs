@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use supervisor::BackendHandle;
 use supervisor::status::BackendState;
 use wire::era::Era;
+use wire::method::Method;
 
 use crate::support::*;
 
@@ -120,7 +121,7 @@ async fn a_server_of_both_eras_is_spoken_to_in_the_session_era() {
 
     let echoed = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("echo", json!({ "text": "hi" }))),
         )
         .await
@@ -302,7 +303,7 @@ async fn a_killed_modern_server_comes_back_modern_without_a_second_initialize() 
     );
     let echoed = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("echo", json!({ "text": "back" }))),
         )
         .await

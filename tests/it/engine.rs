@@ -6,6 +6,7 @@ use crate::support::*;
 use supervisor::rpc::{CloseReason, RpcError};
 use supervisor::status::{BackendState, StopReason};
 use supervisor::{Applied, BackendHandle, CallError, ControlError};
+use wire::method::Method;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_requests_over_one_pipe_are_all_correlated() {
@@ -22,7 +23,7 @@ async fn a_thousand_concurrent_requests_over_one_pipe_are_all_correlated() {
                 ("slow", serde_json::json!({ "ms": i % 17 }))
             };
             let result = backend
-                .request("tools/call", Some(&call_params(tool, arguments)))
+                .request(&Method::ToolsCall, Some(&call_params(tool, arguments)))
                 .await;
             (i, result)
         })
@@ -58,7 +59,7 @@ async fn a_crash_mid_call_releases_every_waiter_with_the_exit_status() {
             tokio::spawn(async move {
                 backend
                     .request(
-                        "tools/call",
+                        &Method::ToolsCall,
                         Some(&call_params("hang", serde_json::json!({}))),
                     )
                     .await
@@ -74,7 +75,7 @@ async fn a_crash_mid_call_releases_every_waiter_with_the_exit_status() {
     .await;
     let crash = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("crash", serde_json::json!({ "code": 3 }))),
         )
         .await;
@@ -120,7 +121,7 @@ async fn a_crash_mid_call_releases_every_waiter_with_the_exit_status() {
 /// Calls `tool` of the misbehaving server, which answers a JSON array of request ids.
 async fn tool_ids(backend: &BackendHandle, tool: &str) -> Vec<u64> {
     let params = call_params(tool, serde_json::json!({}));
-    let result = backend.request("tools/call", Some(&params)).await;
+    let result = backend.request(&Method::ToolsCall, Some(&params)).await;
     serde_json::from_str(&first_text(&json(&result.expect("answered")))).expect("ids")
 }
 
@@ -150,7 +151,7 @@ async fn a_request_past_its_deadline_is_cancelled_at_the_backend() {
 
     let error = backend
         .request_with_timeout(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("hang", serde_json::json!({}))),
             Duration::from_millis(100),
         )
@@ -178,7 +179,7 @@ async fn banners_garbage_and_non_utf8_on_stdout_are_recorded_and_skipped() {
 
     let result = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("garbage", serde_json::json!({}))),
         )
         .await;
@@ -188,7 +189,7 @@ async fn banners_garbage_and_non_utf8_on_stdout_are_recorded_and_skipped() {
     );
     let echo = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params(
                 "echo",
                 serde_json::json!({ "text": "still fine" }),
@@ -237,7 +238,7 @@ async fn a_70_mib_answer_passes_and_one_over_the_limit_fails_alone() {
     let size = 70 * 1024 * 1024;
     let result = roomy
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("huge", serde_json::json!({ "bytes": size }))),
         )
         .await;
@@ -248,7 +249,7 @@ async fn a_70_mib_answer_passes_and_one_over_the_limit_fails_alone() {
 
     let error = limited
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params(
                 "huge",
                 serde_json::json!({ "bytes": 2 * 1024 * 1024 }),
@@ -265,7 +266,7 @@ async fn a_70_mib_answer_passes_and_one_over_the_limit_fails_alone() {
     }
     let echo = limited
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("echo", serde_json::json!({ "text": "next" }))),
         )
         .await;
@@ -396,7 +397,7 @@ async fn stop_during_backoff_cancels_the_restart_at_once() {
     wait_state(&backend, BackendState::Ready).await;
     let _ = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("crash", serde_json::json!({}))),
         )
         .await;
@@ -414,7 +415,7 @@ async fn stop_during_backoff_cancels_the_restart_at_once() {
     backend.start().await.expect("starts");
     let _ = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("crash", serde_json::json!({}))),
         )
         .await;
@@ -463,7 +464,7 @@ async fn discovery_follows_pagination_keeps_unknown_fields_and_refreshes_on_list
     let mut notifications = engine.notifications();
     backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("change_tools", serde_json::json!({}))),
         )
         .await
@@ -493,7 +494,7 @@ async fn a_stderr_flood_stays_bounded_and_the_backend_keeps_serving() {
     wait_state(&backend, BackendState::Ready).await;
     let result = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params(
                 "stderr",
                 serde_json::json!({ "lines": 50000 }),
@@ -586,14 +587,14 @@ async fn the_demo_server_is_supervised_end_to_end() {
     assert_eq!(status.catalog.prompts.len(), 1);
     let sum = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("add", serde_json::json!({ "a": 2, "b": 3 }))),
         )
         .await;
     assert_eq!(first_text(&json(&sum.expect("answered"))), "5");
     let failed = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params(
                 "fail",
                 serde_json::json!({ "message": "nope" }),
@@ -622,7 +623,7 @@ async fn server_everything_from_npm_is_supervised_end_to_end() {
     assert!(!status.catalog.resources.is_empty() && !status.catalog.prompts.is_empty());
     let echo = backend
         .request(
-            "tools/call",
+            &Method::ToolsCall,
             Some(&call_params("echo", serde_json::json!({ "message": "hi" }))),
         )
         .await;
@@ -686,7 +687,7 @@ async fn progress_notifications_arrive_in_order_with_the_tokens_the_caller_chose
     });
     let params = serde_json::value::RawValue::from_string(params.to_string()).expect("json");
     let result = backend
-        .request("tools/call", Some(&params))
+        .request(&Method::ToolsCall, Some(&params))
         .await
         .expect("answered");
     assert_eq!(first_text(&json(&result)), "slept 100 ms");

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use supervisor::Engine;
 use supervisor::spawn::GroupRegistry;
 use supervisor::status::BackendState;
+use wire::method::Method;
 
 /// An engine and the hub over it, started the way the app starts them.
 struct Wired {
@@ -1155,7 +1156,7 @@ async fn a_modern_servers_task_is_polled_to_its_end_for_an_editor_of_the_session
     let params = serde_json::value::to_raw_value(&json!({"taskId": "task-2"})).expect("JSON");
     eventually("the abandoned task is cancelled", EVENT_LIMIT, || async {
         let state = backend
-            .request("tasks/get", Some(&params))
+            .request(&Method::TasksGet, Some(&params))
             .await
             .map(|state| json(&state));
         match &state {

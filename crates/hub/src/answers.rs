@@ -251,7 +251,7 @@ pub(super) fn list_tasks(
         let mut all = Vec::new();
         for backend in listing {
             let method = Method::TasksList;
-            let answer = match backend.request(method.as_str(), None).await {
+            let answer = match backend.request(&method, None).await {
                 Ok(answer) => answer,
                 Err(error) => {
                     tracing::debug!(backend = backend.name(), %error, "{method}");

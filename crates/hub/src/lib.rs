@@ -355,7 +355,7 @@ impl Hub {
         let params = RawValue::from_string(params).expect("a name and a JSON value are valid JSON");
         let remaining = deadline.saturating_sub(started.elapsed());
         handle
-            .request_with_timeout(Method::ToolsCall.as_str(), Some(&params), remaining)
+            .request_with_timeout(&Method::ToolsCall, Some(&params), remaining)
             .await
             .map_err(|error| error.to_error_object())
     }

@@ -102,7 +102,7 @@ impl Request {
         let id = self.id.to_string();
         jsonrpc::without_newline(jsonrpc::request_line(
             &id,
-            self.method.as_str(),
+            &self.method,
             self.params.as_deref(),
         ))
     }
@@ -118,7 +118,7 @@ impl Notification {
 
     pub fn to_json(&self) -> Vec<u8> {
         jsonrpc::without_newline(jsonrpc::notification_line(
-            self.method.as_str(),
+            &self.method,
             self.params.as_deref(),
         ))
     }

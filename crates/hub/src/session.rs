@@ -355,9 +355,7 @@ impl Session {
                 for backend in hub.engine.backends() {
                     if backend.status().state == BackendState::Ready {
                         tokio::spawn(async move {
-                            let _ = backend
-                                .notify(Method::RootsListChanged.as_str(), None)
-                                .await;
+                            let _ = backend.notify(&Method::RootsListChanged, None).await;
                         });
                     }
                 }
@@ -473,7 +471,7 @@ async fn set_log_level(hub: &HubInner, profile: &str, params: Option<&RawValue>)
             let params = params.map(ToOwned::to_owned);
             calls.push(tokio::spawn(async move {
                 let method = Method::LoggingSetLevel;
-                if let Err(error) = backend.request(method.as_str(), params.as_deref()).await {
+                if let Err(error) = backend.request(&method, params.as_deref()).await {
                     tracing::debug!(backend = backend.name(), %error, "{method}");
                 }
             }));

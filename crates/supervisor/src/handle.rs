@@ -13,6 +13,7 @@ use crate::subscriptions::{ResourceWatch, Subscriptions};
 use crate::{Applied, CallError, ControlError};
 use config::BackendConfig;
 use wire::era::Era;
+use wire::method::Method;
 
 /// A cheap, cloneable handle to one backend.
 #[derive(Clone)]
@@ -111,7 +112,7 @@ impl BackendHandle {
     /// Sends a request to the backend with its configured deadline.
     pub async fn request(
         &self,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, CallError> {
         let timeout = self.config.borrow().request_timeout;
@@ -122,7 +123,7 @@ impl BackendHandle {
     /// [`Connection::request_for_client`]).
     pub async fn request_with_progress(
         &self,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         timeout: Duration,
         progress: Option<ProgressSink>,
@@ -135,7 +136,7 @@ impl BackendHandle {
     /// `client` says about the editor of this request (see [`Connection::request_for_client`]).
     pub async fn request_for_client(
         &self,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         timeout: Duration,
         progress: Option<ProgressSink>,
@@ -150,7 +151,7 @@ impl BackendHandle {
     /// Sends a request with an explicit deadline.
     pub async fn request_with_timeout(
         &self,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         timeout: Duration,
     ) -> Result<Box<RawValue>, CallError> {
@@ -168,7 +169,11 @@ impl BackendHandle {
     }
 
     /// Sends a notification to the backend, if it is ready.
-    pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
+    pub async fn notify(
+        &self,
+        method: &Method,
+        params: Option<&RawValue>,
+    ) -> Result<(), CallError> {
         Ok(self.ready_connection()?.notify(method, params).await?)
     }
 

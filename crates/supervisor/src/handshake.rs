@@ -335,7 +335,7 @@ async fn initialize(
     let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
     let answer = match opening_request(
         connection,
-        Method::Initialize.as_str(),
+        &Method::Initialize,
         Some(&params),
         config,
         clock,
@@ -358,7 +358,7 @@ async fn initialize(
         )));
     }
     connection
-        .notify(Method::Initialized.as_str(), None)
+        .notify(&Method::Initialized, None)
         .await
         .map_err(|error| OpeningError::Failed(error.to_string()))?;
     Ok(ServerDescription {
@@ -390,7 +390,7 @@ async fn describe_stateless(
     config: &BackendConfig,
     clock: &OpeningClock,
 ) -> Result<ServerDescription, OpeningError> {
-    let answer = match opening_request(connection, DISCOVER.as_str(), None, config, clock).await {
+    let answer = match opening_request(connection, &DISCOVER, None, config, clock).await {
         Ok(answer) => answer,
         Err(RpcError::Remote { error, .. }) if error.code != code::UNSUPPORTED_PROTOCOL_VERSION => {
             return Err(OpeningError::NotStateless(format!(
@@ -430,7 +430,7 @@ async fn describe_stateless(
 /// `clock` says.
 async fn opening_request(
     connection: &Connection,
-    method: &str,
+    method: &Method,
     params: Option<&RawValue>,
     config: &BackendConfig,
     clock: &OpeningClock,
@@ -458,7 +458,7 @@ async fn opening_request(
             () = expiry => {
                 return Err(RpcError::Timeout {
                     backend: Arc::from(config.name.as_str()),
-                    method: method.to_owned(),
+                    method: method.to_string(),
                     timeout,
                 });
             }
@@ -508,7 +508,7 @@ pub(super) async fn keep_listening(connection: Connection, subscriptions: Arc<Su
         subscriptions.reopening();
         let opened = tokio::time::Instant::now();
         tokio::select! {
-            ended = connection.request_until_closed(LISTEN.as_str(), Some(&params)) => match ended {
+            ended = connection.request_until_closed(&LISTEN, Some(&params)) => match ended {
                 Ok(_) => tracing::debug!("the server ended {LISTEN}; listening again"),
                 Err(RpcError::Remote { error, .. }) => {
                     tracing::warn!(
@@ -609,7 +609,7 @@ pub(super) async fn fetch_list(
         };
         let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
         let page = match connection
-            .request(list.method().as_str(), Some(&params), timeout)
+            .request(&list.method(), Some(&params), timeout)
             .await
         {
             Ok(page) => page,

@@ -177,7 +177,7 @@ enum Pending {
 }
 
 struct Waiter {
-    method: String,
+    method: Method,
     reply: oneshot::Sender<Result<Box<RawValue>, RpcError>>,
     /// The caller's number for the call the request is part of ([`ClientMeta::call`]).
     call: Option<u64>,
@@ -220,7 +220,7 @@ impl Connection {
     /// backend receives `notifications/cancelled` for it.
     pub async fn request(
         &self,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         timeout: Duration,
     ) -> Result<Box<RawValue>, RpcError> {
@@ -234,7 +234,7 @@ impl Connection {
     /// this request.
     pub async fn request_for_client(
         &self,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         timeout: Duration,
         progress: Option<ProgressSink>,
@@ -249,7 +249,7 @@ impl Connection {
     /// Only for requests that are meant to stay open, as `subscriptions/listen` is.
     pub async fn request_until_closed(
         &self,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, RpcError> {
         self.exchange(method, params, None, None, ClientMeta::default())
@@ -268,7 +268,7 @@ impl Connection {
 
     async fn exchange(
         &self,
-        method: &str,
+        method: &Method,
         params: Option<&RawValue>,
         timeout: Option<Duration>,
         progress: Option<ProgressSink>,
@@ -287,13 +287,13 @@ impl Connection {
                 .expect("pending map lock is never poisoned");
             match &mut *pending {
                 Pending::Closed(reason) => {
-                    return Err(self.inner.closed_error(method, reason.clone()));
+                    return Err(self.inner.closed_error(method.as_str(), reason.clone()));
                 }
                 Pending::Open(waiters) => {
                     waiters.insert(
                         id,
                         Waiter {
-                            method: method.to_owned(),
+                            method: method.clone(),
                             reply,
                             call: client.call,
                         },
@@ -309,11 +309,15 @@ impl Connection {
         let line = jsonrpc::request_line(&id.to_string(), method, params);
         let exchange = async {
             if self.inner.stdin.send(line).await.is_err() {
-                return Err(self.inner.closed_error(method, CloseReason::Stopping));
+                return Err(self
+                    .inner
+                    .closed_error(method.as_str(), CloseReason::Stopping));
             }
-            answer
-                .await
-                .unwrap_or_else(|_| Err(self.inner.closed_error(method, CloseReason::Stopping)))
+            answer.await.unwrap_or_else(|_| {
+                Err(self
+                    .inner
+                    .closed_error(method.as_str(), CloseReason::Stopping))
+            })
         };
         let Some(timeout) = timeout else {
             return exchange.await;
@@ -324,7 +328,7 @@ impl Connection {
                 guard.reason = "timeout";
                 Err(RpcError::Timeout {
                     backend: self.inner.backend.clone(),
-                    method: method.to_owned(),
+                    method: method.to_string(),
                     timeout,
                 })
             }
@@ -332,8 +336,8 @@ impl Connection {
     }
 
     /// Sends a notification.
-    pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
-        self.send_line(method, jsonrpc::notification_line(method, params))
+    pub async fn notify(&self, method: &Method, params: Option<&RawValue>) -> Result<(), RpcError> {
+        self.send_line(method.as_str(), jsonrpc::notification_line(method, params))
             .await
     }
 
@@ -367,7 +371,9 @@ impl Connection {
             }
         };
         for waiter in waiters.into_values() {
-            let error = self.inner.closed_error(&waiter.method, reason.clone());
+            let error = self
+                .inner
+                .closed_error(waiter.method.as_str(), reason.clone());
             let _ = waiter.reply.send(Err(error));
         }
         self.inner.stdin.close();
@@ -400,20 +406,20 @@ impl Connection {
         }
     }
 
-    async fn send_line(&self, method: &str, line: Vec<u8>) -> Result<(), RpcError> {
+    async fn send_line(&self, what: &str, line: Vec<u8>) -> Result<(), RpcError> {
         if let Pending::Closed(reason) = &*self
             .inner
             .pending
             .lock()
             .expect("pending map lock is never poisoned")
         {
-            return Err(self.inner.closed_error(method, reason.clone()));
+            return Err(self.inner.closed_error(what, reason.clone()));
         }
         self.inner
             .stdin
             .send(line)
             .await
-            .map_err(|_| self.inner.closed_error(method, CloseReason::Stopping))
+            .map_err(|_| self.inner.closed_error(what, CloseReason::Stopping))
     }
 }
 
@@ -442,10 +448,11 @@ impl Inner {
         era::add_meta_entries(params, &entries)
     }
 
-    fn closed_error(&self, method: &str, reason: CloseReason) -> RpcError {
+    /// The error of a request or message (`what`) the connection could not carry.
+    fn closed_error(&self, what: &str, reason: CloseReason) -> RpcError {
         RpcError::Closed {
             backend: self.backend.clone(),
-            method: method.to_owned(),
+            method: what.to_owned(),
             reason,
         }
     }
@@ -482,7 +489,7 @@ impl Inner {
                 });
                 Err(RpcError::Remote {
                     backend: self.backend.clone(),
-                    method: waiter.method.clone(),
+                    method: waiter.method.to_string(),
                     error,
                 })
             }
@@ -496,7 +503,7 @@ impl Inner {
         };
         let error = RpcError::TooLarge {
             backend: self.backend.clone(),
-            method: waiter.method.clone(),
+            method: waiter.method.to_string(),
             len,
             limit: self.max_message_size,
         };
@@ -563,7 +570,7 @@ impl Drop for AbandonGuard<'_> {
         }
         let params = serde_json::json!({ "requestId": self.id, "reason": self.reason });
         let params = RawValue::from_string(params.to_string()).expect("json! output is valid JSON");
-        let line = jsonrpc::notification_line(Method::Cancelled.as_str(), Some(&params));
+        let line = jsonrpc::notification_line(&Method::Cancelled, Some(&params));
         self.inner.stdin.send_detached(line);
     }
 }

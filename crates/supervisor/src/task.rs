@@ -476,7 +476,7 @@ impl BackendTask {
         let generation = self.generation;
         let timeout = self.config.health_timeout;
         tokio::spawn(async move {
-            let report = match connection.request(method.as_str(), None, timeout).await {
+            let report = match connection.request(&method, None, timeout).await {
                 Ok(_) => Report::PingAnswered { generation },
                 Err(error) => Report::PingFailed { generation, error },
             };

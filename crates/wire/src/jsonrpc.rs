@@ -103,7 +103,8 @@ impl ErrorObject {
 }
 
 /// Builds `{"jsonrpc":"2.0","id":ID,"method":M,"params":P}` followed by a newline.
-pub fn request_line(id: &str, method: &str, params: Option<&RawValue>) -> Vec<u8> {
+pub fn request_line(id: &str, method: &Method, params: Option<&RawValue>) -> Vec<u8> {
+    let method = method.as_str();
     let mut line = Vec::with_capacity(64 + method.len() + params.map_or(0, |p| p.get().len()));
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     push_raw(&mut line, id);
@@ -112,7 +113,8 @@ pub fn request_line(id: &str, method: &str, params: Option<&RawValue>) -> Vec<u8
 }
 
 /// Builds `{"jsonrpc":"2.0","method":M,"params":P}` followed by a newline.
-pub fn notification_line(method: &str, params: Option<&RawValue>) -> Vec<u8> {
+pub fn notification_line(method: &Method, params: Option<&RawValue>) -> Vec<u8> {
+    let method = method.as_str();
     let mut line = Vec::with_capacity(64 + method.len() + params.map_or(0, |p| p.get().len()));
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
     push_method_and_params(&mut line, method, params);
@@ -324,12 +326,12 @@ mod tests {
     #[test]
     fn lines_carry_raw_payloads_unchanged() {
         let params = RawValue::from_string(r#"{"b": 2, "a" : [1,2]}"#.into()).expect("valid");
-        let line = request_line("17", "tools/call", Some(&params));
+        let line = request_line("17", &Method::ToolsCall, Some(&params));
         assert_eq!(
             String::from_utf8(line).expect("utf-8"),
             "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\",\"params\":{\"b\": 2, \"a\" : [1,2]}}\n"
         );
-        let note = notification_line("notifications/initialized", None);
+        let note = notification_line(&Method::Initialized, None);
         assert_eq!(
             note,
             b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
@@ -370,8 +372,8 @@ mod tests {
             .expect("valid JSON");
         let id = RawValue::from_string("[\n7\n]".into()).expect("valid JSON");
         for line in [
-            request_line(id.get(), "tools/call", Some(&params)),
-            notification_line("notifications/progress", Some(&params)),
+            request_line(id.get(), &Method::ToolsCall, Some(&params)),
+            notification_line(&Method::Progress, Some(&params)),
             result_line(&id, &params),
             error_line(Some(&id), &ErrorObject::new(INTERNAL_ERROR, "a\nb")),
         ] {

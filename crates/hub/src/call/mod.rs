@@ -754,9 +754,9 @@ impl Call {
             log_level: self.client.log_level.as_deref(),
             call: Some(self.number),
         };
-        let call =
-            self.backend
-                .request_for_client(method.as_str(), Some(params), remaining, sink, client);
+        let call = self
+            .backend
+            .request_for_client(method, Some(params), remaining, sink, client);
         tokio::pin!(call);
         let result = loop {
             let next_progress = async {

@@ -388,7 +388,7 @@ fn send_subscription(backend: BackendHandle, uri: &str, method: Method) {
     let params = format!(r#"{{"uri":{}}}"#, json_string(uri).get());
     let params = RawValue::from_string(params).expect("JSON");
     tokio::spawn(async move {
-        if let Err(error) = backend.request(method.as_str(), Some(&params)).await {
+        if let Err(error) = backend.request(&method, Some(&params)).await {
             tracing::debug!(backend = backend.name(), %error, %method, "listen subscription");
         }
     });

@@ -184,7 +184,7 @@ pub(crate) async fn answer(
         Method::TasksCancel => {
             let params = raw(&json!({ "taskId": task.own }));
             task.backend
-                .request(method.as_str(), Some(&params))
+                .request(method, Some(&params))
                 .await
                 .map_err(|error| error.to_error_object())?;
             let waiting = hub.lock_task_inputs().remove(&task.exposed);
@@ -216,13 +216,7 @@ pub(crate) async fn detailed(
             call: None,
         };
         let answer = backend
-            .request_for_client(
-                Method::TasksGet.as_str(),
-                Some(&params),
-                timeout,
-                None,
-                client,
-            )
+            .request_for_client(&Method::TasksGet, Some(&params), timeout, None, client)
             .await
             .map_err(|error| error.to_error_object())?;
         let mut state =
@@ -232,7 +226,7 @@ pub(crate) async fn detailed(
         return Ok(state.into_raw());
     }
     let state = backend
-        .request(Method::TasksGet.as_str(), Some(&params))
+        .request(&Method::TasksGet, Some(&params))
         .await
         .map_err(|error| error.to_error_object())?;
     let exposer = hub
@@ -241,10 +235,7 @@ pub(crate) async fn detailed(
     let mut shown = extension_shape(&state, &exposer)?;
     match shown.get_str("status").as_deref() {
         Some("completed" | "failed") => {
-            match backend
-                .request(Method::TasksResult.as_str(), Some(&params))
-                .await
-            {
+            match backend.request(&Method::TasksResult, Some(&params)).await {
                 Ok(result) => {
                     let result = without_related_task(result.get());
                     shown.set(

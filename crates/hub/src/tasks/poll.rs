@@ -179,7 +179,7 @@ impl Drop for Unfinished {
         let task = self.task.clone();
         tokio::spawn(async move {
             let cancel = Method::TasksCancel;
-            if let Err(error) = backend.request(cancel.as_str(), Some(&task)).await {
+            if let Err(error) = backend.request(&cancel, Some(&task)).await {
                 tracing::debug!(backend = backend.name(), %error, "cancelling an unfinished task");
             }
         });

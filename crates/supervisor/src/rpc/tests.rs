@@ -65,7 +65,11 @@ fn spawn_request(
     timeout: Duration,
 ) -> tokio::task::JoinHandle<Result<Box<RawValue>, RpcError>> {
     let connection = connection.clone();
-    tokio::spawn(async move { connection.request(method, None, timeout).await })
+    tokio::spawn(async move {
+        connection
+            .request(&Method::parse(method), None, timeout)
+            .await
+    })
 }
 
 fn noise(log: &OutputLog) -> Vec<String> {
@@ -172,7 +176,7 @@ async fn progress_reaches_its_request_before_the_answer() {
         };
         connection
             .request_for_client(
-                "tools/call",
+                &Method::ToolsCall,
                 None,
                 SECOND,
                 Some(sink),
@@ -287,7 +291,7 @@ async fn close_wakes_every_waiter_with_its_reason_and_closes_stdin() {
     }
     let later = started
         .connection
-        .request("d", None, SECOND)
+        .request(&Method::parse("d"), None, SECOND)
         .await
         .expect_err("closed");
     assert!(
@@ -367,7 +371,7 @@ async fn the_stateless_envelope_goes_into_requests_only_and_keeps_what_the_calle
             call: Some(41),
         };
         connection
-            .request_for_client("tools/call", Some(&raw(params)), SECOND, None, client)
+            .request_for_client(&Method::ToolsCall, Some(&raw(params)), SECOND, None, client)
             .await
     });
     assert_eq!(
@@ -385,7 +389,7 @@ async fn the_stateless_envelope_goes_into_requests_only_and_keeps_what_the_calle
     let cancelled = raw(r#"{"requestId":1}"#);
     started
         .connection
-        .notify("notifications/cancelled", Some(&cancelled))
+        .notify(&Method::Cancelled, Some(&cancelled))
         .await
         .expect("sent");
     assert_eq!(
@@ -414,7 +418,7 @@ async fn lines_the_pipe_cannot_take_at_once_reach_the_backend_whole_and_in_turn(
         let params = big(fill);
         requests.push(tokio::spawn(async move {
             connection
-                .request("tools/call", Some(&params), 10 * SECOND)
+                .request(&Method::ToolsCall, Some(&params), 10 * SECOND)
                 .await
         }));
         tokio::task::yield_now().await;

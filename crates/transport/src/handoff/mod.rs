@@ -195,8 +195,8 @@ pub fn replayed_initialize(initialize: &RawValue) -> [Vec<u8>; 2] {
         .ok()
         .and_then(|envelope| envelope.params);
     [
-        wire::jsonrpc::request_line(REPLAY_ID, Method::Initialize.as_str(), params),
-        wire::jsonrpc::notification_line(Method::Initialized.as_str(), None),
+        wire::jsonrpc::request_line(REPLAY_ID, &Method::Initialize, params),
+        wire::jsonrpc::notification_line(&Method::Initialized, None),
     ]
 }
 
