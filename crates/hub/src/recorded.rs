@@ -14,7 +14,7 @@ use super::session::Session;
 use activity::{ActivityLog, Outcome, Record, is_tool_error};
 use platform::clock::unix_millis;
 use wire::jsonrpc::{self, ErrorObject};
-use wire::method::Method;
+use wire::method::{Method, Subject};
 
 /// What the log keeps of a call's request, read while the call is routed (whose parse of the
 /// params it shares).
@@ -42,17 +42,10 @@ impl Named {
         if !enabled {
             return None;
         }
-        let key = match method {
-            Method::ToolsCall | Method::PromptsGet => None,
-            Method::TasksGet | Method::TasksResult | Method::TasksUpdate | Method::TasksCancel => {
-                Some("taskId")
-            }
-            _ => Some("uri"),
-        };
+        // A tool's or prompt's name is the route's, taken once the call is routed.
+        let routed = method.subject() == Some(Subject::Name);
         Some(Named {
-            name: key
-                .and_then(|key| entries.get_str(key))
-                .map(|name| Arc::from(&*name)),
+            name: (!routed).then(|| subject(method, entries)).flatten(),
             original: None,
             arguments: payloads
                 .then(|| {
@@ -70,6 +63,12 @@ impl Named {
         self.name = Some(route.exposed.clone());
         self.original = Some(route.name.clone());
     }
+}
+
+/// What the editor named a call of `method` by: the subject of its params ([`Method::subject`]).
+fn subject(method: &Method, entries: &ObjectEntries<'_>) -> Option<Arc<str>> {
+    let name = entries.get_str(method.subject()?.field())?;
+    Some(Arc::from(&*name))
 }
 
 /// A call on its way, to be recorded when it ends.
@@ -128,9 +127,7 @@ impl Recording {
         let entries = params.and_then(|params| ObjectEntries::parse(params.get()).ok());
         let named = match &entries {
             Some(entries) => Named::of(log, method, entries).map(|mut named| {
-                if matches!(method, Method::ToolsCall | Method::PromptsGet) {
-                    named.name = entries.get_str("name").map(|name| Arc::from(&*name));
-                }
+                named.name = subject(method, entries);
                 named
             }),
             None => log.is_some_and(|log| log.wants().0).then_some(Named {

@@ -96,6 +96,46 @@ impl Method {
     pub fn is_task(&self) -> bool {
         self.as_str().starts_with("tasks/")
     }
+
+    /// What a request of this method is about, for the methods about one thing named in their
+    /// params: a tool or prompt by its name, a resource or skill by its URI, a task by its id.
+    /// The one table of it: what the activity log records a call by, what the `Mcp-Name` header
+    /// of 2026-07-28 mirrors, and the name by whose prefix a call waits for its starting server.
+    pub fn subject(&self) -> Option<Subject> {
+        match self {
+            Method::ToolsCall | Method::PromptsGet => Some(Subject::Name),
+            Method::ResourcesRead
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe
+            | Method::SkillsGet => Some(Subject::Uri),
+            Method::TasksGet | Method::TasksResult | Method::TasksUpdate | Method::TasksCancel => {
+                Some(Subject::TaskId)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a request is about (see [`Method::subject`]), as a field of its params names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// A tool or a prompt, by its `name`.
+    Name,
+    /// A resource or a skill, by its `uri`.
+    Uri,
+    /// A task, by its `taskId`.
+    TaskId,
+}
+
+impl Subject {
+    /// The field of the params that names the subject.
+    pub fn field(self) -> &'static str {
+        match self {
+            Subject::Name => "name",
+            Subject::Uri => "uri",
+            Subject::TaskId => "taskId",
+        }
+    }
 }
 
 impl fmt::Display for Method {
@@ -148,5 +188,24 @@ mod tests {
         assert!(Method::parse("tasks/later").is_task());
         assert!(Method::TasksGet.is_task());
         assert!(!Method::Tasks.is_task());
+    }
+
+    #[test]
+    fn a_request_about_one_thing_names_it_in_one_field() {
+        assert_eq!(
+            Method::ToolsCall.subject().map(Subject::field),
+            Some("name")
+        );
+        assert_eq!(
+            Method::ResourcesRead.subject().map(Subject::field),
+            Some("uri")
+        );
+        assert_eq!(
+            Method::TasksUpdate.subject().map(Subject::field),
+            Some("taskId")
+        );
+        assert_eq!(Method::ToolsList.subject(), None);
+        assert_eq!(Method::CompletionComplete.subject(), None);
+        assert_eq!(Method::parse("tools/sing").subject(), None);
     }
 }

@@ -45,7 +45,7 @@ use supervisor::{BackendHandle, CallError};
 use wire::apps::APP_MIME_TYPE;
 use wire::era::TASKS_EXTENSION;
 use wire::jsonrpc::{self, ErrorObject};
-use wire::method::Method;
+use wire::method::{Method, Subject};
 
 /// What a call does with a task its server may make (see [`bridge`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -439,10 +439,10 @@ impl Session {
 /// Which starting backends a call waits for: those whose prefix its name carries, or, for a
 /// call by URI or completion reference, every one.
 fn waiting_for<'a>(method: &Method, params: Option<&'a RawValue>) -> Waiting<'a> {
-    let name = match method {
-        Method::ToolsCall | Method::PromptsGet => params
+    let name = match method.subject() {
+        Some(Subject::Name) => params
             .and_then(|params| ObjectEntries::parse(params.get()).ok())
-            .and_then(|entries| entries.get_str("name")),
+            .and_then(|entries| entries.get_str(Subject::Name.field())),
         _ => None,
     };
     name.map_or(Waiting::All, Waiting::Owners)

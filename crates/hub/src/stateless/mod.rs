@@ -47,7 +47,7 @@ use listen::listen;
 use relay::{call, resume};
 use wire::era::{STATELESS_PROTOCOL_VERSION, meta};
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
-use wire::method::Method;
+use wire::method::{Method, Subject};
 
 /// The levels of `notifications/message`, lowest first.
 const LOG_LEVELS: [&str; 8] = [
@@ -174,15 +174,24 @@ impl<'a> Envelope2026<'a> {
     }
 
     /// The name, URI or task id the request is about (what `Mcp-Name` mirrors), for the
-    /// methods that have one.
+    /// methods of 2026-07-28 that have one ([`Method::subject`]): not `skills/get`, whose URI no
+    /// header mirrors, nor the methods of the session era alone, refused once the headers are
+    /// checked.
     fn target(&self) -> Option<String> {
-        let key = match self.method {
-            Method::ToolsCall | Method::PromptsGet => "name",
-            Method::ResourcesRead => "uri",
-            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => "taskId",
-            _ => return None,
-        };
-        Some(self.params.get_str(key).unwrap_or_default().into_owned())
+        let unmirrored = matches!(
+            self.method,
+            Method::SkillsGet
+                | Method::ResourcesSubscribe
+                | Method::ResourcesUnsubscribe
+                | Method::TasksResult
+        );
+        let subject = self.method.subject().filter(|_| !unmirrored)?;
+        Some(
+            self.params
+                .get_str(subject.field())
+                .unwrap_or_default()
+                .into_owned(),
+        )
     }
 
     /// The params a backend receives: without the 2026-07-28 keys of `_meta` (a dual-era
@@ -427,7 +436,7 @@ fn stamp(result: &str, cacheable: bool) -> String {
 /// For a task request about a session-era server's task the editor was handed (see
 /// [`ids`](crate::tasks::ids)): that task.
 fn session_era_task(hub: &HubInner, request: &Envelope2026<'_>) -> Option<NamedTask> {
-    let exposed = request.params.get_str("taskId")?;
+    let exposed = request.params.get_str(Subject::TaskId.field())?;
     NamedTask::open(hub, &request.profile, &exposed).filter(|task| !task.backend.is_stateless_era())
 }
 

@@ -43,7 +43,7 @@ use sse::SseParser;
 use wire::era::{header, meta};
 use wire::http_error;
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
-use wire::method::Method as McpMethod;
+use wire::method::{Method as McpMethod, Subject};
 use wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
 
 /// How many messages from the server may wait for the connection to read them.
@@ -282,7 +282,12 @@ impl Outgoing {
                     .as_ref()
                     .and_then(|meta| meta.get(meta::PROTOCOL_VERSION)?.as_str())
                     .map(str::to_owned);
-                let name = params.name.or(params.uri).or(params.task_id);
+                let name = match method.as_ref().and_then(McpMethod::subject) {
+                    Some(Subject::Name) => params.name,
+                    Some(Subject::Uri) => params.uri,
+                    Some(Subject::TaskId) => params.task_id,
+                    None => None,
+                };
                 let cancels = params
                     .request_id
                     .filter(|_| cancelling)
