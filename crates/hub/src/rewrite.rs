@@ -13,6 +13,8 @@ use serde::Deserializer as _;
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use wire::meta;
+
 /// The top-level entries of one JSON object, in order, duplicates included.
 #[derive(Debug, Clone)]
 pub struct ObjectEntries<'a> {
@@ -157,9 +159,9 @@ pub fn replace_progress_token(
 ) -> Option<(String, Box<RawValue>)> {
     let meta = params.get("_meta")?;
     let mut meta_entries = ObjectEntries::parse(meta.get()).ok()?;
-    let original = meta_entries.get("progressToken")?.to_owned();
+    let original = meta_entries.get(meta::PROGRESS_TOKEN)?.to_owned();
     let token = make_token();
-    meta_entries.set("progressToken", json_string(&token));
+    meta_entries.set(meta::PROGRESS_TOKEN, json_string(&token));
     params.set("_meta", meta_entries.into_raw());
     Some((token, original))
 }

@@ -12,8 +12,8 @@ use super::capabilities::ready_with;
 use super::rewrite::ObjectEntries;
 use super::session::{Session, SessionState};
 use supervisor::BackendHandle;
-use wire::era::meta;
 use wire::jsonrpc::{self, ErrorObject};
+use wire::meta;
 use wire::method::Method;
 
 /// What a successful `resources/subscribe` or `resources/unsubscribe` changes for the session.

@@ -15,6 +15,7 @@
 //! want updates of (`keep_listening`). An opening request's timeout counts from when it is sent
 //! or, behind a package runner, from when the runner starts the server (`OpeningClock`).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -31,8 +32,9 @@ use crate::status::{Catalog, ServerDescription};
 use crate::subscriptions::Subscriptions;
 use config::{Ask, BackendConfig, Launch, Protocol};
 use wire::apps;
-use wire::era::{Era, STATELESS_PROTOCOL_VERSION, code, meta};
+use wire::era::{Era, STATELESS_PROTOCOL_VERSION, code};
 use wire::jsonrpc::{self, ErrorObject};
+use wire::meta;
 use wire::method::Method;
 use wire::skills::SKILLS_EXTENSION;
 
@@ -85,12 +87,12 @@ impl ListKind {
     }
 
     /// The capability a server declares to offer the list.
-    fn capability(self) -> &'static str {
+    fn capability(self) -> Cow<'static, str> {
         match self {
-            ListKind::Tools => "tools",
-            ListKind::Resources | ListKind::ResourceTemplates => "resources",
-            ListKind::Prompts => "prompts",
-            ListKind::Skills => "extensions.\"io.modelcontextprotocol/skills\"",
+            ListKind::Tools => "tools".into(),
+            ListKind::Resources | ListKind::ResourceTemplates => "resources".into(),
+            ListKind::Prompts => "prompts".into(),
+            ListKind::Skills => format!("extensions.{SKILLS_EXTENSION:?}").into(),
         }
     }
 

@@ -19,9 +19,10 @@ use tokio_util::sync::CancellationToken;
 use crate::output::{OutputLog, OutputStream};
 use crate::status::ExitDescription;
 use stdin::Stdin;
-use wire::era::{self, meta};
+use wire::era;
 use wire::framing::{Frame, LineReader};
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use wire::meta;
 use wire::method::Method;
 
 /// How many incoming notifications and requests may wait for the consumer before the reader
@@ -550,12 +551,6 @@ impl Drop for ProgressGuard<'_> {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct ProgressParams<'a> {
-    #[serde(borrow, rename = "progressToken")]
-    token: &'a RawValue,
-}
-
 /// Removes an unanswered request from the pending map and tells the backend it was cancelled.
 struct AbandonGuard<'a> {
     inner: &'a Inner,
@@ -656,13 +651,13 @@ async fn handle_line(
             // task, so that it cannot fall behind the answer.
             if method == Method::Progress
                 && let Some(params) = envelope.params
-                && let Ok(progress) = serde_json::from_str::<ProgressParams<'_>>(params.get())
+                && let Some(token) = meta::progress_token(params)
             {
                 let routes = inner
                     .progress
                     .lock()
                     .expect("progress lock is never poisoned");
-                if let Some(sink) = routes.get(progress.token.get()) {
+                if let Some(sink) = routes.get(token.get()) {
                     let _ = sink.send(params.to_owned());
                     return;
                 }

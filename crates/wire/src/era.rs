@@ -32,22 +32,6 @@ pub const SESSION_PROTOCOL_VERSIONS: [&str; 4] =
 /// `tasks/get`, `tasks/update` and `tasks/cancel`), as named in `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
-/// Keys of a stateless request's `params._meta` and of a result's `_meta`.
-pub mod meta {
-    /// The request's protocol version (required).
-    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-    /// What the client can be asked during this request (required).
-    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-    /// The client's name and version (recommended).
-    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-    /// The lowest level of log messages the client wants with this request (optional).
-    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-    /// The server's name and version, on results.
-    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-    /// The listen a notification was sent on (the id of its `subscriptions/listen`).
-    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-}
-
 /// The names of the `Mcp-*` HTTP headers, lowercase as HTTP/2 sends them (HTTP/1.1 compares them
 /// without case).
 pub mod header {
@@ -143,6 +127,7 @@ fn raw(json: String) -> Box<RawValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta;
 
     fn raw_value(json: &str) -> Box<RawValue> {
         RawValue::from_string(json.to_owned()).expect("valid JSON")

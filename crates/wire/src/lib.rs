@@ -1,5 +1,5 @@
-//! What both sides of Switchboard speak: the JSON-RPC envelope, the methods' names, newline
-//! framing, the protocol eras, the arguments 2026-07-28 mirrors into headers, how a failed
+//! What both sides of Switchboard speak: the JSON-RPC envelope, the methods' names, the keys of
+//! `_meta`, newline framing, the protocol eras, the arguments 2026-07-28 mirrors into headers, how a failed
 //! HTTP request is told, what MCP Apps adds to tools, and what Skills add to resources.
 //!
 //! Floor 2 of the workspace (ARCHITECTURE.md). It stands on `platform` alone and knows nothing of
@@ -10,6 +10,7 @@ pub mod era;
 pub mod framing;
 pub mod http_error;
 pub mod jsonrpc;
+pub mod meta;
 pub mod method;
 pub mod mirrored;
 pub mod skills;

@@ -45,6 +45,7 @@ use supervisor::{BackendHandle, CallError};
 use wire::apps::APP_MIME_TYPE;
 use wire::era::TASKS_EXTENSION;
 use wire::jsonrpc::{self, ErrorObject};
+use wire::meta;
 use wire::method::{Method, Subject};
 
 /// What a call does with a task its server may make (see [`bridge`]).
@@ -783,7 +784,8 @@ impl Call {
     /// Sends a progress notification on with the client's own token.
     fn forward_progress(&self, reply: &mpsc::UnboundedSender<Reply>, params: &RawValue) {
         let Some(token) = &self.progress else { return };
-        let Some(params) = rewrite::replace_field(params, "progressToken", token.original.clone())
+        let Some(params) =
+            rewrite::replace_field(params, meta::PROGRESS_TOKEN, token.original.clone())
         else {
             return;
         };

@@ -20,8 +20,8 @@ use crate::session::Session;
 use crate::tasks::bridge::{self, NamedTask};
 use crate::{HubInner, SessionEvents, response};
 use supervisor::BackendHandle;
-use wire::era::meta;
 use wire::jsonrpc::{self, ErrorObject};
+use wire::meta;
 use wire::method::Method;
 
 /// How many resource URIs one listen stream may name.

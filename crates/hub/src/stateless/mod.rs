@@ -45,8 +45,9 @@ use crate::tasks::bridge::{self, NamedTask};
 use crate::{HubInner, Inbound, RequestReply, response};
 use listen::listen;
 use relay::{call, resume};
-use wire::era::{STATELESS_PROTOCOL_VERSION, meta};
+use wire::era::STATELESS_PROTOCOL_VERSION;
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use wire::meta;
 use wire::method::{Method, Subject};
 
 /// The levels of `notifications/message`, lowest first.
@@ -159,7 +160,7 @@ impl<'a> Envelope2026<'a> {
                 )
             }
         };
-        let wants_progress = meta.get("progressToken").is_some();
+        let wants_progress = meta.get(meta::PROGRESS_TOKEN).is_some();
         let client = client_name(meta.get(meta::CLIENT_INFO));
         Ok(Envelope2026 {
             id,

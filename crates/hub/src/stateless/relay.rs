@@ -17,8 +17,9 @@ use crate::rewrite::{ObjectEntries, json_string};
 use crate::session::Session;
 use crate::{HubInner, MAX_INPUT_ROUNDS, SessionEvents, random_id, response};
 use platform::clock::unix_millis;
-use wire::era::{code, meta};
+use wire::era::code;
 use wire::jsonrpc::{self, ErrorObject};
+use wire::meta;
 use wire::method::Method;
 
 /// How long a parked call waits for the editor's retry.

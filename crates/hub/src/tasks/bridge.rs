@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-use super::ids::{Exposer, RELATED_TASK, TaskOwner};
+use super::ids::{Exposer, TaskOwner};
 use crate::HubInner;
 use crate::capabilities::ClientCapabilities;
 use crate::reply::{Reply, invalid_params};
@@ -35,6 +35,7 @@ use crate::session::Session;
 use supervisor::BackendHandle;
 use supervisor::rpc::ClientMeta;
 use wire::jsonrpc::{self, ErrorObject};
+use wire::meta::RELATED_TASK;
 use wire::method::Method;
 
 /// How long `tasks/get` waits for the first question of a task that needs input.

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use crate::rewrite::ObjectEntries;
 use wire::jsonrpc::{self, ErrorObject};
+use wire::meta::RELATED_TASK;
 use wire::method::Method;
 
 /// How many tasks Switchboard keeps for servers at once.
@@ -257,7 +258,7 @@ impl Wait {
                         "the editor's answer is not an object",
                     )
                 })?;
-                let meta = json!({ "io.modelcontextprotocol/related-task": { "taskId": self.id } });
+                let meta = json!({ RELATED_TASK: { "taskId": self.id } });
                 result.set(
                     "_meta",
                     serde_json::value::to_raw_value(&meta).expect("JSON"),

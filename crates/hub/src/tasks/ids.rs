@@ -35,6 +35,7 @@ use sha2::Sha256;
 
 use crate::rewrite::{ObjectEntries, json_string};
 use wire::jsonrpc::{self, ErrorObject};
+use wire::meta::RELATED_TASK;
 
 const PREFIX: &str = "sb1.";
 
@@ -44,9 +45,6 @@ const SEAL_LEN: usize = 16;
 /// How many tasks a session remembers making; the oldest are forgotten first (their ids still
 /// work, but they leave its `tasks/list`).
 const MAX_MADE_TASKS: usize = 1000;
-
-/// The key of a result's `_meta` that names the task it belongs to.
-pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// Who a task id is sealed to (see the module's documentation).
 #[derive(Clone, Copy)]

@@ -40,9 +40,10 @@ use auth::{Auth, Credential};
 use config::{RemoteServer, RemoteTransport};
 pub(crate) use ends::{LinkSink, LinkSource};
 use sse::SseParser;
-use wire::era::{header, meta};
+use wire::era::header;
 use wire::http_error;
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use wire::meta;
 use wire::method::{Method as McpMethod, Subject};
 use wire::mirrored::{HeaderParam, argument_text, header_params, header_safe};
 

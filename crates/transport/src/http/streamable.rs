@@ -37,6 +37,7 @@ use hub::{
 };
 use wire::era::{Era, STATELESS_PROTOCOL_VERSION, code};
 use wire::jsonrpc::{self, Envelope, ErrorObject, Kind};
+use wire::meta;
 use wire::method::Method;
 
 pub(super) async fn post_mcp(
@@ -287,7 +288,7 @@ pub(super) fn may_relate_messages(envelope: &Envelope<'_>, record: &SessionRecor
         .and_then(|meta| {
             ObjectEntries::parse(&meta)
                 .ok()
-                .map(|meta| meta.get("progressToken").is_some())
+                .map(|meta| meta.get(meta::PROGRESS_TOKEN).is_some())
         })
         .unwrap_or(false);
     wants_progress || (record.session.can_be_asked() && !record.has_get_stream())
