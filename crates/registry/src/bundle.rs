@@ -102,7 +102,7 @@ pub async fn download(url: &str, sha256: &str) -> Result<Vec<u8>, BundleError> {
     }
     let bytes = super::source::read_bounded(response, MAX_BUNDLE_BYTES)
         .await
-        .map_err(failed)?;
+        .map_err(|error| failed(error.to_string()))?;
     let digest = platform::hex::encode(&Sha256::digest(&bytes));
     if digest != sha256 {
         return Err(BundleError::Digest {

@@ -218,14 +218,23 @@ pub struct PageMeta {
     pub next_cursor: Option<String>,
 }
 
+/// An entry of a page that is not one: its name (or "an entry" when it has none), and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{name}: {error}")]
+pub struct UnreadableEntry {
+    pub name: String,
+    #[source]
+    pub error: serde_json::Error,
+}
+
 /// Reads one entry of a page; an entry that is not one is skipped by the caller with the reason.
-pub fn record(value: serde_json::Value) -> Result<Record, String> {
+pub fn record(value: serde_json::Value) -> Result<Record, UnreadableEntry> {
     let name = value
         .pointer("/server/name")
         .and_then(|name| name.as_str())
         .unwrap_or("an entry")
         .to_owned();
-    serde_json::from_value(value).map_err(|error| format!("{name}: {error}"))
+    serde_json::from_value(value).map_err(|error| UnreadableEntry { name, error })
 }
 
 /// Whether `version` names one release exactly: not empty, not `latest`, no range, wildcard or

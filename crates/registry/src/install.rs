@@ -113,7 +113,7 @@ pub async fn find_entry(
                 return Ok((report.url.clone(), record));
             }
             Ok(_) => failures.push(format!("{}: taken down (deleted)", report.url)),
-            Err(error) => failures.push(error),
+            Err(error) => failures.push(error.to_string()),
         }
     }
     let what = match version {
@@ -514,7 +514,7 @@ pub async fn update(
     if let Some(name) = &origin {
         super::verify::check(pinned.registry_type, &pinned.identifier, &to, name)
             .await
-            .map_err(InstallError::Refused)?;
+            .map_err(|refused| InstallError::Refused(refused.to_string()))?;
     }
     let argument = match pinned.registry_type {
         "pypi" => format!("{}=={to}", pinned.identifier),

@@ -113,7 +113,8 @@ impl Registry {
                     true => cache
                         .refresh_or_note(&dir, &client, refresh == Refresh::Always)
                         .await
-                        .err(),
+                        .err()
+                        .map(|error| error.to_string()),
                     false => cache.failed.as_ref().map(|(_, error)| error.clone()),
                 };
                 (index, cache, error)

@@ -69,9 +69,19 @@ pub enum PlanError {
     MissingInputs(Vec<String>),
 }
 
+/// Why no part of an entry can be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unusable {
+    #[error("the entry lists no package and no remote")]
+    NothingListed,
+    /// What is wrong with each package and remote it lists, in its order.
+    #[error("{}", .0.join("; "))]
+    Refused(Vec<String>),
+}
+
 /// The part of `server` Switchboard would use: the first stdio package of a registry it runs,
 /// else the first remote it speaks to; or why none can be used, naming each that was offered.
-pub fn choose(server: &ServerJson) -> Result<Choice, String> {
+pub fn choose(server: &ServerJson) -> Result<Choice, Unusable> {
     let mut reasons = Vec::new();
     for (index, package) in server.packages.iter().enumerate() {
         match package_problem(package) {
@@ -85,10 +95,10 @@ pub fn choose(server: &ServerJson) -> Result<Choice, String> {
             Some(reason) => reasons.push(reason),
         }
     }
-    if reasons.is_empty() {
-        reasons.push("the entry lists no package and no remote".to_owned());
+    match reasons.is_empty() {
+        true => Err(Unusable::NothingListed),
+        false => Err(Unusable::Refused(reasons)),
     }
-    Err(reasons.join("; "))
 }
 
 fn package_problem(package: &Package) -> Option<String> {

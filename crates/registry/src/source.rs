@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::entry::{self, Page, Record, Status};
+use super::entry::{self, Page, Record, Status, UnreadableEntry};
 
 /// How long a source's cache is used before it is refreshed (the registry asks for about
 /// hourly reads).
@@ -86,13 +86,15 @@ impl SourceCache {
             })
     }
 
-    pub(super) fn save(&self, dir: &Path) -> Result<(), String> {
-        platform::files::create_private_dir(dir)
-            .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
-        let bytes = serde_json::to_vec(self).map_err(|error| error.to_string())?;
+    pub(super) fn save(&self, dir: &Path) -> Result<(), SourceError> {
+        platform::files::create_private_dir(dir).map_err(|error| SourceError::MakeDir {
+            dir: dir.to_owned(),
+            error,
+        })?;
+        let bytes = serde_json::to_vec(self).map_err(SourceError::Encode)?;
         let path = cache_file(dir, &self.url);
         platform::atomic::write_private(&path, &bytes)
-            .map_err(|error| format!("cannot write {}: {error}", path.display()))
+            .map_err(|error| SourceError::Write { path, error })
     }
 
     /// Whether it is read recently enough to be used as it is: read within the hour, or failed
@@ -116,13 +118,13 @@ impl SourceCache {
         dir: &Path,
         client: &reqwest::Client,
         full: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), SourceError> {
         match self.refresh(dir, client, full).await {
             Ok(()) => Ok(()),
             Err(error) => {
                 self.failed = Some((
                     platform::clock::unix_millis(SystemTime::now()),
-                    error.clone(),
+                    error.to_string(),
                 ));
                 if let Err(unsaved) = self.save(dir) {
                     tracing::warn!("{unsaved}");
@@ -141,7 +143,7 @@ impl SourceCache {
         dir: &Path,
         client: &reqwest::Client,
         full: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), SourceError> {
         let now = SystemTime::now();
         let now_ms = platform::clock::unix_millis(now);
         let full = full
@@ -237,18 +239,100 @@ enum RedirectRefused {
     NotHttps(String),
 }
 
+/// Why a source could not be read, or its cache not kept.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("cannot make {}: {error}", dir.display())]
+    MakeDir {
+        dir: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error(transparent)]
+    Encode(serde_json::Error),
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("{base} is not a URL: {error}")]
+    BaseNotUrl {
+        base: String,
+        #[source]
+        error: url::ParseError,
+    },
+    #[error("{base} lists more than {MAX_PAGES} pages; read the first ones only")]
+    TooManyPages { base: String },
+    /// The address of one version of one server does not parse.
+    #[error("{address}: {error}")]
+    VersionNotUrl {
+        address: String,
+        #[source]
+        error: url::ParseError,
+    },
+    #[error("{url} did not answer within {} s", REQUEST_TIMEOUT.as_secs())]
+    Timeout { url: String },
+    #[error("{url}: {}", wire::http_error::describe(error))]
+    Unreachable {
+        url: String,
+        #[source]
+        error: reqwest::Error,
+    },
+    #[error("{url} answered 404: not found")]
+    NotFound { url: String },
+    #[error("{url} answered {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("{url}: {error}")]
+    Body {
+        url: String,
+        #[source]
+        error: BodyError,
+    },
+    /// The answer is not JSON of the registry's API; `start` is how it begins.
+    #[error(
+        "{url} answered something that is not the registry API ({error}); it starts with \
+         {start:?}"
+    )]
+    NotTheApi {
+        url: String,
+        #[source]
+        error: serde_json::Error,
+        start: String,
+    },
+    #[error(transparent)]
+    Entry(#[from] UnreadableEntry),
+}
+
+/// Why a response's body could not be read whole.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("the answer stopped coming")]
+    Stopped(#[source] reqwest::Error),
+    #[error("{}", wire::http_error::describe(.0))]
+    Broken(#[source] reqwest::Error),
+    #[error("the answer is larger than {} MiB", limit / (1024 * 1024))]
+    TooLarge { limit: usize },
+}
+
 /// Every entry `base` lists (changed since `since`), page by page; the deleted ones too, so
 /// that a refresh can drop them.
 async fn fetch_all(
     client: &reqwest::Client,
     base: &str,
     since: Option<&str>,
-) -> Result<Vec<Record>, String> {
+) -> Result<Vec<Record>, SourceError> {
     let mut records = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let mut url = reqwest::Url::parse(&format!("{}/v0.1/servers", base.trim_end_matches('/')))
-            .map_err(|error| format!("{base} is not a URL: {error}"))?;
+            .map_err(|error| SourceError::BaseNotUrl {
+                base: base.to_owned(),
+                error,
+            })?;
         {
             let mut query = url.query_pairs_mut();
             query.append_pair("limit", "100");
@@ -271,9 +355,9 @@ async fn fetch_all(
             _ => return Ok(records),
         }
     }
-    Err(format!(
-        "{base} lists more than {MAX_PAGES} pages; read the first ones only"
-    ))
+    Err(SourceError::TooManyPages {
+        base: base.to_owned(),
+    })
 }
 
 /// One version of one server, asked of the source itself.
@@ -282,7 +366,7 @@ pub async fn fetch_version(
     base: &str,
     name: &str,
     version: &str,
-) -> Result<Record, String> {
+) -> Result<Record, SourceError> {
     let encode =
         |part: &str| url::form_urlencoded::byte_serialize(part.as_bytes()).collect::<String>();
     let text = format!(
@@ -291,44 +375,55 @@ pub async fn fetch_version(
         encode(name),
         encode(version)
     );
-    let url = reqwest::Url::parse(&text).map_err(|error| format!("{text}: {error}"))?;
+    let url = reqwest::Url::parse(&text).map_err(|error| SourceError::VersionNotUrl {
+        address: text.clone(),
+        error,
+    })?;
     let value: serde_json::Value = get_json(client, &url).await?;
-    entry::record(value)
+    Ok(entry::record(value)?)
 }
 
-/// `url`'s JSON body as `T`, or what went wrong in words.
+/// `url`'s JSON body as `T`, or what went wrong.
 async fn get_json<T: serde::de::DeserializeOwned>(
     client: &reqwest::Client,
     url: &reqwest::Url,
-) -> Result<T, String> {
+) -> Result<T, SourceError> {
     let response = client
         .get(url.clone())
         .header("Accept", "application/json")
         .send()
         .await
         .map_err(|error| match error.is_timeout() {
-            true => format!(
-                "{url} did not answer within {} s",
-                REQUEST_TIMEOUT.as_secs()
-            ),
-            false => format!("{url}: {}", wire::http_error::describe(&error)),
+            true => SourceError::Timeout {
+                url: url.to_string(),
+            },
+            false => SourceError::Unreachable {
+                url: url.to_string(),
+                error,
+            },
         })?;
     let status = response.status();
     if status == reqwest::StatusCode::NOT_FOUND {
-        return Err(format!("{url} answered 404: not found"));
+        return Err(SourceError::NotFound {
+            url: url.to_string(),
+        });
     }
     if !status.is_success() {
-        return Err(format!("{url} answered {status}"));
+        return Err(SourceError::Status {
+            url: url.to_string(),
+            status,
+        });
     }
     let bytes = read_bounded(response, MAX_PAGE_BYTES)
         .await
-        .map_err(|error| format!("{url}: {error}"))?;
-    serde_json::from_slice(&bytes).map_err(|error| {
-        let start = String::from_utf8_lossy(&bytes[..bytes.len().min(60)]).into_owned();
-        format!(
-            "{url} answered something that is not the registry API ({error}); it starts with \
-             {start:?}"
-        )
+        .map_err(|error| SourceError::Body {
+            url: url.to_string(),
+            error,
+        })?;
+    serde_json::from_slice(&bytes).map_err(|error| SourceError::NotTheApi {
+        url: url.to_string(),
+        error,
+        start: String::from_utf8_lossy(&bytes[..bytes.len().min(60)]).into_owned(),
     })
 }
 
@@ -336,21 +431,18 @@ async fn get_json<T: serde::de::DeserializeOwned>(
 pub async fn read_bounded(
     mut response: reqwest::Response,
     limit: usize,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, BodyError> {
     let mut bytes = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
         .map_err(|error| match error.is_timeout() {
-            true => "the answer stopped coming".to_owned(),
-            false => wire::http_error::describe(&error),
+            true => BodyError::Stopped(error),
+            false => BodyError::Broken(error),
         })?
     {
         if bytes.len() + chunk.len() > limit {
-            return Err(format!(
-                "the answer is larger than {} MiB",
-                limit / (1024 * 1024)
-            ));
+            return Err(BodyError::TooLarge { limit });
         }
         bytes.extend_from_slice(&chunk);
     }

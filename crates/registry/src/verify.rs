@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use super::source::BodyError;
+
 /// npm's and PyPI's public registries, where packages are looked up.
 const NPM: &str = "https://registry.npmjs.org";
 const PYPI: &str = "https://pypi.org";
@@ -22,20 +24,89 @@ pub enum Ownership {
     NotChecked(&'static str),
 }
 
+/// The package does not say it is the entry's, by what `place` of it names its server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Disowned {
+    /// It names another server.
+    #[error(
+        "{identifier} belongs to {claimed:?} by {place}, not to {name:?}: the entry \
+         names a package that is not its own, so it is not added"
+    )]
+    Foreign {
+        identifier: String,
+        claimed: String,
+        name: String,
+        place: &'static str,
+    },
+    /// It names none.
+    #[error(
+        "{identifier} does not say it belongs to {name:?} ({place} is missing): the \
+         entry's name is not proved, so it is not added"
+    )]
+    Unclaimed {
+        identifier: String,
+        name: String,
+        place: &'static str,
+    },
+}
+
+/// Why whose package an entry runs was not proved: the package says otherwise, or it could not
+/// be looked up.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnershipError {
+    #[error(transparent)]
+    Disowned(#[from] Disowned),
+    #[error("PyPI has no release {version} of {identifier}")]
+    NoRelease { identifier: String, version: String },
+    #[error(transparent)]
+    Client(reqwest::Error),
+    #[error(
+        "cannot look the package up at {url}: {}",
+        wire::http_error::describe(error)
+    )]
+    Unreachable {
+        url: String,
+        #[source]
+        error: reqwest::Error,
+    },
+    #[error("cannot look the package up: {url} answered {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("{url}: {error}")]
+    Body {
+        url: String,
+        #[source]
+        error: BodyError,
+    },
+    #[error("{url} answered no JSON: {error}")]
+    NotJson {
+        url: String,
+        #[source]
+        error: serde_json::Error,
+    },
+}
+
 /// Checks that `identifier` at `version` of `registry_type` says it is the package of `name`.
 pub async fn check(
     registry_type: &str,
     identifier: &str,
     version: &str,
     name: &str,
-) -> Result<Ownership, String> {
+) -> Result<Ownership, OwnershipError> {
     match registry_type {
         "npm" => {
             let base = base(NPM_ENV, NPM);
             let url = format!("{base}/{}/{}", identifier.replace('/', "%2F"), version);
             let release: serde_json::Value = get(&url).await?;
             let claimed = release.get("mcpName").and_then(|v| v.as_str());
-            judge(claimed, name, identifier, "its package.json's `mcpName`")
+            Ok(judge(
+                claimed,
+                name,
+                identifier,
+                "its package.json's `mcpName`",
+            )?)
         }
         "pypi" => {
             let base = base(PYPI_ENV, PYPI);
@@ -48,7 +119,10 @@ pub async fn check(
                         let project: serde_json::Value =
                             get(&format!("{base}/pypi/{identifier}/json")).await?;
                         if project.pointer(&format!("/releases/{version}")).is_none() {
-                            return Err(format!("PyPI has no release {version} of {identifier}"));
+                            return Err(OwnershipError::NoRelease {
+                                identifier: identifier.to_owned(),
+                                version: version.to_owned(),
+                            });
                         }
                         project
                     }
@@ -61,12 +135,12 @@ pub async fn check(
                 .split("mcp-name:")
                 .nth(1)
                 .and_then(|rest| rest.split_whitespace().next());
-            judge(
+            Ok(judge(
                 claimed,
                 name,
                 identifier,
                 "the `mcp-name:` of its description",
-            )
+            )?)
         }
         "oci" => Ok(Ownership::NotChecked(
             "an image's label is not read before it is pulled",
@@ -88,49 +162,56 @@ fn judge(
     claimed: Option<&str>,
     name: &str,
     identifier: &str,
-    where_: &str,
-) -> Result<Ownership, String> {
+    place: &'static str,
+) -> Result<Ownership, Disowned> {
     match claimed {
         Some(claimed) if claimed == name => Ok(Ownership::Proved),
-        Some(claimed) => Err(format!(
-            "{identifier} belongs to {claimed:?} by {where_}, not to {name:?}: the entry \
-             names a package that is not its own, so it is not added"
-        )),
-        None => Err(format!(
-            "{identifier} does not say it belongs to {name:?} ({where_} is missing): the \
-             entry's name is not proved, so it is not added"
-        )),
+        Some(claimed) => Err(Disowned::Foreign {
+            identifier: identifier.to_owned(),
+            claimed: claimed.to_owned(),
+            name: name.to_owned(),
+            place,
+        }),
+        None => Err(Disowned::Unclaimed {
+            identifier: identifier.to_owned(),
+            name: name.to_owned(),
+            place,
+        }),
     }
 }
 
-async fn get(url: &str) -> Result<serde_json::Value, String> {
+async fn get(url: &str) -> Result<serde_json::Value, OwnershipError> {
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(20))
         .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|error| error.to_string())?;
+        .map_err(OwnershipError::Client)?;
     let response = client
         .get(url)
         .header("Accept", "application/json")
         .send()
         .await
-        .map_err(|error| {
-            format!(
-                "cannot look the package up at {url}: {}",
-                wire::http_error::describe(&error)
-            )
+        .map_err(|error| OwnershipError::Unreachable {
+            url: url.to_owned(),
+            error,
         })?;
     if !response.status().is_success() {
-        return Err(format!(
-            "cannot look the package up: {url} answered {}",
-            response.status()
-        ));
+        return Err(OwnershipError::Status {
+            url: url.to_owned(),
+            status: response.status(),
+        });
     }
     let bytes = super::source::read_bounded(response, 32 * 1024 * 1024)
         .await
-        .map_err(|error| format!("{url}: {error}"))?;
-    serde_json::from_slice(&bytes).map_err(|error| format!("{url} answered no JSON: {error}"))
+        .map_err(|error| OwnershipError::Body {
+            url: url.to_owned(),
+            error,
+        })?;
+    serde_json::from_slice(&bytes).map_err(|error| OwnershipError::NotJson {
+        url: url.to_owned(),
+        error,
+    })
 }
 
 #[cfg(test)]
@@ -143,9 +224,13 @@ mod tests {
             judge(Some("io.github.a/b"), "io.github.a/b", "b", "x"),
             Ok(Ownership::Proved)
         );
-        let forged = judge(Some("io.github.a/b"), "io.github.c/d", "b", "x").unwrap_err();
+        let forged = judge(Some("io.github.a/b"), "io.github.c/d", "b", "x")
+            .unwrap_err()
+            .to_string();
         assert!(forged.contains("belongs to \"io.github.a/b\""), "{forged}");
-        let silent = judge(None, "io.github.c/d", "b", "x").unwrap_err();
+        let silent = judge(None, "io.github.c/d", "b", "x")
+            .unwrap_err()
+            .to_string();
         assert!(silent.contains("does not say"), "{silent}");
     }
 }

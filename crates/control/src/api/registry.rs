@@ -118,7 +118,7 @@ fn entry_view(
             .map(|choice| plan::inputs(server, *choice))
             .unwrap_or_default(),
         installable: choice.is_ok(),
-        why_not: choice.err(),
+        why_not: choice.err().map(|why| why.to_string()),
         added_as: added.get(&server.name).cloned(),
     }
 }

@@ -90,7 +90,8 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
                 .unwrap_or_default()
         ));
     }
-    let choice = plan::choose(&record.server).map_err(InstallError::NotInstallable)?;
+    let choice = plan::choose(&record.server)
+        .map_err(|unusable| InstallError::NotInstallable(unusable.to_string()))?;
     let text = read_config(request.config_path)?;
     let format = Format::of(request.config_path);
     let taken = server_names(&text, format)?;
@@ -126,7 +127,7 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
     if let Some((kind, identifier)) = &derived.package {
         match crate::verify::check(kind, identifier, &derived.version, &record.server.name)
             .await
-            .map_err(InstallError::Refused)?
+            .map_err(|refused| InstallError::Refused(refused.to_string()))?
         {
             crate::verify::Ownership::Proved => {}
             crate::verify::Ownership::NotChecked(why) => {

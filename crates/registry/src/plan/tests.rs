@@ -209,7 +209,10 @@ fn shell_metacharacters_stay_one_literal_argument() {
 fn what_cannot_run_is_said_for_each_package_and_remote() {
     let nuget = entry("io.github.domdomegg/time-mcp-nuget", "1.0.8");
     assert!(
-        choose(&nuget).unwrap_err().contains("NuGet package"),
+        choose(&nuget)
+            .unwrap_err()
+            .to_string()
+            .contains("NuGet package"),
         "{:?}",
         choose(&nuget)
     );
@@ -217,12 +220,13 @@ fn what_cannot_run_is_said_for_each_package_and_remote() {
     assert!(
         choose(&smithery)
             .unwrap_err()
+            .to_string()
             .contains("`smithery`, a registry Switchboard does not know")
     );
     let mut loose = entry("io.github.modelcontextprotocol/server-time", "2026.10.19");
     for version in ["latest", "^2026.10.0", ">=1", ""] {
         loose.packages[0].version = Some(version.to_owned());
-        let why = choose(&loose).unwrap_err();
+        let why = choose(&loose).unwrap_err().to_string();
         assert!(why.contains("names no exact version"), "{why}");
     }
     loose.packages[0].version = Some("1.0.0".into());
@@ -230,6 +234,7 @@ fn what_cannot_run_is_said_for_each_package_and_remote() {
     assert!(
         choose(&loose)
             .unwrap_err()
+            .to_string()
             .contains("is not an pypi package name")
     );
     let mut http = entry(
@@ -240,16 +245,23 @@ fn what_cannot_run_is_said_for_each_package_and_remote() {
     assert!(
         choose(&http)
             .unwrap_err()
+            .to_string()
             .contains("serves over `streamable-http`")
     );
     let mut remote = entry("io.decisionrules/mcp-server", "1.0.0");
     assert_eq!(choose(&remote), Ok(Choice::Remote(0)));
     remote.remotes[0].url = "http://api.decisionrules.io/mcp".into();
-    assert!(choose(&remote).unwrap_err().contains("not on https"));
+    assert!(
+        choose(&remote)
+            .unwrap_err()
+            .to_string()
+            .contains("not on https")
+    );
     remote.remotes[0].kind = "websocket".into();
     assert!(
         choose(&remote)
             .unwrap_err()
+            .to_string()
             .contains("`websocket`, a transport")
     );
 }
@@ -287,7 +299,12 @@ fn an_image_runs_pinned_by_digest_or_exact_tag_only() {
     assert_eq!(env["AIRTABLE_API_KEY"], "${secret:a_AIRTABLE_API_KEY}");
     assert_eq!(derived.version, "1.7.3");
     airtable.packages[0].identifier = "docker.io/domdomegg/airtable-mcp-server:latest".into();
-    assert!(choose(&airtable).unwrap_err().contains("not pinned"));
+    assert!(
+        choose(&airtable)
+            .unwrap_err()
+            .to_string()
+            .contains("not pinned")
+    );
     airtable.packages[0].identifier = format!("ghcr.io/x/y@sha256:{}", "a".repeat(64));
     assert!(choose(&airtable).is_ok());
 }
@@ -325,7 +342,7 @@ fn runner_options_from_an_entry_are_refused_for_npx_and_uvx() {
     let registry = everything_with(|package| {
         package.runtime_arguments = vec![named("--registry", Some("http://127.0.0.1:9/evil/"))];
     });
-    let why = choose(&registry).unwrap_err();
+    let why = choose(&registry).unwrap_err().to_string();
     assert!(
         why.contains("passes \"--registry\" to npx")
             && why.contains("passes no option or argument of the runner"),
@@ -343,6 +360,7 @@ fn runner_options_from_an_entry_are_refused_for_npx_and_uvx() {
     assert!(
         choose(&word)
             .unwrap_err()
+            .to_string()
             .contains("\"evil-package\" to npx")
     );
     let mut time = entry("io.github.modelcontextprotocol/server-time", "2026.10.19");
@@ -350,6 +368,7 @@ fn runner_options_from_an_entry_are_refused_for_npx_and_uvx() {
     assert!(
         choose(&time)
             .unwrap_err()
+            .to_string()
             .contains("\"--index-url\" to uvx")
     );
 }
@@ -374,7 +393,7 @@ fn docker_takes_from_an_entry_only_env_init_and_a_volume_the_person_chooses() {
     ] {
         let mut hostile = airtable.clone();
         hostile.packages[0].runtime_arguments = vec![named(flag, value)];
-        let why = choose(&hostile).unwrap_err();
+        let why = choose(&hostile).unwrap_err().to_string();
         assert!(
             why.contains(&format!("passes \"{flag}\" to docker")),
             "{flag}: {why}"
@@ -385,6 +404,7 @@ fn docker_takes_from_an_entry_only_env_init_and_a_volume_the_person_chooses() {
     assert!(
         choose(&image)
             .unwrap_err()
+            .to_string()
             .contains("would be read as an option of docker")
     );
 
@@ -493,6 +513,7 @@ fn environment_names_that_steer_a_loader_or_runner_are_refused() {
     assert!(
         choose(&steering)
             .unwrap_err()
+            .to_string()
             .contains("NODE_OPTIONS steers")
     );
 }
@@ -531,6 +552,7 @@ fn addresses_are_parsed_and_their_hosts_compared() {
     assert!(
         choose(&remote)
             .unwrap_err()
+            .to_string()
             .contains("names a user or password")
     );
     // A variable filled in later cannot smuggle a user in either.
