@@ -520,9 +520,9 @@ fn route_completion(
             let uri = reference
                 .get_str("uri")
                 .ok_or_else(|| invalid_params("ref/resource needs a uri"))?;
-            catalog
-                .resource_owner(&uri)
-                .map_err(|message| ErrorObject::new(jsonrpc::RESOURCE_NOT_FOUND, message))?
+            catalog.resource_owner(&uri).map_err(|no_owner| {
+                ErrorObject::new(jsonrpc::RESOURCE_NOT_FOUND, no_owner.to_string())
+            })?
         }
         _ => {
             return Err(invalid_params(
@@ -545,7 +545,7 @@ fn route_by_uri(
         .ok_or_else(|| invalid_params(format!("{method} needs a uri")))?;
     catalog
         .resource_owner(&uri)
-        .map_err(|message| ErrorObject::new(jsonrpc::RESOURCE_NOT_FOUND, message))
+        .map_err(|no_owner| ErrorObject::new(jsonrpc::RESOURCE_NOT_FOUND, no_owner.to_string()))
 }
 
 impl Call {

@@ -193,15 +193,11 @@ impl MergedCatalog {
     /// The backend serving `uri`: a view of MCP Apps' (see [`views`]), a skill's file (see
     /// [`skills`]; any other `skill://` URI is refused), an exact listing, else the longest
     /// template prefix, else the only backend with resources.
-    pub fn resource_owner(&self, uri: &str) -> Result<Arc<str>, String> {
+    pub fn resource_owner(&self, uri: &str) -> Result<Arc<str>, NoOwner> {
         if let Some(view) = self.views.get(uri) {
             return Ok(view.backend.clone());
         }
-        if let Some(file) = self
-            .skills
-            .file(uri)
-            .map_err(|refused| refused.to_string())?
-        {
+        if let Some(file) = self.skills.file(uri)? {
             return Ok(file.backend);
         }
         if let Some(owners) = self.resources.get(uri) {
@@ -231,17 +227,31 @@ impl MergedCatalog {
         }
         match self.resource_backends.as_slice() {
             [only] => Ok(only.clone()),
-            _ => Err(format!("no backend serves the resource {uri}")),
+            _ => Err(NoOwner::Unserved {
+                uri: uri.to_owned(),
+            }),
         }
     }
 }
 
-fn ambiguous(uri: &str, owners: &[Arc<str>]) -> String {
-    let names: Vec<&str> = owners.iter().map(|owner| &**owner).collect();
-    format!(
-        "the resource {uri} is ambiguous: it is served by {}",
-        names.join(", ")
-    )
+/// Why no one backend serves a resource.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoOwner {
+    /// A `skill://` URI that is not read (see [`skills`]).
+    #[error(transparent)]
+    Skill(#[from] skills::NotReadable),
+    /// More than one backend serves it.
+    #[error("the resource {uri} is ambiguous: it is served by {}", owners.join(", "))]
+    Ambiguous { uri: String, owners: Vec<Arc<str>> },
+    #[error("no backend serves the resource {uri}")]
+    Unserved { uri: String },
+}
+
+fn ambiguous(uri: &str, owners: &[Arc<str>]) -> NoOwner {
+    NoOwner::Ambiguous {
+        uri: uri.to_owned(),
+        owners: owners.to_vec(),
+    }
 }
 
 /// One backend's contribution: its routing config and its catalog.

@@ -160,7 +160,7 @@ pub fn with_uri(item: &str, uri: &str) -> Option<String> {
 /// What a read of `view` (known to the editor as `exposed`) answers: the result with the
 /// contents at the server's own URI said to be at `exposed`, anything else as it came; or, for a
 /// view a tool names whose contents are not an app's HTML, what they are instead.
-pub fn read_result(result: &str, view: &View, exposed: &str) -> Result<String, String> {
+pub fn read_result(result: &str, view: &View, exposed: &str) -> Result<String, NotAView> {
     if view.of_tool {
         not_a_view(result)?;
     }
@@ -170,8 +170,21 @@ pub fn read_result(result: &str, view: &View, exposed: &str) -> Result<String, S
     Ok(renamed(result, &view.own, exposed))
 }
 
-/// The mime types of a read's contents when any is not an app's view's: `Err` with them in words.
-fn not_a_view(result: &str) -> Result<(), String> {
+/// What the contents of a read of a view a tool names are, when they are not an app's view.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAView {
+    #[error("not a read's result")]
+    NotARead,
+    #[error("empty")]
+    Empty,
+    /// The mime types of the contents that are not a view's, in their order ("without a mime
+    /// type" for one that has none).
+    #[error("{}", .0.join(", "))]
+    Types(Vec<String>),
+}
+
+/// The mime types of a read's contents when any is not an app's view's.
+fn not_a_view(result: &str) -> Result<(), NotAView> {
     #[derive(serde::Deserialize)]
     struct Read {
         contents: Vec<Content>,
@@ -182,7 +195,7 @@ fn not_a_view(result: &str) -> Result<(), String> {
         mime_type: Option<String>,
     }
     let Ok(read) = serde_json::from_str::<Read>(result) else {
-        return Err("not a read's result".to_owned());
+        return Err(NotAView::NotARead);
     };
     let wrong: Vec<String> = read
         .contents
@@ -196,9 +209,9 @@ fn not_a_view(result: &str) -> Result<(), String> {
         })
         .collect();
     match (read.contents.is_empty(), wrong.is_empty()) {
-        (true, _) => Err("empty".to_owned()),
+        (true, _) => Err(NotAView::Empty),
         (false, true) => Ok(()),
-        (false, false) => Err(wrong.join(", ")),
+        (false, false) => Err(NotAView::Types(wrong)),
     }
 }
 
@@ -312,11 +325,11 @@ mod tests {
         assert_eq!(read_result(html, &view, "ui://a/b").as_deref(), Ok(html));
         let plain = r#"{"contents":[{"uri":"ui://a/b","mimeType":"text/plain","text":"hi"},{"uri":"ui://a/b","text":"x"}]}"#;
         assert_eq!(
-            read_result(plain, &view, "ui://a/b"),
+            read_result(plain, &view, "ui://a/b").map_err(|why| why.to_string()),
             Err("text/plain, without a mime type".to_owned())
         );
         assert_eq!(
-            read_result(r#"{"contents":[]}"#, &view, "ui://a/b"),
+            read_result(r#"{"contents":[]}"#, &view, "ui://a/b").map_err(|why| why.to_string()),
             Err("empty".to_owned())
         );
         assert!(read_result("[]", &view, "ui://a/b").is_err());

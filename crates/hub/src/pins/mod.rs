@@ -285,9 +285,42 @@ pub fn start_empty(dir: &Path, server: &str) -> std::io::Result<()> {
     platform::atomic::write_private(&dir.join(format!("{server}.json")), &text)
 }
 
+/// Why a server's pin file cannot be used or kept; each says what follows from it.
+#[derive(Debug, thiserror::Error)]
+enum PinFileError {
+    #[error(
+        "cannot read the pins {}: {error}; everything of it is held until approved",
+        path.display()
+    )]
+    Read {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error(
+        "the pins {} are not valid ({error}); everything of it is held until approved",
+        path.display()
+    )]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        error: serde_json::Error,
+    },
+    #[error(
+        "cannot save the pins {}: {error}; a change made while Switchboard is stopped would go \
+         unnoticed",
+        path.display()
+    )]
+    Save {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+}
+
 struct ServerPins {
     /// The pins, or why the file cannot be read.
-    pinned: Result<PinFile, String>,
+    pinned: Result<PinFile, PinFileError>,
     /// What is trusted at first sight, until it is first vetted in this run.
     first_sight: FirstSight,
     /// Whether the file must be written after the first vetting, though nothing was added to it:
@@ -300,7 +333,7 @@ struct ServerPins {
     instructions: Option<(String, bool)>,
     held: Vec<Held>,
     /// Why the pins could not be written, if they could not.
-    save_error: Option<String>,
+    save_error: Option<PinFileError>,
 }
 
 /// What of a server is pinned when seen rather than held as new. A server never seen has its
@@ -621,11 +654,11 @@ impl Pins {
             });
             report.held.extend(held);
             let problem = match &pins.pinned {
-                Err(problem) => Some(problem.clone()),
-                Ok(_) => pins.save_error.clone(),
+                Err(problem) => Some(problem),
+                Ok(_) => pins.save_error.as_ref(),
             };
             if let Some(problem) = problem {
-                report.problems.insert(name.clone(), problem);
+                report.problems.insert(name.clone(), problem.to_string());
             }
         }
         self.inner.report.send_if_modified(|current| {
@@ -659,26 +692,14 @@ impl ServerPins {
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                     (Ok(PinFile::current()), false)
                 }
-                Err(error) => (
-                    Err(format!(
-                        "cannot read the pins {}: {error}; everything of it is held until approved",
-                        path.display()
-                    )),
-                    true,
-                ),
+                Err(error) => (Err(PinFileError::Read { path, error }), true),
                 Ok(bytes) => (
                     serde_json::from_slice::<PinFile>(&bytes)
                         .map(|mut file| {
                             file.forget_definitions();
                             file
                         })
-                        .map_err(|error| {
-                            format!(
-                                "the pins {} are not valid ({error}); everything of it is held \
-                                 until approved",
-                                path.display()
-                            )
-                        }),
+                        .map_err(|error| PinFileError::Invalid { path, error }),
                     true,
                 ),
             },
@@ -790,11 +811,7 @@ impl ServerPins {
         }
         self.save_error = written.err().map(|error| {
             tracing::warn!(%error, path = %path.display(), "cannot save the pins");
-            format!(
-                "cannot save the pins {}: {error}; a change made while Switchboard is stopped \
-                 would go unnoticed",
-                path.display()
-            )
+            PinFileError::Save { path, error }
         });
     }
 }

@@ -31,18 +31,85 @@ enum Field<'a> {
     },
 }
 
+/// Why a form cannot be rendered, or an answer does not fit it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FormError {
+    #[error("the form is not an object of fields")]
+    NotAnObject,
+    #[error("the form's properties are not an object")]
+    PropertiesNotAnObject,
+    /// A field the form describes but cannot render.
+    #[error("field \"{name}\" {problem}")]
+    Field { name: String, problem: FieldProblem },
+    #[error("field \"{name}\" is required but not described")]
+    Undescribed { name: String },
+    /// An answer leaves out a required field.
+    #[error("\"{name}\" is required")]
+    Missing { name: String },
+    /// An answer gives a field the form does not have.
+    #[error("the form has no field \"{name}\"")]
+    Unknown { name: String },
+    /// An answer's value does not fit its field.
+    #[error("\"{name}\" {misfit}")]
+    Unfit { name: String, misfit: Misfit },
+}
+
+/// What about one field keeps the form from being rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldProblem {
+    #[error("has a format the form does not know ({0})")]
+    UnknownFormat(String),
+    #[error("is a list without items")]
+    ListWithoutItems,
+    #[error("is a list of something other than choices")]
+    ListOfOther,
+    #[error("is of a type the form does not know ({0})")]
+    UnknownType(String),
+    #[error("has no type")]
+    NoType,
+    #[error("offers a choice that is not text")]
+    ChoiceNotText,
+    #[error("has an enum that is not a list")]
+    EnumNotList,
+    #[error("offers choices that are not each a text const")]
+    ChoicesNotConsts,
+}
+
+/// How a value does not fit its field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Misfit {
+    #[error("has {0} characters, outside its limits")]
+    Length(u64),
+    #[error("is not a valid {0}")]
+    Format(String),
+    #[error("is not a whole number")]
+    NotWhole,
+    #[error("is {0}, outside its limits")]
+    OutOfRange(f64),
+    #[error("has {0} choices, outside its limits")]
+    Count(u64),
+    #[error("has a choice the form does not offer")]
+    NotOffered,
+    #[error("is not one of its choices")]
+    NotAChoice,
+    #[error("is not of its type")]
+    WrongType,
+}
+
 /// `Ok` when every field of `schema` can be rendered; else which field cannot, and why.
-pub fn check(schema: &Value) -> Result<(), String> {
+pub fn check(schema: &Value) -> Result<(), FormError> {
     fields(schema).map(|_| ())
 }
 
 /// `content` as an answer to `schema`: every required field there, every field one the form
-/// has, of its type and within its limits. The reason in words when it is not.
-pub fn validate(schema: &Value, content: &Map<String, Value>) -> Result<(), String> {
+/// has, of its type and within its limits. The reason when it is not.
+pub fn validate(schema: &Value, content: &Map<String, Value>) -> Result<(), FormError> {
     let fields = fields(schema)?;
     for name in required(schema) {
         if !content.contains_key(name) {
-            return Err(format!("\"{name}\" is required"));
+            return Err(FormError::Missing {
+                name: name.to_owned(),
+            });
         }
     }
     for (name, value) in content {
@@ -50,8 +117,11 @@ pub fn validate(schema: &Value, content: &Map<String, Value>) -> Result<(), Stri
             .iter()
             .find(|(field, _)| field == name)
             .map(|(_, field)| field)
-            .ok_or_else(|| format!("the form has no field \"{name}\""))?;
-        fits(field, value).map_err(|why| format!("\"{name}\" {why}"))?;
+            .ok_or_else(|| FormError::Unknown { name: name.clone() })?;
+        fits(field, value).map_err(|misfit| FormError::Unfit {
+            name: name.clone(),
+            misfit,
+        })?;
     }
     Ok(())
 }
@@ -65,30 +135,35 @@ fn required(schema: &Value) -> impl Iterator<Item = &str> {
         .filter_map(Value::as_str)
 }
 
-fn fields(schema: &Value) -> Result<Vec<(&str, Field<'_>)>, String> {
+fn fields(schema: &Value) -> Result<Vec<(&str, Field<'_>)>, FormError> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("the form is not an object of fields".to_owned());
+        return Err(FormError::NotAnObject);
     }
     let properties = match schema.get("properties") {
         None => return Ok(Vec::new()),
         Some(Value::Object(properties)) => properties,
-        Some(_) => return Err("the form's properties are not an object".to_owned()),
+        Some(_) => return Err(FormError::PropertiesNotAnObject),
     };
     let fields: Vec<(&str, Field<'_>)> = properties
         .iter()
         .map(|(name, property)| {
             field(property)
                 .map(|field| (name.as_str(), field))
-                .map_err(|why| format!("field \"{name}\" {why}"))
+                .map_err(|problem| FormError::Field {
+                    name: name.clone(),
+                    problem,
+                })
         })
         .collect::<Result<_, _>>()?;
     if let Some(missing) = required(schema).find(|name| !properties.contains_key(*name)) {
-        return Err(format!("field \"{missing}\" is required but not described"));
+        return Err(FormError::Undescribed {
+            name: missing.to_owned(),
+        });
     }
     Ok(fields)
 }
 
-fn field(property: &Value) -> Result<Field<'_>, String> {
+fn field(property: &Value) -> Result<Field<'_>, FieldProblem> {
     let unsigned = |key: &str| property.get(key).and_then(Value::as_u64);
     let number = |key: &str| property.get(key).and_then(Value::as_f64);
     match property.get("type").and_then(Value::as_str) {
@@ -98,7 +173,7 @@ fn field(property: &Value) -> Result<Field<'_>, String> {
             }
             let format = property.get("format").and_then(Value::as_str);
             if let Some(format) = format.filter(|format| !FORMATS.contains(format)) {
-                return Err(format!("has a format the form does not know ({format})"));
+                return Err(FieldProblem::UnknownFormat(format.to_owned()));
             }
             Ok(Field::Text {
                 format,
@@ -113,34 +188,32 @@ fn field(property: &Value) -> Result<Field<'_>, String> {
         }),
         Some("boolean") => Ok(Field::Boolean),
         Some("array") => {
-            let items = property.get("items").ok_or("is a list without items")?;
-            let choices = choices(items).ok_or("is a list of something other than choices")??;
+            let items = property
+                .get("items")
+                .ok_or(FieldProblem::ListWithoutItems)?;
+            let choices = choices(items).ok_or(FieldProblem::ListOfOther)??;
             Ok(Field::Choices {
                 choices,
                 min: unsigned("minItems"),
                 max: unsigned("maxItems"),
             })
         }
-        Some(other) => Err(format!("is of a type the form does not know ({other})")),
-        None => Err("has no type".to_owned()),
+        Some(other) => Err(FieldProblem::UnknownType(other.to_owned())),
+        None => Err(FieldProblem::NoType),
     }
 }
 
 /// The values of a field that is one of a list: `enum`, or `oneOf`/`anyOf` of `const`s.
 /// `None` when it is not such a field.
-fn choices(schema: &Value) -> Option<Result<Vec<&str>, String>> {
+fn choices(schema: &Value) -> Option<Result<Vec<&str>, FieldProblem>> {
     if let Some(values) = schema.get("enum") {
         let values = values.as_array().map(|values| {
             values
                 .iter()
-                .map(|value| value.as_str().ok_or("offers a choice that is not text"))
+                .map(|value| value.as_str().ok_or(FieldProblem::ChoiceNotText))
                 .collect::<Result<Vec<_>, _>>()
         });
-        return Some(match values {
-            Some(Ok(values)) => Ok(values),
-            Some(Err(why)) => Err(why.to_owned()),
-            None => Err("has an enum that is not a list".to_owned()),
-        });
+        return Some(values.unwrap_or(Err(FieldProblem::EnumNotList)));
     }
     let titled = schema.get("oneOf").or_else(|| schema.get("anyOf"))?;
     let values = titled.as_array().map(|options| {
@@ -151,29 +224,31 @@ fn choices(schema: &Value) -> Option<Result<Vec<&str>, String>> {
     });
     Some(match values {
         Some(Some(values)) => Ok(values),
-        _ => Err("offers choices that are not each a text const".to_owned()),
+        _ => Err(FieldProblem::ChoicesNotConsts),
     })
 }
 
-fn fits(field: &Field<'_>, value: &Value) -> Result<(), String> {
+fn fits(field: &Field<'_>, value: &Value) -> Result<(), Misfit> {
     match (field, value) {
         (Field::Text { format, min, max }, Value::String(text)) => {
             let length = text.chars().count() as u64;
             if min.is_some_and(|min| length < min) || max.is_some_and(|max| length > max) {
-                return Err(format!("has {length} characters, outside its limits"));
+                return Err(Misfit::Length(length));
             }
             match format {
-                Some(format) if !formatted(format, text) => Err(format!("is not a valid {format}")),
+                Some(format) if !formatted(format, text) => {
+                    Err(Misfit::Format((*format).to_owned()))
+                }
                 _ => Ok(()),
             }
         }
         (Field::Number { integer, min, max }, Value::Number(number)) => {
             let value = number.as_f64().unwrap_or(f64::NAN);
             if *integer && !(number.is_i64() || number.is_u64()) {
-                return Err("is not a whole number".to_owned());
+                return Err(Misfit::NotWhole);
             }
             if min.is_some_and(|min| value < min) || max.is_some_and(|max| value > max) {
-                return Err(format!("is {value}, outside its limits"));
+                return Err(Misfit::OutOfRange(value));
             }
             Ok(())
         }
@@ -184,7 +259,7 @@ fn fits(field: &Field<'_>, value: &Value) -> Result<(), String> {
         (Field::Choices { choices, min, max }, Value::Array(chosen)) => {
             let count = chosen.len() as u64;
             if min.is_some_and(|min| count < min) || max.is_some_and(|max| count > max) {
-                return Err(format!("has {count} choices, outside its limits"));
+                return Err(Misfit::Count(count));
             }
             match chosen.iter().all(|choice| {
                 choice
@@ -192,11 +267,11 @@ fn fits(field: &Field<'_>, value: &Value) -> Result<(), String> {
                     .is_some_and(|choice| choices.contains(&choice))
             }) {
                 true => Ok(()),
-                false => Err("has a choice the form does not offer".to_owned()),
+                false => Err(Misfit::NotOffered),
             }
         }
-        (Field::Choice(_), _) => Err("is not one of its choices".to_owned()),
-        _ => Err("is not of its type".to_owned()),
+        (Field::Choice(_), _) => Err(Misfit::NotAChoice),
+        _ => Err(Misfit::WrongType),
     }
 }
 
@@ -260,23 +335,23 @@ mod tests {
             "address": { "type": "object", "properties": { "street": { "type": "string" } } }
         }});
         assert_eq!(
-            check(&nested),
+            check(&nested).map_err(|why| why.to_string()),
             Err("field \"address\" is of a type the form does not know (object)".to_owned())
         );
         let list = json!({ "type": "object", "properties": { "tags": { "type": "array", "items": { "type": "string" } } } });
         assert_eq!(
-            check(&list),
+            check(&list).map_err(|why| why.to_string()),
             Err("field \"tags\" is a list of something other than choices".to_owned())
         );
         let format = json!({ "type": "object", "properties": { "ip": { "type": "string", "format": "ipv4" } } });
         assert_eq!(
-            check(&format),
+            check(&format).map_err(|why| why.to_string()),
             Err("field \"ip\" has a format the form does not know (ipv4)".to_owned())
         );
         assert!(check(&json!({ "type": "array" })).is_err());
         let undescribed = json!({ "type": "object", "properties": {}, "required": ["token"] });
         assert_eq!(
-            check(&undescribed),
+            check(&undescribed).map_err(|why| why.to_string()),
             Err("field \"token\" is required but not described".to_owned())
         );
     }
@@ -333,7 +408,7 @@ mod tests {
         ];
         for (answer, why) in cases {
             assert_eq!(
-                validate(&schema(), &content(answer.clone())),
+                validate(&schema(), &content(answer.clone())).map_err(|why| why.to_string()),
                 Err(why.to_owned()),
                 "{answer}"
             );

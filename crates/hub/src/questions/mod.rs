@@ -10,6 +10,8 @@
 
 mod form;
 
+pub use form::{FieldProblem, FormError, Misfit};
+
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -119,6 +121,27 @@ pub(super) fn turned_off(server: &str) -> ErrorObject {
     )
 }
 
+/// Why an answer does not fit its question.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnswerError {
+    /// The content is not an answer to the form.
+    #[error(transparent)]
+    Form(#[from] FormError),
+    #[error("accepting a form needs its content")]
+    NoContent,
+    #[error("only an accepted form has content")]
+    ContentNotAsked,
+}
+
+/// Why a URL question cannot be asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum BadUrl {
+    #[error("its url is not a URL ({0})")]
+    NotUrl(#[source] url::ParseError),
+    #[error("its url is a {scheme} address, not a web page")]
+    NotWeb { scheme: String },
+}
+
 /// The questions waiting for a person.
 #[derive(Default)]
 pub struct Questions(Waitlist<Question, Answer>);
@@ -130,24 +153,24 @@ impl Questions {
     }
 
     /// Answers question `id` with `action` and, to accept a form, its `content`; refused when
-    /// the content does not fit the question (the reason, in words).
+    /// the content does not fit the question, with the reason.
     pub fn answer(
         &self,
         id: u64,
         action: Action,
         content: Option<Map<String, Value>>,
         by: &str,
-    ) -> Result<(), NotTaken<String>> {
+    ) -> Result<(), NotTaken<AnswerError>> {
         self.0.answer(id, |question| {
             match (&question.asks, action, &content) {
                 (Asks::Form { schema }, Action::Accept, Some(content)) => {
                     form::validate(schema, content)?;
                 }
                 (Asks::Form { .. }, Action::Accept, None) => {
-                    return Err("accepting a form needs its content".to_owned());
+                    return Err(AnswerError::NoContent);
                 }
                 (_, _, Some(_)) => {
-                    return Err("only an accepted form has content".to_owned());
+                    return Err(AnswerError::ContentNotAsked);
                 }
                 _ => {}
             }
@@ -188,7 +211,7 @@ impl Questions {
                     .get("url")
                     .and_then(Value::as_str)
                     .ok_or_else(|| malformed(server, "a URL question has no url"))?;
-                url_question(server, url).map_err(|why| malformed(server, &why))?
+                url_question(server, url).map_err(|why| malformed(server, &why.to_string()))?
             }
             None | Some("form") => {
                 let schema = params
@@ -262,13 +285,12 @@ fn malformed(server: &BackendConfig, why: &str) -> ErrorObject {
 }
 
 /// A URL question, with what should make the person look twice.
-fn url_question(server: &BackendConfig, url: &str) -> Result<Asks, String> {
-    let parsed = url::Url::parse(url).map_err(|error| format!("its url is not a URL ({error})"))?;
+fn url_question(server: &BackendConfig, url: &str) -> Result<Asks, BadUrl> {
+    let parsed = url::Url::parse(url).map_err(BadUrl::NotUrl)?;
     if !matches!(parsed.scheme(), "https" | "http") {
-        return Err(format!(
-            "its url is a {} address, not a web page",
-            parsed.scheme()
-        ));
+        return Err(BadUrl::NotWeb {
+            scheme: parsed.scheme().to_owned(),
+        });
     }
     let host = parsed.host_str().unwrap_or_default().to_owned();
     let own = match &server.launch {
@@ -351,10 +373,11 @@ mod tests {
             changes.changed().await.expect("told");
             let id = questions.waiting()[0].id;
             let empty = Map::new();
-            assert_eq!(
-                questions.answer(id, Action::Accept, Some(empty), "the dashboard"),
-                Err(NotTaken::Rejected("\"name\" is required".to_owned()))
-            );
+            let rejected = questions.answer(id, Action::Accept, Some(empty), "the dashboard");
+            let Err(NotTaken::Rejected(why)) = rejected else {
+                panic!("{rejected:?}");
+            };
+            assert_eq!(why.to_string(), "\"name\" is required");
             let mut content = Map::new();
             content.insert("name".into(), json!("Ada"));
             assert_eq!(
