@@ -21,15 +21,27 @@ pub(super) enum SigningKey {
     Ed25519(Ed25519KeyPair),
 }
 
+/// Why a private key cannot sign. It never quotes the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error(
+        "the private key is not PEM (`-----BEGIN PRIVATE KEY-----` … `-----END PRIVATE \
+         KEY-----`)"
+    )]
+    NotPem,
+    /// A PEM block (`label` is what its `BEGIN` line names) of no key Switchboard signs with.
+    #[error(
+        "the private key ({label}) is not an EC P-256 or P-384, RSA or Ed25519 key \
+         Switchboard can sign with"
+    )]
+    Unsupported { label: String },
+}
+
 impl SigningKey {
     /// Reads a PEM private key: PKCS#8 (`BEGIN PRIVATE KEY`) of an EC (P-256 or P-384), RSA or
-    /// Ed25519 key, or SEC 1 (`BEGIN EC PRIVATE KEY`). The error never quotes the key.
-    pub(super) fn from_pem(pem: &str) -> Result<SigningKey, String> {
-        let (label, der) = pem_block(pem).ok_or_else(|| {
-            "the private key is not PEM (`-----BEGIN PRIVATE KEY-----` … `-----END PRIVATE \
-             KEY-----`)"
-                .to_owned()
-        })?;
+    /// Ed25519 key, or SEC 1 (`BEGIN EC PRIVATE KEY`).
+    pub(super) fn from_pem(pem: &str) -> Result<SigningKey, KeyError> {
+        let (label, der) = pem_block(pem).ok_or(KeyError::NotPem)?;
         let curves: [(&'static signature::EcdsaSigningAlgorithm, &'static str); 2] = [
             (&signature::ECDSA_P256_SHA256_FIXED_SIGNING, "ES256"),
             (&signature::ECDSA_P384_SHA384_FIXED_SIGNING, "ES384"),
@@ -53,12 +65,7 @@ impl SigningKey {
             }),
             _ => None,
         };
-        key.ok_or_else(|| {
-            format!(
-                "the private key ({label}) is not an EC P-256 or P-384, RSA or Ed25519 key \
-                 Switchboard can sign with"
-            )
-        })
+        key.ok_or(KeyError::Unsupported { label })
     }
 
     /// A new P-256 key, and its PKCS#8 form to keep.
@@ -219,6 +226,7 @@ mod tests {
         assert_eq!(key.algorithm(), "ES256");
         let garbage = SigningKey::from_pem("secret-value")
             .err()
+            .map(|error| error.to_string())
             .unwrap_or_default();
         assert!(garbage.contains("not PEM"), "{garbage}");
         assert!(!garbage.contains("secret-value"));

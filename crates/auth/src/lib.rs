@@ -46,6 +46,7 @@ pub use browser::CallbackQuery;
 use config::RemoteServer;
 pub(crate) use discovery::Challenge;
 use dpop::DpopKey;
+pub use jws::KeyError;
 use platform::clock::unix_seconds;
 use platform::secrets::{Keychain, SecretError};
 use reach::Reach;
@@ -83,6 +84,9 @@ pub enum AuthError {
     NoBrowser(String),
     #[error(transparent)]
     Keychain(#[from] SecretError),
+    /// The config's `private_key` cannot sign the client's assertion.
+    #[error(transparent)]
+    PrivateKey(#[from] KeyError),
     /// Switchboard's endpoint is not listening, so the browser cannot come back to it.
     #[error("sign-in needs Switchboard's endpoint to be listening; it is not yet")]
     NoCallback,

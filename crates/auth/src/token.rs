@@ -193,7 +193,7 @@ impl Auth {
                             .to_owned(),
                     )
                 })?;
-                let key = SigningKey::from_pem(pem).map_err(AuthError::Request)?;
+                let key = SigningKey::from_pem(pem)?;
                 let now = unix_seconds(std::time::SystemTime::now());
                 let assertion = key.sign(
                     serde_json::Map::new(),
