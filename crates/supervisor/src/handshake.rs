@@ -136,20 +136,32 @@ pub(super) struct Handshake {
 }
 
 /// Why a list could not be fetched.
+#[derive(Debug, thiserror::Error)]
 pub(super) enum ListError {
     /// The server answers the list's method with "method not found" (-32601): it does not have
-    /// the list, whatever its capabilities say. Carries the server's message.
-    Missing(String),
-    /// Anything else.
-    Failed(String),
+    /// the list, whatever its capabilities say. Carries the server's error.
+    #[error("error {code}: {message}")]
+    Missing { code: i64, message: String },
+    #[error(transparent)]
+    Rpc(RpcError),
+    #[error("malformed {method} result: {error}")]
+    Malformed {
+        method: Method,
+        #[source]
+        error: serde_json::Error,
+    },
+    #[error("{method} returned more than {MAX_LIST_PAGES} pages")]
+    TooManyPages { method: Method },
 }
 
-impl std::fmt::Display for ListError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ListError::Missing(message) | ListError::Failed(message) => f.write_str(message),
-        }
-    }
+/// Why a handshake failed: the connection could not be opened, or a list the server offers
+/// could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum HandshakeError {
+    #[error(transparent)]
+    Opening(#[from] OpeningError),
+    #[error(transparent)]
+    List(ListError),
 }
 
 /// The era a start tries first, and whether the other era may follow when the backend says it
@@ -209,26 +221,36 @@ struct ServerCapabilities {
     extensions: BTreeMap<String, serde::de::IgnoredAny>,
 }
 
-/// Why one way of opening a connection did not work.
-enum OpeningError {
+/// Why one way of opening a connection did not work. Each but the first two fails the start.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum OpeningError {
     /// `initialize` was answered with "unsupported protocol version" naming the stateless
     /// version: a server of the stateless era only.
+    #[error(
+        "the server speaks only the stateless protocol ({STATELESS_PROTOCOL_VERSION}) and the config asks for the session era"
+    )]
     StatelessOnly,
     /// `server/discover` was answered with another error: not a stateless-era server.
-    NotStateless(String),
-    /// Anything else: the start fails.
-    Failed(String),
-}
-
-impl OpeningError {
-    fn into_message(self) -> String {
-        match self {
-            OpeningError::StatelessOnly => format!(
-                "the server speaks only the stateless protocol ({STATELESS_PROTOCOL_VERSION}) and the config asks for the session era"
-            ),
-            OpeningError::NotStateless(message) | OpeningError::Failed(message) => message,
-        }
-    }
+    #[error("{DISCOVER} answered error {code}: {message}")]
+    NotStateless { code: i64, message: String },
+    /// The request itself failed.
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    #[error("malformed initialize result: {0}")]
+    MalformedInitialize(#[source] serde_json::Error),
+    /// The server answered `initialize` with a version Switchboard does not speak.
+    #[error(
+        "the server speaks protocol version {version}, which Switchboard does not support (supported: {})",
+        SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+    )]
+    UnsupportedVersion { version: String },
+    #[error("malformed {DISCOVER} result: {0}")]
+    MalformedDiscover(#[source] serde_json::Error),
+    /// The versions the server's `server/discover` lists, none of them Switchboard's.
+    #[error(
+        "the server speaks protocol versions {0:?}, and Switchboard's stateless version is {STATELESS_PROTOCOL_VERSION}"
+    )]
+    NoStatelessVersion(Vec<String>),
 }
 
 /// When the handshake timeout of an opening request (`initialize`, `server/discover`) starts.
@@ -250,7 +272,7 @@ pub(super) async fn handshake(
     config: &BackendConfig,
     plan: EraPlan,
     clock: &OpeningClock,
-) -> Result<Handshake, String> {
+) -> Result<Handshake, HandshakeError> {
     let server = describe(connection, config, plan, clock).await?;
     let capabilities: ServerCapabilities =
         serde_json::from_str(server.capabilities.get()).unwrap_or_default();
@@ -275,12 +297,12 @@ pub(super) async fn handshake(
         }
         match fetch_list(connection, list, config.request_timeout).await {
             Ok(items) => *list.slot(&mut catalog) = items,
-            Err(ListError::Missing(message)) => notes.push(format!(
-                "the server declares {} but does not have {} ({message}): taken as empty",
+            Err(missing @ ListError::Missing { .. }) => notes.push(format!(
+                "the server declares {} but does not have {} ({missing}): taken as empty",
                 list.capability(),
                 list.method()
             )),
-            Err(ListError::Failed(message)) => return Err(message),
+            Err(failed) => return Err(HandshakeError::List(failed)),
         }
     }
     Ok(Handshake {
@@ -297,16 +319,16 @@ async fn describe(
     config: &BackendConfig,
     plan: EraPlan,
     clock: &OpeningClock,
-) -> Result<ServerDescription, String> {
+) -> Result<ServerDescription, OpeningError> {
     if plan.first == Era::Stateless {
         match discover(connection, config, clock).await {
             Ok(server) => return Ok(server),
-            Err(OpeningError::NotStateless(message)) if plan.fallback => {
+            Err(not_stateless @ OpeningError::NotStateless { .. }) if plan.fallback => {
                 tracing::info!(
-                    "not a stateless-era server after all ({message}); sending initialize"
+                    "not a stateless-era server after all ({not_stateless}); sending initialize"
                 );
             }
-            Err(error) => return Err(error.into_message()),
+            Err(error) => return Err(error),
         }
     }
     match initialize(connection, config, clock).await {
@@ -315,11 +337,9 @@ async fn describe(
             tracing::info!(
                 "the server speaks only the stateless protocol; sending server/discover"
             );
-            discover(connection, config, clock)
-                .await
-                .map_err(OpeningError::into_message)
+            discover(connection, config, clock).await
         }
-        Err(error) => Err(error.into_message()),
+        Err(error) => Err(error),
     }
 }
 
@@ -348,21 +368,18 @@ async fn initialize(
         Err(RpcError::Remote { error, .. }) if names_stateless_version(&error) => {
             return Err(OpeningError::StatelessOnly);
         }
-        Err(error) => return Err(OpeningError::Failed(error.to_string())),
+        Err(error) => return Err(OpeningError::Rpc(error)),
     };
-    let initialized: InitializeResult = serde_json::from_str(answer.get())
-        .map_err(|error| OpeningError::Failed(format!("malformed initialize result: {error}")))?;
+    let initialized: InitializeResult =
+        serde_json::from_str(answer.get()).map_err(OpeningError::MalformedInitialize)?;
     if !SUPPORTED_PROTOCOL_VERSIONS.contains(&initialized.protocol_version.as_str()) {
-        return Err(OpeningError::Failed(format!(
-            "the server speaks protocol version {}, which Switchboard does not support (supported: {})",
-            initialized.protocol_version,
-            SUPPORTED_PROTOCOL_VERSIONS.join(", ")
-        )));
+        return Err(OpeningError::UnsupportedVersion {
+            version: initialized.protocol_version,
+        });
     }
     connection
         .notify(&Method::Initialized, None)
-        .await
-        .map_err(|error| OpeningError::Failed(error.to_string()))?;
+        .await?;
     Ok(ServerDescription {
         era: Era::Session,
         protocol_version: initialized.protocol_version,
@@ -395,24 +412,23 @@ async fn describe_stateless(
     let answer = match opening_request(connection, &DISCOVER, None, config, clock).await {
         Ok(answer) => answer,
         Err(RpcError::Remote { error, .. }) if error.code != code::UNSUPPORTED_PROTOCOL_VERSION => {
-            return Err(OpeningError::NotStateless(format!(
-                "{DISCOVER} answered error {}: {}",
-                error.code, error.message
-            )));
+            return Err(OpeningError::NotStateless {
+                code: error.code,
+                message: error.message,
+            });
         }
-        Err(error) => return Err(OpeningError::Failed(error.to_string())),
+        Err(error) => return Err(OpeningError::Rpc(error)),
     };
-    let mut discovered: DiscoverResult = serde_json::from_str(answer.get())
-        .map_err(|error| OpeningError::Failed(format!("malformed {DISCOVER} result: {error}")))?;
+    let mut discovered: DiscoverResult =
+        serde_json::from_str(answer.get()).map_err(OpeningError::MalformedDiscover)?;
     if !discovered
         .supported_versions
         .iter()
         .any(|version| version == STATELESS_PROTOCOL_VERSION)
     {
-        return Err(OpeningError::Failed(format!(
-            "the server speaks protocol versions {:?}, and Switchboard's stateless version is {STATELESS_PROTOCOL_VERSION}",
-            discovered.supported_versions
-        )));
+        return Err(OpeningError::NoStatelessVersion(
+            discovered.supported_versions,
+        ));
     }
     let server_info = discovered
         .meta
@@ -618,15 +634,17 @@ pub(super) async fn fetch_list(
             Err(RpcError::Remote { error, .. })
                 if error.code == jsonrpc::METHOD_NOT_FOUND && cursor.is_none() =>
             {
-                return Err(ListError::Missing(format!(
-                    "error {}: {}",
-                    error.code, error.message
-                )));
+                return Err(ListError::Missing {
+                    code: error.code,
+                    message: error.message,
+                });
             }
-            Err(error) => return Err(ListError::Failed(error.to_string())),
+            Err(error) => return Err(ListError::Rpc(error)),
         };
-        let malformed =
-            |error| ListError::Failed(format!("malformed {} result: {error}", list.method()));
+        let malformed = |error| ListError::Malformed {
+            method: list.method(),
+            error,
+        };
         let mut fields: BTreeMap<String, Box<RawValue>> =
             serde_json::from_str(page.get()).map_err(malformed)?;
         if let Some(page_items) = fields.remove(list.field()) {
@@ -642,10 +660,9 @@ pub(super) async fn fetch_list(
             _ => return Ok(items),
         }
     }
-    Err(ListError::Failed(format!(
-        "{} returned more than {MAX_LIST_PAGES} pages",
-        list.method()
-    )))
+    Err(ListError::TooManyPages {
+        method: list.method(),
+    })
 }
 
 /// The era each backend's process was last found to speak, with a fingerprint of the command

@@ -77,6 +77,20 @@ impl LinkEnd {
     }
 }
 
+/// Why a link could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    /// The server's address (`shown_url`, as the config shows it) does not parse.
+    #[error("{shown_url} is not a URL: {error}")]
+    NotUrl {
+        shown_url: String,
+        #[source]
+        error: url::ParseError,
+    },
+    #[error("cannot make an HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
 /// What a link needs besides the server's settings.
 pub(crate) struct LinkOptions {
     /// Longest message taken from the server (and sent to it), in bytes.
@@ -132,16 +146,18 @@ impl RemoteLink {
         backend: &str,
         server: &RemoteServer,
         options: LinkOptions,
-    ) -> Result<(RemoteLink, LinkSink, LinkSource), String> {
-        let url = reqwest::Url::parse(&server.url)
-            .map_err(|error| format!("{} is not a URL: {error}", server.shown_url()))?;
+    ) -> Result<(RemoteLink, LinkSink, LinkSource), OpenError> {
+        let url = reqwest::Url::parse(&server.url).map_err(|error| OpenError::NotUrl {
+            shown_url: server.shown_url(),
+            error,
+        })?;
         let client = reqwest::Client::builder()
             .connect_timeout(server.timeout)
             // A redirect would carry the token to wherever it points: none is followed.
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|error| format!("cannot make an HTTP client: {error}"))?;
+            .map_err(OpenError::Client)?;
         let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
         let (end_tx, end_rx) = watch::channel(None);
         let shared = Arc::new(Shared {

@@ -194,12 +194,12 @@ impl BackendTask {
                         let started = Connection::start(&self.config.name, sink, source, options);
                         Some((Link::Remote(link), started))
                     }
-                    Err(message) => {
+                    Err(error) => {
                         self.after_failed_start(
                             StopReason::HandshakeFailed,
                             None,
                             Duration::ZERO,
-                            message,
+                            error.to_string(),
                         );
                         None
                     }
@@ -342,7 +342,7 @@ impl BackendTask {
                         Ok(handshake) => {
                             HandshakeOutcome::Completed(Box::new(handshake), early_messages)
                         }
-                        Err(message) => HandshakeOutcome::Failed(message),
+                        Err(error) => HandshakeOutcome::Failed(error.to_string()),
                     };
                 }
                 end = wait_for_end(&mut spawned.link, &spawned.stdout_closed) => {
