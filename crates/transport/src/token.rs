@@ -43,13 +43,24 @@ const TOKEN_BYTES: usize = 32;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Token(String);
 
+/// Why a value cannot be a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidToken {
+    #[error("it must be at least {MIN_TOKEN_LEN} characters long")]
+    TooShort,
+    #[error("only letters, digits, `-`, `.`, `_` and `~` may be used")]
+    UnsafeCharacters,
+    #[error("it is not valid UTF-8")]
+    NotUtf8,
+}
+
 /// Why no token could be had.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     #[error("{TOKEN_ENV} is not usable: {reason}")]
-    InvalidEnv { reason: String },
+    InvalidEnv { reason: InvalidToken },
     #[error("the token in {} is not usable: {reason}", path.display())]
-    InvalidFile { path: PathBuf, reason: String },
+    InvalidFile { path: PathBuf, reason: InvalidToken },
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
         action: &'static str,
@@ -60,15 +71,13 @@ pub enum TokenError {
 
 impl Token {
     /// Takes `text` as a token if it is long enough and made of safe characters.
-    pub fn new(text: &str) -> Result<Token, String> {
+    pub fn new(text: &str) -> Result<Token, InvalidToken> {
         if text.len() < MIN_TOKEN_LEN {
-            return Err(format!(
-                "it must be at least {MIN_TOKEN_LEN} characters long"
-            ));
+            return Err(InvalidToken::TooShort);
         }
         let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~');
         if !text.chars().all(safe) {
-            return Err("only letters, digits, `-`, `.`, `_` and `~` may be used".to_owned());
+            return Err(InvalidToken::UnsafeCharacters);
         }
         Ok(Token(text.to_owned()))
     }
@@ -159,7 +168,7 @@ pub fn read_socket_key(data_dir: &Path) -> Result<Token, TokenError> {
 pub fn resolve(env_value: Option<OsString>, data_dir: &Path) -> Result<Token, TokenError> {
     if let Some(value) = env_value {
         let text = value.into_string().map_err(|_| TokenError::InvalidEnv {
-            reason: "it is not valid UTF-8".to_owned(),
+            reason: InvalidToken::NotUtf8,
         })?;
         return Token::new(&text).map_err(|reason| TokenError::InvalidEnv { reason });
     }

@@ -102,6 +102,23 @@ pub enum Command {
     Reload,
 }
 
+/// Why a header read off the socket is not served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAdmitted {
+    /// The other side speaks another `version` of this protocol.
+    #[error("handoff version {version} is not {VERSION}; the connect and serve binaries differ")]
+    Version { version: u32 },
+    /// The header's key is not the socket's.
+    #[error(
+        "the socket's key is missing or wrong: Switchboard admits only clients that read \
+         it from its data directory ({}); are `connect` and `serve` using different data \
+         directories ({})?",
+        crate::token::SOCKET_KEY_FILE,
+        platform::dirs::DATA_DIR_ENV
+    )]
+    Key,
+}
+
 /// The value of [`Header::switchboard`].
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -161,21 +178,14 @@ impl Header {
 
     /// Why a header read off the socket cannot be served, if it cannot: another version of the
     /// protocol, or a key that is not `expected`.
-    pub fn refusal(&self, expected: &crate::token::Token) -> Option<String> {
+    pub fn refusal(&self, expected: &crate::token::Token) -> Option<NotAdmitted> {
         if self.version != VERSION {
-            return Some(format!(
-                "handoff version {} is not {VERSION}; the connect and serve binaries differ",
-                self.version
-            ));
+            return Some(NotAdmitted::Version {
+                version: self.version,
+            });
         }
         if !self.key.is(expected) {
-            return Some(format!(
-                "the socket's key is missing or wrong: Switchboard admits only clients that read \
-                 it from its data directory ({}); are `connect` and `serve` using different data \
-                 directories ({})?",
-                crate::token::SOCKET_KEY_FILE,
-                platform::dirs::DATA_DIR_ENV
-            ));
+            return Some(NotAdmitted::Key);
         }
         None
     }
@@ -315,7 +325,10 @@ mod tests {
             assert_eq!(parsed.profile, header.profile);
             assert_eq!(parsed.refusal(&token), None);
             let other = crate::token::Token::generate();
-            let refused = parsed.refusal(&other).expect("another key is refused");
+            let refused = parsed
+                .refusal(&other)
+                .expect("another key is refused")
+                .to_string();
             assert!(refused.contains("key"), "{refused}");
             assert!(
                 !format!("{parsed:?}").contains(token.expose()),
@@ -328,7 +341,10 @@ mod tests {
         assert!(keyless.refusal(&token).is_some(), "no key is refused");
         let old: Header = serde_json::from_str(r#"{"switchboard":"relay","version":3,"prefix":0}"#)
             .expect("read");
-        let refused = old.refusal(&token).expect("another version is refused");
+        let refused = old
+            .refusal(&token)
+            .expect("another version is refused")
+            .to_string();
         assert!(refused.contains("version 3"), "{refused}");
     }
 }

@@ -169,7 +169,7 @@ async fn serve_connection(
             }
             Err(reason) => {
                 tracing::warn!(%reason, "refused a connection to the socket");
-                refuse(write_half, &reason).await;
+                refuse(write_half, &reason.to_string()).await;
                 return;
             }
         };
@@ -225,6 +225,28 @@ enum Opening {
     Command(handoff::Command),
 }
 
+/// Why a connection without a handoff is refused, from what it opens with.
+#[derive(Debug, thiserror::Error)]
+enum OpeningRefused {
+    #[error("the connection could not be read: {0}")]
+    Unreadable(#[source] io::Error),
+    /// It does not open with a header of Switchboard's (JSON-RPC from the first byte, say).
+    #[error(
+        "Switchboard's socket serves `switchboard connect` and the command line only, whose \
+         first line carries the key in the data directory ({})",
+        crate::token::SOCKET_KEY_FILE
+    )]
+    NotSwitchboard,
+    #[error("the first line is not a relay header: {0}")]
+    NotAHeader(#[source] serde_json::Error),
+    #[error(transparent)]
+    NotAdmitted(#[from] handoff::NotAdmitted),
+    #[error("a control header without a command")]
+    NoCommand,
+    #[error("a handoff header came without the editor's stdio")]
+    HandoffWithoutStdio,
+}
+
 /// What the connection opens with: a relay header naming the profile, or a command, either
 /// with the socket's `key`. Anything else (JSON-RPC from the first byte, a header without the
 /// key) is the reason to refuse the connection: any process of this user may reach the socket,
@@ -233,34 +255,30 @@ async fn opening(
     socket: &mut SocketReader,
     key: &Token,
     max_message_size: usize,
-) -> Result<Opening, String> {
-    let unreadable = |error: io::Error| format!("the connection could not be read: {error}");
-    let first = socket.fill_buf().await.map_err(unreadable)?;
+) -> Result<Opening, OpeningRefused> {
+    let first = socket
+        .fill_buf()
+        .await
+        .map_err(OpeningRefused::Unreadable)?;
     if !first.starts_with(br#"{"switchboard""#) {
-        return Err(format!(
-            "Switchboard's socket serves `switchboard connect` and the command line only, whose \
-             first line carries the key in the data directory ({})",
-            crate::token::SOCKET_KEY_FILE
-        ));
+        return Err(OpeningRefused::NotSwitchboard);
     }
     let mut line = Vec::new();
     (&mut *socket)
         .take(max_message_size as u64)
         .read_until(b'\n', &mut line)
         .await
-        .map_err(unreadable)?;
-    let header: handoff::Header = serde_json::from_slice(&line)
-        .map_err(|error| format!("the first line is not a relay header: {error}"))?;
+        .map_err(OpeningRefused::Unreadable)?;
+    let header: handoff::Header =
+        serde_json::from_slice(&line).map_err(OpeningRefused::NotAHeader)?;
     if let Some(refusal) = header.refusal(key) {
-        return Err(refusal);
+        return Err(refusal.into());
     }
     match (header.switchboard, header.command) {
         (handoff::Tag::Relay, _) => Ok(Opening::Relay(header.profile)),
         (handoff::Tag::Control, Some(command)) => Ok(Opening::Command(command)),
-        (handoff::Tag::Control, None) => Err("a control header without a command".to_owned()),
-        (handoff::Tag::Handoff, _) => {
-            Err("a handoff header came without the editor's stdio".to_owned())
-        }
+        (handoff::Tag::Control, None) => Err(OpeningRefused::NoCommand),
+        (handoff::Tag::Handoff, _) => Err(OpeningRefused::HandoffWithoutStdio),
     }
 }
 
