@@ -6,7 +6,7 @@ use std::io;
 use std::os::windows::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::null_mut;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use windows_sys::Win32::Foundation::{
     CloseHandle, ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, HANDLE, LocalFree,
@@ -88,17 +88,23 @@ impl TokenUserBuffer {
     }
 }
 
+/// Why the current user could not be told: the system's error, kept so that every later ask
+/// says the same.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot tell the current user: {0}")]
+struct UnknownUser(Arc<io::Error>);
+
 /// The current user's SID as a string (`S-1-5-21-…`).
 pub(super) fn current_user_sid() -> io::Result<&'static str> {
-    static SID: OnceLock<Result<String, String>> = OnceLock::new();
+    static SID: OnceLock<Result<String, UnknownUser>> = OnceLock::new();
     SID.get_or_init(|| {
+        let unknown = |error| UnknownUser(Arc::new(error));
         // SAFETY: the pseudo-handle of the current process is always valid.
-        let user = TokenUserBuffer::of_process(unsafe { GetCurrentProcess() })
-            .map_err(|error| error.to_string())?;
-        sid_string(user.sid()).map_err(|error| error.to_string())
+        let user = TokenUserBuffer::of_process(unsafe { GetCurrentProcess() }).map_err(unknown)?;
+        sid_string(user.sid()).map_err(unknown)
     })
     .as_deref()
-    .map_err(|error| io::Error::other(format!("cannot tell the current user: {error}")))
+    .map_err(|unknown| io::Error::other(unknown.clone()))
 }
 
 fn sid_string(sid: PSID) -> io::Result<String> {
