@@ -33,7 +33,7 @@ async fn run(sequential: usize, concurrent: usize, in_flight: usize) {
         std::iter::empty::<(&str, &str)>(),
     )
     .await;
-    let groups = supervisor::spawn::GroupRegistry::in_memory();
+    let groups = supervisor::spawn::ProcessGroups::in_memory();
     let mut config = BackendConfig::new("demo", SWITCHBOARD, vec!["demo-server".to_owned()]);
     config.health_interval = None;
     let engine = Engine::start(

@@ -87,7 +87,7 @@ async fn compare(
     let engine = Engine::start(
         vec![plain.clone(), sandboxed.clone()],
         EngineOptions {
-            groups: supervisor::spawn::GroupRegistry::in_memory(),
+            groups: supervisor::spawn::ProcessGroups::in_memory(),
             server_requests: None,
             auth: None,
         },

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use hub::{Hub, HubOptions, Inbound, RequestHeaders};
-use supervisor::spawn::GroupRegistry;
+use supervisor::spawn::ProcessGroups;
 
 /// The codes a 2026-07-28 request may be answered with when nothing behind the hub runs.
 const CODES: [i64; 10] = [
@@ -38,7 +38,7 @@ fn fixture() -> &'static Fixture {
         let hub = runtime.block_on(async {
             let (_engine, hub) = hub::start(
                 Vec::new(),
-                GroupRegistry::in_memory(),
+                ProcessGroups::in_memory(),
                 HubOptions::default(),
             );
             hub

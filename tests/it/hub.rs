@@ -9,7 +9,7 @@ use config::{Ask, BackendConfig, Pattern, Profile};
 use hub::{Hub, HubOptions, Inbound, Reply, Session, SessionEvents};
 use serde_json::{Value, json};
 use supervisor::Engine;
-use supervisor::spawn::GroupRegistry;
+use supervisor::spawn::ProcessGroups;
 use supervisor::status::BackendState;
 use wire::method::Method;
 
@@ -21,7 +21,7 @@ struct Wired {
 
 impl Wired {
     fn start(configs: Vec<BackendConfig>, options: HubOptions) -> Wired {
-        let (engine, hub) = hub::start(configs, GroupRegistry::in_memory(), options);
+        let (engine, hub) = hub::start(configs, ProcessGroups::in_memory(), options);
         Wired { engine, hub }
     }
 

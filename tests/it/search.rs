@@ -9,7 +9,7 @@ use std::process::Command;
 use config::{BackendConfig, Discovery, Pattern, Profile};
 use hub::{HubOptions, Inbound, Session};
 use serde_json::{Value, json};
-use supervisor::spawn::GroupRegistry;
+use supervisor::spawn::ProcessGroups;
 use supervisor::status::BackendState;
 
 use crate::support::*;
@@ -96,7 +96,7 @@ async fn search_mode_finds_the_right_tool_among_real_servers_and_calls_it() {
     }];
     let (engine, hub) = hub::start(
         configs,
-        GroupRegistry::in_memory(),
+        ProcessGroups::in_memory(),
         HubOptions {
             profiles: vec![search],
             ..HubOptions::default()

@@ -1330,9 +1330,9 @@ async fn settled_activity(serve: &ServeProcess, answered: u64) -> LogFigures {
 }
 
 /// After the load: every backend ready and answering through fresh sessions of both kinds, no
-/// pending request, no zombie, no process of the run outside the backends' groups, the group
-/// registry matching the backends, and serve's file descriptors and memory back to about where
-/// they were after the warm-up (`start`).
+/// pending request, no zombie, no process of the run outside the backends' groups, the run's
+/// record of its process groups matching the backends, and serve's file descriptors and memory
+/// back to about where they were after the warm-up (`start`).
 async fn end_checks(
     serve: &ServeProcess,
     recorder: &Arc<Recorder>,
@@ -1420,8 +1420,8 @@ async fn end_checks(
     }
 }
 
-/// Every process of the run is in the group of a running backend, that group registry on disk
-/// names exactly those groups, and the grandchild of `alpha` is among them (so the final check
+/// Every process of the run is in the group of a running backend, the run's record of its
+/// process groups on disk names exactly those groups, and the grandchild of `alpha` is among them (so the final check
 /// that none outlives serve covers a grandchild).
 fn check_processes(
     serve: &ServeProcess,
@@ -1464,7 +1464,7 @@ fn check_processes(
         .collect();
     if &recorded != groups {
         problems.push(format!(
-            "the group registry records {recorded:?}, the backends run {groups:?}"
+            "the record of process groups names {recorded:?}, the backends run {groups:?}"
         ));
     }
 }

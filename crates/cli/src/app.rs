@@ -26,7 +26,7 @@ use control::{api, ui};
 use hub::pins::PinReport;
 use hub::{Hub, HubOptions};
 use supervisor::Engine;
-use supervisor::spawn::GroupRegistry;
+use supervisor::spawn::ProcessGroups;
 use supervisor::status::BackendStatus;
 use transport::guard::EndpointToken;
 use transport::handoff::Command;
@@ -90,7 +90,7 @@ impl App {
         // backlog instead of being refused.
         let listeners = Listeners::bind(&runtime_dir, listen).await?;
         let groups =
-            GroupRegistry::open(&runtime_dir, Some(&options.exe)).with_context(unusable)?;
+            ProcessGroups::open(&runtime_dir, Some(&options.exe)).with_context(unusable)?;
         let api_token = token::api_token(&data_dir).context("cannot set up the API token")?;
         let mcp_token = EndpointToken::new(
             token::endpoint_token(&endpoint, &data_dir, token::Missing::Make)

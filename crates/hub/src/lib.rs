@@ -55,7 +55,7 @@ use reply::{Notification, Response};
 use rewrite::json_string;
 use stateless::Parked;
 use stateless::request_state::Sealer;
-use supervisor::spawn::GroupRegistry;
+use supervisor::spawn::ProcessGroups;
 use supervisor::status::{BackendState, Catalog};
 use supervisor::{Engine, EngineOptions, ServerRequest};
 use tasks::ids::TaskSeal;
@@ -381,7 +381,7 @@ impl Hub {
 /// shuts it down after the hub.
 pub fn start(
     configs: Vec<BackendConfig>,
-    groups: Arc<GroupRegistry>,
+    groups: Arc<ProcessGroups>,
     options: HubOptions,
 ) -> (Arc<Engine>, Hub) {
     let (server_requests, from_backends) = mpsc::unbounded_channel();

@@ -33,7 +33,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use crate::handle::Command;
 use crate::handshake::EraVerdicts;
 use crate::rpc::{Connection, RpcError};
-use crate::spawn::GroupRegistry;
+use crate::spawn::ProcessGroups;
 use crate::status::BackendState;
 use crate::task::BackendTask;
 use config::BackendConfig;
@@ -117,7 +117,7 @@ pub struct ServerRequest {
 /// Settings shared by every backend of an engine.
 #[derive(Clone)]
 pub struct EngineOptions {
-    pub groups: Arc<GroupRegistry>,
+    pub groups: Arc<ProcessGroups>,
     /// Where requests from backends go; without it they are answered with an error.
     pub server_requests: Option<mpsc::UnboundedSender<ServerRequest>>,
     /// Sign-in to remote servers; without it a server that asks for one needs sign-in.

@@ -93,7 +93,7 @@ pub struct BackendProcess {
     child: Child,
     pid: u32,
     tree: Tree,
-    groups: Arc<GroupRegistry>,
+    groups: Arc<ProcessGroups>,
     exit: Option<ExitDescription>,
 }
 
@@ -101,7 +101,7 @@ pub struct BackendProcess {
 /// window).
 pub async fn spawn_backend(
     spec: &SpawnSpec<'_>,
-    groups: &Arc<GroupRegistry>,
+    groups: &Arc<ProcessGroups>,
 ) -> Result<(BackendProcess, Pipes), SpawnError> {
     if groups.is_closed() {
         return Err(SpawnError::ShuttingDown);
@@ -176,7 +176,7 @@ pub async fn spawn_backend(
 /// the guardian does not know it; `None` once `groups` is closed.
 fn start(
     mut command: tokio::process::Command,
-    groups: &Arc<GroupRegistry>,
+    groups: &Arc<ProcessGroups>,
 ) -> io::Result<Option<(BackendProcess, Pipes)>> {
     if groups.is_closed() {
         return Ok(None);
@@ -374,22 +374,22 @@ impl Drop for BackendProcess {
 
 const TREE_POLL: Duration = Duration::from_millis(10);
 
-/// The process trees this run has started, recorded in the runtime directory and told to a
-/// guardian that kills them if Switchboard dies without stopping them (see
-/// `platform::process`).
-pub struct GroupRegistry {
+/// The process trees this run has started (each a process group where the system has them),
+/// recorded in the runtime directory's `groups` and told to a guardian that kills them if
+/// Switchboard dies without stopping them (see `platform::process`).
+pub struct ProcessGroups {
     run_id: String,
     record: Option<PathBuf>,
-    inner: Mutex<RegistryInner>,
+    inner: Mutex<GroupsInner>,
 }
 
-struct RegistryInner {
+struct GroupsInner {
     groups: BTreeSet<i32>,
     guardian: Option<Guardian>,
     closed: bool,
 }
 
-impl GroupRegistry {
+impl ProcessGroups {
     /// Reaps trees left by earlier runs that died, then records this run in `runtime_dir`.
     ///
     /// With `guardian_exe` (a Switchboard binary), also starts `<exe> __guardian`, which kills
@@ -397,7 +397,7 @@ impl GroupRegistry {
     pub fn open(
         runtime_dir: &Path,
         guardian_exe: Option<&Path>,
-    ) -> std::io::Result<Arc<GroupRegistry>> {
+    ) -> std::io::Result<Arc<ProcessGroups>> {
         let records = runtime_dir.join("groups");
         platform::files::create_private_dir(&records)?;
         platform::files::restrict_to_owner(runtime_dir)?;
@@ -416,25 +416,25 @@ impl GroupRegistry {
         let guardian = guardian_exe
             .map(|exe| Guardian::start(exe, GUARDIAN_ARG))
             .transpose()?;
-        let registry = GroupRegistry {
+        let groups = ProcessGroups {
             record: Some(records.join(&run_id)),
             run_id,
-            inner: Mutex::new(RegistryInner {
+            inner: Mutex::new(GroupsInner {
                 groups: BTreeSet::new(),
                 guardian,
                 closed: false,
             }),
         };
-        registry.write_record(&BTreeSet::new());
-        Ok(Arc::new(registry))
+        groups.write_record(&BTreeSet::new());
+        Ok(Arc::new(groups))
     }
 
-    /// A registry that records nothing on disk and starts no guardian (tests, benchmarks).
-    pub fn in_memory() -> Arc<GroupRegistry> {
-        Arc::new(GroupRegistry {
+    /// Process groups recorded nowhere on disk and told to no guardian (tests, benchmarks).
+    pub fn in_memory() -> Arc<ProcessGroups> {
+        Arc::new(ProcessGroups {
             run_id: format!("{}-memory", std::process::id()),
             record: None,
-            inner: Mutex::new(RegistryInner {
+            inner: Mutex::new(GroupsInner {
                 groups: BTreeSet::new(),
                 guardian: None,
                 closed: false,
@@ -497,14 +497,14 @@ impl GroupRegistry {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, RegistryInner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GroupsInner> {
         self.inner
             .lock()
-            .expect("group registry lock is never poisoned")
+            .expect("process groups lock is never poisoned")
     }
 }
 
-impl Drop for GroupRegistry {
+impl Drop for ProcessGroups {
     fn drop(&mut self) {
         if let Some(record) = &self.record {
             let _ = std::fs::remove_file(record);

@@ -21,7 +21,7 @@ use crate::handshake::{EraVerdicts, ListKind, fetch_list, health_method};
 use crate::output::OutputLog;
 use crate::policy::RestartBudget;
 use crate::rpc::{Connection, Incoming, RpcError};
-use crate::spawn::GroupRegistry;
+use crate::spawn::ProcessGroups;
 use crate::status::{
     BackendState, BackendStatus, Catalog, ExitDescription, HistoryEntry, Installing,
     ServerDescription, StopReason,
@@ -129,7 +129,7 @@ pub(super) struct BackendTask {
     reports: mpsc::UnboundedReceiver<Report>,
     notifications: broadcast::Sender<BackendNotification>,
     output: Arc<OutputLog>,
-    groups: Arc<GroupRegistry>,
+    groups: Arc<ProcessGroups>,
     auth: Option<Arc<auth::Auth>>,
     server_requests: Option<mpsc::UnboundedSender<ServerRequest>>,
     verdicts: Arc<EraVerdicts>,

@@ -111,9 +111,9 @@ pub fn fast_restarts() -> RestartPolicy {
     }
 }
 
-/// Starts an engine over the given backends with an in-memory process-group registry.
+/// Starts an engine over the given backends with its process groups kept in memory only.
 pub fn engine(configs: Vec<BackendConfig>) -> Engine {
-    let groups = supervisor::spawn::GroupRegistry::in_memory();
+    let groups = supervisor::spawn::ProcessGroups::in_memory();
     Engine::start(
         configs,
         EngineOptions {

@@ -54,7 +54,7 @@ fn fixture(backends: Vec<BackendConfig>, mcp_token: Option<&str>) -> Fixture {
     };
     let (engine, hub) = hub::start(
         backends,
-        supervisor::spawn::GroupRegistry::in_memory(),
+        supervisor::spawn::ProcessGroups::in_memory(),
         HubOptions::default(),
     );
     let mcp_token = EndpointToken::new(mcp_token.map(str::to_owned));

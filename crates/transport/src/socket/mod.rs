@@ -375,7 +375,7 @@ mod tests {
             let listener = bind(&path).expect("binds");
             let (_, hub) = hub::start(
                 Vec::new(),
-                supervisor::spawn::GroupRegistry::in_memory(),
+                supervisor::spawn::ProcessGroups::in_memory(),
                 Default::default(),
             );
             let shutdown = CancellationToken::new();

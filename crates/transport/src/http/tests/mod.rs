@@ -34,7 +34,7 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 fn hub(configs: Vec<BackendConfig>) -> Hub {
     hub::start(
         configs,
-        supervisor::spawn::GroupRegistry::in_memory(),
+        supervisor::spawn::ProcessGroups::in_memory(),
         HubOptions::default(),
     )
     .1
@@ -84,7 +84,7 @@ async fn misbehave_hub() -> Hub {
     config.handshake_timeout = Duration::from_secs(10);
     let (engine, hub) = hub::start(
         vec![config],
-        supervisor::spawn::GroupRegistry::in_memory(),
+        supervisor::spawn::ProcessGroups::in_memory(),
         HubOptions::default(),
     );
     let mut status = engine.backend("mis").expect("configured").watch_status();
