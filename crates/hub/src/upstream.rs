@@ -34,11 +34,12 @@ use wire::method::Method;
 /// A request sent on to a session, waiting for its answer.
 pub(super) struct ForwardedRequest {
     session: String,
-    asker: Asker,
+    reply_to: ReplyTo,
 }
 
-/// Who waits for the answer to a request sent to an editor.
-pub(super) enum Asker {
+/// Who the editor's answer to a request forwarded to it goes to: whoever asked the editor. (Who
+/// puts a server's question to a person is [`questions::Asker`].)
+pub(super) enum ReplyTo {
     /// A backend of the session era, which sent the request itself.
     Backend(ServerRequest),
     /// The hub, putting a 2026-07-28 backend's `input_required` question to an editor of the
@@ -52,20 +53,20 @@ pub(super) enum Asker {
     },
 }
 
-impl Asker {
+impl ReplyTo {
     /// Passes the editor's answer on.
     pub(super) fn answer(self, outcome: Result<Box<RawValue>, ErrorObject>) {
         match self {
-            Asker::Backend(request) => {
+            ReplyTo::Backend(request) => {
                 tokio::spawn(async move {
                     let outcome = outcome.as_deref();
                     let _ = request.connection.respond(&request.id, outcome).await;
                 });
             }
-            Asker::Hub(waiting) => {
+            ReplyTo::Hub(waiting) => {
                 let _ = waiting.send(outcome);
             }
-            Asker::Task { tasks, backend, id } => tasks.complete(&backend, &id, outcome),
+            ReplyTo::Task { tasks, backend, id } => tasks.complete(&backend, &id, outcome),
         }
     }
 }
@@ -79,26 +80,26 @@ impl HubInner {
 
     /// Who waits for the answer to the request `our_id`, if it was sent to `session`;
     /// forgotten once taken.
-    pub(super) fn take_forwarded_request(&self, session: &str, our_id: u64) -> Option<Asker> {
+    pub(super) fn take_forwarded_request(&self, session: &str, our_id: u64) -> Option<ReplyTo> {
         let mut forwarded = self.lock_forwarded_requests();
         match forwarded.get(&our_id) {
             Some(pending) if pending.session == session => {
-                forwarded.remove(&our_id).map(|pending| pending.asker)
+                forwarded.remove(&our_id).map(|pending| pending.reply_to)
             }
             _ => None,
         }
     }
 
     /// Sends `method` to `session` under an id of ours, which it returns, on `related` (the
-    /// stream of the call it is for) when it is still open, else as a session event; `asker`
-    /// gets the answer.
+    /// stream of the call it is for) when it is still open, else as a session event; the answer
+    /// goes to `reply_to`.
     fn forward(
         &self,
         session: &Session,
         related: Option<&mpsc::UnboundedSender<Reply>>,
         method: &Method,
         params: Option<&RawValue>,
-        asker: Asker,
+        reply_to: ReplyTo,
     ) -> u64 {
         let our_id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = Request {
@@ -110,7 +111,7 @@ impl HubInner {
             our_id,
             ForwardedRequest {
                 session: session.id().to_owned(),
-                asker,
+                reply_to,
             },
         );
         let unsent = match related {
@@ -130,17 +131,19 @@ impl HubInner {
     fn asked_by(&self, backend: &str) -> HashSet<String> {
         self.lock_forwarded_requests()
             .values()
-            .filter(|pending| match &pending.asker {
-                Asker::Backend(request) => *request.backend == *backend,
-                Asker::Task { backend: asker, .. } => **asker == *backend,
-                Asker::Hub(_) => false,
+            .filter(|pending| match &pending.reply_to {
+                ReplyTo::Backend(request) => *request.backend == *backend,
+                ReplyTo::Task {
+                    backend: of_task, ..
+                } => **of_task == *backend,
+                ReplyTo::Hub(_) => false,
             })
             .map(|pending| pending.session.clone())
             .collect()
     }
 
-    /// Takes back the request `our_id` sent to an editor, whose asker no longer wants the
-    /// answer, and tells the editor (`notifications/cancelled`).
+    /// Takes back the request `our_id` sent to an editor, whose answer is no longer wanted, and
+    /// tells the editor (`notifications/cancelled`).
     fn withdraw(&self, our_id: u64, reason: &str) {
         let Some(pending) = self.lock_forwarded_requests().remove(&our_id) else {
             return;
@@ -162,7 +165,13 @@ impl HubInner {
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, ErrorObject> {
         let (waiting, answer) = oneshot::channel();
-        self.forward(session, Some(related), method, params, Asker::Hub(waiting));
+        self.forward(
+            session,
+            Some(related),
+            method,
+            params,
+            ReplyTo::Hub(waiting),
+        );
         answer.await.unwrap_or_else(|_| {
             Err(ErrorObject::new(
                 jsonrpc::INTERNAL_ERROR,
@@ -185,7 +194,7 @@ impl HubInner {
                 .collect()
         };
         for pending in abandoned {
-            pending.asker.answer(Err(ErrorObject::new(
+            pending.reply_to.answer(Err(ErrorObject::new(
                 jsonrpc::INTERNAL_ERROR,
                 "the editor session that was asked has closed",
             )));
@@ -248,12 +257,14 @@ fn route_notification(hub: &HubInner, note: &BackendNotification) {
                 return;
             };
             let forwarded = hub.lock_forwarded_requests();
-            let found = forwarded.iter().find(|(_, pending)| match &pending.asker {
-                Asker::Backend(request) => {
-                    request.backend == note.backend && request.id.get() == request_id.get()
-                }
-                Asker::Hub(_) | Asker::Task { .. } => false,
-            });
+            let found = forwarded
+                .iter()
+                .find(|(_, pending)| match &pending.reply_to {
+                    ReplyTo::Backend(request) => {
+                        request.backend == note.backend && request.id.get() == request_id.get()
+                    }
+                    ReplyTo::Hub(_) | ReplyTo::Task { .. } => false,
+                });
             let Some((our_id, pending)) = found else {
                 return;
             };
@@ -522,12 +533,12 @@ fn route_server_request(hub: &Arc<HubInner>, request: ServerRequest) {
                 return;
             }
         };
-        let asker = Asker::Task {
+        let reply_to = ReplyTo::Task {
             tasks: hub.client_tasks.clone(),
             backend: request.backend.clone(),
             id: id.clone(),
         };
-        let our_id = hub.forward(&session, related.as_ref(), &method, Some(&params), asker);
+        let our_id = hub.forward(&session, related.as_ref(), &method, Some(&params), reply_to);
         hub.client_tasks.forwarded(&request.backend, &id, our_id);
         respond(request, Ok(handle));
         return;
@@ -537,7 +548,7 @@ fn route_server_request(hub: &Arc<HubInner>, request: ServerRequest) {
         related.as_ref(),
         &method,
         params.as_deref(),
-        Asker::Backend(request),
+        ReplyTo::Backend(request),
     );
 }
 

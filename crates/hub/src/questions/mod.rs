@@ -77,10 +77,13 @@ struct Answer {
     by: String,
 }
 
-/// Who puts a server's question to the person.
+/// Who puts a server's question to the person. (Who an editor's answer to a request forwarded
+/// to it goes to is `upstream::ReplyTo`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Asker {
+    /// The editor of the call, which asks the person itself.
     Editor,
+    /// Switchboard, through the dashboard or the desktop app.
     Switchboard,
     /// Nobody: the server is told its questions are turned off.
     Nobody,

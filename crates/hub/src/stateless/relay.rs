@@ -375,11 +375,11 @@ impl Relay {
     }
 
     fn answer(&self, question: &Request, outcome: Result<&RawValue, &ErrorObject>) {
-        if let Some(asker) = self
+        if let Some(reply_to) = self
             .hub
             .take_forwarded_request(self.session.id(), question.id)
         {
-            asker.answer(outcome.map(ToOwned::to_owned).map_err(Clone::clone));
+            reply_to.answer(outcome.map(ToOwned::to_owned).map_err(Clone::clone));
         }
     }
 }
