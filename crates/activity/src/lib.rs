@@ -42,7 +42,7 @@ const RETENTION_EVERY: Duration = Duration::from_secs(60);
 /// The most of an argument or a result that is kept; longer ones are cut, their size noted.
 pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
 
-/// How a request ended.
+/// How a request ended, as the activity log records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {

@@ -53,9 +53,10 @@ pub enum Decision {
     Deny { by: String },
 }
 
-/// How a wait ended.
+/// How a call's wait for a person's yes was resolved: allowed, or denied (by a person, by time
+/// running out, or by Switchboard stopping).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Resolution {
     Allowed {
         for_session: bool,
         by: String,
@@ -75,7 +76,7 @@ pub struct Approvals(Waitlist<Asked, Decision>);
 impl Approvals {
     /// Waits for a person's answer to `asked` (its `id`, `asked_at` and `deadline` are set here),
     /// at most `timeout`. Dropping the future takes the call off the list.
-    pub async fn ask(&self, asked: Asked, timeout: Duration) -> Outcome {
+    pub async fn ask(&self, asked: Asked, timeout: Duration) -> Resolution {
         let now = unix_millis(SystemTime::now());
         tracing::info!(server = %asked.server, tool = %asked.tool, "a call waits for a person's yes");
         let listed = |id| Asked {
@@ -85,12 +86,12 @@ impl Approvals {
             ..asked
         };
         match self.0.wait(listed, timeout).await {
-            Ok(Decision::Allow { for_session, by }) => Outcome::Allowed { for_session, by },
-            Ok(Decision::Deny { by }) => Outcome::Denied(format!("{by} denied this call")),
+            Ok(Decision::Allow { for_session, by }) => Resolution::Allowed { for_session, by },
+            Ok(Decision::Deny { by }) => Resolution::Denied(format!("{by} denied this call")),
             Err(Unanswered::Stopped) => {
-                Outcome::Denied("Switchboard stopped before anyone answered".to_owned())
+                Resolution::Denied("Switchboard stopped before anyone answered".to_owned())
             }
-            Err(Unanswered::TimedOut) => Outcome::Denied(format!(
+            Err(Unanswered::TimedOut) => Resolution::Denied(format!(
                 "nobody allowed this call within {} s, so it was denied",
                 timeout.as_secs()
             )),
@@ -265,14 +266,14 @@ pub(super) async fn wait_for_yes(
         };
     }
     let started = Instant::now();
-    let outcome = hub.approvals.ask(asked.clone(), asking.timeout).await;
+    let resolution = hub.approvals.ask(asked.clone(), asking.timeout).await;
     let after = format!("after {:.1} s", started.elapsed().as_secs_f64());
     let denied = |why: &str| {
         let text = format!("{} did not run: {why}.", asked.tool);
         json!({ "content": [{ "type": "text", "text": text }], "isError": true }).to_string()
     };
-    match outcome {
-        Outcome::Allowed { for_session, by } => {
+    match resolution {
+        Resolution::Allowed { for_session, by } => {
             let scope = if for_session { " for this session" } else { "" };
             if let Err(changed) = asking.unchanged(hub, session.profile(), backend) {
                 tracing::warn!(tool = %asked.tool, %changed, "an allowed call did not run");
@@ -295,7 +296,7 @@ pub(super) async fn wait_for_yes(
                 denied: None,
             }
         }
-        Outcome::Denied(why) => Waited {
+        Resolution::Denied(why) => Waited {
             decision: format!("{why} ({after})"),
             denied: Some(denied(&why)),
         },
@@ -343,10 +344,10 @@ mod tests {
             };
             assert!(approvals.decide(id, again).is_err(), "answered twice");
         };
-        let (outcome, ()) = tokio::join!(wait, decide);
+        let (resolution, ()) = tokio::join!(wait, decide);
         assert_eq!(
-            outcome,
-            Outcome::Allowed {
+            resolution,
+            Resolution::Allowed {
                 for_session: true,
                 by: "the dashboard".to_owned()
             }
@@ -357,10 +358,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn no_answer_in_time_is_a_no_and_a_call_given_up_leaves_the_list() {
         let approvals = Approvals::default();
-        let outcome = approvals.ask(asked("push"), Duration::from_secs(5)).await;
+        let resolution = approvals.ask(asked("push"), Duration::from_secs(5)).await;
         assert_eq!(
-            outcome,
-            Outcome::Denied("nobody allowed this call within 5 s, so it was denied".to_owned())
+            resolution,
+            Resolution::Denied("nobody allowed this call within 5 s, so it was denied".to_owned())
         );
         assert!(approvals.waiting().is_empty());
 

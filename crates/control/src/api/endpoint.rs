@@ -13,9 +13,10 @@ use crate::reload::ReloadOutcome;
 use config::{EndpointConfig, Format, edit};
 use editors::{Editor, EntriesUpdate, update_entries};
 
-/// What the action did.
+/// What requiring the token did: the config's reload, and the editors' files given the token
+/// or not.
 #[derive(Serialize)]
-struct Outcome {
+struct TokenRollout {
     reload: ReloadOutcome,
     /// The editors' files that now carry the token.
     updated: Vec<Updated>,
@@ -91,7 +92,7 @@ pub(super) async fn require_token(State(api): State<ApiState>) -> Result<Respons
         editors = updated.len(),
         "/mcp's token turned on from the dashboard"
     );
-    Ok(json_ok(&Outcome {
+    Ok(json_ok(&TokenRollout {
         reload: reloader.reload().await,
         updated,
         failed,
