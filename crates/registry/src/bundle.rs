@@ -14,7 +14,7 @@ use std::path::Path;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::plan::Launch;
+use super::plan::EntryLaunch;
 
 /// The largest bundle downloaded.
 const MAX_BUNDLE_BYTES: usize = 256 * 1024 * 1024;
@@ -116,7 +116,7 @@ pub async fn download(url: &str, sha256: &str) -> Result<Vec<u8>, BundleError> {
 
 /// How the bundle `bytes` runs once unpacked into `folder`, read from its manifest without
 /// unpacking anything.
-pub fn launch_of(bytes: &[u8], folder: &Path) -> Result<Launch, BundleError> {
+pub fn launch_of(bytes: &[u8], folder: &Path) -> Result<EntryLaunch, BundleError> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|error| BundleError::Archive(format!("it is not a zip archive ({error})")))?;
     let mut manifest = Vec::new();
@@ -143,7 +143,7 @@ pub fn launch_of(bytes: &[u8], folder: &Path) -> Result<Launch, BundleError> {
             return Err(BundleError::Manifest(problem));
         }
     }
-    Ok(Launch::Command {
+    Ok(EntryLaunch::Command {
         command: fill(&config.command)?,
         args: config
             .args

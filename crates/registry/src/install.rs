@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::entry::{Record, Status};
-use super::plan::{Derived, Launch, PlanError};
+use super::plan::{Derived, EntryLaunch, PlanError};
 use super::{Loaded, Refresh, Registry, source};
 use config::Format;
 
@@ -204,13 +204,13 @@ fn valid_server_name(name: &str) -> bool {
 }
 
 /// What runs or is reached, in one line.
-fn summary(launch: &Launch) -> String {
+fn summary(launch: &EntryLaunch) -> String {
     match launch {
-        Launch::Command { command, args, .. } => std::iter::once(command.as_str())
+        EntryLaunch::Command { command, args, .. } => std::iter::once(command.as_str())
             .chain(args.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" "),
-        Launch::Remote { url, .. } | Launch::Bundle { url, .. } => url.clone(),
+        EntryLaunch::Remote { url, .. } | EntryLaunch::Bundle { url, .. } => url.clone(),
     }
 }
 
@@ -224,14 +224,14 @@ fn with_server(
 ) -> Result<String, InstallError> {
     let mut entry = serde_json::Map::new();
     match &derived.launch {
-        Launch::Command { command, args, env } => {
+        EntryLaunch::Command { command, args, env } => {
             entry.insert("command".into(), command.clone().into());
             entry.insert("args".into(), serde_json::json!(args));
             if !env.is_empty() {
                 entry.insert("env".into(), serde_json::json!(env));
             }
         }
-        Launch::Remote {
+        EntryLaunch::Remote {
             url,
             transport,
             headers,
@@ -242,7 +242,7 @@ fn with_server(
                 entry.insert("headers".into(), serde_json::json!(headers));
             }
         }
-        Launch::Bundle { .. } => unreachable!("a bundle is unpacked before it is written"),
+        EntryLaunch::Bundle { .. } => unreachable!("a bundle is unpacked before it is written"),
     }
     entry.insert(
         "registry".into(),

@@ -30,15 +30,19 @@ pub struct InputSpec {
     pub choices: Vec<String>,
 }
 
-/// What an entry becomes, in the config's own syntax (secrets as `${secret:NAME}`, a literal
-/// `${` as `$${`).
+/// How a registry entry's server is run or reached once added: what its entry in the config
+/// will say, in the config's own syntax (secrets as `${secret:NAME}`, a literal `${` as `$${`),
+/// or a bundle still to be read. (A server of the config, as read, is reached by a
+/// `config::Launch`.)
 #[derive(Debug, Clone, PartialEq)]
-pub enum Launch {
+pub enum EntryLaunch {
+    /// A program and its arguments and environment.
     Command {
         command: String,
         args: Vec<String>,
         env: BTreeMap<String, String>,
     },
+    /// A server reached over HTTP.
     Remote {
         url: String,
         transport: String,
@@ -51,7 +55,7 @@ pub enum Launch {
 /// An entry worked out for one server of the config.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Derived {
-    pub launch: Launch,
+    pub launch: EntryLaunch,
     /// Secrets to keep in the keychain first: their names and values.
     pub secrets: Vec<(String, String)>,
     /// The exact version it runs.
@@ -742,7 +746,7 @@ pub fn derive(
                     (command("docker", args, env), tag)
                 }
                 _ => (
-                    Launch::Bundle {
+                    EntryLaunch::Bundle {
                         url: package.identifier.clone(),
                         sha256: package
                             .file_sha256
@@ -790,7 +794,7 @@ pub fn derive(
                 }
             }
             Derived {
-                launch: Launch::Remote {
+                launch: EntryLaunch::Remote {
                     url,
                     transport: remote.kind.clone(),
                     headers,
@@ -808,8 +812,8 @@ pub fn derive(
     Ok(Derived { secrets, ..derived })
 }
 
-fn command(program: &str, args: Vec<String>, env: BTreeMap<String, String>) -> Launch {
-    Launch::Command {
+fn command(program: &str, args: Vec<String>, env: BTreeMap<String, String>) -> EntryLaunch {
+    EntryLaunch::Command {
         command: program.to_owned(),
         args,
         env,

@@ -112,7 +112,7 @@ fn how_a_bundle_runs_is_read_from_its_manifest_without_unpacking() {
     let folder = Path::new("/data/bundles/b");
     assert_eq!(
         launch_of(&bytes, folder).unwrap(),
-        Launch::Command {
+        EntryLaunch::Command {
             command: "python3".into(),
             args: vec!["/data/bundles/b/main.py".into()],
             env: [("MODE".to_owned(), "/data/bundles/b".to_owned())].into(),

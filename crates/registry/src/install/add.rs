@@ -13,7 +13,7 @@ use super::{
 };
 use crate::Registry;
 use crate::entry::Status;
-use crate::plan::{self, Derived, Launch};
+use crate::plan::{self, Derived, EntryLaunch};
 use config::Format;
 
 /// What adding an entry would do, shown for a yes before anything is written or run: the
@@ -136,7 +136,7 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
         }
     }
     let mut bundle = None;
-    if let Launch::Bundle { url, sha256 } = &derived.launch {
+    if let EntryLaunch::Bundle { url, sha256 } = &derived.launch {
         if let Some(problem) = crate::bundle::origin_problem(url, &source_url) {
             return Err(InstallError::Refused(problem));
         }
@@ -171,12 +171,12 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
             .map(|d| format!("{}: {}", d.severity, d.message)),
     );
     let launch = match &derived.launch {
-        Launch::Command { command, args, env } => LaunchView::Command {
+        EntryLaunch::Command { command, args, env } => LaunchView::Command {
             program: command.clone(),
             args: args.clone(),
             env: env.clone(),
         },
-        Launch::Remote {
+        EntryLaunch::Remote {
             url,
             transport,
             headers,
@@ -185,7 +185,7 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
             transport: transport.clone(),
             headers: headers.clone(),
         },
-        Launch::Bundle { .. } => unreachable!("a bundle's launch is read from its manifest"),
+        EntryLaunch::Bundle { .. } => unreachable!("a bundle's launch is read from its manifest"),
     };
     let mut plan = Plan {
         server,

@@ -40,7 +40,7 @@ fn an_npm_entry_runs_its_exact_release_through_npx_with_its_arguments() {
     .unwrap();
     assert_eq!(
         derived.launch,
-        Launch::Command {
+        EntryLaunch::Command {
             command: "npx".into(),
             args: vec![
                 "-y".into(),
@@ -74,7 +74,7 @@ fn a_pypi_entry_runs_through_uvx_pinned_with_double_equals() {
         },
     )
     .unwrap();
-    let Launch::Command { command, args, .. } = derived.launch else {
+    let EntryLaunch::Command { command, args, .. } = derived.launch else {
         panic!()
     };
     assert_eq!(
@@ -114,7 +114,7 @@ fn secret_inputs_go_to_the_keychain_and_the_config_names_them() {
         },
     )
     .unwrap();
-    let Launch::Command { env, .. } = &derived.launch else {
+    let EntryLaunch::Command { env, .. } = &derived.launch else {
         panic!()
     };
     assert_eq!(
@@ -151,7 +151,7 @@ fn a_remote_fills_its_url_variables_and_keeps_a_secret_header_in_the_keychain() 
     .unwrap();
     assert_eq!(
         derived.launch,
-        Launch::Remote {
+        EntryLaunch::Remote {
             url: "http://127.0.0.1:4100/mcp".into(),
             transport: "streamable-http".into(),
             headers: [(
@@ -193,7 +193,7 @@ fn shell_metacharacters_stay_one_literal_argument() {
         },
     )
     .unwrap();
-    let Launch::Command { args, .. } = derived.launch else {
+    let EntryLaunch::Command { args, .. } = derived.launch else {
         panic!()
     };
     assert_eq!(
@@ -281,7 +281,7 @@ fn an_image_runs_pinned_by_digest_or_exact_tag_only() {
         },
     )
     .unwrap();
-    let Launch::Command { command, args, env } = derived.launch else {
+    let EntryLaunch::Command { command, args, env } = derived.launch else {
         panic!()
     };
     assert_eq!(command, "docker");
@@ -436,7 +436,7 @@ fn docker_takes_from_an_entry_only_env_init_and_a_volume_the_person_chooses() {
         },
     )
     .unwrap();
-    let Launch::Command { args, .. } = derived.launch else {
+    let EntryLaunch::Command { args, .. } = derived.launch else {
         panic!()
     };
     assert_eq!(
@@ -631,7 +631,7 @@ fn a_credential_is_a_secret_whatever_the_entry_says() {
         },
     )
     .unwrap();
-    let Launch::Remote { headers, .. } = &derived.launch else {
+    let EntryLaunch::Remote { headers, .. } = &derived.launch else {
         panic!()
     };
     assert_eq!(headers["Authorization"], "Bearer ${secret:d_token}");
