@@ -1,5 +1,6 @@
 //! The tray icon and its menu, rebuilt from the core's published status, and the crash-loop,
-//! sign-in and held-tool notifications. What the menu says is decided in `menu.rs`; this file only draws it.
+//! sign-in and held-tool notifications. What the menu says is decided in `menu/`; this file only
+//! draws it.
 
 use std::sync::Arc;
 
