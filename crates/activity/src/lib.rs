@@ -102,9 +102,12 @@ impl Outcome {
     }
 }
 
-/// One request and how it ended.
+/// One request and how it ended, as a call leaves it ([`ActivityLog::record`], the live view)
+/// and, numbered, as the log reads it back ([`store::Row`]). Taken, its outcome is an
+/// [`Outcome`]; read back, it is the outcome's name, which for a record a newer Switchboard
+/// wrote may be one this one does not know (`unknown`).
 #[derive(Debug, Clone, Serialize)]
-pub struct Record {
+pub struct Record<O = Outcome> {
     /// When it arrived, in milliseconds since the Unix epoch.
     pub at_ms: u64,
     pub duration_us: u64,
@@ -120,7 +123,7 @@ pub struct Record {
     pub name: Option<Arc<str>>,
     /// The server's own name for it.
     pub original: Option<Arc<str>>,
-    pub outcome: Outcome,
+    pub outcome: O,
     pub error_code: Option<i64>,
     pub error: Option<String>,
     pub request_bytes: u64,

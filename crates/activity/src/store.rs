@@ -4,13 +4,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params_from_iter};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::{Entry, Outcome};
+use super::{Entry, Outcome, Record};
 
 /// How long a statement waits for a lock held by another connection.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(1);
@@ -309,28 +310,13 @@ pub struct Filter {
     pub outcome: Option<Outcome>,
 }
 
-/// One record as the API shows it.
+/// One record as the API shows it: its number in the log, then the record as it was taken
+/// (its fields beside the number, not under a key of their own).
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub id: i64,
-    pub at_ms: u64,
-    pub duration_us: u64,
-    pub session: Option<String>,
-    pub client: Option<String>,
-    pub profile: String,
-    pub server: Option<String>,
-    pub method: String,
-    pub name: Option<String>,
-    pub original: Option<String>,
-    pub outcome: String,
-    pub error_code: Option<i64>,
-    pub error: Option<String>,
-    pub request_bytes: u64,
-    pub response_bytes: u64,
-    pub arguments: Option<String>,
-    pub result: Option<String>,
-    /// For a call that waited for a person's yes: who decided and after how long.
-    pub decision: Option<String>,
+    #[serde(flatten)]
+    pub record: Record<&'static str>,
 }
 
 /// Call counts and latencies of one tool (or other name) over a window.
@@ -471,25 +457,25 @@ impl Reader {
         let rows = statement.query_map(params_from_iter(values), |row| {
             Ok(Row {
                 id: row.get(0)?,
-                at_ms: row.get::<_, i64>(1)? as u64,
-                duration_us: row.get::<_, i64>(2)? as u64,
-                session: row.get(3)?,
-                client: row.get(4)?,
-                profile: row.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                server: row.get(6)?,
-                method: row.get::<_, Option<String>>(7)?.unwrap_or_default(),
-                name: row.get(8)?,
-                original: row.get(9)?,
-                outcome: Outcome::from_code(row.get(10)?)
-                    .map_or("unknown", Outcome::as_str)
-                    .to_owned(),
-                error_code: row.get(11)?,
-                error: row.get(12)?,
-                request_bytes: row.get::<_, i64>(13)? as u64,
-                response_bytes: row.get::<_, i64>(14)? as u64,
-                arguments: row.get(15)?,
-                result: row.get(16)?,
-                decision: row.get(17)?,
+                record: Record {
+                    at_ms: row.get::<_, i64>(1)? as u64,
+                    duration_us: row.get::<_, i64>(2)? as u64,
+                    session: row.get(3)?,
+                    client: row.get(4)?,
+                    profile: row.get::<_, Option<Arc<str>>>(5)?.unwrap_or_default(),
+                    server: row.get(6)?,
+                    method: row.get::<_, Option<String>>(7)?.unwrap_or_default().into(),
+                    name: row.get(8)?,
+                    original: row.get(9)?,
+                    outcome: Outcome::from_code(row.get(10)?).map_or("unknown", Outcome::as_str),
+                    error_code: row.get(11)?,
+                    error: row.get(12)?,
+                    request_bytes: row.get::<_, i64>(13)? as u64,
+                    response_bytes: row.get::<_, i64>(14)? as u64,
+                    arguments: row.get(15)?,
+                    result: row.get(16)?,
+                    decision: row.get(17)?,
+                },
             })
         })?;
         rows.collect()
@@ -663,7 +649,7 @@ mod tests {
         let reader = Reader::open(&path).expect("opened").expect("made");
         let page = reader.page(&Filter::default(), None, 10).expect("a page");
         assert_eq!(page.len(), 1);
-        assert_eq!(page[0].name.as_deref(), Some("demo__add"));
+        assert_eq!(page[0].record.name.as_deref(), Some("demo__add"));
     }
 
     #[test]
@@ -689,10 +675,10 @@ mod tests {
         let page = reader.page(&Filter::default(), None, 10).expect("a page");
         assert_eq!(page.len(), 2);
         assert_eq!(
-            page[0].decision.as_deref(),
+            page[0].record.decision.as_deref(),
             Some("allowed by the dashboard after 1.0 s")
         );
-        assert_eq!(page[1].decision, None, "the old record");
+        assert_eq!(page[1].record.decision, None, "the old record");
     }
 
     fn count(store: &Store, table: &str) -> i64 {

@@ -205,27 +205,29 @@ fn csv_line(row: &Row) -> String {
         None => String::new(),
         Some(value) => format!("\"{}\"", inert(value).replace('"', "\"\"")),
     };
+    let record = &row.record;
     let fields = [
         row.id.to_string(),
-        row.at_ms.to_string(),
-        row.duration_us.to_string(),
-        text(row.session.as_deref()),
-        text(row.client.as_deref()),
-        text(Some(&row.profile)),
-        text(row.server.as_deref()),
-        text(Some(&row.method)),
-        text(row.name.as_deref()),
-        text(row.original.as_deref()),
-        text(Some(&row.outcome)),
-        row.error_code
+        record.at_ms.to_string(),
+        record.duration_us.to_string(),
+        text(record.session.as_deref()),
+        text(record.client.as_deref()),
+        text(Some(&record.profile)),
+        text(record.server.as_deref()),
+        text(Some(&record.method)),
+        text(record.name.as_deref()),
+        text(record.original.as_deref()),
+        text(Some(record.outcome)),
+        record
+            .error_code
             .map(|code| code.to_string())
             .unwrap_or_default(),
-        text(row.error.as_deref()),
-        row.request_bytes.to_string(),
-        row.response_bytes.to_string(),
-        text(row.arguments.as_deref()),
-        text(row.result.as_deref()),
-        text(row.decision.as_deref()),
+        text(record.error.as_deref()),
+        record.request_bytes.to_string(),
+        record.response_bytes.to_string(),
+        text(record.arguments.as_deref()),
+        text(record.result.as_deref()),
+        text(record.decision.as_deref()),
     ];
     fields.join(",") + "\n"
 }
