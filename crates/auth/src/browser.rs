@@ -4,8 +4,7 @@
 //! authorization server: one from the config, a Client ID Metadata Document, or one it
 //! registers (RFC 7591), kept in the keychain per authorization server and redirect URI.
 
-use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -17,8 +16,8 @@ use super::dpop::DpopKey;
 use super::reach::Reach;
 use super::token::{ClientIdentity, TokenAuth, TokenRequest};
 use super::{
-    Auth, AuthError, CALLBACK_PATH, MAX_PENDING, SIGN_IN_LIFETIME, TokenRecord, callback_id,
-    keychain_name, random_text, unix_seconds,
+    Auth, AuthError, CALLBACK_PATH, MAX_PENDING, SIGN_IN_LIFETIME, TokenOrigin, TokenRecord,
+    callback_id, keychain_name, random_text,
 };
 use config::RemoteServer;
 
@@ -233,26 +232,15 @@ impl Auth {
                 },
             )
             .await?;
-        let bound = answer.is_dpop();
-        let dpop = pending.dpop.filter(|_| bound);
-        let record = TokenRecord {
+        let origin = TokenOrigin {
             url: pending.url,
             issuer: pending.issuer,
             token_endpoint: pending.token_endpoint,
-            client_id: pending.client.id,
-            client_secret: pending.client.secret,
+            client: pending.client,
             resource: pending.resource,
-            access_token: answer.access_token,
-            refresh_token: answer.refresh_token,
-            expires_at: answer
-                .expires_in
-                .map(|seconds| unix_seconds(SystemTime::now()) + seconds),
-            lifetime: answer.expires_in,
-            token_auth: Some(pending.client.auth),
             scopes: pending.scopes,
-            dpop_key: dpop.as_ref().map(DpopKey::kept),
-            proof_key: dpop.map(Arc::new),
         };
+        let record = TokenRecord::issued(origin, answer, pending.dpop);
         self.keep(&pending.backend, record).await?;
         tracing::info!(backend = pending.backend, "signed in");
         Ok(pending.backend)

@@ -5,14 +5,11 @@
 //! assertion grant (ID-JAG) that the authorization server takes as a JWT assertion.
 
 use std::path::Path;
-use std::time::SystemTime;
 
-use super::dpop::DpopKey;
 use super::reach::Reach;
 use super::token::{ClientIdentity, TokenAuth, TokenRequest};
-use super::{Auth, AuthError, TokenRecord};
+use super::{Auth, AuthError, TokenOrigin, TokenRecord};
 use config::{IdentityProvider, OAuthGrant, RemoteServer};
-use platform::clock::unix_seconds;
 
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -88,25 +85,15 @@ impl Auth {
                 },
             )
             .await?;
-        let dpop = dpop.filter(|_| answer.is_dpop());
-        Ok(TokenRecord {
+        let origin = TokenOrigin {
             url: server.url.clone(),
             issuer: metadata.issuer.clone(),
             token_endpoint: metadata.token_endpoint.clone(),
-            client_id: client.id,
-            client_secret: client.secret,
+            client,
             resource: found.resource,
-            access_token: answer.access_token,
-            refresh_token: answer.refresh_token,
-            expires_at: answer
-                .expires_in
-                .map(|seconds| unix_seconds(SystemTime::now()) + seconds),
-            lifetime: answer.expires_in,
-            token_auth: Some(client.auth),
             scopes,
-            dpop_key: dpop.as_ref().map(DpopKey::kept),
-            proof_key: dpop.map(std::sync::Arc::new),
-        })
+        };
+        Ok(TokenRecord::issued(origin, answer, dpop))
     }
 
     /// Exchanges the person's ID token at their identity provider for an identity assertion

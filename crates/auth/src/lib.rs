@@ -214,7 +214,60 @@ struct TokenRecord {
     proof_key: Option<Arc<DpopKey>>,
 }
 
+/// Where a token comes from, as its record keeps it: the server's URL, the authorization
+/// server, the client, and the resource and scopes it was asked for.
+struct TokenOrigin {
+    url: String,
+    issuer: String,
+    token_endpoint: String,
+    client: token::ClientIdentity,
+    resource: String,
+    scopes: Vec<String>,
+}
+
 impl TokenRecord {
+    /// The record of the token `answer` gives, newly issued (by a sign-in or a grant that needs
+    /// no person) for `origin`. `dpop` is the key the request offered, kept only if the server
+    /// bound the token to it.
+    fn issued(
+        origin: TokenOrigin,
+        answer: token::TokenAnswer,
+        dpop: Option<DpopKey>,
+    ) -> TokenRecord {
+        let dpop = dpop.filter(|_| answer.is_dpop());
+        TokenRecord {
+            url: origin.url,
+            issuer: origin.issuer,
+            token_endpoint: origin.token_endpoint,
+            client_id: origin.client.id,
+            client_secret: origin.client.secret,
+            resource: origin.resource,
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at: None,
+            lifetime: None,
+            token_auth: Some(origin.client.auth),
+            scopes: origin.scopes,
+            dpop_key: dpop.as_ref().map(DpopKey::kept),
+            proof_key: dpop.map(Arc::new),
+        }
+        .with_token(answer)
+    }
+
+    /// This record holding the token `answer` gives, with its expiry from now. The refresh
+    /// token stays when the answer brings no new one (as a refresh's answer may).
+    fn with_token(self, answer: token::TokenAnswer) -> TokenRecord {
+        TokenRecord {
+            expires_at: answer
+                .expires_in
+                .map(|seconds| unix_seconds(SystemTime::now()) + seconds),
+            lifetime: answer.expires_in,
+            access_token: answer.access_token,
+            refresh_token: answer.refresh_token.or(self.refresh_token),
+            ..self
+        }
+    }
+
     /// The record with its DPoP key read, once, from its kept form.
     fn with_proof_key(mut self) -> TokenRecord {
         self.proof_key = self
@@ -612,15 +665,10 @@ impl Auth {
             )
             .await?;
         Ok(TokenRecord {
-            access_token: answer.access_token,
-            refresh_token: answer.refresh_token.or(Some(refresh_token)),
-            expires_at: answer
-                .expires_in
-                .map(|seconds| unix_seconds(SystemTime::now()) + seconds),
-            lifetime: answer.expires_in,
             url: server.url.clone(),
             ..record
-        })
+        }
+        .with_token(answer))
     }
 
     async fn store(&self, backend: &str, record: &TokenRecord) -> Result<(), AuthError> {
