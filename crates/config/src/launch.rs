@@ -366,43 +366,18 @@ impl Reader<'_, '_> {
         node: &Node,
         field: &str,
     ) -> Option<(BTreeMap<String, String>, BTreeMap<String, String>)> {
-        let entries = self.table(node, field)?;
-        let mut headers = BTreeMap::new();
-        let mut written_values = BTreeMap::new();
-        for entry in self.unique_entries(entries, field) {
-            let field = format!("{field}.{}", entry.key);
-            if http::HeaderName::from_bytes(entry.key.as_bytes()).is_err() {
-                self.reporter.error(
-                    entry.key_offset,
-                    &field,
-                    format!("{:?} is not a valid HTTP header name", entry.key),
-                );
-                continue;
-            }
-            let Some(written) = self.string(&entry.value, &field) else {
-                continue;
-            };
-            let value = match values::expand_references(&written, &LOOKUPS, values::Other::Refused)
-            {
-                Ok(value) => value,
-                Err(error) => {
-                    self.value_error(&entry.value, &field, &error);
-                    continue;
-                }
-            };
-            // Checked after expansion, and never shown: it may be a secret.
-            if http::HeaderValue::from_str(&value).is_err() {
-                self.reporter.error(
-                    entry.value.offset,
-                    &field,
-                    "the value cannot be sent in an HTTP header (control characters or line ends)",
-                );
-                continue;
-            }
-            headers.insert(entry.key.clone(), value);
-            written_values.insert(entry.key.clone(), written);
-        }
-        Some((headers, written_values))
+        let name_problem = |name: &str| {
+            http::HeaderName::from_bytes(name.as_bytes())
+                .is_err()
+                .then(|| format!("{name:?} is not a valid HTTP header name"))
+        };
+        // Checked after expansion.
+        let value_problem = |value: &str| {
+            http::HeaderValue::from_str(value).is_err().then_some(
+                "the value cannot be sent in an HTTP header (control characters or line ends)",
+            )
+        };
+        self.expanded_table(node, field, name_problem, value_problem)
     }
 
     pub(super) fn remote_transport(&mut self, node: &Node, field: &str) -> Option<RemoteTransport> {

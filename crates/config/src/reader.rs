@@ -1,7 +1,7 @@
 //! Reads typed values out of a config tree, reporting each problem at its position: the
 //! [`Reader`] every table's reader (servers, launches, sandboxes, profiles, settings) shares.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -178,6 +178,49 @@ impl Reader<'_, '_> {
             }
         }
         unique
+    }
+
+    /// A table of names and values that a server is given (a process's `env`, a remote
+    /// server's `headers`), read by one rule: a name `name_problem` finds fault with is
+    /// reported and left out; each value has its `${env:NAME}` and `${secret:NAME}` expanded
+    /// (any other `${…}` is an error) and is then checked by `value_problem`, which says what is
+    /// wrong without showing the value (it may be a secret). The values come back expanded, and
+    /// as written.
+    pub(super) fn expanded_table(
+        &mut self,
+        node: &Node,
+        field: &str,
+        name_problem: impl Fn(&str) -> Option<String>,
+        value_problem: impl Fn(&str) -> Option<&'static str>,
+    ) -> Option<(BTreeMap<String, String>, BTreeMap<String, String>)> {
+        let entries = self.table(node, field)?;
+        let mut expanded = BTreeMap::new();
+        let mut written = BTreeMap::new();
+        for entry in self.unique_entries(entries, field) {
+            let field = format!("{field}.{}", entry.key);
+            if let Some(problem) = name_problem(&entry.key) {
+                self.reporter.error(entry.key_offset, &field, problem);
+                continue;
+            }
+            let Some(as_written) = self.string(&entry.value, &field) else {
+                continue;
+            };
+            let value =
+                match values::expand_references(&as_written, &LOOKUPS, values::Other::Refused) {
+                    Ok(value) => value,
+                    Err(error) => {
+                        self.value_error(&entry.value, &field, &error);
+                        continue;
+                    }
+                };
+            if let Some(problem) = value_problem(&value) {
+                self.reporter.error(entry.value.offset, &field, problem);
+                continue;
+            }
+            expanded.insert(entry.key.clone(), value);
+            written.insert(entry.key.clone(), as_written);
+        }
+        Some((expanded, written))
     }
 
     /// An error in our own TOML format; a warning in JSON, a foreign format whose other tools

@@ -364,35 +364,15 @@ impl Reader<'_, '_> {
         node: &Node,
         field: &str,
     ) -> Option<(BTreeMap<String, String>, BTreeMap<String, String>)> {
-        let entries = self.table(node, field)?;
-        let mut env = BTreeMap::new();
-        let mut written = BTreeMap::new();
-        for entry in self.unique_entries(entries, field) {
-            let field = format!("{field}.{}", entry.key);
-            if entry.key.is_empty() || entry.key.contains(['=', '\0']) {
-                self.reporter.error(
-                    entry.key_offset,
-                    &field,
-                    format!(
-                        "invalid environment variable name {:?}: it must be non-empty and \
-                         contain neither `=` nor NUL",
-                        entry.key
-                    ),
-                );
-                continue;
-            }
-            let Some(raw_value) = self.string(&entry.value, &field) else {
-                continue;
-            };
-            match values::expand_references(&raw_value, &LOOKUPS, values::Other::Refused) {
-                Ok(value) => {
-                    env.insert(entry.key.clone(), value);
-                    written.insert(entry.key.clone(), raw_value);
-                }
-                Err(error) => self.value_error(&entry.value, &field, &error),
-            }
-        }
-        Some((env, written))
+        let name_problem = |name: &str| {
+            (name.is_empty() || name.contains(['=', '\0'])).then(|| {
+                format!(
+                    "invalid environment variable name {name:?}: it must be non-empty and \
+                     contain neither `=` nor NUL"
+                )
+            })
+        };
+        self.expanded_table(node, field, name_problem, |_| None)
     }
 
     /// The arguments with their `${env:NAME}` and `${secret:NAME}` expanded (any other `${…}`
