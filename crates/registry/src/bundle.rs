@@ -92,15 +92,7 @@ pub async fn download(url: &str, sha256: &str) -> Result<Vec<u8>, BundleError> {
         url: url.to_owned(),
         reason,
     };
-    let response = super::source::client()
-        .get(url)
-        .send()
-        .await
-        .map_err(|error| failed(wire::http_error::describe(&error)))?;
-    if !response.status().is_success() {
-        return Err(failed(format!("it answered {}", response.status())));
-    }
-    let bytes = super::source::read_bounded(response, MAX_BUNDLE_BYTES)
+    let bytes = super::source::get_body(&super::source::client(), url, None, MAX_BUNDLE_BYTES)
         .await
         .map_err(|error| failed(error.to_string()))?;
     let digest = platform::hex::encode(&Sha256::digest(&bytes));

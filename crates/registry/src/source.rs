@@ -388,38 +388,33 @@ async fn get_json<T: serde::de::DeserializeOwned>(
     client: &reqwest::Client,
     url: &reqwest::Url,
 ) -> Result<T, SourceError> {
-    let response = client
-        .get(url.clone())
-        .header("Accept", "application/json")
-        .send()
-        .await
-        .map_err(|error| match error.is_timeout() {
-            true => SourceError::Timeout {
-                url: url.to_string(),
-            },
-            false => SourceError::Unreachable {
-                url: url.to_string(),
-                error,
-            },
-        })?;
-    let status = response.status();
-    if status == reqwest::StatusCode::NOT_FOUND {
-        return Err(SourceError::NotFound {
+    let bytes = get_body(
+        client,
+        url.clone(),
+        Some("application/json"),
+        MAX_PAGE_BYTES,
+    )
+    .await
+    .map_err(|error| match error {
+        GetError::Unanswered(error) if error.is_timeout() => SourceError::Timeout {
             url: url.to_string(),
-        });
-    }
-    if !status.is_success() {
-        return Err(SourceError::Status {
-            url: url.to_string(),
-            status,
-        });
-    }
-    let bytes = read_bounded(response, MAX_PAGE_BYTES)
-        .await
-        .map_err(|error| SourceError::Body {
+        },
+        GetError::Unanswered(error) => SourceError::Unreachable {
             url: url.to_string(),
             error,
-        })?;
+        },
+        GetError::Status(reqwest::StatusCode::NOT_FOUND) => SourceError::NotFound {
+            url: url.to_string(),
+        },
+        GetError::Status(status) => SourceError::Status {
+            url: url.to_string(),
+            status,
+        },
+        GetError::Body(error) => SourceError::Body {
+            url: url.to_string(),
+            error,
+        },
+    })?;
     serde_json::from_slice(&bytes).map_err(|error| SourceError::NotTheApi {
         url: url.to_string(),
         error,
@@ -427,11 +422,43 @@ async fn get_json<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// A response's body, refused once it passes `limit` bytes.
-pub async fn read_bounded(
-    mut response: reqwest::Response,
+/// Why a GET brought no body; each says what happened in words, the URL left to the caller.
+#[derive(Debug, thiserror::Error)]
+pub enum GetError {
+    /// No answer: the request could not be sent, or none came in time.
+    #[error("{}", wire::http_error::describe(.0))]
+    Unanswered(reqwest::Error),
+    /// An answer other than a success.
+    #[error("it answered {0}")]
+    Status(reqwest::StatusCode),
+    /// The answer's body stopped, or grew past its limit.
+    #[error(transparent)]
+    Body(BodyError),
+}
+
+/// The body of a successful (2xx) answer to a GET of `url` with `client`, at most `limit`
+/// bytes, asking for `accept` where given: the one way this crate fetches over HTTP (a
+/// source's pages, a package's release, a bundle).
+pub async fn get_body(
+    client: &reqwest::Client,
+    url: impl reqwest::IntoUrl,
+    accept: Option<&str>,
     limit: usize,
-) -> Result<Vec<u8>, BodyError> {
+) -> Result<Vec<u8>, GetError> {
+    let mut request = client.get(url);
+    if let Some(accept) = accept {
+        request = request.header("Accept", accept);
+    }
+    let response = request.send().await.map_err(GetError::Unanswered)?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(GetError::Status(status));
+    }
+    read_bounded(response, limit).await.map_err(GetError::Body)
+}
+
+/// A response's body, refused once it passes `limit` bytes.
+async fn read_bounded(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
     let mut bytes = Vec::new();
     while let Some(chunk) = response
         .chunk()

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::source::BodyError;
+use super::source::{BodyError, GetError, get_body};
 
 /// npm's and PyPI's public registries, where packages are looked up.
 const NPM: &str = "https://registry.npmjs.org";
@@ -187,26 +187,21 @@ async fn get(url: &str) -> Result<serde_json::Value, OwnershipError> {
         .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(OwnershipError::Client)?;
-    let response = client
-        .get(url)
-        .header("Accept", "application/json")
-        .send()
+    let bytes = get_body(&client, url, Some("application/json"), 32 * 1024 * 1024)
         .await
-        .map_err(|error| OwnershipError::Unreachable {
-            url: url.to_owned(),
-            error,
-        })?;
-    if !response.status().is_success() {
-        return Err(OwnershipError::Status {
-            url: url.to_owned(),
-            status: response.status(),
-        });
-    }
-    let bytes = super::source::read_bounded(response, 32 * 1024 * 1024)
-        .await
-        .map_err(|error| OwnershipError::Body {
-            url: url.to_owned(),
-            error,
+        .map_err(|error| match error {
+            GetError::Unanswered(error) => OwnershipError::Unreachable {
+                url: url.to_owned(),
+                error,
+            },
+            GetError::Status(status) => OwnershipError::Status {
+                url: url.to_owned(),
+                status,
+            },
+            GetError::Body(error) => OwnershipError::Body {
+                url: url.to_owned(),
+                error,
+            },
         })?;
     serde_json::from_slice(&bytes).map_err(|error| OwnershipError::NotJson {
         url: url.to_owned(),

@@ -377,9 +377,7 @@ async fn initialize(
             version: initialized.protocol_version,
         });
     }
-    connection
-        .notify(&Method::Initialized, None)
-        .await?;
+    connection.notify(&Method::Initialized, None).await?;
     Ok(ServerDescription {
         era: Era::Session,
         protocol_version: initialized.protocol_version,
