@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use libfuzzer_sys::fuzz_target;
 use config::{ConfigError, Diagnostic};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
     for name in ["fuzz.toml", "fuzz.json"] {

@@ -12,8 +12,8 @@ use std::task::{Context, Poll, Waker};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use wire::framing::{Frame, LineReader, OVERSIZED_KEPT_BYTES};
 use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
+use wire::framing::{Frame, LineReader, OVERSIZED_KEPT_BYTES};
 
 /// As `arbitrary` reads it (and the seeds in `fuzz/corpus/framing/` are written): one byte of
 /// line limit, then for each piece the byte 1 and its length as two little-endian bytes, then

@@ -9,10 +9,10 @@
 
 #![no_main]
 
+use hub::rewrite::{self, ObjectEntries, json_string};
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use hub::rewrite::{self, ObjectEntries, json_string};
 
 /// The hub's own progress token for a call (`switchboard-<session>-<n>`).
 const OUR_TOKEN: &str = "switchboard-0123456789abcdef0123456789abcdef-7";

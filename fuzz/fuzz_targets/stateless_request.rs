@@ -13,9 +13,9 @@
 
 use std::sync::OnceLock;
 
+use hub::{Hub, HubOptions, Inbound, RequestHeaders};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use hub::{Hub, HubOptions, Inbound, RequestHeaders};
 use supervisor::spawn::ProcessGroups;
 
 /// The codes a 2026-07-28 request may be answered with when nothing behind the hub runs.
