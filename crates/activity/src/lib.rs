@@ -40,7 +40,7 @@ const BATCH_WINDOW: Duration = Duration::from_millis(50);
 /// How often the writer applies the retention limits.
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
 /// The most of an argument or a result that is kept; longer ones are cut, their size noted.
-pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
 
 /// How a request ended, as the activity log records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -68,7 +68,7 @@ impl Outcome {
         Outcome::Cancelled,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Result => "result",
             Outcome::ToolError => "tool_error",
@@ -97,7 +97,7 @@ impl Outcome {
     }
 
     /// Whether the call failed (a result and a cancellation are not failures).
-    pub fn is_failure(self) -> bool {
+    pub(crate) fn is_failure(self) -> bool {
         !matches!(self, Outcome::Result | Outcome::Cancelled)
     }
 }
@@ -413,7 +413,7 @@ pub fn is_tool_error(result: &str) -> bool {
 }
 
 /// Secrets that change while running, asked for when the log writes.
-pub type ChangingSecrets = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+pub(crate) type ChangingSecrets = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 /// Every form in which `values` may appear in what is stored, longest first: as they are, as a
 /// JSON string writes them (escaped), as an ASCII-only JSON writer does (`\uXXXX`, `\/`), and

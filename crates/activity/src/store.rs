@@ -78,7 +78,7 @@ fn add_decision_column(connection: &Connection) -> rusqlite::Result<()> {
 /// Why the database could not be used.
 #[derive(Debug, thiserror::Error)]
 #[error("the activity log at {path}: {source}")]
-pub struct StoreError {
+pub(crate) struct StoreError {
     path: PathBuf,
     #[source]
     source: rusqlite::Error,
@@ -322,12 +322,12 @@ pub struct Row {
 /// Call counts and latencies of one tool (or other name) over a window.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolStats {
-    pub server: Option<String>,
-    pub name: Option<String>,
-    pub calls: u64,
-    pub errors: u64,
-    pub p50_us: u64,
-    pub p99_us: u64,
+    pub(crate) server: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) calls: u64,
+    pub(crate) errors: u64,
+    pub(crate) p50_us: u64,
+    pub(crate) p99_us: u64,
 }
 
 /// The writer's view of the `names` table: each text's number, added when new.

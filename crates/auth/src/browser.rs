@@ -24,11 +24,11 @@ use config::RemoteServer;
 /// The query of the browser's return.
 #[derive(Debug, Default, Deserialize)]
 pub struct CallbackQuery {
-    pub code: Option<String>,
-    pub state: Option<String>,
-    pub iss: Option<String>,
-    pub error: Option<String>,
-    pub error_description: Option<String>,
+    pub(crate) code: Option<String>,
+    pub(crate) state: Option<String>,
+    pub(crate) iss: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) error_description: Option<String>,
 }
 
 /// A sign-in between its start and the browser's return.

@@ -46,14 +46,14 @@ pub use browser::CallbackQuery;
 use config::RemoteServer;
 pub(crate) use discovery::Challenge;
 use dpop::DpopKey;
-pub use jws::KeyError;
+pub(crate) use jws::KeyError;
 use platform::clock::unix_seconds;
 use platform::secrets::{Keychain, SecretError};
 use reach::Reach;
 use token::TokenAuth;
 
 /// The path every sign-in comes back under, followed by its authorization server's id.
-pub const CALLBACK_PATH: &str = "/oauth/callback";
+pub(crate) const CALLBACK_PATH: &str = "/oauth/callback";
 /// The route of the callback, its last segment naming the authorization server.
 pub const CALLBACK_ROUTE: &str = "/oauth/callback/{server}";
 /// How long a sign-in may take, from its start to the browser's return.

@@ -26,7 +26,7 @@ use rmcp::{
 use serde::Deserialize;
 
 /// Runs the demo server on stdin/stdout until the client closes stdin.
-pub async fn run() -> anyhow::Result<()> {
+pub(crate) async fn run() -> anyhow::Result<()> {
     tracing::info!("demo server listening on stdio");
     let service = match DemoServer::new().serve(stdio_pipes()).await {
         Ok(service) => service,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub mod app;
-pub mod demo;
+pub(crate) mod demo;
 mod registry;
 
 use crate::app::{App, AppOptions};

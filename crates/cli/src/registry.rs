@@ -25,7 +25,7 @@ fn registry_of(path: &Path) -> (Registry, bool) {
     )
 }
 
-pub fn search(
+pub(crate) fn search(
     query: &[String],
     source: Option<String>,
     refresh: bool,
@@ -92,16 +92,16 @@ pub fn search(
     Ok(ExitCode::SUCCESS)
 }
 
-pub struct AddOptions {
-    pub entry: String,
-    pub source: Option<String>,
-    pub name: Option<String>,
-    pub inputs: Vec<String>,
-    pub yes: bool,
-    pub config: PathBuf,
+pub(crate) struct AddOptions {
+    pub(crate) entry: String,
+    pub(crate) source: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) inputs: Vec<String>,
+    pub(crate) yes: bool,
+    pub(crate) config: PathBuf,
 }
 
-pub fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
+pub(crate) fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
     let (name, version) = match options.entry.rsplit_once('@') {
         Some((name, version)) if !name.is_empty() => (name.to_owned(), Some(version.to_owned())),
         _ => (options.entry.clone(), None),
@@ -313,7 +313,11 @@ fn confirm(prompt: &str) -> anyhow::Result<bool> {
     Ok(matches!(line.trim(), "y" | "Y" | "yes"))
 }
 
-pub fn update(server: &str, version: Option<String>, config: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) fn update(
+    server: &str,
+    version: Option<String>,
+    config: &Path,
+) -> anyhow::Result<ExitCode> {
     let (registry, _) = registry_of(config);
     let updated = runtime::current_thread().block_on(install::update(
         &registry,
@@ -329,7 +333,7 @@ pub fn update(server: &str, version: Option<String>, config: &Path) -> anyhow::R
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn remove(
+pub(crate) fn remove(
     server: &str,
     delete_secrets: Option<bool>,
     config: &Path,

@@ -201,7 +201,7 @@ impl OAuthGrant {
 
 impl OAuthClient {
     /// The values of these settings that are secrets.
-    pub fn secret_values(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn secret_values(&self) -> impl Iterator<Item = &String> {
         let identity = self
             .identity_provider
             .as_ref()
@@ -215,7 +215,7 @@ impl OAuthClient {
 
 impl Launch {
     /// The program, if this is a local server.
-    pub fn process(&self) -> Option<&ProcessLaunch> {
+    pub(crate) fn process(&self) -> Option<&ProcessLaunch> {
         match self {
             Launch::Process(process) => Some(process),
             Launch::Remote(_) => None,

@@ -63,9 +63,9 @@ impl Sandbox {
 /// registries' port, 443.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SandboxDraft {
-    pub read: Vec<String>,
-    pub write: Vec<String>,
-    pub connect: Vec<u16>,
+    pub(crate) read: Vec<String>,
+    pub(crate) write: Vec<String>,
+    pub(crate) connect: Vec<u16>,
 }
 
 /// The caches package runners install into, by the runner's file name: (to write, to read).

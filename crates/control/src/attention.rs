@@ -16,7 +16,7 @@ use supervisor::status::{BackendState, BackendStatus};
 /// What kind of thing needs attention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub(crate) enum Kind {
     CrashLoop,
     NeedsSignIn,
     HeldTools,
@@ -31,22 +31,22 @@ pub enum Kind {
 /// One thing that needs a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Attention {
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// The server or profile it concerns, if one.
-    pub subject: Option<String>,
-    pub message: String,
-    pub action: Action,
+    pub(crate) subject: Option<String>,
+    pub(crate) message: String,
+    pub(crate) action: Action,
 }
 
 /// What resolves it: a request of the control API when one does, and the dashboard's page that
 /// shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Action {
-    pub label: String,
+pub(crate) struct Action {
+    pub(crate) label: String,
     /// `POST` to this path of the control API, when one request resolves it.
-    pub post: Option<String>,
+    pub(crate) post: Option<String>,
     /// The dashboard's page (a `#/…` route).
-    pub page: String,
+    pub(crate) page: String,
 }
 
 /// Everything that makes up the list.

@@ -207,7 +207,7 @@ impl Reloader {
     }
 
     /// Where Switchboard's own files are, its generated tokens among them.
-    pub fn data_dir(&self) -> &Path {
+    pub(crate) fn data_dir(&self) -> &Path {
         &self.inner.data_dir
     }
 

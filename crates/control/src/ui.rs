@@ -22,7 +22,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 /// What the dashboard's pages may load and do.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; connect-src 'self'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; connect-src 'self'; \
      img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'";
 
 /// `(path, contents)` of each file below `ui/`, read at build time.

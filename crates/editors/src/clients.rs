@@ -12,15 +12,15 @@ use platform::System;
 /// One editor's way to reach Switchboard.
 #[derive(Debug, Serialize)]
 pub struct ClientSetup {
-    pub id: &'static str,
-    pub title: &'static str,
-    pub transport: &'static str,
+    pub(crate) id: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) transport: &'static str,
     /// Where that editor keeps its config on this machine, and how to open it.
-    pub config_path_hint: String,
+    pub(crate) config_path_hint: String,
     /// What to merge into that file (JSON, or TOML for Codex CLI).
     pub snippet: String,
     /// Whether the editor seems installed here (its config file or folder exists).
-    pub detected: bool,
+    pub(crate) detected: bool,
 }
 
 /// The setups of every editor Switchboard knows (what `switchboard install` writes for each),

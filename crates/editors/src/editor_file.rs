@@ -12,7 +12,7 @@ use super::files::{self, Encoding, JsonFile};
 
 /// How an editor's config file is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileFormat {
+pub(crate) enum FileFormat {
     /// JSON, with comments and trailing commas allowed.
     Json,
     Toml,

@@ -25,22 +25,22 @@ pub struct InstallRequest<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InstallReport {
     #[serde(serialize_with = "serialize_client_id")]
-    pub editor: Editor,
+    pub(crate) editor: Editor,
     /// The editor's file.
     pub path: PathBuf,
     pub outcome: InstallOutcome,
     /// Whether the file did not exist (and is, or would be, created).
-    pub created: bool,
+    pub(crate) created: bool,
     /// The copy of the file as it was before, when it was changed.
-    pub backup: Option<PathBuf>,
+    pub(crate) backup: Option<PathBuf>,
     #[serde(skip)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// The change as a unified diff; empty when nothing changes.
     #[serde(skip)]
-    pub diff: String,
+    pub(crate) diff: String,
     /// Whether the file, which now holds `/mcp`'s token, was readable by others and was
     /// narrowed to its owner (0600), with its backup.
-    pub narrowed: bool,
+    pub(crate) narrowed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -183,12 +183,12 @@ fn narrow_holding_token(path: &Path, backup: Option<&Path>) -> std::io::Result<b
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EntriesUpdate {
     #[serde(serialize_with = "serialize_client_id")]
-    pub editor: Editor,
-    pub path: PathBuf,
+    pub(crate) editor: Editor,
+    pub(crate) path: PathBuf,
     /// The entries given the new endpoint, by their names in the file.
-    pub entries: Vec<String>,
+    pub(crate) entries: Vec<String>,
     /// The copy of the file as it was before.
-    pub backup: PathBuf,
+    pub(crate) backup: PathBuf,
 }
 
 /// Gives every entry of the editor's config (at `path`) that reaches `/mcp`, or one of its

@@ -32,7 +32,7 @@ use config::{ConfigError, EndpointConfig, Severity};
 use transport::token::Missing;
 
 pub use clients::{ClientSetup, client_setups};
-pub use editor_file::FileFormat;
+pub(crate) use editor_file::FileFormat;
 pub use import::{ImportAction, ImportReport, ImportRequest, ServerImport, SkipReason, import};
 pub use install::{
     EntriesUpdate, InstallOutcome, InstallReport, InstallRequest, install, update_entries,
@@ -44,7 +44,7 @@ pub use moving::{
 pub use places::{Location, Places};
 
 /// The name of the entry that points an editor at Switchboard.
-pub const ENTRY_NAME: &str = "switchboard";
+pub(crate) const ENTRY_NAME: &str = "switchboard";
 
 /// An editor whose MCP config Switchboard can read and write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -129,7 +129,7 @@ impl Editor {
     }
 
     /// The key of the file's top-level object that maps server names to servers.
-    pub fn servers_key(self) -> &'static str {
+    pub(crate) fn servers_key(self) -> &'static str {
         match self {
             Editor::Claude
             | Editor::Cursor
@@ -143,7 +143,7 @@ impl Editor {
     }
 
     /// How the editor's config file is written.
-    pub fn format(self) -> FileFormat {
+    pub(crate) fn format(self) -> FileFormat {
         match self {
             Editor::Codex => FileFormat::Toml,
             _ => FileFormat::Json,
@@ -157,7 +157,7 @@ impl Editor {
     }
 
     /// The path of [`Editor::location`].
-    pub fn config_path(self) -> Result<PathBuf, EditorError> {
+    pub(crate) fn config_path(self) -> Result<PathBuf, EditorError> {
         self.location().map(|location| location.path)
     }
 
@@ -182,7 +182,7 @@ impl Editor {
 
     /// How an editor reaches Switchboard: Claude Desktop launches `switchboard connect` (stdio),
     /// the others call `/mcp` (Streamable HTTP).
-    pub fn transport(self) -> &'static str {
+    pub(crate) fn transport(self) -> &'static str {
         match self {
             Editor::Claude => "stdio",
             _ => "http",
@@ -220,7 +220,7 @@ impl Editor {
 
     /// The entry that points this editor at Switchboard: `switchboard connect` over stdio for
     /// Claude Desktop, the `/mcp` URL for the others.
-    pub fn switchboard_entry(self, endpoint: &Destination) -> Value {
+    pub(crate) fn switchboard_entry(self, endpoint: &Destination) -> Value {
         match self {
             Editor::Claude => endpoint.stdio_entry(),
             Editor::Cursor | Editor::Zed => endpoint.http_entry(None, "url"),
@@ -291,7 +291,7 @@ impl Destination {
     }
 
     /// `/mcp` of an endpoint listening on `listen`, which requires `token` if there is one.
-    pub fn new(exe: PathBuf, listen: SocketAddr, token: Option<String>) -> Destination {
+    pub(crate) fn new(exe: PathBuf, listen: SocketAddr, token: Option<String>) -> Destination {
         Destination {
             exe,
             url: format!(
@@ -317,7 +317,7 @@ impl Destination {
     }
 
     /// `{"command": <exe>, "args": ["connect"]}` (with `--profile NAME` for a profile).
-    pub fn stdio_entry(&self) -> Value {
+    pub(crate) fn stdio_entry(&self) -> Value {
         let mut args = vec!["connect".to_owned()];
         if let Some(profile) = &self.profile {
             args.extend(["--profile".to_owned(), profile.clone()]);
@@ -326,7 +326,7 @@ impl Destination {
     }
 
     /// `{"type": kind, url_key: …}`, with an `Authorization` header when there is a token.
-    pub fn http_entry(&self, kind: Option<&str>, url_key: &str) -> Value {
+    pub(crate) fn http_entry(&self, kind: Option<&str>, url_key: &str) -> Value {
         self.http_entry_with(kind, url_key, "headers")
     }
 

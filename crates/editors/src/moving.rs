@@ -72,7 +72,7 @@ pub struct MovedEntry {
     #[serde(flatten)]
     pub fate: Fate,
     /// Whether it leaves the editor's file.
-    pub taken_out: bool,
+    pub(crate) taken_out: bool,
 }
 
 /// What a move does to the entry that points the editor at Switchboard.
@@ -90,28 +90,28 @@ pub enum EntryChange {
 #[derive(Debug, Clone, Serialize)]
 pub struct MoveReport {
     #[serde(serialize_with = "client_id")]
-    pub editor: Editor,
+    pub(crate) editor: Editor,
     /// The editor's file.
     pub path: PathBuf,
-    pub config_path: PathBuf,
-    pub dry_run: bool,
+    pub(crate) config_path: PathBuf,
+    pub(crate) dry_run: bool,
     /// Only duplicates were (or would be) taken out.
-    pub only_duplicates: bool,
+    pub(crate) only_duplicates: bool,
     pub entries: Vec<MovedEntry>,
     /// What becomes of the entry that points the editor at Switchboard.
-    pub switchboard: EntryChange,
+    pub(crate) switchboard: EntryChange,
     /// SHA-256 of the editor's file as read, for a move that must find it unchanged.
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// The changes to the editor's file and to our config, as unified diffs.
-    pub editor_diff: String,
-    pub config_diff: String,
+    pub(crate) editor_diff: String,
+    pub(crate) config_diff: String,
     /// The copy of the editor's file as it was.
-    pub backup: Option<PathBuf>,
+    pub(crate) backup: Option<PathBuf>,
     /// The secrets moved to the keychain, which the backup names instead of holding.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub secrets_in_backup: Vec<String>,
+    pub(crate) secrets_in_backup: Vec<String>,
     /// Why the move cannot be undone, if its record could not be written.
-    pub record_problem: Option<String>,
+    pub(crate) record_problem: Option<String>,
 }
 
 /// What [`undo_move`] needs.
@@ -128,13 +128,13 @@ pub struct UndoRequest<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct UndoReport {
     #[serde(serialize_with = "client_id")]
-    pub editor: Editor,
-    pub path: PathBuf,
-    pub config_path: PathBuf,
+    pub(crate) editor: Editor,
+    pub(crate) path: PathBuf,
+    pub(crate) config_path: PathBuf,
     /// Servers taken out of our config.
-    pub removed: Vec<String>,
+    pub(crate) removed: Vec<String>,
     /// Servers the move added that were changed since, and so stay.
-    pub kept: Vec<String>,
+    pub(crate) kept: Vec<String>,
 }
 
 /// What undoes a move: kept as `<records>/<editor>.json`.

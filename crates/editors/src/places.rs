@@ -21,21 +21,21 @@ use super::Editor;
 /// The folders and settings an editor's config path is made from.
 #[derive(Debug, Clone)]
 pub struct Places {
-    pub system: System,
-    pub home: PathBuf,
+    pub(crate) system: System,
+    pub(crate) home: PathBuf,
     /// `$XDG_CONFIG_HOME` or `~/.config` on Linux, `~/Library/Application Support` on macOS,
     /// `%APPDATA%` on Windows.
-    pub config_dir: PathBuf,
+    pub(crate) config_dir: PathBuf,
     /// `%LOCALAPPDATA%` on Windows; unused elsewhere.
     pub local_data_dir: PathBuf,
     /// `CLAUDE_CONFIG_DIR`: Claude Code's folder, where it keeps `.claude.json` instead of home.
-    pub claude_config_dir: Option<PathBuf>,
+    pub(crate) claude_config_dir: Option<PathBuf>,
     /// `CODEX_HOME`: Codex CLI's folder instead of `~/.codex`.
-    pub codex_home: Option<PathBuf>,
+    pub(crate) codex_home: Option<PathBuf>,
     /// Windows: the folders of Claude Desktop's MSIX packages (`Packages\Claude_*`).
-    pub claude_packages: Vec<PathBuf>,
+    pub(crate) claude_packages: Vec<PathBuf>,
     /// Windows: whether the classic installer's Claude Desktop is installed.
-    pub claude_classic_installed: bool,
+    pub(crate) claude_classic_installed: bool,
 }
 
 /// Where an editor's config is, and what a person should know about it.
@@ -50,7 +50,7 @@ pub struct Location {
 
 impl Places {
     /// This machine's; `None` without a home directory.
-    pub fn of_this_machine() -> Option<Places> {
+    pub(crate) fn of_this_machine() -> Option<Places> {
         let dirs = directories::BaseDirs::new()?;
         let local_data_dir = dirs.data_local_dir().to_path_buf();
         let system = platform::CURRENT;
@@ -79,7 +79,7 @@ impl Places {
     }
 
     /// Where `editor` keeps its config here.
-    pub fn locate(&self, editor: Editor) -> Location {
+    pub(crate) fn locate(&self, editor: Editor) -> Location {
         let plain = |path: PathBuf| Location {
             guarded: self.guards(&path),
             path,
@@ -120,7 +120,7 @@ impl Places {
     }
 
     /// Whether macOS asks before an app reads `path`: another app's files under `~/Library`.
-    pub fn guards(&self, path: &Path) -> bool {
+    pub(crate) fn guards(&self, path: &Path) -> bool {
         self.system == System::MacOs && path.starts_with(self.home.join("Library"))
     }
 

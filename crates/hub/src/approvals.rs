@@ -56,7 +56,7 @@ pub enum Decision {
 /// How a call's wait for a person's yes was resolved: allowed, or denied (by a person, by time
 /// running out, or by Switchboard stopping).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resolution {
+pub(crate) enum Resolution {
     Allowed {
         for_session: bool,
         by: String,
@@ -76,7 +76,7 @@ pub struct Approvals(Waitlist<Asked, Decision>);
 impl Approvals {
     /// Waits for a person's answer to `asked` (its `id`, `asked_at` and `deadline` are set here),
     /// at most `timeout`. Dropping the future takes the call off the list.
-    pub async fn ask(&self, asked: Asked, timeout: Duration) -> Resolution {
+    pub(crate) async fn ask(&self, asked: Asked, timeout: Duration) -> Resolution {
         let now = unix_millis(SystemTime::now());
         tracing::info!(server = %asked.server, tool = %asked.tool, "a call waits for a person's yes");
         let listed = |id| Asked {

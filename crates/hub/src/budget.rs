@@ -19,14 +19,14 @@ use config::{Config, Pattern, Profile};
 const BYTES_PER_TOKEN: usize = 4;
 
 /// A client's limit on the tools it takes from all its servers together.
-pub struct ClientLimit {
-    pub client: &'static str,
-    pub max_tools: usize,
+pub(crate) struct ClientLimit {
+    pub(crate) client: &'static str,
+    pub(crate) max_tools: usize,
 }
 
 /// The tool counts known clients accept (2026): past them, a client drops tools or refuses the
 /// server.
-pub const CLIENT_LIMITS: &[ClientLimit] = &[
+pub(crate) const CLIENT_LIMITS: &[ClientLimit] = &[
     ClientLimit {
         client: "Cursor (before 1.6)",
         max_tools: 40,
@@ -46,17 +46,17 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
 ];
 
 /// A client's limit on one tool's name as it shows it, and what it puts before ours.
-pub struct NameLimit {
-    pub client: &'static str,
+pub(crate) struct NameLimit {
+    pub(crate) client: &'static str,
     /// The longest name the client takes, counting what it adds.
-    pub max: usize,
+    pub(crate) max: usize,
     /// What the client adds to our name when the editor's entry is `switchboard`.
-    pub added: &'static str,
+    pub(crate) added: &'static str,
 }
 
 /// Clients that cap names: Claude Code names a tool `mcp__<entry>__<tool>` and the model API
 /// takes 64 characters; Cursor drops a tool whose server and tool names together pass 60.
-pub const NAME_LIMITS: &[NameLimit] = &[
+pub(crate) const NAME_LIMITS: &[NameLimit] = &[
     NameLimit {
         client: "Claude Code",
         max: 64,
@@ -97,10 +97,10 @@ pub struct Switch {
     pub name: String,
     /// For a tool: its server, and the server's own name for it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
+    pub(crate) server: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original: Option<String>,
-    pub on: bool,
+    pub(crate) on: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -115,11 +115,11 @@ pub struct Cost {
 pub struct ToolCost {
     /// The name the profile offers it under.
     pub name: String,
-    pub server: String,
+    pub(crate) server: String,
     /// The server's own name for it.
     pub original: String,
-    pub bytes: usize,
-    pub tokens: usize,
+    pub(crate) bytes: usize,
+    pub(crate) tokens: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -144,7 +144,7 @@ fn tokens(bytes: usize) -> usize {
 }
 
 /// Measures `catalog`, the merged catalog of `profile`; `servers` gives the config order.
-pub fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> Budget {
+pub(crate) fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&str]) -> Budget {
     #[derive(serde::Deserialize)]
     struct Listed<'a> {
         #[serde(borrow)]

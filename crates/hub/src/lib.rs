@@ -14,7 +14,7 @@
 
 pub mod approvals;
 pub mod catalog;
-pub mod list_result;
+pub(crate) mod list_result;
 pub(crate) mod names;
 pub mod rewrite;
 
@@ -27,7 +27,7 @@ pub mod pins;
 pub mod questions;
 mod recorded;
 pub mod reply;
-pub mod search;
+pub(crate) mod search;
 mod session;
 mod stateless;
 mod subscriptions;

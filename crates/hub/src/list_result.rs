@@ -13,14 +13,14 @@ use supervisor::status::Catalog;
 
 /// Which list of a catalog an item comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ItemKind {
+pub(crate) enum ItemKind {
     Tool,
     Prompt,
 }
 
 /// One item of a list, as it is sent.
 #[derive(Clone)]
-pub enum Listed {
+pub(crate) enum Listed {
     /// Item `index` of a backend's catalog with the value of its name at `value` replaced by
     /// `name` (JSON).
     Renamed {
@@ -37,7 +37,7 @@ pub enum Listed {
 impl Listed {
     /// Item `index` of `catalog` named `name` (JSON): shared when only its name's value differs
     /// from the backend's definition, else as [`ObjectEntries::to_json`] rewrites it.
-    pub fn renamed(
+    pub(crate) fn renamed(
         catalog: &Arc<Catalog>,
         kind: ItemKind,
         index: usize,
@@ -73,7 +73,7 @@ impl Listed {
     }
 
     /// The item's JSON text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.chunks().concat()
     }
 
@@ -109,7 +109,7 @@ pub struct ListResult {
 }
 
 impl ListResult {
-    pub fn new(field: &'static str, items: Vec<Listed>) -> ListResult {
+    pub(crate) fn new(field: &'static str, items: Vec<Listed>) -> ListResult {
         ListResult { field, items }
     }
 

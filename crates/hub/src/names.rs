@@ -38,7 +38,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-pub use config::glob_match;
+pub(crate) use config::glob_match;
 
 /// Between the prefix and the backend's own name.
 const SEPARATOR: &str = "__";
@@ -48,42 +48,42 @@ const HASH_LEN: usize = 8;
 
 /// One name as a backend offers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Offered<'a> {
-    pub backend: &'a str,
-    pub prefix: &'a str,
-    pub name: &'a str,
+pub(crate) struct Offered<'a> {
+    pub(crate) backend: &'a str,
+    pub(crate) prefix: &'a str,
+    pub(crate) name: &'a str,
 }
 
 /// What [`expose`] gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exposed {
+pub(crate) struct Exposed {
     /// The exposed name of every offered name, in the same order.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// Each name that offered names of more than one backend wanted, or that one wanted and
     /// Switchboard keeps, so that none of them has it; in the order they were offered.
-    pub clashes: Vec<Clash>,
+    pub(crate) clashes: Vec<Clash>,
 }
 
 /// Names of different backends (or a name Switchboard keeps for a tool of its own) that would
 /// have been offered under the same name, so that none of them is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Clash {
+pub(crate) struct Clash {
     /// The name they would have had.
-    pub name: String,
+    pub(crate) name: String,
     /// Whether Switchboard keeps that name for a tool of its own.
-    pub reserved: bool,
+    pub(crate) reserved: bool,
     /// Each name that wanted it, in order.
-    pub claimants: Vec<Claimant>,
+    pub(crate) claimants: Vec<Claimant>,
 }
 
 /// One of the names in a [`Clash`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claimant {
-    pub backend: String,
+pub(crate) struct Claimant {
+    pub(crate) backend: String,
     /// The backend's own name for it.
-    pub name: String,
+    pub(crate) name: String,
     /// The name it is offered under instead.
-    pub exposed: String,
+    pub(crate) exposed: String,
 }
 
 /// Exposed names for every offered name, in the same order; unique, none of them in `reserved`,
@@ -92,7 +92,7 @@ pub struct Claimant {
 ///
 /// [`MIN_NAME_BUDGET`]: config::MIN_NAME_BUDGET
 /// [`MAX_NAME_BUDGET`]: config::MAX_NAME_BUDGET
-pub fn expose(offered: &[Offered<'_>], reserved: &[&str], budget: usize) -> Exposed {
+pub(crate) fn expose(offered: &[Offered<'_>], reserved: &[&str], budget: usize) -> Exposed {
     let plain_names: Vec<String> = offered
         .iter()
         .map(|item| exposed_name(item.prefix, item.name, budget))
@@ -149,7 +149,7 @@ pub fn expose(offered: &[Offered<'_>], reserved: &[&str], budget: usize) -> Expo
 
 /// What every exposed name of a backend with this prefix starts with: `PREFIX__`, sanitized,
 /// or nothing for a backend without a prefix.
-pub fn exposed_prefix(prefix: &str) -> String {
+pub(crate) fn exposed_prefix(prefix: &str) -> String {
     let mut exposed = String::with_capacity(prefix.len() + SEPARATOR.len());
     if !prefix.is_empty() {
         push_sanitized(&mut exposed, prefix);
@@ -159,7 +159,7 @@ pub fn exposed_prefix(prefix: &str) -> String {
 }
 
 /// The exposed name of one tool or prompt within `budget`, without looking at any other name.
-pub fn exposed_name(prefix: &str, name: &str, budget: usize) -> String {
+pub(crate) fn exposed_name(prefix: &str, name: &str, budget: usize) -> String {
     let exposed = whole_name(prefix, name);
     if exposed.len() <= budget {
         return exposed;
@@ -169,7 +169,7 @@ pub fn exposed_name(prefix: &str, name: &str, budget: usize) -> String {
 
 /// For a name that [`expose`] cut short and ended with `_` and a hash, the part before them;
 /// `None` for a name that ends with the backend's own `original` name, whole.
-pub fn cut_stem<'a>(exposed: &'a str, original: &str) -> Option<&'a str> {
+pub(crate) fn cut_stem<'a>(exposed: &'a str, original: &str) -> Option<&'a str> {
     let mut whole = String::with_capacity(original.len());
     push_sanitized(&mut whole, original);
     if exposed.ends_with(&whole) {
@@ -183,7 +183,7 @@ pub fn cut_stem<'a>(exposed: &'a str, original: &str) -> Option<&'a str> {
 }
 
 /// A tool passes when it matches any allow pattern (or allow is empty) and no deny pattern.
-pub fn tool_allowed(name: &str, allow: &[String], deny: &[String]) -> bool {
+pub(crate) fn tool_allowed(name: &str, allow: &[String], deny: &[String]) -> bool {
     let allowed = allow.is_empty() || allow.iter().any(|pattern| glob_match(pattern, name));
     allowed && !deny.iter().any(|pattern| glob_match(pattern, name))
 }

@@ -26,21 +26,21 @@ pub enum SessionEvent {
 
 /// A request the hub puts to an editor, under an id of its own.
 pub struct Request {
-    pub id: u64,
-    pub method: Method,
-    pub params: Option<Box<RawValue>>,
+    pub(crate) id: u64,
+    pub(crate) method: Method,
+    pub(crate) params: Option<Box<RawValue>>,
 }
 
 /// A notification for an editor.
 pub struct Notification {
-    pub method: Method,
-    pub params: Option<Box<RawValue>>,
+    pub(crate) method: Method,
+    pub(crate) params: Option<Box<RawValue>>,
 }
 
 /// The answer to an editor's request.
 pub struct Response {
     /// The request's id, as the editor wrote it; `null` when it could not be read.
-    pub id: Box<RawValue>,
+    pub(crate) id: Box<RawValue>,
     /// The result (JSON text, as the backend wrote it or the hub made it), or the error.
     pub outcome: Result<String, ErrorObject>,
 }
@@ -57,7 +57,7 @@ impl Reply {
 
     /// The message as a session event: a request or a notification whose request's reply has
     /// closed can still reach the session. `None` for a response, which belongs to its request.
-    pub fn into_event(self) -> Option<SessionEvent> {
+    pub(crate) fn into_event(self) -> Option<SessionEvent> {
         match self {
             Reply::Request(request) => Some(SessionEvent::Request(request)),
             Reply::Notification(notification) => Some(SessionEvent::Notification(notification)),
@@ -98,7 +98,7 @@ impl From<Notification> for SessionEvent {
 }
 
 impl Request {
-    pub fn to_json(&self) -> Vec<u8> {
+    pub(crate) fn to_json(&self) -> Vec<u8> {
         let id = self.id.to_string();
         jsonrpc::without_newline(jsonrpc::request_line(
             &id,
@@ -109,14 +109,14 @@ impl Request {
 }
 
 impl Notification {
-    pub fn new(method: Method, params: Option<&RawValue>) -> Notification {
+    pub(crate) fn new(method: Method, params: Option<&RawValue>) -> Notification {
         Notification {
             method,
             params: params.map(ToOwned::to_owned),
         }
     }
 
-    pub fn to_json(&self) -> Vec<u8> {
+    pub(crate) fn to_json(&self) -> Vec<u8> {
         jsonrpc::without_newline(jsonrpc::notification_line(
             &self.method,
             self.params.as_deref(),
@@ -126,7 +126,7 @@ impl Notification {
 
 impl Response {
     /// The answer to the request `id`.
-    pub fn new(id: &RawValue, outcome: Result<String, ErrorObject>) -> Response {
+    pub(crate) fn new(id: &RawValue, outcome: Result<String, ErrorObject>) -> Response {
         Response {
             id: id.to_owned(),
             outcome,
@@ -140,7 +140,7 @@ impl Response {
     }
 
     /// The error answering a message whose id could not be read (or was not one to echo).
-    pub fn error(id: Option<&RawValue>, error: ErrorObject) -> Response {
+    pub(crate) fn error(id: Option<&RawValue>, error: ErrorObject) -> Response {
         let id = match id {
             Some(id) => id.to_owned(),
             None => RawValue::from_string("null".to_owned()).expect("null is JSON"),

@@ -88,21 +88,21 @@ impl<'a> ObjectEntries<'a> {
     }
 
     /// The entries in order, duplicates included.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &RawValue)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &RawValue)> {
         self.entries
             .iter()
             .map(|(key, value)| (key.as_ref(), value.as_ref()))
     }
 
     /// Removes every entry of `key`; whether there was one.
-    pub fn remove(&mut self, key: &str) -> bool {
+    pub(crate) fn remove(&mut self, key: &str) -> bool {
         let before = self.entries.len();
         self.entries.retain(|(entry_key, _)| entry_key != key);
         self.entries.len() != before
     }
 
     /// Whether the object has no entries.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
@@ -130,7 +130,7 @@ impl<'a> ObjectEntries<'a> {
     }
 
     /// [`ObjectEntries::to_json`] as a raw JSON value.
-    pub fn into_raw(self) -> Box<RawValue> {
+    pub(crate) fn into_raw(self) -> Box<RawValue> {
         RawValue::from_string(self.to_json()).expect("rewritten objects are valid JSON")
     }
 }

@@ -11,7 +11,7 @@ use tokio::sync::{oneshot, watch};
 
 /// Why a wait ended without an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unanswered {
+pub(crate) enum Unanswered {
     TimedOut,
     /// The list was dropped: Switchboard is stopping.
     Stopped,
@@ -32,7 +32,7 @@ struct Entry<T, A> {
 }
 
 /// Entries of type `T`, each waiting for an answer of type `A`.
-pub struct Waitlist<T, A> {
+pub(crate) struct Waitlist<T, A> {
     waiting: Mutex<BTreeMap<u64, Entry<T, A>>>,
     next_id: AtomicU64,
     /// Bumped whenever the entries change.
@@ -52,7 +52,7 @@ impl<T, A> Default for Waitlist<T, A> {
 impl<T: Clone, A> Waitlist<T, A> {
     /// Lists the entry `item(id)` makes and waits at most `timeout` for its answer. Dropping the
     /// future takes the entry off the list.
-    pub async fn wait(
+    pub(crate) async fn wait(
         &self,
         item: impl FnOnce(u64) -> T,
         timeout: Duration,
@@ -74,7 +74,7 @@ impl<T: Clone, A> Waitlist<T, A> {
     }
 
     /// The entries waiting, oldest first.
-    pub fn waiting(&self) -> Vec<T> {
+    pub(crate) fn waiting(&self) -> Vec<T> {
         self.lock()
             .values()
             .map(|entry| entry.item.clone())
@@ -83,7 +83,7 @@ impl<T: Clone, A> Waitlist<T, A> {
 
     /// Answers entry `id` with what `decide` makes of it, unless `decide` rejects it (the entry
     /// then waits on).
-    pub fn answer<E>(
+    pub(crate) fn answer<E>(
         &self,
         id: u64,
         decide: impl FnOnce(&T) -> Result<A, E>,
@@ -101,7 +101,7 @@ impl<T: Clone, A> Waitlist<T, A> {
     }
 
     /// Told whenever the entries change.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
     }
 

@@ -51,7 +51,7 @@ const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
 /// Why a bundle is not added; each says what was found.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum BundleError {
+pub(crate) enum BundleError {
     #[error("cannot download {url}: {reason}")]
     Download { url: String, reason: String },
     #[error(
@@ -74,7 +74,7 @@ pub enum BundleError {
 /// Why the bundle at `url`, listed by the source `source`, is not downloaded: an address on
 /// this machine is fetched only for a source on this machine (else any source could make
 /// Switchboard send requests to services that listen only locally).
-pub fn origin_problem(url: &str, source: &str) -> Option<String> {
+pub(crate) fn origin_problem(url: &str, source: &str) -> Option<String> {
     let bundle = url::Url::parse(url).ok()?;
     let local_source =
         url::Url::parse(source).is_ok_and(|source| super::plan::is_loopback(&source));
@@ -87,7 +87,7 @@ pub fn origin_problem(url: &str, source: &str) -> Option<String> {
 }
 
 /// Downloads the bundle at `url` and checks it against `sha256`.
-pub async fn download(url: &str, sha256: &str) -> Result<Vec<u8>, BundleError> {
+pub(crate) async fn download(url: &str, sha256: &str) -> Result<Vec<u8>, BundleError> {
     let failed = |reason: String| BundleError::Download {
         url: url.to_owned(),
         reason,
@@ -108,7 +108,7 @@ pub async fn download(url: &str, sha256: &str) -> Result<Vec<u8>, BundleError> {
 
 /// How the bundle `bytes` runs once unpacked into `folder`, read from its manifest without
 /// unpacking anything.
-pub fn launch_of(bytes: &[u8], folder: &Path) -> Result<EntryLaunch, BundleError> {
+pub(crate) fn launch_of(bytes: &[u8], folder: &Path) -> Result<EntryLaunch, BundleError> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|error| BundleError::Archive(format!("it is not a zip archive ({error})")))?;
     let mut manifest = Vec::new();
@@ -153,7 +153,7 @@ pub fn launch_of(bytes: &[u8], folder: &Path) -> Result<EntryLaunch, BundleError
 /// Unpacks the zip `bytes` into `bundles/server` (made afresh): first into a folder of its own
 /// beside it, streamed file by file under the limits on entries, size and ratio, then moved into
 /// place; on any failure that folder is removed whole, and nothing is left.
-pub fn extract(bytes: &[u8], bundles: &Path, server: &str) -> Result<(), BundleError> {
+pub(crate) fn extract(bytes: &[u8], bundles: &Path, server: &str) -> Result<(), BundleError> {
     let io = |what: &Path, error: std::io::Error| {
         BundleError::Io(format!("{}: {error}", what.display()))
     };

@@ -12,29 +12,29 @@ use serde::{Deserialize, Serialize};
 pub struct Record {
     pub server: ServerJson,
     #[serde(rename = "_meta", default)]
-    pub meta: RecordMeta,
+    pub(crate) meta: RecordMeta,
 }
 
 /// The registry's metadata of an entry.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RecordMeta {
+pub(crate) struct RecordMeta {
     #[serde(rename = "io.modelcontextprotocol.registry/official", default)]
-    pub official: Option<Official>,
+    pub(crate) official: Option<Official>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Official {
+pub(crate) struct Official {
     #[serde(default)]
-    pub status: Status,
+    pub(crate) status: Status,
     #[serde(default)]
-    pub status_message: Option<String>,
+    pub(crate) status_message: Option<String>,
     #[serde(default)]
-    pub published_at: Option<String>,
+    pub(crate) published_at: Option<String>,
     #[serde(default)]
-    pub updated_at: Option<String>,
+    pub(crate) updated_at: Option<String>,
     #[serde(default)]
-    pub is_latest: bool,
+    pub(crate) is_latest: bool,
 }
 
 /// An entry's status: a `deleted` one (a takedown) is never offered.
@@ -62,12 +62,12 @@ impl Record {
         self.meta.official.as_ref()?.status_message.as_deref()
     }
 
-    pub fn is_latest(&self) -> bool {
+    pub(crate) fn is_latest(&self) -> bool {
         self.meta.official.as_ref().is_some_and(|o| o.is_latest)
     }
 
     /// When the source last changed the entry (RFC 3339), if it says.
-    pub fn updated_at(&self) -> Option<&str> {
+    pub(crate) fn updated_at(&self) -> Option<&str> {
         let official = self.meta.official.as_ref()?;
         official
             .updated_at
@@ -77,7 +77,7 @@ impl Record {
 
     /// Whether the entry carries the official registry's metadata, which it has only after the
     /// registry verified that its publisher owns the name's namespace.
-    pub fn has_official_meta(&self) -> bool {
+    pub(crate) fn has_official_meta(&self) -> bool {
         self.meta.official.is_some()
     }
 }
@@ -117,15 +117,15 @@ pub struct Package {
     #[serde(default)]
     pub version: Option<String>,
     #[serde(default)]
-    pub file_sha256: Option<String>,
+    pub(crate) file_sha256: Option<String>,
     #[serde(default)]
     pub transport: Transport,
     #[serde(default)]
-    pub runtime_arguments: Vec<Argument>,
+    pub(crate) runtime_arguments: Vec<Argument>,
     #[serde(default)]
-    pub package_arguments: Vec<Argument>,
+    pub(crate) package_arguments: Vec<Argument>,
     #[serde(default)]
-    pub environment_variables: Vec<Input>,
+    pub(crate) environment_variables: Vec<Input>,
 }
 
 /// How a package's server is spoken to once it runs.
@@ -134,7 +134,7 @@ pub struct Transport {
     #[serde(rename = "type")]
     pub kind: String,
     #[serde(default)]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
 }
 
 impl Default for Transport {
@@ -153,21 +153,21 @@ pub struct Remote {
     pub kind: String,
     pub url: String,
     #[serde(default)]
-    pub headers: Vec<Input>,
+    pub(crate) headers: Vec<Input>,
     #[serde(default)]
-    pub variables: BTreeMap<String, Input>,
+    pub(crate) variables: BTreeMap<String, Input>,
 }
 
 /// A command-line argument: `positional` (a value) or `named` (`--flag` and maybe a value).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Argument {
+pub(crate) struct Argument {
     #[serde(rename = "type", default = "positional")]
-    pub kind: String,
+    pub(crate) kind: String,
     #[serde(default)]
-    pub value_hint: Option<String>,
+    pub(crate) value_hint: Option<String>,
     #[serde(flatten)]
-    pub input: Input,
+    pub(crate) input: Input,
 }
 
 fn positional() -> String {
@@ -178,57 +178,57 @@ fn positional() -> String {
 /// or a variable of one of these.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Input {
+pub(crate) struct Input {
     /// The variable's or header's name, or a named argument's flag (absent for a positional
     /// argument and a variable).
     #[serde(default)]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(default)]
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     #[serde(default)]
-    pub is_required: bool,
+    pub(crate) is_required: bool,
     #[serde(default)]
-    pub is_secret: bool,
+    pub(crate) is_secret: bool,
     #[serde(default)]
-    pub default: Option<String>,
+    pub(crate) default: Option<String>,
     #[serde(default)]
-    pub choices: Vec<String>,
+    pub(crate) choices: Vec<String>,
     #[serde(default)]
-    pub placeholder: Option<String>,
+    pub(crate) placeholder: Option<String>,
     /// A fixed value, with `{NAME}` for each of `variables`.
     #[serde(default)]
-    pub value: Option<String>,
+    pub(crate) value: Option<String>,
     #[serde(default)]
-    pub variables: BTreeMap<String, Input>,
+    pub(crate) variables: BTreeMap<String, Input>,
 }
 
 /// A page of `GET /v0.1/servers`.
 #[derive(Debug, Deserialize)]
-pub struct Page {
-    pub servers: Vec<serde_json::Value>,
+pub(crate) struct Page {
+    pub(crate) servers: Vec<serde_json::Value>,
     #[serde(default)]
-    pub metadata: PageMeta,
+    pub(crate) metadata: PageMeta,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PageMeta {
+pub(crate) struct PageMeta {
     /// `nextCursor`; `next_cursor` as GitHub's registry has written it.
     #[serde(default, alias = "next_cursor")]
-    pub next_cursor: Option<String>,
+    pub(crate) next_cursor: Option<String>,
 }
 
 /// An entry of a page that is not one: its name (or "an entry" when it has none), and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{name}: {error}")]
-pub struct UnreadableEntry {
-    pub name: String,
+pub(crate) struct UnreadableEntry {
+    pub(crate) name: String,
     #[source]
-    pub error: serde_json::Error,
+    pub(crate) error: serde_json::Error,
 }
 
 /// Reads one entry of a page; an entry that is not one is skipped by the caller with the reason.
-pub fn record(value: serde_json::Value) -> Result<Record, UnreadableEntry> {
+pub(crate) fn record(value: serde_json::Value) -> Result<Record, UnreadableEntry> {
     let name = value
         .pointer("/server/name")
         .and_then(|name| name.as_str())

@@ -271,12 +271,12 @@ pub struct Installed {
     /// The registry entry it came from, or whose package it runs.
     pub entry: Option<String>,
     /// The version its command line pins (or the entry's, for a remote server).
-    pub version: Option<String>,
-    pub latest: Option<String>,
-    pub update_available: bool,
+    pub(crate) version: Option<String>,
+    pub(crate) latest: Option<String>,
+    pub(crate) update_available: bool,
     /// The secrets its entry names and no other server's does, which removing it may delete
     /// too.
-    pub secrets: Vec<String>,
+    pub(crate) secrets: Vec<String>,
 }
 
 /// Every server of the config, with what the sources know of it; `running` tells the version a
@@ -345,12 +345,12 @@ fn latest_pin(record: &Record, pinned: Option<&PinnedPackage>) -> String {
 
 /// A package a runner in a server's command line runs, and the version it pins.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PinnedPackage {
-    pub registry_type: &'static str,
-    pub identifier: String,
-    pub version: Option<String>,
+pub(crate) struct PinnedPackage {
+    pub(crate) registry_type: &'static str,
+    pub(crate) identifier: String,
+    pub(crate) version: Option<String>,
     /// Its argument's index in `args`.
-    pub at: usize,
+    pub(crate) at: usize,
 }
 
 /// The package `npx`/`uvx` (and the other runners) run in `entry`, with its pin.
@@ -369,7 +369,7 @@ fn pinned_package(entry: &serde_json::Value) -> Option<PinnedPackage> {
 }
 
 /// The package a runner's command line runs, and the version it pins.
-pub fn pinned_in(command: &str, args: &[String]) -> Option<PinnedPackage> {
+pub(crate) fn pinned_in(command: &str, args: &[String]) -> Option<PinnedPackage> {
     let run = supervisor::runner::package_run(command, args)?;
     let at = args.iter().position(|arg| *arg == run.package)?;
     let python = ["uvx", "uv tool run", "pipx run"].contains(&run.runner.as_str());

@@ -10,8 +10,8 @@ mod bundle;
 pub mod entry;
 pub mod install;
 pub mod plan;
-pub mod source;
-pub mod verify;
+pub(crate) mod source;
+pub(crate) mod verify;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -24,13 +24,13 @@ use source::{BUILT_IN, SourceCache};
 
 /// The official registry, the one source whose word on who published a name is taken: it
 /// verifies that a publisher owns the namespace of each name it lists.
-pub const OFFICIAL: &str = "https://registry.modelcontextprotocol.io";
+pub(crate) const OFFICIAL: &str = "https://registry.modelcontextprotocol.io";
 /// An environment variable naming another base URL as the official registry's (a mirror of
 /// it, or a test's).
-pub const OFFICIAL_ENV: &str = "SWITCHBOARD_OFFICIAL_REGISTRY";
+pub(crate) const OFFICIAL_ENV: &str = "SWITCHBOARD_OFFICIAL_REGISTRY";
 
 /// The official registry's base URL: [`OFFICIAL`], unless [`OFFICIAL_ENV`] names another.
-pub fn official_url() -> String {
+pub(crate) fn official_url() -> String {
     std::env::var(OFFICIAL_ENV)
         .ok()
         .filter(|url| !url.is_empty())
@@ -46,8 +46,8 @@ const MAX_RESULTS: usize = 200;
 #[derive(Debug, Clone)]
 pub struct Registry {
     /// Base URLs, in the config's order; the built-in set is searched after them.
-    pub sources: Vec<String>,
-    pub cache_dir: PathBuf,
+    pub(crate) sources: Vec<String>,
+    pub(crate) cache_dir: PathBuf,
 }
 
 /// When a source is read again before its cache is used.
@@ -66,13 +66,13 @@ pub enum Refresh {
 pub struct SourceReport {
     pub url: String,
     pub entries: usize,
-    pub refreshed_at: u64,
+    pub(crate) refreshed_at: u64,
     pub error: Option<String>,
 }
 
 /// Every source's entries, as read for one search.
 pub struct Loaded {
-    pub caches: Vec<SourceCache>,
+    pub(crate) caches: Vec<SourceCache>,
     pub reports: Vec<SourceReport>,
 }
 
@@ -224,7 +224,11 @@ impl Loaded {
     }
 
     /// The entry `name` at `version` (its newest when `None`), from the first source with it.
-    pub fn find(&self, name: &str, version: Option<&str>) -> Option<(&SourceCache, &Record)> {
+    pub(crate) fn find(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> Option<(&SourceCache, &Record)> {
         self.caches.iter().find_map(|cache| {
             let record = match version {
                 Some(version) => cache
@@ -241,7 +245,11 @@ impl Loaded {
 
     /// The newest version any source has of the server that runs `package` of `registry_type`
     /// (or is named `name`).
-    pub fn latest_for(&self, name: Option<&str>, package: Option<(&str, &str)>) -> Option<&Record> {
+    pub(crate) fn latest_for(
+        &self,
+        name: Option<&str>,
+        package: Option<(&str, &str)>,
+    ) -> Option<&Record> {
         self.caches.iter().find_map(|cache| {
             latest_of_each(&cache.records)
                 .into_iter()
@@ -289,7 +297,7 @@ fn newer(a: &Record, b: &Record) -> bool {
 }
 
 /// Versions compared part by part, numbers as numbers (`2026.10.1` after `2026.9.30`).
-pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     let parts = |v: &str| -> Vec<(u64, String)> {
         v.split(['.', '-', '+'])
             .map(|part| {

@@ -35,7 +35,7 @@ pub struct InputSpec {
 /// or a bundle still to be read. (A server of the config, as read, is reached by a
 /// `config::Launch`.)
 #[derive(Debug, Clone, PartialEq)]
-pub enum EntryLaunch {
+pub(crate) enum EntryLaunch {
     /// A program and its arguments and environment.
     Command {
         command: String,
@@ -54,19 +54,19 @@ pub enum EntryLaunch {
 
 /// An entry worked out for one server of the config.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Derived {
-    pub launch: EntryLaunch,
+pub(crate) struct Derived {
+    pub(crate) launch: EntryLaunch,
     /// Secrets to keep in the keychain first: their names and values.
-    pub secrets: Vec<(String, String)>,
+    pub(crate) secrets: Vec<(String, String)>,
     /// The exact version it runs.
-    pub version: String,
+    pub(crate) version: String,
     /// The package it runs (registry type, identifier), to check whose it is.
-    pub package: Option<(String, String)>,
+    pub(crate) package: Option<(String, String)>,
 }
 
 /// Why an entry cannot be added as asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
+pub(crate) enum PlanError {
     #[error("{0}")]
     NotInstallable(String),
     #[error("{} required: {}", if .0.len() == 1 { "an input is" } else { "inputs are" }, .0.join(", "))]
@@ -204,7 +204,7 @@ fn remote_problem(remote: &Remote) -> Option<String> {
 /// Why `url` is not an address Switchboard fetches or speaks to: it must parse, be `https`
 /// (or `http` on this machine, which needs no TLS) and name no user or password, which would
 /// otherwise hide the host that is really reached (`http://localhost:1@host/`).
-pub fn address_problem(url: &str) -> Option<String> {
+pub(crate) fn address_problem(url: &str) -> Option<String> {
     let parsed = match url::Url::parse(url) {
         Ok(parsed) => parsed,
         Err(error) => return Some(format!("not an address ({error})")),
@@ -224,7 +224,7 @@ pub fn address_problem(url: &str) -> Option<String> {
 }
 
 /// Whether `url` is on this machine: its host is `localhost` or a loopback address.
-pub fn is_loopback(url: &url::Url) -> bool {
+pub(crate) fn is_loopback(url: &url::Url) -> bool {
     match url.host() {
         Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
@@ -382,7 +382,7 @@ const STEERING_NAMES: &[&str] = &[
 
 /// Why an entry may not set the environment variable `name`: not a plain name, or one that
 /// steers a loader or runner.
-pub fn env_name_problem(name: &str) -> Option<String> {
+pub(crate) fn env_name_problem(name: &str) -> Option<String> {
     let plain = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !plain {
@@ -405,7 +405,7 @@ pub fn env_name_problem(name: &str) -> Option<String> {
 
 /// Whether an input's name says it holds a credential, so that it is kept in the keychain
 /// whatever the entry's `isSecret` says.
-pub fn is_credential_name(name: &str) -> bool {
+pub(crate) fn is_credential_name(name: &str) -> bool {
     const WORDS: &[&str] = &[
         "KEY",
         "TOKEN",
@@ -546,13 +546,13 @@ fn argument_key(argument: &Argument) -> String {
 }
 
 /// The values the person gave, and how a secret one is named in the keychain.
-pub struct Values<'a> {
-    pub given: &'a BTreeMap<String, String>,
+pub(crate) struct Values<'a> {
+    pub(crate) given: &'a BTreeMap<String, String>,
     /// The config's server name, which secrets' names start with.
-    pub server: &'a str,
+    pub(crate) server: &'a str,
     /// Secret names in use already (in the keychain, or named by the config), which a new
     /// secret never takes.
-    pub taken: &'a BTreeSet<String>,
+    pub(crate) taken: &'a BTreeSet<String>,
 }
 
 impl Values<'_> {
@@ -632,7 +632,7 @@ impl Values<'_> {
 
 /// The keychain name of a server's secret input: `SERVER_KEY`, in the characters secret names
 /// take.
-pub fn secret_name(server: &str, key: &str) -> String {
+pub(crate) fn secret_name(server: &str, key: &str) -> String {
     format!("{server}_{key}")
         .chars()
         .map(|c| {
@@ -657,7 +657,7 @@ fn numbered(base: &str, n: u32) -> String {
 }
 
 /// `choice` of `server` as a server of the config, with `values` for its inputs.
-pub fn derive(
+pub(crate) fn derive(
     server: &ServerJson,
     choice: Choice,
     values: &Values<'_>,

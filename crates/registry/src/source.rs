@@ -13,12 +13,12 @@ use super::entry::{self, Page, Record, Status, UnreadableEntry};
 
 /// How long a source's cache is used before it is refreshed (the registry asks for about
 /// hourly reads).
-pub const FRESH_FOR: Duration = Duration::from_secs(60 * 60);
+pub(crate) const FRESH_FOR: Duration = Duration::from_secs(60 * 60);
 /// How long a source that failed is left alone before it is tried again, so that a source that
 /// is down or hangs costs one wait, not one per search.
-pub const RETRY_AFTER: Duration = Duration::from_secs(5 * 60);
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(5 * 60);
 /// How often a source is read in full, whatever `updated_since` would skip.
-pub const FULL_READ_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const FULL_READ_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
 /// How far ahead of this machine's clock a source's clock may be.
 const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 /// How long one request to a source may take.
@@ -28,28 +28,28 @@ const MAX_PAGES: usize = 500;
 /// The largest page read.
 const MAX_PAGE_BYTES: usize = 16 * 1024 * 1024;
 /// The name of the set of entries built into the program.
-pub const BUILT_IN: &str = "built-in";
+pub(crate) const BUILT_IN: &str = "built-in";
 
 /// What the program knows of one source: its entries, and when it last read them.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SourceCache {
     pub url: String,
     /// When it was last read in full or refreshed (ms since 1970); 0: never.
-    pub refreshed_at: u64,
+    pub(crate) refreshed_at: u64,
     /// The latest `updatedAt` among its entries, for the next `updated_since`.
-    pub newest: Option<String>,
+    pub(crate) newest: Option<String>,
     /// When reading it last failed (ms since 1970), and why; cleared by a read that works.
     #[serde(default)]
-    pub failed: Option<(u64, String)>,
+    pub(crate) failed: Option<(u64, String)>,
     /// When it was last read in full (ms since 1970); 0: never.
     #[serde(default)]
-    pub full_read_at: u64,
-    pub records: Vec<Record>,
+    pub(crate) full_read_at: u64,
+    pub(crate) records: Vec<Record>,
 }
 
 impl SourceCache {
     /// The reference set built into the program, for use offline.
-    pub fn built_in() -> SourceCache {
+    pub(crate) fn built_in() -> SourceCache {
         let records: Vec<Record> = serde_json::from_str(include_str!("reference.json"))
             .expect("the built-in reference set is valid");
         SourceCache {
@@ -63,7 +63,7 @@ impl SourceCache {
     }
 
     /// The cache of `url` in `dir`, or an empty one.
-    pub fn load(dir: &Path, url: &str) -> SourceCache {
+    pub(crate) fn load(dir: &Path, url: &str) -> SourceCache {
         let path = cache_file(dir, url);
         std::fs::read(&path)
             .ok()
@@ -99,7 +99,7 @@ impl SourceCache {
 
     /// Whether it is read recently enough to be used as it is: read within the hour, or failed
     /// within [`RETRY_AFTER`].
-    pub fn is_fresh(&self, now: SystemTime) -> bool {
+    pub(crate) fn is_fresh(&self, now: SystemTime) -> bool {
         let now = platform::clock::unix_millis(now);
         let within =
             |at: u64, limit: Duration| at > 0 && now.saturating_sub(at) < limit.as_millis() as u64;
@@ -113,7 +113,7 @@ impl SourceCache {
 
     /// Reads the source again as [`SourceCache::refresh`] does; a failure is kept (with the
     /// cache as it was) so that the next searches within [`RETRY_AFTER`] say it without waiting.
-    pub async fn refresh_or_note(
+    pub(crate) async fn refresh_or_note(
         &mut self,
         dir: &Path,
         client: &reqwest::Client,
@@ -138,7 +138,7 @@ impl SourceCache {
     /// the last full read is older than [`FULL_READ_EVERY`], else only what changed since the
     /// newest entry it has. A full read replaces every entry, so that what a source no longer
     /// lists goes too.
-    pub async fn refresh(
+    pub(crate) async fn refresh(
         &mut self,
         dir: &Path,
         client: &reqwest::Client,
@@ -207,7 +207,7 @@ const MAX_REDIRECTS: usize = 3;
 /// An HTTP client for sources and bundles: bounded in time, redirects followed only to https
 /// (so that an address elsewhere cannot send Switchboard to one on this machine or in plain
 /// text).
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .timeout(REQUEST_TIMEOUT)
@@ -241,7 +241,7 @@ enum RedirectRefused {
 
 /// Why a source could not be read, or its cache not kept.
 #[derive(Debug, thiserror::Error)]
-pub enum SourceError {
+pub(crate) enum SourceError {
     #[error("cannot make {}: {error}", dir.display())]
     MakeDir {
         dir: PathBuf,
@@ -309,7 +309,7 @@ pub enum SourceError {
 
 /// Why a response's body could not be read whole.
 #[derive(Debug, thiserror::Error)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     #[error("the answer stopped coming")]
     Stopped(#[source] reqwest::Error),
     #[error("{}", wire::http_error::describe(.0))]
@@ -361,7 +361,7 @@ async fn fetch_all(
 }
 
 /// One version of one server, asked of the source itself.
-pub async fn fetch_version(
+pub(crate) async fn fetch_version(
     client: &reqwest::Client,
     base: &str,
     name: &str,
@@ -424,7 +424,7 @@ async fn get_json<T: serde::de::DeserializeOwned>(
 
 /// Why a GET brought no body; each says what happened in words, the URL left to the caller.
 #[derive(Debug, thiserror::Error)]
-pub enum GetError {
+pub(crate) enum GetError {
     /// No answer: the request could not be sent, or none came in time.
     #[error("{}", wire::http_error::describe(.0))]
     Unanswered(reqwest::Error),
@@ -439,7 +439,7 @@ pub enum GetError {
 /// The body of a successful (2xx) answer to a GET of `url` with `client`, at most `limit`
 /// bytes, asking for `accept` where given: the one way this crate fetches over HTTP (a
 /// source's pages, a package's release, a bundle).
-pub async fn get_body(
+pub(crate) async fn get_body(
     client: &reqwest::Client,
     url: impl reqwest::IntoUrl,
     accept: Option<&str>,

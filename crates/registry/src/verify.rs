@@ -12,12 +12,12 @@ use super::source::{BodyError, GetError, get_body};
 const NPM: &str = "https://registry.npmjs.org";
 const PYPI: &str = "https://pypi.org";
 /// Environment variables that point the lookups elsewhere (a mirror, or a test's registry).
-pub const NPM_ENV: &str = "SWITCHBOARD_NPM_REGISTRY";
-pub const PYPI_ENV: &str = "SWITCHBOARD_PYPI_INDEX";
+pub(crate) const NPM_ENV: &str = "SWITCHBOARD_NPM_REGISTRY";
+pub(crate) const PYPI_ENV: &str = "SWITCHBOARD_PYPI_INDEX";
 
 /// What the check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ownership {
+pub(crate) enum Ownership {
     /// The package names the server as its own.
     Proved,
     /// Not checked for this kind of package.
@@ -26,7 +26,7 @@ pub enum Ownership {
 
 /// The package does not say it is the entry's, by what `place` of it names its server.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Disowned {
+pub(crate) enum Disowned {
     /// It names another server.
     #[error(
         "{identifier} belongs to {claimed:?} by {place}, not to {name:?}: the entry \
@@ -53,7 +53,7 @@ pub enum Disowned {
 /// Why whose package an entry runs was not proved: the package says otherwise, or it could not
 /// be looked up.
 #[derive(Debug, thiserror::Error)]
-pub enum OwnershipError {
+pub(crate) enum OwnershipError {
     #[error(transparent)]
     Disowned(#[from] Disowned),
     #[error("PyPI has no release {version} of {identifier}")]
@@ -89,7 +89,7 @@ pub enum OwnershipError {
 }
 
 /// Checks that `identifier` at `version` of `registry_type` says it is the package of `name`.
-pub async fn check(
+pub(crate) async fn check(
     registry_type: &str,
     identifier: &str,
     version: &str,

@@ -10,7 +10,7 @@ pub use crate::status::{OutputLine, OutputStream};
 use platform::clock::unix_millis;
 
 /// The longest line kept; longer lines are cut and marked.
-pub const MAX_LINE_BYTES: usize = 4096;
+pub(crate) const MAX_LINE_BYTES: usize = 4096;
 const LIVE_CAPACITY: usize = 1024;
 
 /// The ring of recent lines of one backend, kept across its restarts.
@@ -30,7 +30,7 @@ struct Ring {
 }
 
 impl OutputLog {
-    pub fn new(max_lines: usize, max_bytes: usize) -> OutputLog {
+    pub(crate) fn new(max_lines: usize, max_bytes: usize) -> OutputLog {
         let ring = Ring {
             lines: VecDeque::new(),
             bytes: 0,
@@ -44,7 +44,7 @@ impl OutputLog {
     }
 
     /// Records one line (cut to [`MAX_LINE_BYTES`]) and sends it to followers.
-    pub fn push(&self, stream: OutputStream, text: &str) {
+    pub(crate) fn push(&self, stream: OutputStream, text: &str) {
         let line = OutputLine {
             at_ms: unix_millis(std::time::SystemTime::now()),
             stream,

@@ -8,7 +8,7 @@ use config::RestartPolicy;
 
 /// What to do after a backend's process ended on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Start again after this delay.
     RestartAfter(Duration),
     /// The budget is spent: stay down until started by hand or reconfigured.
@@ -17,7 +17,7 @@ pub enum Decision {
 
 /// Restarts counted against one backend's budget.
 #[derive(Debug, Clone)]
-pub struct RestartBudget {
+pub(crate) struct RestartBudget {
     policy: RestartPolicy,
     /// When each restart within the current window was granted.
     granted: VecDeque<Instant>,
@@ -26,7 +26,7 @@ pub struct RestartBudget {
 }
 
 impl RestartBudget {
-    pub fn new(policy: RestartPolicy) -> RestartBudget {
+    pub(crate) fn new(policy: RestartPolicy) -> RestartBudget {
         RestartBudget {
             policy,
             granted: VecDeque::new(),
@@ -38,7 +38,7 @@ impl RestartBudget {
     ///
     /// `jitter` is a number in `[0, 1)`; the delay is drawn from the upper half of the
     /// exponential step so that restarts of many backends spread out but never come early.
-    pub fn on_exit(&mut self, now: Instant, uptime: Duration, jitter: f64) -> Decision {
+    pub(crate) fn on_exit(&mut self, now: Instant, uptime: Duration, jitter: f64) -> Decision {
         if uptime >= self.policy.stable_after {
             self.reset();
         }
@@ -60,7 +60,7 @@ impl RestartBudget {
     }
 
     /// Forgets past restarts: after a manual start or a config change.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.granted.clear();
         self.consecutive = 0;
     }

@@ -88,7 +88,7 @@ fn remote_error_message(backend: &str, method: &str, error: &ErrorObject) -> Str
 
 impl RpcError {
     /// The JSON-RPC error object an editor should receive for this failure.
-    pub fn to_error_object(&self) -> ErrorObject {
+    pub(crate) fn to_error_object(&self) -> ErrorObject {
         match self {
             RpcError::Remote { error, .. } => error.clone(),
             RpcError::Closed { .. } => {
@@ -106,7 +106,7 @@ impl RpcError {
 
 /// A message the backend sent that is not an answer to us.
 #[derive(Debug)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     Notification {
         method: Method,
         params: Option<Box<RawValue>>,
@@ -120,7 +120,7 @@ pub enum Incoming {
 
 /// The `_meta` entries (key and JSON value) every request to a stateless-era backend carries,
 /// unless its caller gave its own.
-pub type MetaEnvelope = Vec<(&'static str, Box<RawValue>)>;
+pub(crate) type MetaEnvelope = Vec<(&'static str, Box<RawValue>)>;
 
 /// What the connection is told about the client of one request: what a stateless-era backend hears
 /// of it, in place of what the connection's envelope says by default (a session-era backend
@@ -138,20 +138,20 @@ pub struct ClientMeta<'a> {
 
 /// Settings of one connection.
 #[derive(Clone)]
-pub struct ConnectionOptions {
+pub(crate) struct ConnectionOptions {
     /// Largest message accepted from the backend, in bytes.
-    pub max_message_size: usize,
+    pub(crate) max_message_size: usize,
     /// Where lines on stdout that are not JSON-RPC are recorded.
-    pub log: Arc<OutputLog>,
+    pub(crate) log: Arc<OutputLog>,
 }
 
 /// The parts of a started connection that its owner keeps.
-pub struct Started {
-    pub connection: Connection,
+pub(crate) struct Started {
+    pub(crate) connection: Connection,
     /// Notifications and requests from the backend, in the order it sent them.
-    pub incoming: mpsc::Receiver<Incoming>,
+    pub(crate) incoming: mpsc::Receiver<Incoming>,
     /// Cancelled when the backend's stdout reaches end of file.
-    pub stdout_closed: CancellationToken,
+    pub(crate) stdout_closed: CancellationToken,
 }
 
 /// A cheap, cloneable handle for sending requests to one backend.
@@ -186,7 +186,12 @@ struct Waiter {
 
 impl Connection {
     /// Starts the reader and writer tasks over a backend's stdout and stdin.
-    pub fn start<W, R>(backend: &str, stdin: W, stdout: R, options: ConnectionOptions) -> Started
+    pub(crate) fn start<W, R>(
+        backend: &str,
+        stdin: W,
+        stdout: R,
+        options: ConnectionOptions,
+    ) -> Started
     where
         W: AsyncWrite + Send + 'static,
         R: AsyncRead + Send + Unpin + 'static,
@@ -219,7 +224,7 @@ impl Connection {
     ///
     /// If the answer does not come in time, or the returned future is dropped first, the
     /// backend receives `notifications/cancelled` for it.
-    pub async fn request(
+    pub(crate) async fn request(
         &self,
         method: &Method,
         params: Option<&RawValue>,
@@ -233,7 +238,7 @@ impl Connection {
     /// go to `progress` — in the order the backend sent them, and all of them before the
     /// answer is returned; a stateless-era backend is told what `client` says about the client of
     /// this request.
-    pub async fn request_for_client(
+    pub(crate) async fn request_for_client(
         &self,
         method: &Method,
         params: Option<&RawValue>,
@@ -248,7 +253,7 @@ impl Connection {
     /// Sends a request that has no deadline: it ends when the backend answers it, when the
     /// connection closes, or when the returned future is dropped (then the backend is told).
     /// Only for requests that are meant to stay open, as `subscriptions/listen` is.
-    pub async fn request_until_closed(
+    pub(crate) async fn request_until_closed(
         &self,
         method: &Method,
         params: Option<&RawValue>,
@@ -259,7 +264,7 @@ impl Connection {
 
     /// From now on, every request carries `envelope` in its `_meta` (`None`: no envelope, as
     /// for a session-era backend).
-    pub fn set_envelope(&self, envelope: Option<Arc<MetaEnvelope>>) {
+    pub(crate) fn set_envelope(&self, envelope: Option<Arc<MetaEnvelope>>) {
         *self
             .inner
             .envelope
@@ -337,7 +342,11 @@ impl Connection {
     }
 
     /// Sends a notification.
-    pub async fn notify(&self, method: &Method, params: Option<&RawValue>) -> Result<(), RpcError> {
+    pub(crate) async fn notify(
+        &self,
+        method: &Method,
+        params: Option<&RawValue>,
+    ) -> Result<(), RpcError> {
         self.send_line(method.as_str(), jsonrpc::notification_line(method, params))
             .await
     }
@@ -356,7 +365,7 @@ impl Connection {
     }
 
     /// Stops accepting requests, wakes every waiter with `reason`, and closes the backend's stdin.
-    pub fn close(&self, reason: CloseReason) {
+    pub(crate) fn close(&self, reason: CloseReason) {
         let waiters = {
             let mut pending = self
                 .inner
@@ -382,7 +391,7 @@ impl Connection {
 
     /// The caller's number for the call that our request `id`, still unanswered, is part of
     /// ([`ClientMeta::call`]).
-    pub fn call_of(&self, id: u64) -> Option<u64> {
+    pub(crate) fn call_of(&self, id: u64) -> Option<u64> {
         match &*self
             .inner
             .pending
@@ -395,7 +404,7 @@ impl Connection {
     }
 
     /// How many requests are waiting for an answer.
-    pub fn pending_count(&self) -> usize {
+    pub(crate) fn pending_count(&self) -> usize {
         match &*self
             .inner
             .pending

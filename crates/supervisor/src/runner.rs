@@ -14,7 +14,7 @@ use platform::process::inspect;
 /// How long a package runner may install its package before it starts the server. A first
 /// `npx -y` or `uvx` downloads the package and its dependencies, which takes minutes on a slow
 /// link; the handshake's own timeout counts from when the server starts.
-pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+pub(crate) const INSTALL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// The events under which npm, pnpm and Bun run a package's install scripts
 /// (`npm_lifecycle_event`); a child running one of them is installing, not the server.
@@ -241,7 +241,7 @@ fn named_package(runner: &Runner, args: &[String]) -> Option<String> {
 impl PackageRun {
     /// Whether the runner, the process `pid`, has started the server yet; `None` when the
     /// system cannot tell (the process is gone).
-    pub fn server_started(&self, pid: u32) -> Option<bool> {
+    pub(crate) fn server_started(&self, pid: u32) -> Option<bool> {
         match self.handover {
             Handover::Exec if platform::CURRENT != platform::System::Windows => {
                 Some(!inspect::command_line(pid)?.ends_with(&self.args))
@@ -260,7 +260,7 @@ impl PackageRun {
     /// `pid`'s process tree: for npm's runners the `package.json` of the package in the
     /// `node_modules` its child's `PATH` starts with, for uv and pipx the `.dist-info` of the
     /// environment its interpreter runs from. `None` when neither tells.
-    pub fn version(&self, pid: u32) -> Option<String> {
+    pub(crate) fn version(&self, pid: u32) -> Option<String> {
         if let Some(pinned) = pinned_version(&self.package) {
             return Some(pinned.to_owned());
         }

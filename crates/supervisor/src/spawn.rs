@@ -33,33 +33,33 @@ use platform::sandbox::{self, Confinement, Enforcement, Rules};
 pub const RUN_ID_ENV: &str = "SWITCHBOARD_RUN_ID";
 
 /// What to start for one backend.
-pub struct SpawnSpec<'a> {
-    pub backend: &'a str,
-    pub command: &'a str,
-    pub args: &'a [String],
-    pub env: &'a BTreeMap<String, String>,
-    pub cwd: Option<&'a Path>,
-    pub sandbox: Option<SandboxSpec<'a>>,
+pub(crate) struct SpawnSpec<'a> {
+    pub(crate) backend: &'a str,
+    pub(crate) command: &'a str,
+    pub(crate) args: &'a [String],
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) cwd: Option<&'a Path>,
+    pub(crate) sandbox: Option<SandboxSpec<'a>>,
 }
 
 /// The sandbox a backend starts in.
 #[derive(Debug, Clone, Copy)]
-pub struct SandboxSpec<'a> {
-    pub rules: Rules<'a>,
+pub(crate) struct SandboxSpec<'a> {
+    pub(crate) rules: Rules<'a>,
     /// Whether a sandbox this system cannot enforce in full keeps the backend from starting.
-    pub required: bool,
+    pub(crate) required: bool,
 }
 
 /// A backend's pipes, handed to the connection and the stderr reader.
-pub struct Pipes {
-    pub stdin: ChildStdin,
-    pub stdout: ChildStdout,
-    pub stderr: ChildStderr,
+pub(crate) struct Pipes {
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) stderr: ChildStderr,
 }
 
 /// Why a backend could not be started.
 #[derive(Debug, thiserror::Error)]
-pub enum SpawnError {
+pub(crate) enum SpawnError {
     #[error(
         "command `{command}` was not found on PATH ({path}){}",
         platform::command::install_advice(command)
@@ -89,7 +89,7 @@ pub enum SpawnError {
 ///
 /// Dropping it without [`BackendProcess::shut_down`] kills the whole tree at once, so a task
 /// that panics still leaves nothing behind.
-pub struct BackendProcess {
+pub(crate) struct BackendProcess {
     child: Child,
     pid: u32,
     tree: Tree,
@@ -99,7 +99,7 @@ pub struct BackendProcess {
 
 /// Starts a backend as a process tree of its own with piped stdio (and, on Windows, no console
 /// window).
-pub async fn spawn_backend(
+pub(crate) async fn spawn_backend(
     spec: &SpawnSpec<'_>,
     groups: &Arc<ProcessGroups>,
 ) -> Result<(BackendProcess, Pipes), SpawnError> {
@@ -313,12 +313,12 @@ fn confine(
 }
 
 impl BackendProcess {
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.pid
     }
 
     /// Waits until the leader exits. Cancel-safe.
-    pub async fn wait(&mut self) -> ExitDescription {
+    pub(crate) async fn wait(&mut self) -> ExitDescription {
         if let Some(exit) = &self.exit {
             return exit.clone();
         }
@@ -340,7 +340,7 @@ impl BackendProcess {
     /// Ends the whole tree: waits `grace` for the leader to exit on its own (its stdin should
     /// be closed already), asks the tree to stop and waits `grace` again where the system has
     /// such a request (SIGTERM), then kills what is left, and reaps.
-    pub async fn shut_down(mut self, grace: Duration) -> ExitDescription {
+    pub(crate) async fn shut_down(mut self, grace: Duration) -> ExitDescription {
         let leader_exited = tokio::time::timeout(grace, self.wait()).await.is_ok();
         if self.tree.is_alive() {
             if self.tree.ask_to_stop() {
@@ -442,12 +442,12 @@ impl ProcessGroups {
         })
     }
 
-    pub fn run_id(&self) -> &str {
+    pub(crate) fn run_id(&self) -> &str {
         &self.run_id
     }
 
     /// Refuses every later spawn; called when shutdown begins.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.lock().closed = true;
     }
 
@@ -513,7 +513,7 @@ impl Drop for ProcessGroups {
 }
 
 /// The hidden command line argument that runs the guardian.
-pub const GUARDIAN_ARG: &str = "__guardian";
+pub(crate) const GUARDIAN_ARG: &str = "__guardian";
 
 /// The guardian's main loop (see `platform::process`).
 pub fn run_guardian() {

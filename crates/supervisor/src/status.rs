@@ -68,14 +68,14 @@ impl std::fmt::Display for BackendState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExitDescription {
     pub code: Option<i32>,
-    pub signal: Option<i32>,
+    pub(crate) signal: Option<i32>,
     /// For a remote server, why its link ended (there is no process to exit).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub disconnected: Option<String>,
+    pub(crate) disconnected: Option<String>,
 }
 
 impl ExitDescription {
-    pub fn from_status(status: std::process::ExitStatus) -> ExitDescription {
+    pub(crate) fn from_status(status: std::process::ExitStatus) -> ExitDescription {
         let (code, signal) = platform::process::exit_of(status);
         ExitDescription {
             code,
@@ -163,7 +163,7 @@ pub enum OutputStream {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OutputLine {
     /// Milliseconds since the Unix epoch.
-    pub at_ms: u64,
+    pub(crate) at_ms: u64,
     pub stream: OutputStream,
     pub text: String,
 }
@@ -196,11 +196,11 @@ pub struct ServerDescription {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Installing {
     /// The runner, as the command line names it: `npx`, `uvx`, `pnpm dlx`, `pipx run`…
-    pub runner: String,
+    pub(crate) runner: String,
     /// The package, as the command line names it (with its version or source, if given).
-    pub package: String,
+    pub(crate) package: String,
     /// When the runner started, in milliseconds since the Unix epoch.
-    pub since_ms: u64,
+    pub(crate) since_ms: u64,
 }
 
 /// The published status of one backend.

@@ -116,7 +116,7 @@ impl Guard {
 
     /// Runs every check: Host and Origin first, so that a foreign page learns nothing about the
     /// token.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), Rejection> {
         self.check_host_origin(headers)?;
         self.check_token(headers)
     }
@@ -176,7 +176,7 @@ impl Guard {
     }
 
     /// Refuses requests without the configured bearer token; passes everything when none is set.
-    pub fn check_token(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+    pub(crate) fn check_token(&self, headers: &HeaderMap) -> Result<(), Rejection> {
         let token = self
             .token
             .0
@@ -197,7 +197,7 @@ impl Guard {
     }
 
     /// Puts every route of `router` behind this guard.
-    pub fn protect<S>(self: Arc<Self>, router: Router<S>) -> Router<S>
+    pub(crate) fn protect<S>(self: Arc<Self>, router: Router<S>) -> Router<S>
     where
         S: Clone + Send + Sync + 'static,
     {
@@ -228,7 +228,7 @@ fn check_fetch_site(headers: &HeaderMap) -> Result<(), Rejection> {
 }
 
 /// The guard as middleware (see [`Guard::protect`]).
-pub async fn guard_requests(
+pub(crate) async fn guard_requests(
     State(guard): State<Arc<Guard>>,
     request: Request,
     next: Next,
@@ -253,7 +253,7 @@ impl Rejection {
         }
     }
 
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             Rejection::ForbiddenHost(_) | Rejection::ForbiddenOrigin(_) => StatusCode::FORBIDDEN,
             Rejection::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -271,9 +271,9 @@ impl IntoResponse for Rejection {
 /// a stable code, a sentence for people, and `WWW-Authenticate: Bearer` on a 401.
 #[derive(Debug)]
 pub struct ErrorResponse {
-    pub status: StatusCode,
-    pub code: &'static str,
-    pub message: String,
+    pub(crate) status: StatusCode,
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
 }
 
 impl ErrorResponse {
@@ -347,7 +347,7 @@ pub fn content_type(headers: &HeaderMap) -> ContentType {
 }
 
 /// A media type without its parameters.
-pub fn essence(media_type: &str) -> &str {
+pub(crate) fn essence(media_type: &str) -> &str {
     media_type.split(';').next().unwrap_or("").trim()
 }
 
@@ -391,7 +391,7 @@ fn bearer_token(authorization: &str) -> Option<&str> {
 
 /// Compares without stopping at the first difference, so timing does not reveal a prefix of the
 /// token. (A token's length is not treated as a secret.)
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

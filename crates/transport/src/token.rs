@@ -22,19 +22,19 @@ use std::path::{Path, PathBuf};
 use config::EndpointConfig;
 
 /// Environment variable whose value, when set, is the token (the file is then not looked at).
-pub const TOKEN_ENV: &str = "SWITCHBOARD_TOKEN";
+pub(crate) const TOKEN_ENV: &str = "SWITCHBOARD_TOKEN";
 
 /// The control API's token file, in the data directory.
-pub const TOKEN_FILE: &str = "token";
+pub(crate) const TOKEN_FILE: &str = "token";
 
 /// `/mcp`'s generated token file, in the data directory.
 pub const MCP_TOKEN_FILE: &str = "mcp-token";
 
 /// The local socket's key file, in the data directory.
-pub const SOCKET_KEY_FILE: &str = "socket-key";
+pub(crate) const SOCKET_KEY_FILE: &str = "socket-key";
 
 /// The shortest token accepted.
-pub const MIN_TOKEN_LEN: usize = 16;
+pub(crate) const MIN_TOKEN_LEN: usize = 16;
 
 /// Random bytes in a generated token.
 const TOKEN_BYTES: usize = 32;
@@ -113,7 +113,7 @@ pub fn api_token(data_dir: &Path) -> Result<Token, TokenError> {
 
 /// What stands for the generated `/mcp` token where it is only shown and not made yet (a dry
 /// run, `check`).
-pub const TOKEN_NOT_MADE: &str = "<the token Switchboard makes when this is written>";
+pub(crate) const TOKEN_NOT_MADE: &str = "<the token Switchboard makes when this is written>";
 
 /// Whether the generated `/mcp` token may be made when it has no file yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,7 +165,7 @@ pub fn read_socket_key(data_dir: &Path) -> Result<Token, TokenError> {
 }
 
 /// [`api_token`] with the environment variable's value given (for tests).
-pub fn resolve(env_value: Option<OsString>, data_dir: &Path) -> Result<Token, TokenError> {
+pub(crate) fn resolve(env_value: Option<OsString>, data_dir: &Path) -> Result<Token, TokenError> {
     if let Some(value) = env_value {
         let text = value.into_string().map_err(|_| TokenError::InvalidEnv {
             reason: InvalidToken::NotUtf8,

@@ -99,7 +99,7 @@ use transport::http::{MCP_PATH, local_base_url};
 use transport::token::Token;
 
 /// Every API route starts with this.
-pub const API_PREFIX: &str = "/api";
+pub(crate) const API_PREFIX: &str = "/api";
 
 /// Events queued for one event stream before its producers wait for the client.
 pub(super) const EVENTS_CAPACITY: usize = 256;
@@ -313,7 +313,7 @@ pub fn router(state: ApiState) -> Router {
 
 /// Why an API request failed; the body is `{code, message}`.
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -337,7 +337,7 @@ pub enum ApiError {
 
 impl ApiError {
     /// The stable error code of the body.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             ApiError::NotFound(_) => "not_found",
             ApiError::Unauthorized(_) => "unauthorized",
@@ -349,7 +349,7 @@ impl ApiError {
         }
     }
 
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,

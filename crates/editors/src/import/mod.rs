@@ -46,22 +46,22 @@ pub struct ImportRequest<'a> {
 /// What an import did (or, in a dry run, would do), server by server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportReport {
-    pub editor: Editor,
+    pub(crate) editor: Editor,
     /// The editor's file that was read.
-    pub source: PathBuf,
-    pub config_path: PathBuf,
-    pub dry_run: bool,
+    pub(crate) source: PathBuf,
+    pub(crate) config_path: PathBuf,
+    pub(crate) dry_run: bool,
     /// Whether our config is (or would be) created from the default config.
-    pub config_created: bool,
+    pub(crate) config_created: bool,
     /// One per server of the editor's file, in file order.
-    pub servers: Vec<ServerImport>,
+    pub(crate) servers: Vec<ServerImport>,
     /// The change to our config as a unified diff; empty when nothing is added.
-    pub diff: String,
+    pub(crate) diff: String,
 }
 
 impl ImportReport {
     /// How many servers are (or would be) added.
-    pub fn n_added(&self) -> usize {
+    pub(crate) fn n_added(&self) -> usize {
         self.servers
             .iter()
             .filter(|server| matches!(server.action, ImportAction::Added { .. }))
@@ -73,8 +73,8 @@ impl ImportReport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerImport {
     /// Its name in the editor's file.
-    pub name: String,
-    pub action: ImportAction,
+    pub(crate) name: String,
+    pub(crate) action: ImportAction,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

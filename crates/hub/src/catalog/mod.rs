@@ -10,8 +10,8 @@
 //! views get, and callable by name. [`CatalogCache`] keeps each backend's last catalog on disk,
 //! so that the next start lists it before the backend is ready (`cold_start.rs`).
 
-pub mod skills;
-pub mod views;
+pub(crate) mod skills;
+pub(crate) mod views;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -28,7 +28,7 @@ use super::rewrite::{ObjectEntries, json_string};
 use super::search::rank::ToolIndex;
 use super::search::tools;
 use config::{BackendConfig, Confirm, DEFAULT_CONFIRM_TIMEOUT, Discovery, Pattern, Profile, Tier};
-pub use skills::Skills;
+pub(crate) use skills::Skills;
 use supervisor::status::{BackendState, BackendStatus, Catalog};
 pub use views::{View, Views};
 use wire::apps;
@@ -41,7 +41,7 @@ pub struct Route {
     /// The name the backend knows it by.
     pub name: Arc<str>,
     /// The name editors call it by.
-    pub exposed: Arc<str>,
+    pub(crate) exposed: Arc<str>,
 }
 
 /// What every session sees, rebuilt whenever a backend's status or catalog changes.
@@ -52,55 +52,55 @@ pub struct MergedCatalog {
     pub tools_result: ListResult,
     /// The same with those tools too, for editors that render views (which keep such tools from
     /// their model themselves); `None` when the profile has none.
-    pub tools_for_views: Option<ListResult>,
-    pub prompts_result: ListResult,
-    pub resources_result: String,
-    pub templates_result: String,
+    pub(crate) tools_for_views: Option<ListResult>,
+    pub(crate) prompts_result: ListResult,
+    pub(crate) resources_result: String,
+    pub(crate) templates_result: String,
     pub tools: HashMap<String, Route>,
-    pub prompts: HashMap<String, Route>,
+    pub(crate) prompts: HashMap<String, Route>,
     /// Tools and prompts of backends that are down and not listed now, so that a call to one gets
     /// a clear "backend is down" error instead of "unknown tool".
     pub unlisted_tools: HashMap<String, Route>,
-    pub unlisted_prompts: HashMap<String, Route>,
+    pub(crate) unlisted_prompts: HashMap<String, Route>,
     /// Resource URI → the backends listing it.
-    pub resources: HashMap<String, Vec<Arc<str>>>,
+    pub(crate) resources: HashMap<String, Vec<Arc<str>>>,
     /// Literal prefix of a URI template (before its first `{`) → backend.
-    pub templates: Vec<(String, Arc<str>)>,
+    pub(crate) templates: Vec<(String, Arc<str>)>,
     /// Backends that offer resources at all.
-    pub resource_backends: Vec<Arc<str>>,
+    pub(crate) resource_backends: Vec<Arc<str>>,
     /// MCP Apps' views (`ui://`), renamed where two servers name the same one.
-    pub views: Views,
+    pub(crate) views: Views,
     /// Skills (`skill://`), renamed likewise.
-    pub skills: Skills,
+    pub(crate) skills: Skills,
     /// The tools whose calls wait for a person's yes (the profile's and their servers' `confirm`
     /// settings), by exposed name, with how long they wait.
-    pub confirm: HashMap<String, Duration>,
+    pub(crate) confirm: HashMap<String, Duration>,
     /// The tools of servers that serve views, by their servers' own names, as a view calls them
     /// (it knows no prefix): the exposed name, or `None` when two such servers have the name.
-    pub view_calls: HashMap<String, Option<String>>,
+    pub(crate) view_calls: HashMap<String, Option<String>>,
     /// Backends whose catalog, live or last known, is merged here.
-    pub catalogued: HashSet<Arc<str>>,
+    pub(crate) catalogued: HashSet<Arc<str>>,
     /// Exposed tool name → the arguments it mirrors into `Mcp-Param-*` headers, for the tools
     /// that mirror any.
-    pub mirrored: HashMap<String, Vec<HeaderParam>>,
+    pub(crate) mirrored: HashMap<String, Vec<HeaderParam>>,
     /// The profile's tool patterns (to offer, then to exclude) that match no tool of the servers
     /// catalogued now.
-    pub unmatched: Vec<Pattern>,
+    pub(crate) unmatched: Vec<Pattern>,
     /// Tools of the profile's servers that its filters leave out, by the name it would give them.
-    pub filtered_out: Vec<(String, Route)>,
+    pub(crate) filtered_out: Vec<(String, Route)>,
     /// In search mode: the index of the profile's tools and their definitions.
     pub search: Option<Arc<Search>>,
     /// Exposed names of the tools that run only as a task (`execution.taskSupport` is
     /// `required`, MCP 2025-11-25).
-    pub task_required: HashSet<String>,
+    pub(crate) task_required: HashSet<String>,
     /// Exposed names of the tools only an MCP App's view may call (`wire::apps`): callable,
     /// but in no list the model sees and never found by search.
-    pub app_only: HashSet<String>,
+    pub(crate) app_only: HashSet<String>,
     /// Names that tools of different servers (or a tool and one of Switchboard's own) would have
     /// had, which none of them has; see [`names`].
-    pub tool_clashes: Vec<Clash>,
+    pub(crate) tool_clashes: Vec<Clash>,
     /// The same for prompts.
-    pub prompt_clashes: Vec<Clash>,
+    pub(crate) prompt_clashes: Vec<Clash>,
 }
 
 /// What search mode answers from: every tool of the profile, ranked by [`ToolIndex`]. The index
@@ -109,15 +109,15 @@ pub struct MergedCatalog {
 pub struct Search {
     index: OnceLock<ToolIndex>,
     /// Exposed name → what is known of the tool.
-    pub definitions: HashMap<String, Searchable>,
+    pub(crate) definitions: HashMap<String, Searchable>,
 }
 
 /// One tool of a profile in search mode.
-pub struct Searchable {
+pub(crate) struct Searchable {
     /// Its server's own name for it.
-    pub own: Arc<str>,
+    pub(crate) own: Arc<str>,
     /// Its definition as `tools/list` would send it.
-    pub json: String,
+    pub(crate) json: String,
 }
 
 impl Search {
@@ -134,16 +134,16 @@ impl Search {
 
 /// Which lists differ between two catalogs.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Changes {
-    pub tools: bool,
-    pub prompts: bool,
-    pub resources: bool,
+pub(crate) struct Changes {
+    pub(crate) tools: bool,
+    pub(crate) prompts: bool,
+    pub(crate) resources: bool,
 }
 
 impl MergedCatalog {
     /// Each clash of names, in words that name the servers, their own names and what they are
     /// offered as: tools first, then prompts.
-    pub fn clash_warnings(&self) -> Vec<String> {
+    pub(crate) fn clash_warnings(&self) -> Vec<String> {
         let tools = self.tool_clashes.iter().map(|clash| ("tool", clash));
         let prompts = self.prompt_clashes.iter().map(|clash| ("prompt", clash));
         tools
@@ -173,14 +173,14 @@ impl MergedCatalog {
     }
 
     /// The tool list for an editor that renders MCP Apps' views (`views`) or not.
-    pub fn tools_list(&self, views: bool) -> &ListResult {
+    pub(crate) fn tools_list(&self, views: bool) -> &ListResult {
         match &self.tools_for_views {
             Some(list) if views => list,
             _ => &self.tools_result,
         }
     }
 
-    pub fn changes_from(&self, before: &MergedCatalog) -> Changes {
+    pub(crate) fn changes_from(&self, before: &MergedCatalog) -> Changes {
         Changes {
             tools: self.tools_result != before.tools_result
                 || self.tools_for_views != before.tools_for_views,
@@ -193,7 +193,7 @@ impl MergedCatalog {
     /// The backend serving `uri`: a view of MCP Apps' (see [`views`]), a skill's file (see
     /// [`skills`]; any other `skill://` URI is refused), an exact listing, else the longest
     /// template prefix, else the only backend with resources.
-    pub fn resource_owner(&self, uri: &str) -> Result<Arc<str>, NoOwner> {
+    pub(crate) fn resource_owner(&self, uri: &str) -> Result<Arc<str>, NoOwner> {
         if let Some(view) = self.views.get(uri) {
             return Ok(view.backend.clone());
         }
@@ -236,7 +236,7 @@ impl MergedCatalog {
 
 /// Why no one backend serves a resource.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoOwner {
+pub(crate) enum NoOwner {
     /// A `skill://` URI that is not read (see [`skills`]).
     #[error(transparent)]
     Skill(#[from] skills::NotReadable),
@@ -787,7 +787,7 @@ impl CatalogCache {
 
     /// Writes the catalog with owner-only permissions, unless the file already holds it (as
     /// after most restarts); failures are logged, never fatal.
-    pub fn store(&self, backend: &str, catalog: &Catalog) {
+    pub(crate) fn store(&self, backend: &str, catalog: &Catalog) {
         let Some(path) = self.path(backend) else {
             return;
         };

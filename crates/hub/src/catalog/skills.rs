@@ -27,17 +27,17 @@ use wire::skills::{DIGEST_PREFIX, SKILL_SCHEME, tree_of, vouches_for_its_files};
 
 /// A file under a skill, as a read of it is routed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkillFile {
-    pub backend: Arc<str>,
+pub(crate) struct SkillFile {
+    pub(crate) backend: Arc<str>,
     /// The server's own URI for it.
-    pub own: String,
+    pub(crate) own: String,
     /// The digest its skill's entry lists for it (`sha256:HEX`).
-    pub digest: String,
+    pub(crate) digest: String,
 }
 
 /// Why a `skill://` URI is not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NotReadable {
+pub(crate) enum NotReadable {
     #[error("{uri} is under the skill {skill}, whose entry does not list it with a digest")]
     Unlisted { uri: String, skill: String },
     #[error(
@@ -49,7 +49,7 @@ pub enum NotReadable {
 
 /// Why a read of a skill's file is not passed on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Mismatch {
+pub(crate) enum Mismatch {
     #[error("not a read's result with contents")]
     NoContents,
     #[error("a content item has both text and blob")]
@@ -73,7 +73,7 @@ struct Tree {
 
 /// The skills of one profile.
 #[derive(Default)]
-pub struct Skills {
+pub(crate) struct Skills {
     /// The entries as editors get them, in config order.
     entries: Vec<Value>,
     /// `SKILL.md` URI as editors see it → its entry.
@@ -88,7 +88,9 @@ pub struct Skills {
 impl Skills {
     /// The skills each backend lists (`backend`, its `skills/list` entries), in config order;
     /// an entry without a `skill://…/SKILL.md` URI is left out.
-    pub fn new<'a>(listed: impl IntoIterator<Item = (Arc<str>, &'a [Box<RawValue>])>) -> Skills {
+    pub(crate) fn new<'a>(
+        listed: impl IntoIterator<Item = (Arc<str>, &'a [Box<RawValue>])>,
+    ) -> Skills {
         let mut claims: Vec<(Arc<str>, String, Value)> = Vec::new();
         for (backend, entries) in listed {
             for entry in entries {
@@ -147,13 +149,13 @@ impl Skills {
         skills
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// The answer to `skills/list` (every entry: one page) or `skills/get` (the entry whose
     /// `uri` the params name; -32602 for one no server of the profile lists).
-    pub fn answer(
+    pub(crate) fn answer(
         &self,
         method: &Method,
         params: Option<&RawValue>,
@@ -176,7 +178,7 @@ impl Skills {
 
     /// The file editors know as `uri`: `None` when it is not a `skill://` URI; refused when it is
     /// under no skill offered here, or its skill does not list it with a digest.
-    pub fn file(&self, uri: &str) -> Result<Option<SkillFile>, NotReadable> {
+    pub(crate) fn file(&self, uri: &str) -> Result<Option<SkillFile>, NotReadable> {
         if !uri.starts_with(SKILL_SCHEME) {
             return Ok(None);
         }
@@ -200,7 +202,7 @@ impl Skills {
     }
 
     /// The URI editors see for `backend`'s own `uri`, when its skill is renamed.
-    pub fn renamed(&self, backend: &str, uri: &str) -> Option<String> {
+    pub(crate) fn renamed(&self, backend: &str, uri: &str) -> Option<String> {
         self.renamed
             .get(backend)?
             .iter()
@@ -226,7 +228,10 @@ fn rename(entry: &mut Value, own: &str, exposed: &str) {
 
 /// For a read of a skill's file: the file, and the URI the editor knows it by; the URI in
 /// `entries` is made the server's own where it differs.
-pub fn of_request(skills: &Skills, entries: &mut ObjectEntries<'_>) -> Option<(SkillFile, String)> {
+pub(crate) fn of_request(
+    skills: &Skills,
+    entries: &mut ObjectEntries<'_>,
+) -> Option<(SkillFile, String)> {
     let uri = entries.get_str("uri")?;
     let file = skills.file(&uri).ok()??;
     if file.own != *uri {
@@ -238,7 +243,11 @@ pub fn of_request(skills: &Skills, entries: &mut ObjectEntries<'_>) -> Option<(S
 /// What a read of `file` (known to the editor as `exposed`) answers: the result with the
 /// contents at the server's own URI said to be at `exposed`; or, unless every content item's bytes
 /// (its text, or its blob; never both) hash to the digest its skill lists, why not.
-pub fn read_result(result: &str, file: &SkillFile, exposed: &str) -> Result<String, Mismatch> {
+pub(crate) fn read_result(
+    result: &str,
+    file: &SkillFile,
+    exposed: &str,
+) -> Result<String, Mismatch> {
     let read: Value = serde_json::from_str(result).map_err(|_| Mismatch::NoContents)?;
     let contents = read["contents"]
         .as_array()

@@ -17,11 +17,11 @@ use wire::apps::{self, LEGACY_VIEW_KEY, VIEW_SCHEME};
 /// Where a view editors know by one URI is served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct View {
-    pub backend: Arc<str>,
+    pub(crate) backend: Arc<str>,
     /// The server's own URI for it.
-    pub own: String,
+    pub(crate) own: String,
     /// Whether a tool names it as its view (else a server only lists it).
-    pub of_tool: bool,
+    pub(crate) of_tool: bool,
 }
 
 /// The views of one profile.
@@ -36,7 +36,7 @@ pub struct Views {
 impl Views {
     /// The views from what each backend names (`backend`, its own URI, whether a tool names
     /// it), in config order.
-    pub fn new(claims: impl IntoIterator<Item = (Arc<str>, String, bool)>) -> Views {
+    pub(crate) fn new(claims: impl IntoIterator<Item = (Arc<str>, String, bool)>) -> Views {
         let mut claimants: HashMap<String, Vec<(Arc<str>, bool)>> = HashMap::new();
         for (backend, uri, of_tool) in claims {
             let backends = claimants.entry(uri).or_default();
@@ -79,29 +79,29 @@ impl Views {
     }
 
     /// The view editors know as `uri`.
-    pub fn get(&self, uri: &str) -> Option<&View> {
+    pub(crate) fn get(&self, uri: &str) -> Option<&View> {
         self.served.get(uri)
     }
 
     /// The URI editors see for `backend`'s own `uri`, when it is renamed.
-    pub fn renamed(&self, backend: &str, uri: &str) -> Option<&str> {
+    pub(crate) fn renamed(&self, backend: &str, uri: &str) -> Option<&str> {
         self.renamed.get(backend)?.get(uri).map(String::as_str)
     }
 
     /// Whether `backend` serves a view.
-    pub fn serves(&self, backend: &str) -> bool {
+    pub(crate) fn serves(&self, backend: &str) -> bool {
         self.served.values().any(|view| &*view.backend == backend)
     }
 
     /// Whether any view of `backend` is renamed.
-    pub fn renames(&self, backend: &str) -> bool {
+    pub(crate) fn renames(&self, backend: &str) -> bool {
         self.renamed.contains_key(backend)
     }
 }
 
 /// For a request about a view of MCP Apps: that view, and the URI the editor knows it by; the
 /// URI in `entries` is made the server's own where it differs.
-pub fn of_request(
+pub(crate) fn of_request(
     catalog: &MergedCatalog,
     entries: &mut ObjectEntries<'_>,
 ) -> Option<(View, String)> {
@@ -115,7 +115,7 @@ pub fn of_request(
 
 /// A view of MCP Apps calls its server's tools by the server's own names: a name no tool is
 /// exposed by that one tool of a server serving views has as its own is made its exposed name.
-pub fn call_by_own_name(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>) {
+pub(crate) fn call_by_own_name(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>) {
     if catalog.view_calls.is_empty() {
         return;
     }
@@ -132,7 +132,7 @@ pub fn call_by_own_name(catalog: &MergedCatalog, entries: &mut ObjectEntries<'_>
 
 /// `tool` (JSON) naming its view as `uri`, in `_meta.ui.resourceUri` and in the older
 /// `_meta["ui/resourceUri"]` where it has that too.
-pub fn tool_with_view(tool: &str, uri: &str) -> Option<String> {
+pub(crate) fn tool_with_view(tool: &str, uri: &str) -> Option<String> {
     let mut entries = ObjectEntries::parse(tool).ok()?;
     let meta = entries.get("_meta")?.get().to_owned();
     let mut meta = ObjectEntries::parse(&meta).ok()?;
@@ -151,7 +151,7 @@ pub fn tool_with_view(tool: &str, uri: &str) -> Option<String> {
 }
 
 /// `item` (a resource, or one of a read's contents) with its `uri` replaced.
-pub fn with_uri(item: &str, uri: &str) -> Option<String> {
+pub(crate) fn with_uri(item: &str, uri: &str) -> Option<String> {
     let mut entries = ObjectEntries::parse(item).ok()?;
     entries.set("uri", json_string(uri));
     Some(entries.to_json())
@@ -160,7 +160,7 @@ pub fn with_uri(item: &str, uri: &str) -> Option<String> {
 /// What a read of `view` (known to the editor as `exposed`) answers: the result with the
 /// contents at the server's own URI said to be at `exposed`, anything else as it came; or, for a
 /// view a tool names whose contents are not an app's HTML, what they are instead.
-pub fn read_result(result: &str, view: &View, exposed: &str) -> Result<String, NotAView> {
+pub(crate) fn read_result(result: &str, view: &View, exposed: &str) -> Result<String, NotAView> {
     if view.of_tool {
         not_a_view(result)?;
     }
@@ -172,7 +172,7 @@ pub fn read_result(result: &str, view: &View, exposed: &str) -> Result<String, N
 
 /// What the contents of a read of a view a tool names are, when they are not an app's view.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NotAView {
+pub(crate) enum NotAView {
     #[error("not a read's result")]
     NotARead,
     #[error("empty")]

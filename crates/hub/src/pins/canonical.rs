@@ -13,10 +13,10 @@ const DEPTH_LIMIT: usize = 512;
 
 /// Why a definition cannot be checked (and so is held).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unchecked(pub String);
+pub(crate) struct Unchecked(pub String);
 
 /// The canonical form of one JSON value (valid JSON text).
-pub fn canonical(value: &RawValue) -> Result<String, Unchecked> {
+pub(crate) fn canonical(value: &RawValue) -> Result<String, Unchecked> {
     let mut reader = Reader {
         bytes: value.get().as_bytes(),
         at: 0,

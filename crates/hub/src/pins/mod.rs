@@ -373,7 +373,7 @@ enum Verdict {
 
 impl Pins {
     /// Pins kept in `dir` (`None`: in memory only).
-    pub fn new(dir: Option<PathBuf>, approve_new: bool) -> Pins {
+    pub(crate) fn new(dir: Option<PathBuf>, approve_new: bool) -> Pins {
         Pins {
             inner: Arc::new(Inner {
                 dir,
@@ -399,7 +399,7 @@ impl Pins {
 
     /// `catalog` of `server` without the tools and prompts held back. Pins what is seen for the
     /// first time where that is trusted. Cheap when the catalog is the one vetted last.
-    pub fn vet(&self, server: &str, catalog: &Arc<Catalog>) -> Arc<Catalog> {
+    pub(crate) fn vet(&self, server: &str, catalog: &Arc<Catalog>) -> Arc<Catalog> {
         let approve_new = self.inner.approve_new.load(Ordering::Relaxed);
         let mut servers = self.lock();
         let pins = self.server(&mut servers, server);
@@ -475,7 +475,7 @@ impl Pins {
 
     /// Vets the instructions `server` gives (its `initialize` or `server/discover`); whether
     /// they may be given to editors. Cheap when they are the ones vetted last.
-    pub fn vet_instructions(&self, server: &str, instructions: &str) -> bool {
+    pub(crate) fn vet_instructions(&self, server: &str, instructions: &str) -> bool {
         let approve_new = self.inner.approve_new.load(Ordering::Relaxed);
         let mut servers = self.lock();
         let pins = self.server(&mut servers, server);
@@ -586,7 +586,7 @@ impl Pins {
 
     /// The SHA-256 of the pin under which `server` offers its `kind` named `name` now: `None` when
     /// it is held back, or not pinned.
-    pub fn offered_pin(&self, server: &str, kind: PinnedKind, name: &str) -> Option<String> {
+    pub(crate) fn offered_pin(&self, server: &str, kind: PinnedKind, name: &str) -> Option<String> {
         let servers = self.lock();
         let pins = servers.get(server)?;
         if pins

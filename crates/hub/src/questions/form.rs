@@ -97,13 +97,13 @@ pub enum Misfit {
 }
 
 /// `Ok` when every field of `schema` can be rendered; else which field cannot, and why.
-pub fn check(schema: &Value) -> Result<(), FormError> {
+pub(crate) fn check(schema: &Value) -> Result<(), FormError> {
     fields(schema).map(|_| ())
 }
 
 /// `content` as an answer to `schema`: every required field there, every field one the form
 /// has, of its type and within its limits. The reason when it is not.
-pub fn validate(schema: &Value, content: &Map<String, Value>) -> Result<(), FormError> {
+pub(crate) fn validate(schema: &Value, content: &Map<String, Value>) -> Result<(), FormError> {
     let fields = fields(schema)?;
     for name in required(schema) {
         if !content.contains_key(name) {

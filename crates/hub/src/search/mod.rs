@@ -2,5 +2,5 @@
 //! and what a call of them does (`mode.rs`).
 
 pub(super) mod mode;
-pub mod rank;
+pub(crate) mod rank;
 pub(super) mod tools;

@@ -48,8 +48,8 @@ pub struct ToolIndex {
 /// One tool found, with its score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
-    pub name: String,
-    pub score: f32,
+    pub(crate) name: String,
+    pub(crate) score: f32,
 }
 
 #[derive(Deserialize)]
@@ -76,7 +76,7 @@ struct Property {
 
 impl ToolIndex {
     /// Indexes tools given as `(exposed name, the server's own name, definition)`.
-    pub fn build<'a>(
+    pub(crate) fn build<'a>(
         tools: impl IntoIterator<Item = (&'a str, &'a str, &'a RawValue)>,
     ) -> ToolIndex {
         let mut index = ToolIndex::default();

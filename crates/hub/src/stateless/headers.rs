@@ -27,7 +27,7 @@ pub struct RequestHeaders {
 
 /// Checks the `MCP-Protocol-Version` header against the version the body names: a mismatch is
 /// told as one (`-32020`) even when the body's version is one Switchboard does not speak.
-pub fn check_version(headers: &RequestHeaders, version: &str) -> Result<(), ErrorObject> {
+pub(crate) fn check_version(headers: &RequestHeaders, version: &str) -> Result<(), ErrorObject> {
     expect_equal(
         "MCP-Protocol-Version",
         headers.protocol_version.as_deref(),
@@ -38,7 +38,7 @@ pub fn check_version(headers: &RequestHeaders, version: &str) -> Result<(), Erro
 
 /// Checks `headers` against the request: its version, method, `name` (or `uri`) and, for a
 /// tool that mirrors arguments, `arguments`.
-pub fn check(
+pub(crate) fn check(
     headers: &RequestHeaders,
     version: &str,
     method: &str,

@@ -22,15 +22,15 @@ use config::Format;
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     pub server: String,
-    pub entry: String,
-    pub version: String,
+    pub(crate) entry: String,
+    pub(crate) version: String,
     /// The source the entry comes from (a base URL, or `built-in`).
     pub source: String,
     pub launch: LaunchView,
     /// What runs (the command line) or is reached (the URL), in one line.
-    pub command: String,
+    pub(crate) command: String,
     /// Whether its first tools wait for review.
-    pub held: bool,
+    pub(crate) held: bool,
     /// Secrets it keeps in the keychain, by name (never their values).
     pub secrets: Vec<String>,
     /// Worth telling: a deprecated entry, an ownership not checked, a secret's name changed.

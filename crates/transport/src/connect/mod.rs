@@ -33,7 +33,7 @@ pub struct ConnectOptions {
 }
 
 /// The log of a headless instance started by `connect`, in the runtime directory.
-pub const SERVE_LOG_NAME: &str = "serve.log";
+pub(crate) const SERVE_LOG_NAME: &str = "serve.log";
 
 /// The message of the error that fails a call lost with the connection.
 pub const RESTARTED_MESSAGE: &str = "Switchboard restarted; this call was lost, please retry";

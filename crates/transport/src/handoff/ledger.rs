@@ -90,7 +90,7 @@ impl Ledger {
 
     /// Maps a ledger a shim handed over, after checking that it cannot shrink under us and is
     /// one of ours.
-    pub fn open(fd: &OwnedFd) -> io::Result<Ledger> {
+    pub(crate) fn open(fd: &OwnedFd) -> io::Result<Ledger> {
         let ledger = Ledger {
             memory: SharedMemory::open(fd, LEDGER_SIZE)?,
         };
@@ -114,7 +114,7 @@ impl Ledger {
 
     /// Records the request with `id` (JSON text) as unanswered in `slot`. `false` when the id is
     /// too long for a slot.
-    pub fn claim(&self, slot: usize, id: &str) -> bool {
+    pub(crate) fn claim(&self, slot: usize, id: &str) -> bool {
         let Some(slot) = self.layout().slots.get(slot) else {
             return false;
         };
@@ -126,14 +126,14 @@ impl Ledger {
     }
 
     /// Records the request in `slot` as answered.
-    pub fn release(&self, slot: usize) {
+    pub(crate) fn release(&self, slot: usize) {
         if let Some(slot) = self.layout().slots.get(slot) {
             slot.used.store(0, Ordering::Release);
         }
     }
 
     /// The ids (JSON text) of the requests recorded as unanswered.
-    pub fn in_flight(&self) -> Vec<Box<str>> {
+    pub(crate) fn in_flight(&self) -> Vec<Box<str>> {
         self.layout()
             .slots
             .iter()
@@ -142,19 +142,19 @@ impl Ledger {
             .collect()
     }
 
-    pub fn set_partial_output(&self, partial: bool) {
+    pub(crate) fn set_partial_output(&self, partial: bool) {
         self.layout()
             .partial_output
             .store(u32::from(partial), Ordering::Release);
     }
 
-    pub fn partial_output(&self) -> bool {
+    pub(crate) fn partial_output(&self) -> bool {
         self.layout().partial_output.load(Ordering::Acquire) == 1
     }
 
     /// `None`: the input read so far ends with a whole line; `Some(id)`: part of a line was
     /// read, with the id (JSON text) its first bytes showed.
-    pub fn set_partial_input(&self, partial: Option<Option<&[u8]>>) {
+    pub(crate) fn set_partial_input(&self, partial: Option<Option<&[u8]>>) {
         let layout = self.layout();
         let state = match partial {
             None => 0,

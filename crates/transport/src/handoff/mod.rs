@@ -32,17 +32,17 @@ pub use ledger::{LEDGER_SIZE, Ledger, SLOT_ID_BYTES, SLOTS};
 
 /// The version of this protocol; both sides must speak the same. Version 4 added the
 /// [`Header::key`].
-pub const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 4;
 
 /// The id under which Switchboard replays the editor's `initialize` after a restart.
-pub const REPLAY_ID: &str = "\"switchboard-connect-replay\"";
+pub(crate) const REPLAY_ID: &str = "\"switchboard-connect-replay\"";
 
 /// The most the shim sends ahead of stdin ([`Header::prefix`]); past it, it stops reading the
 /// editor until an instance takes over.
-pub const PREFIX_LIMIT: usize = 64 * 1024 * 1024;
+pub(crate) const PREFIX_LIMIT: usize = 64 * 1024 * 1024;
 
 /// Writes of at most this many bytes reach a pipe whole (`PIPE_BUF`); longer ones may be split.
-pub const ATOMIC_WRITE: usize = 4096;
+pub(crate) const ATOMIC_WRITE: usize = 4096;
 
 /// The socket's key (`token::SOCKET_KEY_FILE`), as a client presents it in its [`Header`]. Its
 /// value never appears in `Debug` output.
@@ -56,7 +56,7 @@ impl Key {
     }
 
     /// Whether this is `expected`, compared in constant time.
-    pub fn is(&self, expected: &crate::token::Token) -> bool {
+    pub(crate) fn is(&self, expected: &crate::token::Token) -> bool {
         expected.matches(&self.0)
     }
 }
@@ -70,27 +70,27 @@ impl std::fmt::Debug for Key {
 /// The first line the shim sends, with its stdin and stdout attached.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Header {
-    pub switchboard: Tag,
-    pub version: u32,
+    pub(crate) switchboard: Tag,
+    pub(crate) version: u32,
     /// The socket's key, read from the data directory: what tells an editor's `connect` (or the
     /// command line) from any other process of the same user, a sandboxed server among them.
     /// Missing or wrong, the connection is refused.
     #[serde(default)]
-    pub key: Key,
+    pub(crate) key: Key,
     /// The editor's `initialize` request, answered by an instance that has since gone: replayed
     /// under [`REPLAY_ID`], with its answer kept from the editor, and followed by
     /// `notifications/initialized`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay: Option<Box<RawValue>>,
+    pub(crate) replay: Option<Box<RawValue>>,
     /// How many bytes follow the header: what the editor wrote while no instance had its stdin,
     /// to be read before stdin itself. At most [`PREFIX_LIMIT`].
-    pub prefix: usize,
+    pub(crate) prefix: usize,
     /// The profile the editor asked for (`connect --profile`); the default one when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
+    pub(crate) profile: Option<String>,
     /// For [`Tag::Control`]: what the command line asks of the running instance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<Command>,
+    pub(crate) command: Option<Command>,
 }
 
 /// What the command line may ask of the running instance over the socket, whose peer is known
@@ -104,7 +104,7 @@ pub enum Command {
 
 /// Why a header read off the socket is not served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NotAdmitted {
+pub(crate) enum NotAdmitted {
     /// The other side speaks another `version` of this protocol.
     #[error("handoff version {version} is not {VERSION}; the connect and serve binaries differ")]
     Version { version: u32 },
@@ -122,7 +122,7 @@ pub enum NotAdmitted {
 /// The value of [`Header::switchboard`].
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum Tag {
+pub(crate) enum Tag {
     /// Stdio and the ledger come with the header.
     Handoff,
     /// The shim relays the editor's lines over this connection; no prefix, no replay (the shim
@@ -151,7 +151,7 @@ impl Header {
     }
 
     /// The first line of a relayed connection.
-    pub fn relay(key: Key, profile: Option<String>) -> Header {
+    pub(crate) fn relay(key: Key, profile: Option<String>) -> Header {
         Header {
             switchboard: Tag::Relay,
             version: VERSION,
@@ -178,7 +178,7 @@ impl Header {
 
     /// Why a header read off the socket cannot be served, if it cannot: another version of the
     /// protocol, or a key that is not `expected`.
-    pub fn refusal(&self, expected: &crate::token::Token) -> Option<NotAdmitted> {
+    pub(crate) fn refusal(&self, expected: &crate::token::Token) -> Option<NotAdmitted> {
         if self.version != VERSION {
             return Some(NotAdmitted::Version {
                 version: self.version,
@@ -200,7 +200,7 @@ impl Header {
 
 /// The editor's `initialize` again under [`REPLAY_ID`], then `notifications/initialized`: what
 /// a new instance is given before the editor's next lines, its answer kept from the editor.
-pub fn replayed_initialize(initialize: &RawValue) -> [Vec<u8>; 2] {
+pub(crate) fn replayed_initialize(initialize: &RawValue) -> [Vec<u8>; 2] {
     let params = wire::jsonrpc::Envelope::parse(initialize.get().as_bytes())
         .ok()
         .and_then(|envelope| envelope.params);
@@ -212,7 +212,7 @@ pub fn replayed_initialize(initialize: &RawValue) -> [Vec<u8>; 2] {
 
 /// One line of the ledger Switchboard writes to the shim.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Record<'a> {
+pub(crate) enum Record<'a> {
     /// The handoff is taken; the shim no longer touches its stdio.
     Accepted,
     /// A request with this id (JSON text) was read from the editor; only for requests the
@@ -230,7 +230,7 @@ pub enum Record<'a> {
 
 impl<'a> Record<'a> {
     /// Appends the record as one line.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match self {
             Record::Accepted => out.push(b'H'),
             Record::Request(id) => {
@@ -258,7 +258,7 @@ impl<'a> Record<'a> {
     }
 
     /// Reads one line (without its `\n`); `None` for anything else.
-    pub fn parse(line: &'a [u8]) -> Option<Record<'a>> {
+    pub(crate) fn parse(line: &'a [u8]) -> Option<Record<'a>> {
         let (&kind, rest) = line.split_first()?;
         let text = || {
             std::str::from_utf8(rest)

@@ -101,16 +101,17 @@ pub const MCP_PATH: &str = "/mcp";
 const MCP_PROFILE_PATH: &str = "/mcp/{profile}";
 
 /// The path where a client of the HTTP+SSE transport (2024-11-05) opens its event stream.
-pub const HTTP_SSE_PATH: &str = "/sse";
+pub(crate) const HTTP_SSE_PATH: &str = "/sse";
 
 /// The path where a client of the HTTP+SSE transport posts its messages, with `?sessionId=<id>`.
-pub const HTTP_SSE_MESSAGES_PATH: &str = "/messages";
+pub(crate) const HTTP_SSE_MESSAGES_PATH: &str = "/messages";
 
 /// The header that carries the session id after `initialize`.
-pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static(header::SESSION_ID);
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static(header::SESSION_ID);
 
 /// The header in which a client names the protocol version it speaks.
-pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static(header::PROTOCOL_VERSION);
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName =
+    HeaderName::from_static(header::PROTOCOL_VERSION);
 
 /// How many sessions are kept before the least recently used is closed.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
