@@ -193,7 +193,7 @@ fn npm_script(prefix: &Path, script: &str) -> PathBuf {
 /// The `PATH` of the person's session: on Unix what their login shell sets (waited for at most
 /// `patience`), on Windows the `Path` values of the registry (the user's after the machine's,
 /// with `%VARIABLES%` expanded). `None` when it cannot be had.
-pub fn session_path(patience: std::time::Duration) -> Option<OsString> {
+pub(crate) fn session_path(patience: std::time::Duration) -> Option<OsString> {
     #[cfg(unix)]
     {
         login_shell_path(patience)

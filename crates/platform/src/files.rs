@@ -92,7 +92,7 @@ pub fn create_new_private_file(path: &Path) -> io::Result<File> {
 }
 
 /// Opens `path` to append to it, created for its owner only if it is new.
-pub fn append_private(path: &Path) -> io::Result<File> {
+pub(crate) fn append_private(path: &Path) -> io::Result<File> {
     let file = private_options(&mut OpenOptions::new())
         .create(true)
         .append(true)
@@ -133,7 +133,9 @@ pub fn restrict_to_owner(path: &Path) -> io::Result<()> {
 
 /// The permissions a new file made to replace `existing` should get: those of `existing`, or
 /// the owner's only when there is none.
-pub fn permissions_for_replacement(existing: &Path) -> io::Result<Option<std::fs::Permissions>> {
+pub(crate) fn permissions_for_replacement(
+    existing: &Path,
+) -> io::Result<Option<std::fs::Permissions>> {
     match std::fs::metadata(existing) {
         Ok(metadata) => Ok(Some(metadata.permissions())),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -145,7 +147,7 @@ pub fn permissions_for_replacement(existing: &Path) -> io::Result<Option<std::fs
 ///
 /// On Windows a sharing violation (another process has `to` open without sharing its deletion)
 /// is retried for up to two seconds; then the error names the file, which was not touched.
-pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
+pub(crate) fn replace(from: &Path, to: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         std::fs::rename(from, to)

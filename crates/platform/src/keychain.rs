@@ -10,26 +10,29 @@ use keyring_core::CredentialStore;
 
 /// This system's keychain.
 #[cfg(target_os = "linux")]
-pub fn store() -> keyring_core::Result<Arc<CredentialStore>> {
+pub(crate) fn store() -> keyring_core::Result<Arc<CredentialStore>> {
     Ok(zbus_secret_service_keyring_store::Store::new()?)
 }
 
 /// This system's keychain.
 #[cfg(target_os = "macos")]
-pub fn store() -> keyring_core::Result<Arc<CredentialStore>> {
+pub(crate) fn store() -> keyring_core::Result<Arc<CredentialStore>> {
     Ok(apple_native_keyring_store::keychain::Store::new()?)
 }
 
 /// This system's keychain.
 #[cfg(windows)]
-pub fn store() -> keyring_core::Result<Arc<CredentialStore>> {
+pub(crate) fn store() -> keyring_core::Result<Arc<CredentialStore>> {
     Ok(windows_native_keyring_store::Store::new()?)
 }
 
 /// The names (users) of the entries `store` keeps under `service`, by the store's own search:
 /// the Secret Service and Keychain Services search by attribute.
 #[cfg(unix)]
-pub fn names(store: &Arc<CredentialStore>, service: &str) -> keyring_core::Result<Vec<String>> {
+pub(crate) fn names(
+    store: &Arc<CredentialStore>,
+    service: &str,
+) -> keyring_core::Result<Vec<String>> {
     let spec = HashMap::from([("service", service)]);
     let entries = keyring_core::Entry::search_in_store(store, &spec)?;
     Ok(entries
@@ -45,7 +48,10 @@ pub fn names(store: &Arc<CredentialStore>, service: &str) -> keyring_core::Resul
 /// reading of the returned array assumes an alignment not every implementation of the call
 /// gives.
 #[cfg(windows)]
-pub fn names(_store: &Arc<CredentialStore>, service: &str) -> keyring_core::Result<Vec<String>> {
+pub(crate) fn names(
+    _store: &Arc<CredentialStore>,
+    service: &str,
+) -> keyring_core::Result<Vec<String>> {
     use windows_sys::Win32::Security::Credentials::{
         CRED_TYPE_GENERIC, CREDENTIALW, CredEnumerateW, CredFree,
     };
@@ -105,7 +111,7 @@ unsafe fn unaligned_wide(text: *const u16) -> String {
 
 /// How many times a read is tried before its failure counts: Credential Manager shows an entry
 /// that another process is replacing as missing or torn for a moment.
-pub const READ_ATTEMPTS: usize = if cfg!(windows) { 3 } else { 1 };
+pub(crate) const READ_ATTEMPTS: usize = if cfg!(windows) { 3 } else { 1 };
 
 /// The pause between two attempts at a read.
-pub const READ_RETRY: Duration = Duration::from_millis(15);
+pub(crate) const READ_RETRY: Duration = Duration::from_millis(15);

@@ -14,7 +14,7 @@ pub mod dirs;
 pub mod files;
 pub mod hex;
 pub mod ipc;
-pub mod keychain;
+pub(crate) mod keychain;
 pub mod memory;
 #[cfg(unix)]
 pub mod passing;

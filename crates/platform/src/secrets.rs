@@ -18,7 +18,7 @@ use crate::keychain;
 
 /// The keychain service Switchboard's own secrets are kept under; sign-in's records use it with
 /// a suffix. `SWITCHBOARD_KEYCHAIN_SERVICE` names another one (tests keep theirs apart with it).
-pub const DEFAULT_SERVICE: &str = "switchboard";
+pub(crate) const DEFAULT_SERVICE: &str = "switchboard";
 
 const SERVICE_ENV: &str = "SWITCHBOARD_KEYCHAIN_SERVICE";
 

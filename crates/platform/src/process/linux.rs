@@ -16,7 +16,7 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
 }
 
 /// Every live process whose process group is `pgid`.
-pub fn processes_in_group(pgid: i32) -> Vec<u32> {
+pub(crate) fn processes_in_group(pgid: i32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

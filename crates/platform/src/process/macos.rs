@@ -51,7 +51,7 @@ fn pid_list(list: impl Fn(*mut c_void, libc::c_int) -> libc::c_int) -> Option<Ve
 }
 
 /// Every live process whose process group is `pgid`.
-pub fn processes_in_group(pgid: i32) -> Vec<u32> {
+pub(crate) fn processes_in_group(pgid: i32) -> Vec<u32> {
     // SAFETY: libproc writes at most `size` bytes of pids into the buffer.
     let members = pid_list(|buffer, size| unsafe { libc::proc_listpgrppids(pgid, buffer, size) });
     members

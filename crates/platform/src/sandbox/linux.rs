@@ -21,7 +21,7 @@ use super::{Assessment, Rules};
 
 /// Caps the Landlock ABI Switchboard uses, to see what a kernel that offers less would do
 /// (`0`: as if it had no Landlock). Unset, the kernel's own ABI is used.
-pub const ABI_CEILING_ENV: &str = "SWITCHBOARD_LANDLOCK_ABI";
+pub(crate) const ABI_CEILING_ENV: &str = "SWITCHBOARD_LANDLOCK_ABI";
 
 /// The newest Landlock ABI whose rights the rules use: files (ABI 1 to 5), TCP ports (4), and
 /// scoped signals and abstract Unix sockets (6). A newer kernel enforces them just the same.
