@@ -288,6 +288,9 @@ class App {
 
   renderNav() {
     const { store } = this;
+    // Focus stays on the backend's link it was on when a state change draws the list again.
+    const focused = /** @type {HTMLElement | null} */ (document.activeElement);
+    const focusKey = focused && this.navBackends.contains(focused) ? focused.dataset.nav ?? null : null;
     replace(this.navBackends, store.order.map((name) => {
       const summary = store.summaries.get(name)?.summary;
       const state = summary?.state ?? "stopped";
@@ -297,6 +300,9 @@ class App {
         h("span", { class: "nav-backend-name", text: name }),
         h("span", { class: "visually-hidden", text: `, ${label}` })));
     }));
+    if (focusKey !== null) {
+      /** @type {HTMLElement | null} */ (this.navBackends.querySelector(`[data-nav="${CSS.escape(focusKey)}"]`))?.focus();
+    }
     const count = document.getElementById("nav-count");
     if (count) setText(count, store.order.length ? String(store.order.length) : "");
     this.updateNavCurrent();
