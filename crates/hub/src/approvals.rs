@@ -278,7 +278,7 @@ pub(super) async fn wait_for_yes(
             if let Err(changed) = asking.unchanged(hub, session.profile(), backend) {
                 tracing::warn!(tool = %asked.tool, %changed, "an allowed call did not run");
                 let why = format!(
-                    "{by} allowed it, but {changed}; nothing was sent, and calling it again asks                      anew"
+                    "{by} allowed it, but {changed}; nothing was sent, and calling it again asks anew"
                 );
                 return Waited {
                     decision: format!("allowed{scope} by {by} {after}, but {changed}"),
