@@ -10,7 +10,8 @@
 // fails through /mcp, unless tests/conformance/known-differences.txt names it (and on a named one
 // that passes now), or on a scenario the server fails directly. `pass~` marks one that passes through /mcp with checks that succeed
 // directly not succeeding there (found not applicable, or only a warning); these are listed, not
-// counted as regressions. A full run takes about five minutes.
+// counted as regressions. The four targets run at once, each with a server.mjs of its own; a full
+// run takes about two minutes, most of it the scenarios' own waits.
 //
 //   node tests/conformance/servers.mjs [--direct-only] [--protocol auto|session|stateless]... [SCENARIO]...
 //
@@ -190,36 +191,39 @@ async function startSwitchboard(home, serverUrl, protocol) {
 
 // --- The runs ----------------------------------------------------------------------------------
 
+/// Runs both passes against one target with a server.mjs of its own, so that the targets run
+/// at once without one's scenarios seeing another's state: `direct`, or a protocol setting
+/// through Switchboard.
+async function runTarget(target, home) {
+  const server = await startServer();
+  note(`server.mjs for ${target} at ${server.url}`);
+  let switchboard;
+  try {
+    switchboard = target === 'direct' ? undefined : await startSwitchboard(home, server.url, target);
+    const url = switchboard?.url ?? server.url;
+    const passes = new Map();
+    for (const pass of PASSES) passes.set(pass.name, await suite(url, pass, join(LOGS, `${target}@${pass.name}`)));
+    return passes;
+  } finally {
+    if (switchboard) {
+      await stop(switchboard.child);
+      writeFileSync(join(LOGS, `switchboard-${target}.log`), switchboard.log());
+    }
+    await stop(server.child);
+    writeFileSync(join(LOGS, `server-${target}.log`), server.log());
+  }
+}
+
 mkdirSync(LOGS, { recursive: true });
 const started = Date.now();
-const server = await startServer();
-note(`server.mjs at ${server.url}`);
 const home = mkdtempSync(join(tmpdir(), 'switchboard-conformance-servers-'));
+const targets = directOnly ? ['direct'] : ['direct', ...protocols];
 /// target name -> pass name -> results
 const results = new Map();
 try {
-  const direct = new Map();
-  for (const pass of PASSES) direct.set(pass.name, await suite(server.url, pass, join(LOGS, `direct@${pass.name}`)));
-  results.set('direct', direct);
-  if (!directOnly) {
-    for (const protocol of protocols) {
-      const switchboard = await startSwitchboard(home, server.url, protocol);
-      const through = new Map();
-      try {
-        for (const pass of PASSES) {
-          const dir = join(LOGS, `${protocol}@${pass.name}`);
-          through.set(pass.name, await suite(switchboard.url, pass, dir));
-        }
-      } finally {
-        await stop(switchboard.child);
-        writeFileSync(join(LOGS, `switchboard-${protocol}.log`), switchboard.log());
-      }
-      results.set(protocol, through);
-    }
-  }
+  const runs = await Promise.all(targets.map((target) => runTarget(target, home)));
+  targets.forEach((target, i) => results.set(target, runs[i]));
 } finally {
-  await stop(server.child);
-  writeFileSync(join(LOGS, 'server.log'), server.log());
   rmSync(home, { recursive: true, force: true });
 }
 
@@ -230,7 +234,6 @@ try {
 const { stdout: listed } = await run(process.execPath, [SUITE, 'list', '--server']);
 const statelessOnly = new Set([...listed.matchAll(/^\s+- (\S+) \[2026-07-28\]$/gm)].map((match) => match[1]));
 
-const targets = [...results.keys()];
 const rows = [];
 for (const pass of PASSES) {
   const names = new Set();
