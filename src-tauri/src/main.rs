@@ -140,6 +140,7 @@ fn setup(app: &tauri::AppHandle, options: Options) -> anyhow::Result<()> {
     let config = core.config_state();
     let pins = core.pins();
     let attention = Box::new(core.attention());
+    let stop_asked = core.stop_asked();
     tauri::async_runtime::spawn(asking::follow(app.clone(), core.hub().clone()));
     let shell = Shell::new(core, start_at_login);
     let feeds = tray::Feeds {
@@ -151,7 +152,7 @@ fn setup(app: &tauri::AppHandle, options: Options) -> anyhow::Result<()> {
     };
     app.manage(shell);
     tray::start(app, feeds)?;
-    tauri::async_runtime::spawn(quit_on_signal(app.clone()));
+    tauri::async_runtime::spawn(quit_on_request(app.clone(), stop_asked));
     Ok(())
 }
 
@@ -178,14 +179,20 @@ fn cli_path() -> anyhow::Result<PathBuf> {
 }
 
 /// The system's requests to stop (SIGTERM and SIGINT on Unix; a logoff or a shutdown on
-/// Windows) quit like the tray's Quit.
-async fn quit_on_signal(app: tauri::AppHandle) {
-    match platform::shutdown::requested().await {
-        Ok(request) => tracing::info!(request, "quitting"),
-        Err(error) => {
-            tracing::warn!(%error, "cannot listen for the system's requests to stop");
-            return;
+/// Windows) and `switchboard stop` quit like the tray's Quit.
+async fn quit_on_request(app: tauri::AppHandle, stop_asked: impl Future<Output = ()>) {
+    let signal = async {
+        match platform::shutdown::requested().await {
+            Ok(request) => tracing::info!(request, "quitting"),
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for the system's requests to stop");
+                std::future::pending::<()>().await;
+            }
         }
+    };
+    tokio::select! {
+        () = signal => {}
+        () = stop_asked => tracing::info!("quitting: `switchboard stop` asked"),
     }
     actions::quit(&app).await;
 }

@@ -376,6 +376,52 @@ fn connect_starts_an_instance_when_none_runs() {
 }
 
 #[test]
+fn status_shows_the_instance_connect_started_and_stop_ends_it() {
+    let place = Place::new();
+    let mut editor = place.connect();
+    editor.handshake();
+    editor.wait_for_tool("demo__echo");
+    let started = place.serve_processes();
+    assert_eq!(started.len(), 1, "{started:?}");
+
+    // Its dashboard link, otherwise only in its log file, is one command away.
+    let run = |args: &[&str]| {
+        Command::new(switchboard_exe())
+            .args(args)
+            .env("SWITCHBOARD_RUNTIME_DIR", place.runtime_dir())
+            .env("SWITCHBOARD_DATA_DIR", place.dir.path().join("data"))
+            .output()
+            .expect("switchboard runs")
+    };
+    let shown = run(&["status", "--json"]);
+    assert_eq!(shown.status.code(), Some(0));
+    let status: Value = serde_json::from_slice(&shown.stdout).expect("one JSON document");
+    assert_eq!(status["pid"], started[0], "{status}");
+    let log = std::fs::read_to_string(place.runtime_dir().join("serve.log")).expect("its log");
+    let link = status["dashboard"].as_str().expect("a link");
+    assert!(link.contains("/#key="), "{link}");
+    assert!(log.contains(link), "the link its log has: {log}");
+    assert_eq!(status["backends"][0]["state"], "ready", "{status}");
+
+    // The editor leaves first: a live one would carry its session to a new instance.
+    drop(editor);
+    let stopped = run(&["stop"]);
+    assert_eq!(
+        stopped.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&stopped.stderr)
+    );
+    // Its record is gone once every backend is stopped; the process ends right after.
+    let gone = poll_blocking(EVENT_LIMIT, || match alive(started[0]) {
+        true => Err(()),
+        false => Ok(()),
+    });
+    assert!(gone.is_ok(), "the instance ended");
+    assert!(place.serve_processes().is_empty());
+}
+
+#[test]
 fn the_first_list_through_a_cold_start_is_whole() {
     // What the MCP Inspector CLI does: start, list once, call what it found.
     let place = Place::with_servers(&format!(

@@ -21,7 +21,8 @@ fn in_dir(dir: &Path, config: &Path) -> ServeOptions {
         .env("XDG_CONFIG_HOME", home.join(".config"))
 }
 
-/// Runs `switchboard ARGS` as serve's user would, in `dir`.
+/// Runs `switchboard ARGS` as serve's user would, in `dir`; whether it succeeded, and what it
+/// printed (its result on stdout, then stderr).
 fn switchboard(dir: &Path, args: &[&str]) -> (bool, String) {
     let home = dir.join("home");
     let output = Command::new(switchboard_exe())
@@ -34,7 +35,11 @@ fn switchboard(dir: &Path, args: &[&str]) -> (bool, String) {
         .expect("switchboard runs");
     (
         output.status.success(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
     )
 }
 

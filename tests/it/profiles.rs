@@ -298,27 +298,27 @@ async fn each_profiles_budget_is_measured_live_and_by_check() {
         .envs(serve.env())
         .output()
         .expect("check runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{report}");
     assert!(
-        stderr.contains(&format!(
+        report.contains(&format!(
             "profile narrow (/mcp/narrow): 3 tools, {bytes} bytes, about {} tokens",
             bytes.div_ceil(4)
         )),
-        "{stderr}"
+        "{report}"
     );
     assert!(
-        stderr.contains(":13:66: warning: profiles.narrow: `nothing_*` matches no tool"),
-        "{stderr}"
+        report.contains(":13:66: warning: profiles.narrow: `nothing_*` matches no tool"),
+        "{report}"
     );
     let place = format!(":{tiny_line}:11: warning: profiles.tiny: ");
     assert!(
-        stderr.lines().any(|line| line.contains(&place)
+        report.lines().any(|line| line.contains(&place)
             && line.contains(
                 "tool names are cut to the same first characters and differ only in their hash \
                  (like `everyth_…`)"
             )),
-        "{stderr}"
+        "{report}"
     );
 }
 

@@ -146,8 +146,8 @@ fn check_reports_every_problem_with_its_position_and_exits_1() {
         .arg(&config)
         .output()
         .expect("runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{report}");
     let path = config.display().to_string();
     for expected in [
         format!("{path}:4:10: error: servers.nocommand: missing field `command`"),
@@ -156,16 +156,16 @@ fn check_reports_every_problem_with_its_position_and_exits_1() {
         format!("{path}:16:"),
     ] {
         assert!(
-            stderr.contains(&expected),
-            "missing {expected:?} in:\n{stderr}"
+            report.contains(&expected),
+            "missing {expected:?} in:\n{report}"
         );
     }
-    assert!(stderr.contains("surely-not-a-command-xyz"), "{stderr}");
+    assert!(report.contains("surely-not-a-command-xyz"), "{report}");
     assert!(
-        stderr.contains("SWITCHBOARD_TEST_UNSET_VARIABLE"),
-        "{stderr}"
+        report.contains("SWITCHBOARD_TEST_UNSET_VARIABLE"),
+        "{report}"
     );
-    assert!(stderr.contains("1 valid backend(s): good"), "{stderr}");
+    assert!(report.contains("1 valid backend(s): good"), "{report}");
 
     std::fs::write(&config, "[servers.good\ncommand = 1").expect("write config");
     let output = Command::new(switchboard_exe())
@@ -173,11 +173,11 @@ fn check_reports_every_problem_with_its_position_and_exits_1() {
         .arg(&config)
         .output()
         .expect("runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stderr.contains(&format!("{path}:1:")),
-        "a syntax error names its line: {stderr}"
+        report.contains(&format!("{path}:1:")),
+        "a syntax error names its line: {report}"
     );
 }
 

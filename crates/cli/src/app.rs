@@ -20,7 +20,7 @@ use activity::ActivityLog;
 use auth::Auth;
 use config::{Config, EndpointConfig};
 use control::attention::{self, Attention};
-use control::instance::Instance;
+use control::instance::{Instance, Running, RunningBackend};
 use control::reload::{ConfigState, ReloadOutcome, Reloader};
 use control::{api, ui};
 use hub::pins::PinReport;
@@ -55,6 +55,8 @@ pub struct App {
     hub: Hub,
     reloader: Reloader,
     stop: CancellationToken,
+    /// Cancelled when `switchboard stop` asks this instance to shut down.
+    stop_asked: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     dashboard_url: String,
     mcp_url: String,
@@ -154,9 +156,18 @@ impl App {
         )
         .with_ui(ui::router(options.ui_dir));
         let dashboard_url = api_state.dashboard_url();
+        let stop_asked = CancellationToken::new();
+        let control = Control {
+            reloader: reloader.clone(),
+            engine: engine.clone(),
+            dashboard_url: dashboard_url.clone(),
+            mcp_url: format!("http://{}{}", listeners.address, http::MCP_PATH),
+            address: listeners.address,
+            stop_asked: stop_asked.clone(),
+        };
         let served = listeners.serve(
             &hub,
-            &reloader,
+            control,
             api_state,
             &endpoint,
             (mcp_token, socket_key),
@@ -173,6 +184,7 @@ impl App {
             hub,
             reloader,
             stop,
+            stop_asked,
             tasks,
             dashboard_url,
             mcp_url: served.mcp_url,
@@ -242,6 +254,12 @@ impl App {
     /// Every backend's status, in config order, republished on every change.
     pub fn statuses(&self) -> watch::Receiver<Vec<BackendStatus>> {
         self.statuses.clone()
+    }
+
+    /// Resolves when `switchboard stop` asks this instance to shut down: its runner then calls
+    /// [`App::shutdown`] as it would on SIGTERM.
+    pub fn stop_asked(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.stop_asked.clone().cancelled_owned()
     }
 
     /// Stops every listener and every backend, and waits (bounded) until they are down.
@@ -333,7 +351,7 @@ impl Listeners {
     fn serve(
         self,
         hub: &Hub,
-        reloader: &Reloader,
+        control: Control,
         api_state: api::ApiState,
         endpoint: &EndpointConfig,
         (mcp_token, socket_key): (EndpointToken, token::Token),
@@ -345,6 +363,7 @@ impl Listeners {
             max_body_size: endpoint.max_body_size,
             extra_origins: Vec::new(),
         };
+        let mcp_url = control.mcp_url.clone();
         let router = http::app(hub.clone(), http_options).merge(api::router(api_state));
         let http_server = tokio::spawn({
             let stop = stop.clone();
@@ -358,7 +377,7 @@ impl Listeners {
         let socket_server = tokio::spawn(socket::serve_socket(
             self.socket,
             hub.clone(),
-            commands(reloader.clone()),
+            commands(control),
             socket_key,
             endpoint.max_body_size,
             stop.clone(),
@@ -366,20 +385,63 @@ impl Listeners {
         Served {
             tasks: vec![http_server, socket_server],
             address: self.address,
-            mcp_url: format!("http://{}{}", self.address, http::MCP_PATH),
+            mcp_url,
             socket_path: self.socket_path,
         }
     }
 }
 
+/// What the command line's commands over the socket act on.
+#[derive(Clone)]
+struct Control {
+    reloader: Reloader,
+    engine: Arc<Engine>,
+    dashboard_url: String,
+    mcp_url: String,
+    address: SocketAddr,
+    stop_asked: CancellationToken,
+}
+
+impl Control {
+    /// What this instance says of itself: `switchboard status`.
+    fn running(&self) -> Running {
+        let order = self.reloader.state().borrow().backend_order.clone();
+        let mut backends = self.engine.backends();
+        let position = |name: &str| order.iter().position(|ordered| ordered == name);
+        backends.sort_by_key(|backend| position(backend.name()).unwrap_or(usize::MAX));
+        Running {
+            pid: std::process::id(),
+            dashboard: self.dashboard_url.clone(),
+            mcp: self.mcp_url.clone(),
+            config: self.reloader.path().to_owned(),
+            backends: backends
+                .iter()
+                .map(|backend| RunningBackend::new(&backend.status()))
+                .collect(),
+        }
+    }
+}
+
 /// What the command line asks over the socket, carried out by the control plane.
-fn commands(reloader: Reloader) -> socket::Commands {
+fn commands(control: Control) -> socket::Commands {
     Arc::new(move |command| {
-        let reloader = reloader.clone();
+        let control = control.clone();
         Box::pin(async move {
             match command {
-                Command::Reload => serde_json::to_value(reloader.reload().await)
+                Command::Reload => serde_json::to_value(control.reloader.reload().await)
                     .expect("a reload's outcome serializes"),
+                Command::Status => {
+                    serde_json::to_value(control.running()).expect("a status serializes")
+                }
+                Command::Stop => {
+                    tracing::info!("`switchboard stop` asks this instance to shut down");
+                    control.stop_asked.cancel();
+                    serde_json::to_value(Instance {
+                        pid: std::process::id(),
+                        address: control.address,
+                    })
+                    .expect("an instance record serializes")
+                }
             }
         })
     })

@@ -1,7 +1,11 @@
-//! The `switchboard` command line: `serve`, `connect`, `check`, `import`, `install`, `move`,
-//! `reload`, `secret`, `search`, `add`, `update`, `remove`, `demo-server`. The `switchboard` program runs [`main`]; so does the
-//! desktop app when it is started with one of these commands, so that an installed app is the
-//! command too (an editor's entry names it with `connect`).
+//! The `switchboard` command line: `serve`, `connect`, `status`, `stop`, `check`, `import`,
+//! `install`, `move`, `reload`, `secret`, `search`, `add`, `update`, `remove`, `demo-server`.
+//! The `switchboard` program runs [`main`]; so does the desktop app when it is started with one
+//! of these commands, so that an installed app is the command too (an editor's entry names it
+//! with `connect`).
+//!
+//! A command's result goes to stdout (`output.rs`), everything else to stderr; the exit codes
+//! are [`EXIT_CODES`].
 //!
 //! Floor 10 of the workspace (ARCHITECTURE.md). It is the top: the `switchboard` program and the
 //! desktop app call it, and no crate imports it.
@@ -11,7 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub mod app;
+mod check;
 pub(crate) mod demo;
+mod instance;
+mod output;
 mod registry;
 
 use crate::app::{App, AppOptions};
@@ -21,11 +28,23 @@ use editors::Editor;
 use platform::runtime;
 use transport::token::Missing;
 
+/// What `switchboard`'s exit status means, shown by `switchboard --help`.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  done (`status`: an instance is running; `stop`: it stopped, or none was running)
+  1  the command failed, or `check` found errors
+  2  usage error: an unknown command, argument or flag
+  3  `status`: no instance is running
+
+Results go to stdout, and with --json as one JSON document; progress, warnings and errors go \
+to stderr.";
+
 #[derive(Parser)]
 #[command(
     name = "switchboard",
     version,
-    about = "Runs your local MCP servers and offers them to every editor"
+    about = "Runs your local MCP servers and offers them to every editor",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,10 +66,16 @@ enum Command {
         #[arg(long)]
         ui_dir: Option<PathBuf>,
     },
-    /// Validate a config file and print every problem; exits 1 on errors.
+    /// Validate a config file and print every problem, what each profile's tool list costs, and
+    /// editors' entries that run a server Switchboard runs too; exits 1 on errors.
+    #[command(after_help = check::JSON_HELP)]
     Check {
+        /// The config file to check (default: the one `serve` reads).
         #[arg(long, env = platform::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
+        /// Print the report as one JSON document.
+        #[arg(long)]
+        json: bool,
     },
     /// Copy the local MCP servers of an editor's config into Switchboard's config.
     Import {
@@ -140,12 +165,25 @@ enum Command {
     },
     /// Make the running Switchboard read its config file again now (it also does on every save).
     Reload,
+    /// Say whether a Switchboard is running: its pid, dashboard link, config file and backends;
+    /// exits 3 when none is.
+    #[command(after_help = instance::STATUS_JSON_HELP)]
+    Status {
+        /// Print the status as one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the running Switchboard as Ctrl-C would (every server it runs stopped), and wait
+    /// until it is gone; exits 0 too when none was running.
+    Stop,
     /// Keep, remove or list the secrets the config names as `${secret:NAME}`, in the OS keychain.
     Secret {
+        /// What to do with the keychain.
         #[command(subcommand)]
         action: SecretAction,
     },
     /// Find servers in the registry sources (`[registry] sources`, and the set built in).
+    #[command(after_help = registry::SEARCH_JSON_HELP)]
     Search {
         /// Words to find in a server's name, title, description or package.
         query: Vec<String>,
@@ -155,13 +193,20 @@ enum Command {
         /// Read the sources again now, not from a cache younger than an hour.
         #[arg(long)]
         refresh: bool,
+        /// Print the entries found as one JSON document.
+        #[arg(long)]
+        json: bool,
+        /// Switchboard's config file, whose `[registry] sources` are searched.
         #[arg(long, env = platform::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
     },
-    /// Add a server from a registry entry, pinned to an exact version: NAME or NAME@VERSION.
-    /// What it asks for is prompted for (a secret goes to the keychain); its first tools wait
-    /// for review.
+    /// Add a server from a registry entry, pinned to an exact version. What it asks for is
+    /// prompted for (a secret goes to the keychain). What it would write is checked first as
+    /// `serve` reads it: a runner that is not installed or a name in use is refused, and nothing
+    /// is written.
+    #[command(after_help = registry::ADD_JSON_HELP)]
     Add {
+        /// The registry entry: NAME, or NAME@VERSION for an exact release (as `search` shows).
         entry: String,
         /// Only this source.
         #[arg(long)]
@@ -172,23 +217,32 @@ enum Command {
         /// A value the entry asks for, as KEY=VALUE (repeat for each).
         #[arg(long = "input")]
         inputs: Vec<String>,
-        /// Ask nothing: fail on a required input not given with --input.
+        /// Ask nothing and add it: fail on a required input not given with --input.
         #[arg(long)]
         yes: bool,
+        /// Print the plan (and with --yes what was added) as one JSON document; asks nothing,
+        /// and without --yes writes nothing.
+        #[arg(long)]
+        json: bool,
+        /// Switchboard's config file, which gets the server.
         #[arg(long, env = platform::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
     },
     /// Move a server's pinned version to the newest its source lists (or --version).
     Update {
+        /// The server's name in the config.
         server: String,
+        /// This exact release instead of the newest.
         #[arg(long)]
         version: Option<String>,
+        /// Switchboard's config file.
         #[arg(long, env = platform::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
     },
     /// Take a server out of the config, with its pins and cached tools; its secrets are offered
     /// for deletion.
     Remove {
+        /// The server's name in the config.
         server: String,
         /// Delete the secrets it uses from the keychain, without asking.
         #[arg(long, conflicts_with = "keep_secrets")]
@@ -196,11 +250,13 @@ enum Command {
         /// Keep the secrets it uses, without asking.
         #[arg(long)]
         keep_secrets: bool,
+        /// Switchboard's config file.
         #[arg(long, env = platform::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
     },
     /// Run the built-in demo MCP server on stdio.
     DemoServer,
+    /// Watches a running Switchboard's process groups and kills them should it die (internal).
     #[command(name = "__guardian", hide = true)]
     Guardian,
 }
@@ -209,9 +265,15 @@ enum Command {
 enum SecretAction {
     /// Keep a secret in the keychain: its value is read from standard input (typed without
     /// echo at a terminal), never from the command line.
-    Set { name: String },
+    Set {
+        /// The secret's name, as `${secret:NAME}` names it.
+        name: String,
+    },
     /// Remove a secret from the keychain.
-    Delete { name: String },
+    Delete {
+        /// The secret's name.
+        name: String,
+    },
     /// List the names of the secrets kept (never their values).
     List,
 }
@@ -234,7 +296,7 @@ pub fn main() -> ExitCode {
             listen,
             ui_dir,
         } => runtime::current_thread().block_on(serve(config, listen, ui_dir)),
-        Command::Check { config } => check(config),
+        Command::Check { config, json } => check::check(&config_path(config), json),
         Command::Import {
             editor,
             from,
@@ -281,19 +343,23 @@ pub fn main() -> ExitCode {
         }
         Command::Connect { config, profile } => connect(config, profile),
         Command::Reload => runtime::current_thread().block_on(reload()),
+        Command::Status { json } => instance::status(json),
+        Command::Stop => instance::stop(),
         Command::Secret { action } => secret(action),
         Command::Search {
             query,
             source,
             refresh,
+            json,
             config,
-        } => registry::search(&query, source, refresh, &config_path(config)),
+        } => registry::search(&query, source, refresh, json, &config_path(config)),
         Command::Add {
             entry,
             source,
             name,
             inputs,
             yes,
+            json,
             config,
         } => registry::add(registry::AddOptions {
             entry,
@@ -301,6 +367,7 @@ pub fn main() -> ExitCode {
             name,
             inputs,
             yes,
+            json,
             config: config_path(config),
         }),
         Command::Update {
@@ -349,7 +416,10 @@ async fn serve(
     .await?;
     // Printed, not logged: the link carries the dashboard token.
     eprintln!("dashboard: {}", app.dashboard_url());
-    let signal = wait_for_signal().await;
+    let signal = tokio::select! {
+        signal = wait_for_signal() => signal,
+        () = app.stop_asked() => Ok(()),
+    };
     app.shutdown().await;
     signal?;
     Ok(ExitCode::SUCCESS)
@@ -377,6 +447,7 @@ fn connect(config: Option<PathBuf>, profile: Option<String>) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
+/// `switchboard reload`: its outcome on stdout, a file's errors on stderr.
 async fn reload() -> anyhow::Result<ExitCode> {
     use control::reload::ReloadOutcome;
     let outcome =
@@ -384,7 +455,7 @@ async fn reload() -> anyhow::Result<ExitCode> {
             .await?;
     match outcome {
         ReloadOutcome::Applied { report, notes } => {
-            eprintln!("reloaded: {report}");
+            output::line(format_args!("reloaded: {report}"));
             for note in notes {
                 eprintln!("note: {note}");
             }
@@ -429,7 +500,7 @@ fn secret(action: SecretAction) -> anyhow::Result<ExitCode> {
         },
         SecretAction::List => {
             for name in keychain.names()? {
-                eprintln!("{name}");
+                output::line(name);
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -461,167 +532,6 @@ fn tell_running_instance() {
 
 fn config_path(config: Option<PathBuf>) -> PathBuf {
     config.unwrap_or_else(platform::dirs::default_config_path)
-}
-
-fn check(config_path: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let path = config_path.unwrap_or_else(platform::dirs::default_config_path);
-    let config = match config::load(&path) {
-        Ok(config) => config,
-        Err(config::ConfigError::Invalid { diagnostics, .. }) => {
-            for diagnostic in &diagnostics {
-                eprintln!("{diagnostic}");
-            }
-            eprintln!("{}: invalid, nothing can run from it", path.display());
-            return Ok(ExitCode::FAILURE);
-        }
-        Err(error) => return Err(error.into()),
-    };
-    for diagnostic in &config.diagnostics {
-        eprintln!("{diagnostic}");
-    }
-    if config.endpoint_open_by_default() {
-        eprintln!(
-            "{}: warning: endpoint.require_token: {}",
-            path.display(),
-            config::OPEN_ENDPOINT_WARNING
-        );
-    }
-    let names: Vec<&str> = config
-        .backends
-        .iter()
-        .map(|backend| backend.name.as_str())
-        .collect();
-    eprintln!(
-        "{}: {} valid backend(s): {}",
-        path.display(),
-        names.len(),
-        names.join(", ")
-    );
-    print_budgets(&config, &path);
-    print_duplicates(&path);
-    if config.has_errors() {
-        Ok(ExitCode::FAILURE)
-    } else {
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-/// The entries of editors found on this machine that run a server Switchboard runs too: the
-/// editor would run it twice.
-fn print_duplicates(path: &Path) {
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
-    let Ok(destination) = editors::Destination::for_config_file(
-        path,
-        exe.clone(),
-        &platform::dirs::data_dir(),
-        Missing::Show,
-    ) else {
-        return;
-    };
-    for editor in Editor::ALL.into_iter().filter(|editor| editor.detected()) {
-        if let Ok(location) = editor.location()
-            && location.guarded
-        {
-            eprintln!(
-                "{}: not read: macOS asks you before Switchboard reads another app's files; see \
-                 what it holds with `switchboard move {} --dry-run`",
-                location.path.display(),
-                editor.cli_name()
-            );
-            continue;
-        }
-        let preview = editors::move_editor(editors::MoveRequest {
-            editor,
-            from: None,
-            config_path: path,
-            exe: &exe,
-            destination: &destination,
-            dry_run: true,
-            keep_originals: false,
-            move_secrets: false,
-            sandbox: false,
-            only_duplicates: true,
-            records: &platform::dirs::data_dir().join("moves"),
-            expect: None,
-        });
-        let Ok(preview) = preview else { continue };
-        for entry in &preview.entries {
-            if let editors::Fate::Duplicate { server } = &entry.fate {
-                eprintln!(
-                    "{}: warning: {} runs \"{}\", which Switchboard runs as `{server}`: the \
-                     editor runs it twice; take it out with `switchboard move {}` or on the \
-                     dashboard",
-                    preview.path.display(),
-                    editor.title(),
-                    entry.name,
-                    editor.cli_name()
-                );
-            }
-        }
-    }
-}
-
-/// What each profile's tool list costs a client, from the servers' last known catalogs, and the
-/// profiles' tool patterns that match none of their tools.
-fn print_budgets(config: &config::Config, path: &std::path::Path) {
-    use hub::budget;
-    use hub::catalog::CatalogCache;
-    let cache = CatalogCache::new(Some(platform::dirs::data_dir().join("catalog")));
-    let unseen: Vec<&str> = config
-        .backends
-        .iter()
-        .filter(|backend| cache.load(&backend.name).is_none())
-        .map(|backend| backend.name.as_str())
-        .collect();
-    for budget in budget::cached(config, &cache) {
-        let endpoint = match budget.profile.as_str() {
-            config::DEFAULT_PROFILE => "/mcp".to_owned(),
-            name => format!("/mcp/{name}"),
-        };
-        eprintln!(
-            "profile {} ({endpoint}): {} tools, {} bytes, about {} tokens on every turn",
-            budget.profile, budget.tools, budget.bytes, budget.tokens
-        );
-        for server in &budget.servers {
-            eprintln!(
-                "  {}: {} tools, {} bytes, about {} tokens",
-                server.server, server.tools, server.bytes, server.tokens
-            );
-        }
-        let written_at = config
-            .profiles
-            .iter()
-            .find(|profile| profile.name == budget.profile)
-            .and_then(|profile| profile.written_at);
-        for warning in &budget.warnings {
-            match written_at {
-                Some((line, column)) => eprintln!(
-                    "{}:{line}:{column}: warning: profiles.{}: {warning}",
-                    path.display(),
-                    budget.profile
-                ),
-                None => eprintln!("  warning: {warning}"),
-            }
-        }
-        for pattern in &budget.unmatched {
-            eprintln!(
-                "{}:{}:{}: warning: profiles.{}: `{}` matches no tool the servers offer",
-                path.display(),
-                pattern.line,
-                pattern.column,
-                budget.profile,
-                pattern.glob
-            );
-        }
-    }
-    if !unseen.is_empty() {
-        eprintln!(
-            "not counted, never run yet (start Switchboard once to see their tools): {}",
-            unseen.join(", ")
-        );
-    }
 }
 
 fn import(
@@ -754,3 +664,6 @@ fn say_where(editor: Editor) {
         eprintln!("note: {note}");
     }
 }
+
+#[cfg(test)]
+mod tests;

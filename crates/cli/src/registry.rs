@@ -1,5 +1,7 @@
 //! `switchboard search`, `add`, `update` and `remove`: servers from the registry sources, added
 //! to the config with what the entry asks for typed at the terminal (a secret without echo).
+//! Search hits, the plan of an add and what was done are the result, on stdout; prompts,
+//! warnings and errors go to stderr.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
@@ -8,27 +10,111 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use serde::Serialize;
+
+use crate::output;
 use platform::runtime;
 use registry::install::{self, AddRequest, InstallError};
 use registry::plan::{self, InputSpec};
 use registry::{Refresh, Registry, entry::Status};
 
-/// The registry of the config at `path` (its sources, and whether added servers wait for
-/// review), the defaults when it cannot be read.
-fn registry_of(path: &Path) -> (Registry, bool) {
-    let settings = config::load(path)
-        .map(|config| config.registry)
+/// The shape of `search --json`, shown by `switchboard search --help`.
+pub(crate) const SEARCH_JSON_HELP: &str = "\
+With --json, stdout has one JSON document:
+  {\"entries\": [{\"name\", \"version\", \"title\", \"description\", \"source\",
+                \"packages\": [{\"registry_type\", \"identifier\"}], \"remotes\": [{\"type\", \"url\"}],
+                \"deprecated\": BOOL, \"verified\": BOOL, \"cannot_add\": REASON|null}],
+   \"failed_sources\": [{\"url\", \"error\", \"cached_entries\"}]}
+No entry found is not a failure: \"entries\" is empty, and the exit status 0.";
+
+/// The shape of `add --json`, shown by `switchboard add --help`.
+pub(crate) const ADD_JSON_HELP: &str = "\
+With --json, nothing is asked, and stdout has one JSON document:
+  {\"plan\": {\"server\", \"entry\", \"version\", \"source\",
+            \"launch\": {\"kind\": \"command\", \"program\", \"args\", \"env\"}
+                    | {\"kind\": \"remote\", \"url\", \"transport\", \"headers\"},
+            \"command\", \"held\": BOOL, \"secrets\": [NAME], \"notes\": [TEXT], \"confirm\"},
+   \"added\": null | {\"server\", \"entry\", \"version\", \"command\", \"held\", \"secrets\",
+                     \"notes\"}}
+Without --yes it is only the plan (\"added\" is null) and nothing is written. \"held\": what the
+server offers waits on the dashboard's Review page until approved.";
+
+/// The registry of the config at `path` (its sources), and whether what an added server offers
+/// first waits for review; the defaults when the config cannot be read.
+fn registry_of(path: &Path) -> (Registry, Review) {
+    let config = config::load(path).ok();
+    let settings = config
+        .as_ref()
+        .map(|config| config.registry.clone())
         .unwrap_or_default();
+    let review = Review {
+        added: settings.review_added,
+        new_tools: config.is_some_and(|config| config.security.approve_new_tools),
+    };
     (
         Registry::new(settings.sources, &platform::dirs::data_dir()),
-        settings.review_added,
+        review,
     )
+}
+
+/// The settings that hold what a new server offers for review.
+#[derive(Clone, Copy)]
+struct Review {
+    /// `[registry] review_added`: an added server's pins start empty.
+    added: bool,
+    /// `[security] approve_new_tools`: everything new waits, from any server.
+    new_tools: bool,
+}
+
+/// One entry of `search --json`.
+#[derive(Serialize)]
+struct Found<'a> {
+    name: &'a str,
+    version: &'a str,
+    title: Option<&'a str>,
+    description: &'a str,
+    source: &'a str,
+    packages: Vec<FoundPackage<'a>>,
+    remotes: Vec<FoundRemote<'a>>,
+    deprecated: bool,
+    /// Whether the entry's name is proved to be its publisher's.
+    verified: bool,
+    /// Why it cannot be added, when it cannot.
+    cannot_add: Option<String>,
+}
+
+#[derive(Serialize)]
+struct FoundPackage<'a> {
+    registry_type: &'a str,
+    identifier: &'a str,
+}
+
+#[derive(Serialize)]
+struct FoundRemote<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    url: &'a str,
+}
+
+/// A source that could not be read now, whose cache was searched.
+#[derive(Serialize)]
+struct FailedSource<'a> {
+    url: &'a str,
+    error: String,
+    cached_entries: usize,
+}
+
+#[derive(Serialize)]
+struct SearchDocument<'a> {
+    entries: Vec<Found<'a>>,
+    failed_sources: Vec<FailedSource<'a>>,
 }
 
 pub(crate) fn search(
     query: &[String],
     source: Option<String>,
     refresh: bool,
+    json: bool,
     config: &Path,
 ) -> anyhow::Result<ExitCode> {
     let (registry, _) = registry_of(config);
@@ -40,54 +126,104 @@ pub(crate) fn search(
             Refresh::IfStale
         },
     ));
-    for report in &loaded.reports {
-        if let Some(error) = &report.error {
-            eprintln!(
-                "warning: {}: {error} (its cache of {} entries is searched)",
-                report.url, report.entries
-            );
-        }
+    let failed_sources: Vec<FailedSource> = loaded
+        .reports
+        .iter()
+        .filter_map(|report| {
+            Some(FailedSource {
+                url: &report.url,
+                error: report.error.clone()?,
+                cached_entries: report.entries,
+            })
+        })
+        .collect();
+    for failed in &failed_sources {
+        eprintln!(
+            "warning: {}: {} (its cache of {} entries is searched)",
+            failed.url, failed.error, failed.cached_entries
+        );
     }
-    let found = loaded.search(&query.join(" "));
-    if found.is_empty() {
+    let entries: Vec<Found> = loaded
+        .search(&query.join(" "))
+        .into_iter()
+        .map(|(cache, record)| {
+            let server = &record.server;
+            Found {
+                name: &server.name,
+                version: &server.version,
+                title: server.title.as_deref(),
+                description: &server.description,
+                source: &cache.url,
+                packages: server
+                    .packages
+                    .iter()
+                    .map(|package| FoundPackage {
+                        registry_type: &package.registry_type,
+                        identifier: &package.identifier,
+                    })
+                    .collect(),
+                remotes: server
+                    .remotes
+                    .iter()
+                    .map(|remote| FoundRemote {
+                        kind: &remote.kind,
+                        url: &remote.url,
+                    })
+                    .collect(),
+                deprecated: record.status() == Status::Deprecated,
+                verified: loaded.is_verified(cache, record),
+                cannot_add: plan::choose(server).err().map(|why| why.to_string()),
+            }
+        })
+        .collect();
+    if entries.is_empty() {
         eprintln!("no entry matches {:?}", query.join(" "));
-        return Ok(ExitCode::FAILURE);
     }
-    for (cache, record) in found {
-        let server = &record.server;
+    if json {
+        output::json(&SearchDocument {
+            entries,
+            failed_sources,
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
+    for found in &entries {
         let mut marks = Vec::new();
-        if record.status() == Status::Deprecated {
+        if found.deprecated {
             marks.push("deprecated".to_owned());
         }
-        if !loaded.is_verified(cache, record) {
+        if !found.verified {
             marks.push("name not verified".to_owned());
         }
-        if let Err(why) = plan::choose(server) {
+        if let Some(why) = &found.cannot_add {
             marks.push(format!("cannot be added: {why}"));
         }
         let marks = match marks.is_empty() {
             true => String::new(),
             false => format!(" [{}]", marks.join("; ")),
         };
-        let kinds: Vec<String> = server
+        let kinds: Vec<String> = found
             .packages
             .iter()
             .map(|p| format!("{} {}", p.registry_type, p.identifier))
             .chain(
-                server
+                found
                     .remotes
                     .iter()
                     .map(|r| format!("{} {}", r.kind, r.url)),
             )
             .collect();
-        eprintln!("{}@{}{marks}", server.name, server.version);
-        if let Some(title) = &server.title {
-            eprintln!("  {title}");
+        output::line(format_args!("{}@{}{marks}", found.name, found.version));
+        if let Some(title) = found.title {
+            output::line(format_args!("  {title}"));
         }
-        if !server.description.is_empty() {
-            eprintln!("  {}", server.description);
+        if !found.description.is_empty() {
+            output::line(format_args!("  {}", found.description));
         }
-        eprintln!("  {} (from {})", kinds.join(", "), cache.url);
+        output::line(format_args!(
+            "  {} (from {})",
+            kinds.join(", "),
+            found.source
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -98,7 +234,15 @@ pub(crate) struct AddOptions {
     pub(crate) name: Option<String>,
     pub(crate) inputs: Vec<String>,
     pub(crate) yes: bool,
+    pub(crate) json: bool,
     pub(crate) config: PathBuf,
+}
+
+/// `add --json`'s document.
+#[derive(Serialize)]
+struct AddDocument<'a> {
+    plan: &'a install::Plan,
+    added: Option<&'a install::Added>,
 }
 
 pub(crate) fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
@@ -133,26 +277,14 @@ pub(crate) fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
         .map_err(anyhow::Error::from)?;
     let choice = plan::choose(&record.server)
         .map_err(|why| anyhow::anyhow!("{} cannot be added: {why}", record.server.name))?;
-    eprintln!("{} {}", record.server.name, record.server.version);
-    if !record.server.description.is_empty() {
-        eprintln!("  {}", record.server.description);
-    }
-    if record.status() == Status::Deprecated {
-        eprintln!(
-            "  deprecated{}",
-            record
-                .status_message()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default()
-        );
-    }
     // Without a terminal nobody can say yes: nothing is asked, and the plan is only shown.
     let at_terminal = std::io::stdin().is_terminal();
+    let ask_nothing = options.yes || options.json || !at_terminal;
     for spec in plan::inputs(&record.server, choice) {
         if given.contains_key(&spec.key) {
             continue;
         }
-        if options.yes || !at_terminal {
+        if ask_nothing {
             if spec.required && spec.default.is_none() {
                 anyhow::bail!(
                     "{} is required (--input {}=VALUE); nothing was added",
@@ -175,7 +307,8 @@ pub(crate) fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
         inputs: given,
         config_path: &options.config,
         data_dir: &data_dir,
-        review,
+        review: review.added,
+        approve_new_tools: review.new_tools,
     };
     let planned = match runtime.block_on(install::plan(&registry, &request)) {
         Ok(planned) => planned,
@@ -185,9 +318,24 @@ pub(crate) fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
                 keys.join(", ")
             )
         }
-        Err(error) => return Err(error.into()),
+        Err(InstallError::NameTaken(message)) => {
+            anyhow::bail!("{message} with --name NAME; nothing was added")
+        }
+        Err(error) => anyhow::bail!("{error}; nothing was added"),
     };
-    show_plan(&planned.plan);
+    if options.json && !options.yes {
+        output::json(&AddDocument {
+            plan: &planned.plan,
+            added: None,
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !options.json {
+        show_plan(&record, &planned.plan);
+    }
+    for note in &planned.plan.notes {
+        eprintln!("note: {note}");
+    }
     if !options.yes {
         if !at_terminal {
             eprintln!(
@@ -201,46 +349,64 @@ pub(crate) fn add(options: AddOptions) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     }
+    let plan = planned.plan.clone();
     let added = runtime.block_on(install::commit(planned, &request))?;
-    eprintln!(
-        "Added `{}` ({} {}) to {}:\n  {}",
-        added.server,
-        added.entry,
-        added.version,
-        options.config.display(),
-        added.command
-    );
-    for secret in &added.secrets {
-        eprintln!("  its secret {secret} is in the keychain");
-    }
-    for note in &added.notes {
-        eprintln!("  note: {note}");
-    }
-    if added.held {
-        eprintln!(
-            "  its tools wait for your review before editors see them: the dashboard's Review page"
-        );
+    match options.json {
+        true => output::json(&AddDocument {
+            plan: &plan,
+            added: Some(&added),
+        }),
+        false => show_added(&added, &options.config),
     }
     super::tell_running_instance();
     Ok(ExitCode::SUCCESS)
 }
 
+/// What adding did, and when editors see what the server offers.
+fn show_added(added: &install::Added, config: &Path) {
+    output::line(format_args!(
+        "Added `{}` ({} {}) to {}:\n  {}",
+        added.server,
+        added.entry,
+        added.version,
+        config.display(),
+        added.command
+    ));
+    for secret in &added.secrets {
+        output::line(format_args!("  its secret {secret} is in the keychain"));
+    }
+    output::line(match added.held {
+        true => {
+            "  what it offers waits for your review on the dashboard's Review page, listed \
+             there once Switchboard has started it"
+        }
+        false => "  editors see its tools as soon as Switchboard has started it",
+    });
+}
+
 /// What adding would do, exactly: each argument on a line of its own (quoted, so that spaces
 /// and empty ones show), the environment with secrets as the names the config gives them.
-fn show_plan(plan: &install::Plan) {
-    eprintln!(
+fn show_plan(record: &registry::entry::Record, plan: &install::Plan) {
+    output::line(format_args!(
+        "{} {}",
+        record.server.name, record.server.version
+    ));
+    if !record.server.description.is_empty() {
+        output::line(format_args!("  {}", record.server.description));
+    }
+    output::line(format_args!(
         "Adding it as `{}` (from {}) writes this to the config; nothing is written or started \
          before you say yes:",
         plan.server, plan.source
-    );
+    ));
     match &plan.launch {
         install::LaunchView::Command { program, args, env } => {
-            eprintln!("  runs      {program:?}");
+            output::line(format_args!("  runs      {program:?}"));
             for arg in args {
-                eprintln!("  argument  {arg:?}");
+                output::line(format_args!("  argument  {arg:?}"));
             }
             for (name, value) in env {
-                eprintln!("  env       {name}={value:?}");
+                output::line(format_args!("  env       {name}={value:?}"));
             }
         }
         install::LaunchView::Remote {
@@ -248,17 +414,14 @@ fn show_plan(plan: &install::Plan) {
             transport,
             headers,
         } => {
-            eprintln!("  connects  {url} ({transport})");
+            output::line(format_args!("  connects  {url} ({transport})"));
             for (name, value) in headers {
-                eprintln!("  header    {name}: {value:?}");
+                output::line(format_args!("  header    {name}: {value:?}"));
             }
         }
     }
     for secret in &plan.secrets {
-        eprintln!("  secret    {secret}, kept in the keychain");
-    }
-    for note in &plan.notes {
-        eprintln!("  note: {note}");
+        output::line(format_args!("  secret    {secret}, kept in the keychain"));
     }
 }
 
@@ -325,10 +488,10 @@ pub(crate) fn update(
         server,
         version.as_deref(),
     ))?;
-    eprintln!(
+    output::line(format_args!(
         "`{}` moves from {} to {}; changed tools wait for your review",
         updated.server, updated.from, updated.to
-    );
+    ));
     super::tell_running_instance();
     Ok(ExitCode::SUCCESS)
 }
@@ -358,16 +521,29 @@ pub(crate) fn remove(
         server,
         &delete,
     ))?;
-    eprintln!(
+    output::line(format_args!(
         "`{}` is removed, with its pins and cached tools",
         removed.server
-    );
+    ));
     for name in &removed.deleted_secrets {
-        eprintln!("  its secret {name} is deleted");
+        output::line(format_args!("  its secret {name} is deleted"));
     }
     for name in &removed.kept_secrets {
-        eprintln!("  its secret {name} stays in the keychain");
+        output::line(format_args!("  its secret {name} stays in the keychain"));
     }
     super::tell_running_instance();
-    Ok(ExitCode::SUCCESS)
+    if let Some(problem) = &removed.keychain_problem {
+        let names = removed.undeleted_secrets.join(", ");
+        match removed.undeleted_secrets.is_empty() {
+            true => eprintln!("note: its sign-in tokens, if any, are not deleted: {problem}"),
+            false => eprintln!(
+                "its secrets {names} are not deleted: {problem}; delete them later, once the \
+                 keychain can be used, with `switchboard secret delete NAME` for each"
+            ),
+        }
+    }
+    Ok(match removed.undeleted_secrets.is_empty() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    })
 }

@@ -1,10 +1,50 @@
 //! The record a running instance keeps in the runtime directory (`instance.json`, 0600): which
 //! process it is and where its HTTP endpoint listens, for the person and their tools (its port
 //! may have been chosen by the system). Switchboard's own commands do not trust it: they talk to
-//! the instance over its socket, which checks that the peer is the same user.
+//! the instance over its socket, which checks that the peer is the same user. What the instance
+//! says of itself there (`switchboard status`) is [`Running`].
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+
+use supervisor::status::{BackendState, BackendStatus};
+
+/// What a running instance says of itself over its socket: `switchboard status`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Running {
+    pub pid: u32,
+    /// The dashboard's address with the key that logs a browser in.
+    pub dashboard: String,
+    /// The Streamable HTTP endpoint editors connect to.
+    pub mcp: String,
+    /// The config file it runs.
+    pub config: PathBuf,
+    /// Every backend, in config order.
+    pub backends: Vec<RunningBackend>,
+}
+
+/// A backend as `switchboard status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunningBackend {
+    pub name: String,
+    pub state: BackendState,
+    /// It crashed and waits to restart, or is in a crash loop.
+    pub failing: bool,
+    pub pid: Option<u32>,
+    pub last_error: Option<String>,
+}
+
+impl RunningBackend {
+    pub fn new(status: &BackendStatus) -> RunningBackend {
+        RunningBackend {
+            name: status.name.clone(),
+            state: status.state,
+            failing: status.state.is_failing(),
+            pid: status.pid,
+            last_error: status.last_error.clone(),
+        }
+    }
+}
 
 /// What a running instance records in the runtime directory.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

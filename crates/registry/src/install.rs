@@ -2,15 +2,18 @@
 //!
 //! Adding is two steps, so that nothing runs before a person has seen exactly what runs.
 //! [`plan`] finds the entry in the sources (the version asked for, else the newest), works it
-//! out (`plan.rs`), checks its package's ownership (`verify.rs`), downloads an MCPB bundle and
-//! checks it against its digest (reading its manifest, unpacking nothing), and gives the exact
+//! out (`plan.rs`), downloads an MCPB bundle and checks it against its digest (reading its
+//! manifest, unpacking nothing), reads the config as it would be as `serve` reads it (a server
+//! `serve` would leave out, its runner not installed say, is refused: [`InstallError::WouldNotRun`]),
+//! checks its package's ownership (`verify.rs`), and gives the exact
 //! program, arguments and environment (or address and headers) with a digest of it all; it
 //! writes and starts nothing. [`commit`] then unpacks a bundle, keeps secret inputs in the
 //! keychain (never over a secret that exists), starts the server's pins empty so that
 //! everything it offers first waits for review (unless `[registry] review_added` is off), and
 //! appends its entry to the config under comments that say where it came from. The config's
 //! watcher then starts it. A second request commits only the plan whose digest it names. Removing takes out the entry, its pins, its cached
-//! catalog and bundle, and the secrets the person chooses of those no other server names.
+//! catalog and bundle, and the secrets the person chooses of those no other server names; a
+//! keychain that cannot be used does not stop it, and is said in [`Removed`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,8 +36,11 @@ pub struct AddRequest<'a> {
     pub inputs: BTreeMap<String, String>,
     pub config_path: &'a Path,
     pub data_dir: &'a Path,
-    /// Whether what the server offers first waits for review.
+    /// Whether its pins start empty, so that what the server offers first waits for review
+    /// (`[registry] review_added`).
     pub review: bool,
+    /// Whether everything new waits for review anyway (`[security] approve_new_tools`).
+    pub approve_new_tools: bool,
 }
 
 mod add;
@@ -67,6 +73,10 @@ pub enum InstallError {
     MissingInputs(Vec<String>),
     #[error("{0}")]
     NameTaken(String),
+    /// What adding it would write is not what Switchboard runs: a runner not installed, a field
+    /// it refuses.
+    #[error("{0}")]
+    WouldNotRun(String),
     #[error("{0}")]
     Source(String),
     #[error("{0}")]
@@ -546,6 +556,11 @@ pub struct Removed {
     pub server: String,
     pub deleted_secrets: Vec<String>,
     pub kept_secrets: Vec<String>,
+    /// Secrets it was asked to delete that the keychain could not: they may still be there.
+    pub undeleted_secrets: Vec<String>,
+    /// Why the keychain could not be used, when it was needed and could not be (its secrets
+    /// or a remote server's sign-in tokens not deleted), in a sentence.
+    pub keychain_problem: Option<String>,
 }
 
 /// Takes `server` out of the config and its profiles, with its pins, cached catalog, bundle and
@@ -598,29 +613,54 @@ pub async fn remove(
             tracing::warn!("cannot remove {}: {error}", path.display());
         }
     }
+    // A remote server's sign-in tokens are Switchboard's own credential for it: gone with it.
+    // A local server has none, and needs no keychain to be removed.
+    let remote = entry.get("url").is_some();
     let to_delete = delete_secrets.to_vec();
     let backend = server.to_owned();
-    let deleted = tokio::task::spawn_blocking(move || {
-        // Its sign-in's tokens are Switchboard's own credential for it: gone with it.
-        auth::delete_stored_tokens(&backend)?;
+    let (deleted, problem) = tokio::task::spawn_blocking(move || {
+        let mut problem = None;
+        if remote && let Err(error) = auth::delete_stored_tokens(&backend) {
+            problem = Some(error);
+        }
         let keychain = platform::secrets::Keychain::secrets();
-        to_delete
-            .into_iter()
-            .map(|name| keychain.delete(&name).map(|_| name))
-            .collect::<Result<Vec<String>, _>>()
+        let mut deleted = Vec::new();
+        for name in to_delete {
+            match keychain.delete(&name) {
+                Ok(_) => deleted.push(name),
+                Err(error) => problem = Some(error),
+            }
+        }
+        (deleted, problem)
     })
     .await
-    .map_err(|error| InstallError::Write(error.to_string()))?
-    .map_err(|error| {
-        InstallError::Write(format!(
-            "the server is removed, but its secrets are not: {error}"
-        ))
-    })?;
+    .map_err(|error| InstallError::Write(error.to_string()))?;
+    let undeleted: Vec<String> = delete_secrets
+        .iter()
+        .filter(|name| !deleted.contains(name))
+        .cloned()
+        .collect();
     Ok(Removed {
         server: server.to_owned(),
-        kept_secrets: named.into_iter().filter(|n| !deleted.contains(n)).collect(),
+        kept_secrets: named
+            .into_iter()
+            .filter(|name| !deleted.contains(name) && !undeleted.contains(name))
+            .collect(),
         deleted_secrets: deleted,
+        undeleted_secrets: undeleted,
+        keychain_problem: problem.map(|error| keychain_problem(&error)),
     })
+}
+
+/// A keychain's failure in a sentence; what the system said is only logged (at debug).
+fn keychain_problem(error: &platform::secrets::SecretError) -> String {
+    tracing::debug!(%error, "the keychain failed");
+    match error {
+        platform::secrets::SecretError::Unavailable(_) => {
+            "no keychain is available (none runs, or it is locked)".to_owned()
+        }
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]

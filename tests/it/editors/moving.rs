@@ -169,7 +169,9 @@ fn the_issue_s_claude_desktop_moves_with_its_entries_counted_and_kept_on_request
     }
     assert!(text.contains(&exe()), "points at this binary: {text}");
     // `check` now sees every one of them twice.
-    let check = home.succeed(&["check", "--config", cfg], &env);
+    let checked = home.run(&["check", "--config", cfg], &env);
+    assert!(checked.status.success());
+    let check = String::from_utf8_lossy(&checked.stdout);
     for (entry, server) in [("filesystem", "filesystem"), ("files-again", "filesystem")] {
         assert!(
             check.contains(&format!(

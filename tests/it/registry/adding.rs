@@ -153,13 +153,18 @@ async fn mcp_server_time_is_added_from_pypi_with_the_cli_and_runs_through_uvx() 
         "",
     );
     assert!(ok, "{stderr}");
-    assert!(stdout.is_empty(), "nothing on stdout: {stdout}");
-    assert!(stderr.contains("Added `server-time`"), "{stderr}");
+    assert!(stdout.contains("Added `server-time`"), "{stdout}");
     assert!(
-        stderr.contains("uvx mcp-server-time==2026.10.19"),
-        "{stderr}"
+        stdout.contains("uvx mcp-server-time==2026.10.19"),
+        "{stdout}"
     );
-    assert!(stderr.contains("wait for your review"), "{stderr}");
+    assert!(
+        stdout.contains(
+            "what it offers waits for your review on the dashboard's Review page, listed there \
+             once Switchboard has started it"
+        ),
+        "{stdout}"
+    );
     wait_version(&serve, "server-time", "2026.10.19").await;
     approve_all(&serve, "server-time").await;
     eventually("its tools listed", EVENT_LIMIT, || async {
@@ -180,7 +185,10 @@ async fn mcp_server_time_is_added_from_pypi_with_the_cli_and_runs_through_uvx() 
         "",
     );
     assert!(
-        !ok && stderr.contains("a server named `server-time` exists already"),
+        !ok && stderr.contains(
+            "a server named `server-time` exists already; give another name with --name NAME; \
+             nothing was added"
+        ),
         "{stderr}"
     );
     assert_eq!(
@@ -267,18 +275,18 @@ async fn a_remote_entry_asks_at_the_terminal_and_its_secret_header_reaches_the_s
     assert_ne!(answer["isError"], true, "{answer}");
 
     // Removing it offers its secret; deleted on request, gone from the keychain.
-    let (ok, _, stderr) = cli(&serve, &service, &["remove", "echo"], "y\n");
+    let (ok, stdout, stderr) = cli(&serve, &service, &["remove", "echo"], "y\n");
     assert!(ok, "{stderr}");
     assert!(
         stderr.contains("`echo` uses the secrets echo_X-Api-Key"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("its secret echo_X-Api-Key is deleted"),
-        "{stderr}"
+        stdout.contains("its secret echo_X-Api-Key is deleted"),
+        "{stdout}"
     );
-    let (_, _, listed) = cli(&serve, &service, &["secret", "list"], "");
-    assert!(!listed.contains("echo_X-Api-Key"), "{listed}");
+    let (listed_ok, listed, _) = cli(&serve, &service, &["secret", "list"], "");
+    assert!(listed_ok && !listed.contains("echo_X-Api-Key"), "{listed}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

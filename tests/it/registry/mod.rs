@@ -9,6 +9,7 @@
 //! modules below.
 
 mod adding;
+mod command_line;
 mod safeguards;
 mod sources;
 

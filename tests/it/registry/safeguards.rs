@@ -191,7 +191,7 @@ async fn a_registry_add_starts_and_writes_nothing_before_its_plan_is_confirmed()
     );
 
     // The CLI without a terminal and without --yes shows the plan and adds nothing.
-    let (ok, _, stderr) = cli(
+    let (ok, stdout, stderr) = cli(
         &serve,
         &service,
         &[
@@ -204,11 +204,11 @@ async fn a_registry_add_starts_and_writes_nothing_before_its_plan_is_confirmed()
     );
     assert!(!ok, "{stderr}");
     assert!(
-        stderr.contains(&format!(
+        stdout.contains(&format!(
             "  argument  {:?}",
             folder.join("server/main.py").display().to_string()
         )),
-        "{stderr}"
+        "the plan is the result: {stdout}"
     );
     assert!(
         stderr.contains("nothing was added: no terminal to say yes at"),

@@ -12,7 +12,7 @@ async fn a_failing_source_is_reported_and_the_cache_still_answers() {
     let good = source(&[]);
     let service = keychain_service();
     let serve = serve_with_source(&good.field("url"), &service);
-    let (ok, _, stdout) = cli(&serve, &service, &["search", "time"], "");
+    let (ok, stdout, _) = cli(&serve, &service, &["search", "time"], "");
     assert!(
         ok && stdout.contains("io.github.modelcontextprotocol/server-time@2026.10.19"),
         "{stdout}"
@@ -25,7 +25,7 @@ async fn a_failing_source_is_reported_and_the_cache_still_answers() {
         }
     };
     let served = stats(&good).await;
-    let (ok, _, stdout) = cli(&serve, &service, &["search", "everything"], "");
+    let (ok, stdout, _) = cli(&serve, &service, &["search", "everything"], "");
     assert!(
         ok && stdout.contains("server-everything@2026.8.31"),
         "{stdout}"
@@ -45,7 +45,7 @@ async fn a_failing_source_is_reported_and_the_cache_still_answers() {
         .await
         .unwrap();
     assert!(set.status().is_success());
-    let (_, _, stdout) = cli(&serve, &service, &["search", "time", "--refresh"], "");
+    let (_, stdout, _) = cli(&serve, &service, &["search", "time", "--refresh"], "");
     assert!(
         stdout.contains("server-time@2026.8.18"),
         "the older release is the newest now: {stdout}"
@@ -60,7 +60,8 @@ async fn a_failing_source_is_reported_and_the_cache_still_answers() {
             .send()
             .await
             .unwrap();
-        let (ok, _, stdout) = cli(&serve, &service, &["search", "everything", "--refresh"], "");
+        let (ok, stdout, stderr) =
+            cli(&serve, &service, &["search", "everything", "--refresh"], "");
         assert!(
             ok && stdout.contains("server-everything@2026.8.31"),
             "{stdout}"
@@ -69,7 +70,11 @@ async fn a_failing_source_is_reported_and_the_cache_still_answers() {
             "garbage" => "answered something that is not the registry API",
             _ => "answered 500",
         };
-        assert!(stdout.contains(said), "{mode}: {stdout}");
+        assert!(stderr.contains(said), "{mode}: {stderr}");
+        assert!(
+            !stdout.contains(said),
+            "a warning is not a result: {stdout}"
+        );
     }
     // A source the config does not list is never read at a request's word.
     let unlisted = serve
@@ -285,10 +290,10 @@ async fn a_name_is_verified_only_by_the_official_registry_whatever_a_source_says
     let hostile = entry("io.github.switchboard-tests/hostile-npm-registry");
     assert_eq!(hostile["verified"], false, "{hostile}");
     // The CLI says the same.
-    let (_, _, stderr) = cli(&serve, &service, &["search", "server-filesystem"], "");
+    let (_, stdout, _) = cli(&serve, &service, &["search", "server-filesystem"], "");
     assert!(
-        stderr
+        stdout
             .contains("io.github.modelcontextprotocol/server-filesystem@1.0.0 [name not verified]"),
-        "{stderr}"
+        "{stdout}"
     );
 }

@@ -214,6 +214,7 @@ pub(super) async fn add(
         listed_source(&registry, source).map_err(IntoResponse::into_response)?;
     }
     let review = api.inner.config.borrow().registry.review_added;
+    let approve_new_tools = api.hub().pins().approves_new();
     let request = AddRequest {
         name: &body.name,
         version: body.version.as_deref(),
@@ -223,6 +224,7 @@ pub(super) async fn add(
         config_path: api.inner.reloader.path(),
         data_dir: api.inner.reloader.data_dir(),
         review,
+        approve_new_tools,
     };
     let planned = install::plan(&registry, &request)
         .await
@@ -263,6 +265,7 @@ fn install_error(error: InstallError) -> Response {
             (StatusCode::BAD_REQUEST, "missing_required_input", keys)
         }
         InstallError::NameTaken(_) => (StatusCode::CONFLICT, "name_taken", Vec::new()),
+        InstallError::WouldNotRun(_) => (StatusCode::BAD_REQUEST, "would_not_run", Vec::new()),
         InstallError::Source(_) => (StatusCode::BAD_GATEWAY, "source_failed", Vec::new()),
         InstallError::Refused(_) => (StatusCode::BAD_REQUEST, "refused", Vec::new()),
         InstallError::PlanChanged => (StatusCode::CONFLICT, "plan_changed", Vec::new()),

@@ -385,6 +385,11 @@ impl Pins {
         }
     }
 
+    /// Whether what a new server offers at first sight is held too (`approve_new_tools`).
+    pub fn approves_new(&self) -> bool {
+        self.inner.approve_new.load(Ordering::Relaxed)
+    }
+
     /// Whether what a new server offers at first sight is held too; changing it vets every
     /// catalog again.
     pub fn set_approve_new(&self, approve_new: bool) {

@@ -124,18 +124,8 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
             ));
         }
     }
-    if let Some((kind, identifier)) = &derived.package {
-        match crate::verify::check(kind, identifier, &derived.version, &record.server.name)
-            .await
-            .map_err(|refused| InstallError::Refused(refused.to_string()))?
-        {
-            crate::verify::Ownership::Proved => {}
-            crate::verify::Ownership::NotChecked(why) => {
-                notes.push(format!("whose package it is was not checked: {why}"));
-            }
-        }
-    }
     let mut bundle = None;
+    let bundle_folder = request.data_dir.join("bundles").join(&server);
     if let EntryLaunch::Bundle { url, sha256 } = &derived.launch {
         if let Some(problem) = crate::bundle::origin_problem(url, &source_url) {
             return Err(InstallError::Refused(problem));
@@ -144,8 +134,7 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
         let bytes = crate::bundle::download(url, sha256)
             .await
             .map_err(refused)?;
-        let folder = request.data_dir.join("bundles").join(&server);
-        derived.launch = crate::bundle::launch_of(&bytes, &folder).map_err(refused)?;
+        derived.launch = crate::bundle::launch_of(&bytes, &bundle_folder).map_err(refused)?;
         bundle = Some(bytes);
     }
     let secrets: Vec<String> = derived
@@ -159,17 +148,48 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
             "adding it would make the config unusable; nothing is written:\n{error}"
         ))
     })?;
-    // What `check` would say of it (a runner that is not installed, say), but for its secrets,
-    // which are not in the keychain until the config is written.
+    // What `serve` would say of it (a runner that is not installed, say), but for its secrets,
+    // which are not in the keychain until the config is written. An error would leave the
+    // server out: refused, and nothing is written.
     let field = format!("{}.{server}", format.servers_key());
-    notes.extend(
-        checked
-            .diagnostics
+    let (errors, warnings): (Vec<_>, Vec<_>) = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.field == field || d.field.starts_with(&format!("{field}.")))
+        .filter(|d| !d.message.contains("is not in the keychain"))
+        .filter(|d| {
+            !(bundle.is_some()
+                && d.field == format!("{field}.command")
+                && runs_from(&derived.launch, &bundle_folder))
+        })
+        .partition(|d| d.severity == config::Severity::Error);
+    if !errors.is_empty() {
+        let reasons: Vec<String> = errors
             .iter()
-            .filter(|d| d.field == field || d.field.starts_with(&format!("{field}.")))
-            .filter(|d| !d.message.contains("is not in the keychain"))
+            .map(|d| format!("{}: {}", d.field, d.message))
+            .collect();
+        return Err(InstallError::WouldNotRun(format!(
+            "Switchboard would not run `{server}` as written: {}",
+            reasons.join("; ")
+        )));
+    }
+    notes.extend(
+        warnings
+            .iter()
             .map(|d| format!("{}: {}", d.severity, d.message)),
     );
+    // Asked of npm or PyPI last, once what it would write is known to run.
+    if let Some((kind, identifier)) = &derived.package {
+        match crate::verify::check(kind, identifier, &derived.version, &record.server.name)
+            .await
+            .map_err(|refused| InstallError::Refused(refused.to_string()))?
+        {
+            crate::verify::Ownership::Proved => {}
+            crate::verify::Ownership::NotChecked(why) => {
+                notes.push(format!("whose package it is was not checked: {why}"));
+            }
+        }
+    }
     let launch = match &derived.launch {
         EntryLaunch::Command { command, args, env } => LaunchView::Command {
             program: command.clone(),
@@ -194,7 +214,7 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
         source: source_url,
         command: summary(&derived.launch),
         launch,
-        held: request.review,
+        held: request.review || request.approve_new_tools,
         secrets,
         notes,
         confirm: String::new(),
@@ -206,6 +226,12 @@ pub async fn plan(registry: &Registry, request: &AddRequest<'_>) -> Result<Plann
         merged,
         bundle,
     })
+}
+
+/// Whether `launch` runs a program from `folder` (a bundle's own, which is not unpacked until the
+/// plan is confirmed, so it cannot be looked for before).
+fn runs_from(launch: &EntryLaunch, folder: &Path) -> bool {
+    matches!(launch, EntryLaunch::Command { command, .. } if Path::new(command).starts_with(folder))
 }
 
 /// The digest a plan is confirmed by: of what it shows (all but its notes) and the config it
@@ -239,7 +265,8 @@ async fn secrets_in_use(text: &str) -> BTreeSet<String> {
     let kept = tokio::task::spawn_blocking(|| platform::secrets::Keychain::secrets().names()).await;
     match kept {
         Ok(Ok(kept)) => names.extend(kept),
-        Ok(Err(error)) => tracing::warn!("the keychain's names cannot be read: {error}"),
+        // Not worth a warning: a secret found there when the plan is committed still refuses it.
+        Ok(Err(error)) => tracing::debug!("the keychain's names cannot be read: {error}"),
         Err(error) => tracing::warn!("the keychain's names cannot be read: {error}"),
     }
     names

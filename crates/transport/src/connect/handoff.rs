@@ -30,12 +30,14 @@ const PIPE_BUFFER: usize = 64 * 1024;
 
 /// Whether this process's stdin and stdout can be handed over: both pipes or sockets (a
 /// terminal or a file would be shared with whoever else has it open, so those are relayed).
+#[allow(clippy::disallowed_methods)] // the editor's stdout, which carries MCP
 pub(super) fn stdio_can_be_handed_over() -> bool {
     passing::is_pipe_or_socket(io::stdin().as_fd())
         && passing::is_pipe_or_socket(io::stdout().as_fd())
 }
 
 /// Runs the shim until the editor closes stdin and its answers are delivered.
+#[allow(clippy::disallowed_methods)] // the editor's stdout, which carries MCP
 pub(super) fn run(options: ConnectOptions) -> anyhow::Result<()> {
     let mut dialer = SocketDialer {
         starter: Starter::new(&options),

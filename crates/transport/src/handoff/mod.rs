@@ -100,6 +100,10 @@ pub struct Header {
 pub enum Command {
     /// Read the config file again now; the answer is the reload's outcome.
     Reload,
+    /// Say what runs: the instance, its dashboard and its backends.
+    Status,
+    /// Shut down as on SIGTERM: every backend stopped, then the instance exits.
+    Stop,
 }
 
 /// Why a header read off the socket is not served.
