@@ -754,4 +754,6 @@ export {};
  * @property {string} server
  * @property {string[]} deleted_secrets
  * @property {string[]} kept_secrets
+ * @property {string[]} undeleted_secrets secrets to delete that the keychain could not delete
+ * @property {string | null} keychain_problem why the keychain could not be used, when it could not
  */

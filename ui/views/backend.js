@@ -298,7 +298,8 @@ export class BackendView {
       if (!removed) return;
       const deleted = removed.deleted_secrets.length ? ` Deleted from the keychain: ${removed.deleted_secrets.join(", ")}.` : "";
       const kept = removed.kept_secrets.length ? ` Kept in the keychain: ${removed.kept_secrets.join(", ")}.` : "";
-      toast(`Removed ${this.name}`, `It is no longer in the config.${deleted}${kept}`);
+      const undeleted = removed.undeleted_secrets.length ? ` Not deleted (${removed.keychain_problem}): ${removed.undeleted_secrets.join(", ")}; delete them on the Secrets page once the keychain can be used.` : "";
+      toast(`Removed ${this.name}`, `It is no longer in the config.${deleted}${kept}${undeleted}`);
       announce(`Removed ${this.name}`);
       location.hash = "#/";
     } catch (caught) {
