@@ -345,8 +345,9 @@ async fn the_reload_command_and_route_report_what_changed_and_what_needs_a_resta
         .expect("switchboard reload runs");
     assert!(printed.status.success());
     assert_eq!(
-        String::from_utf8_lossy(&printed.stderr),
-        "reloaded: nothing changed\n"
+        String::from_utf8_lossy(&printed.stdout),
+        "reloaded: nothing changed\n",
+        "the outcome is the result"
     );
 
     std::fs::write(
