@@ -390,8 +390,7 @@ impl Pins {
         self.inner.approve_new.load(Ordering::Relaxed)
     }
 
-    /// Whether what a new server offers at first sight is held too; changing it vets every
-    /// catalog again.
+    /// Sets [`Pins::approves_new`]; a change vets every catalog again.
     pub fn set_approve_new(&self, approve_new: bool) {
         if self.inner.approve_new.swap(approve_new, Ordering::Relaxed) != approve_new {
             for server in self.lock().values_mut() {
