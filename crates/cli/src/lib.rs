@@ -200,10 +200,11 @@ enum Command {
         #[arg(long, env = platform::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
     },
-    /// Add a server from a registry entry, pinned to an exact version. What it asks for is
-    /// prompted for (a secret goes to the keychain). What it would write is checked first as
-    /// `serve` reads it: a runner that is not installed or a name in use is refused, and nothing
-    /// is written.
+    /// Add a server from a registry entry, pinned to an exact version.
+    ///
+    /// What it asks for is prompted for (a secret goes to the keychain). What it would write is
+    /// checked first as `serve` reads it: a runner that is not installed or a name in use is
+    /// refused, and nothing is written.
     #[command(after_help = registry::ADD_JSON_HELP)]
     Add {
         /// The registry entry: NAME, or NAME@VERSION for an exact release (as `search` shows).
