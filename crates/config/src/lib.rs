@@ -555,7 +555,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         Some(entry) => settings::read_registry(&mut reporter, &entry),
         None => RegistrySettings::default(),
     };
-    let profiles = profile::read_profiles(&mut reporter, format, profiles.as_ref(), &backends);
+    let profiles = profile::read_profiles(&mut reporter, format, profiles.as_ref(), &servers);
     Ok(Config {
         path: path.to_path_buf(),
         backends,

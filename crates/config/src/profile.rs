@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::reader::{Reader, Zero};
 use super::report::Reporter;
 use super::tree::{Entry, Node, NodeValue};
-use super::{BackendConfig, Format, is_valid_server_name};
+use super::{Format, is_valid_server_name};
 
 /// The profile `/mcp` and a plain `switchboard connect` serve.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -157,12 +157,14 @@ impl Tier {
 }
 
 /// Reads the `[profiles]` table. A profile with any error is reported and left out; the
-/// default profile is added, offering everything, unless the file describes one.
+/// default profile is added, offering everything, unless the file describes one. A profile may
+/// name any server the file describes (`described`), one left out for its own errors too: that
+/// server's error is its own, and the profile offers it again once it is fixed.
 pub(super) fn read_profiles(
     reporter: &mut Reporter<'_>,
     format: Format,
     profiles: Option<&Entry>,
-    backends: &[BackendConfig],
+    described: &[Entry],
 ) -> Vec<Profile> {
     let mut read = Vec::new();
     if let Some(entry) = profiles {
@@ -172,9 +174,9 @@ pub(super) fn read_profiles(
             config_dir: std::path::Path::new(""),
         };
         if let Some(entries) = reader.table(&entry.value, "profiles") {
-            let servers: HashSet<&str> = backends
+            let servers: HashSet<&str> = described
                 .iter()
-                .map(|backend| backend.name.as_str())
+                .map(|server| server.key.as_str())
                 .collect();
             for profile in reader.unique_entries(entries, "profiles") {
                 let errors_before = reader.reporter.n_errors();

@@ -92,6 +92,26 @@ fn each_profile_mistake_is_reported_where_it_is_and_leaves_the_profile_out() {
 }
 
 #[test]
+fn a_profile_may_name_a_server_left_out_for_its_own_errors() {
+    let text = "[servers.fs]\ncommand = \"sh\"\n\n[servers.broken]\nargs = []\n\n\
+                [profiles.work]\nservers = [\"fs\", \"broken\"]\n";
+    let config = parse_toml(text);
+    let names: Vec<&str> = config.backends.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["fs"]);
+    assert_eq!(
+        positions(&config.diagnostics),
+        [(Severity::Error, 4, 10, "servers.broken")],
+        "the server's error is its own, not the profile's"
+    );
+    let work = config
+        .profiles
+        .iter()
+        .find(|profile| profile.name == "work")
+        .expect("the profile is kept");
+    assert_eq!(work.servers, Some(strings(&["fs", "broken"])));
+}
+
+#[test]
 fn the_json_form_holds_profiles_under_profiles() {
     let text = "{\n  \"mcpServers\": {\n    \"fs\": {\"command\": \"sh\"},\n    \"git\": {\"command\": \"sh\"}\n  },\n  \
                 \"profiles\": {\n    \"review\": {\"servers\": [\"git\"], \"tools\": [\"git__*\"]},\n    \
