@@ -455,18 +455,28 @@ async fn reload() -> anyhow::Result<ExitCode> {
         control::client::reload(&platform::dirs::runtime_dir(), &platform::dirs::data_dir())
             .await?;
     match outcome {
-        ReloadOutcome::Applied { report, notes } => {
+        ReloadOutcome::Applied {
+            report,
+            notes,
+            left_out,
+        } => {
             output::line(format_args!("reloaded: {report}"));
+            for part in left_out {
+                eprintln!("note: {part}");
+            }
             for note in notes {
                 eprintln!("note: {note}");
             }
             Ok(ExitCode::SUCCESS)
         }
-        ReloadOutcome::Invalid { diagnostics } => {
+        ReloadOutcome::Refused {
+            problem,
+            diagnostics,
+        } => {
             for diagnostic in &diagnostics {
                 eprintln!("{diagnostic}");
             }
-            eprintln!("the config file has errors; nothing was changed");
+            eprintln!("{problem}");
             Ok(ExitCode::FAILURE)
         }
         ReloadOutcome::Missing { message } => {

@@ -1,10 +1,18 @@
 //! Live config: reloading the config file into the running engine, on request and on every save
-//! (a `notify` watcher on the file's folder).
+//! (a `notify` watcher on the file's folder), and writing it for the control API.
 //!
-//! A reload is all or nothing: a file with any error changes nothing that runs, and says why
-//! through [`ConfigState`] (which `/api/config`, the dashboard's banner and the tray show). A
-//! valid file is applied as a diff by [`Engine::apply`](supervisor::Engine::apply). An empty file
-//! changes nothing either: an editor that saves in place empties the file before it writes it.
+//! A reload applies what it can, as the start does: a server or a profile with an error is left
+//! out, with its reasons, and everything else in the file is applied as a diff by
+//! [`Engine::apply`](supervisor::Engine::apply); so one server whose command is not installed
+//! never holds back the next change. A file that cannot be read as a config (a syntax error,
+//! not UTF-8, empty, gone) changes nothing that runs, and neither does an error in a settings
+//! table or the `default` profile, which has no "left out" that could not weaken what runs
+//! ([`verdict`] says why). [`ConfigState`] (which `/api/config`, the dashboard's banner and the
+//! tray show) and [`ReloadOutcome`] say which of these happened. An empty file is a save under
+//! way: an editor that saves in place empties the file before it writes it.
+//!
+//! [`Reloader::write`] is how the control API changes the file: it judges the changed text
+//! first and writes it only if it would apply, then applies it, once.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,14 +24,19 @@ use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use config::{
-    Config, ConfigError, DesktopConfig, Diagnostic, EndpointConfig, RegistrySettings, Severity,
-};
+use config::edit::EditError;
+use config::{Config, DesktopConfig, Diagnostic, EndpointConfig, RegistrySettings};
 use hub::Hub;
 use platform::clock::unix_millis;
 use supervisor::ApplyReport;
 use supervisor::Engine;
 use transport::guard::EndpointToken;
+
+#[cfg(test)]
+mod tests;
+pub mod verdict;
+
+pub use verdict::{LeftOut, LeftOutKind, Verdict, judge};
 
 /// After an event about the config file, how long the file must stay quiet before it is read:
 /// one save often arrives as several events (truncate, write, rename, chmod).
@@ -45,6 +58,8 @@ pub struct ConfigState {
     /// the attention list and the dashboard's banner all show this one.
     pub problem: Option<String>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The servers and profiles of the running config left out for their errors, and why.
+    pub left_out: Vec<LeftOut>,
     /// Whether `/mcp` takes requests without a token because the config predates it (see
     /// [`Config::endpoint_open_by_default`]).
     pub endpoint_open: bool,
@@ -67,9 +82,11 @@ pub struct ConfigState {
 pub enum ConfigStatus {
     /// The file as last read runs, and it has no errors.
     Applied,
-    /// The file as last read runs without its servers in error: a file with errors at startup.
+    /// The file as last read runs without its servers and profiles in error (`left_out`), at
+    /// startup and after a reload alike.
     AppliedInPart,
-    /// The file as last read has errors, so the reload was refused: the last valid config runs.
+    /// The file as last read cannot be read as a config, or has an error outside its servers
+    /// and profiles, so the reload was refused: the last valid config runs.
     Refused,
     /// The file is gone, empty or cannot be read: the last config runs until it is back.
     Unread,
@@ -78,26 +95,24 @@ pub enum ConfigStatus {
 impl ConfigState {
     /// The state of a config read and applied just now.
     pub fn loaded(config: &Config) -> ConfigState {
+        ConfigState::applied(config, verdict::left_out(config))
+    }
+
+    /// The state of `config` applied just now without `left_out`.
+    fn applied(config: &Config, left_out: Vec<LeftOut>) -> ConfigState {
         let now = unix_millis(SystemTime::now());
-        let errors = error_count(&config.diagnostics);
-        let (status, problem) = if errors == 0 {
-            (ConfigStatus::Applied, None)
-        } else {
-            (
-                ConfigStatus::AppliedInPart,
-                Some(format!(
-                    "The config file has {}; servers with errors are left out",
-                    errors_said(errors)
-                )),
-            )
-        };
+        let problem = verdict::applied_problem(config, &left_out);
         ConfigState {
             path: config.path.clone(),
             loaded_at_ms: now,
             checked_at_ms: now,
-            status,
+            status: match problem {
+                None => ConfigStatus::Applied,
+                Some(_) => ConfigStatus::AppliedInPart,
+            },
             problem,
             diagnostics: config.diagnostics.clone(),
+            left_out,
             endpoint_open: config.endpoint_open_by_default(),
             notes: Vec::new(),
             desktop: config.desktop.clone(),
@@ -119,35 +134,86 @@ impl ConfigState {
     }
 }
 
-fn error_count(diagnostics: &[Diagnostic]) -> usize {
-    diagnostics
-        .iter()
-        .filter(|diagnostic| diagnostic.severity == Severity::Error)
-        .count()
-}
-
-fn errors_said(errors: usize) -> String {
-    if errors == 1 {
-        "1 error".to_owned()
-    } else {
-        format!("{errors} errors")
-    }
-}
-
 /// What one reload did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ReloadOutcome {
-    /// The file was valid and is what runs now.
+    /// The file is what runs now, without the servers and profiles `left_out` names.
     Applied {
         #[serde(flatten)]
         report: ApplyReport,
         notes: Vec<String>,
+        left_out: Vec<LeftOut>,
     },
-    /// The file has errors; nothing changed.
-    Invalid { diagnostics: Vec<Diagnostic> },
+    /// The file cannot be read as a config, or has an error outside its servers and profiles;
+    /// nothing changed. `problem` says which, as the config state does.
+    Refused {
+        problem: String,
+        diagnostics: Vec<Diagnostic>,
+    },
     /// The file is gone, empty or cannot be read; nothing changed.
     Missing { message: String },
+}
+
+impl std::fmt::Display for ReloadOutcome {
+    /// One paragraph: `Applied: added a. `time` is left out: `uvx` was not found on PATH.`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReloadOutcome::Applied {
+                report,
+                notes,
+                left_out,
+            } => {
+                write!(f, "Applied: {report}.")?;
+                for part in left_out {
+                    write!(f, " {part}.")?;
+                }
+                for note in notes {
+                    write!(f, " {note}.")?;
+                }
+                Ok(())
+            }
+            ReloadOutcome::Refused { problem, .. } => write!(f, "{problem}."),
+            ReloadOutcome::Missing { message } => write!(f, "{message}."),
+        }
+    }
+}
+
+/// Why [`Reloader::write`] left the config file as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The change cannot be made to this file.
+    #[error("{0}")]
+    Edit(EditError),
+    /// The file as changed would not apply; it was not written.
+    #[error("the change was not written: with it, {reason}{}", listed(diagnostics))]
+    WouldNotApply {
+        reason: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// `: ` and the errors among `diagnostics`, each as `check` prints it, or nothing.
+fn listed(diagnostics: &[Diagnostic]) -> String {
+    let errors: Vec<String> = diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.severity == config::Severity::Error)
+        .map(Diagnostic::to_string)
+        .collect();
+    match errors.is_empty() {
+        true => String::new(),
+        false => format!(": {}", errors.join("; ")),
+    }
 }
 
 /// Reloads one config file into the running engine. Cheap to clone.
@@ -216,14 +282,72 @@ impl Reloader {
         self.inner.state.subscribe()
     }
 
-    /// Reads the file and applies it if it is valid.
+    /// Reads the file and applies what of it can apply (see [`judge`]).
     pub async fn reload(&self) -> ReloadOutcome {
         let mut last_read = self.inner.last_read.lock().await;
         let read = std::fs::read(&self.inner.path);
         if let Ok(bytes) = &read {
             *last_read = Some(bytes.clone());
         }
-        self.apply(read).await
+        self.apply(judge(&self.inner.path, read)).await
+    }
+
+    /// Changes the config file by `change`, which takes its text and gives the changed text,
+    /// and applies the change: provided the changed file would apply (see [`judge`]), it is
+    /// written, then applied as [`Reloader::reload`] would, once. Otherwise the file stays as
+    /// it was, and so does what runs.
+    pub async fn write(
+        &self,
+        change: impl FnOnce(&str) -> Result<String, EditError>,
+    ) -> Result<ReloadOutcome, WriteError> {
+        let path = &self.inner.path;
+        let mut last_read = self.inner.last_read.lock().await;
+        let (changed, config, left_out) = self.changed(change)?;
+        platform::atomic::write_keeping_permissions(path, changed.as_bytes()).map_err(
+            |source| WriteError::Write {
+                path: path.clone(),
+                source,
+            },
+        )?;
+        // The watcher sees the file as last read, and leaves it be.
+        *last_read = Some(changed.into_bytes());
+        Ok(self.run(*config, left_out).await)
+    }
+
+    /// Whether [`Reloader::write`] with `change` would write the file, as it reads now: for a
+    /// caller that has more to do first, and nothing to do if the change would not apply.
+    pub fn check(
+        &self,
+        change: impl FnOnce(&str) -> Result<String, EditError>,
+    ) -> Result<(), WriteError> {
+        self.changed(change).map(|_| ())
+    }
+
+    /// The file's text as `change` changes it, and the config it would apply.
+    fn changed(
+        &self,
+        change: impl FnOnce(&str) -> Result<String, EditError>,
+    ) -> Result<(String, Box<Config>, Vec<LeftOut>), WriteError> {
+        let path = &self.inner.path;
+        let text = std::fs::read_to_string(path).map_err(|source| WriteError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let changed = change(&text).map_err(WriteError::Edit)?;
+        match judge(path, Ok(changed.clone().into_bytes())) {
+            Verdict::Applies { config, left_out } => Ok((changed, config, left_out)),
+            Verdict::Refused {
+                reason,
+                diagnostics,
+            } => Err(WriteError::WouldNotApply {
+                reason,
+                diagnostics,
+            }),
+            Verdict::Unread { message, .. } => Err(WriteError::WouldNotApply {
+                reason: message,
+                diagnostics: Vec::new(),
+            }),
+        }
     }
 
     /// Like [`Reloader::reload`], but does nothing when the file reads as it did last time
@@ -237,56 +361,29 @@ impl Reloader {
             Err(_) if self.inner.state.borrow().status == ConfigStatus::Unread => return None,
             Err(_) => *last_read = None,
         }
-        Some(self.apply(read).await)
+        Some(self.apply(judge(&self.inner.path, read)).await)
     }
 
-    async fn apply(&self, read: std::io::Result<Vec<u8>>) -> ReloadOutcome {
-        let path = &self.inner.path;
-        let now = unix_millis(SystemTime::now());
-        let (problem, message) = match read {
-            // An editor that saves in place empties the file before it writes it: an empty
-            // file is a save still under way, never a config without servers.
-            Ok(bytes) if bytes.is_empty() => (
-                "The config file is empty; the last config keeps running",
-                format!(
-                    "{} is empty; the running config stays until the file has content again",
-                    path.display()
-                ),
-            ),
-            Ok(bytes) => match config::from_bytes(path, bytes) {
-                Ok(config) if !config.has_errors() => return self.run(config).await,
-                Ok(Config { diagnostics, .. }) | Err(ConfigError::Invalid { diagnostics, .. }) => {
-                    return self.refuse(diagnostics, now);
-                }
-                Err(error) => (
-                    "Cannot read the config file; the last config keeps running",
-                    format!("{error}; the running config stays"),
-                ),
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => (
-                "The config file is gone; the last config keeps running",
-                format!(
-                    "{} is gone; the running config stays until the file is back",
-                    path.display()
-                ),
-            ),
-            Err(error) => (
-                "Cannot read the config file; the last config keeps running",
-                format!(
-                    "cannot read {}: {error}; the running config stays",
-                    path.display()
-                ),
-            ),
-        };
-        tracing::warn!("{message}");
-        self.inner
-            .state
-            .send_modify(|state| state.unread(now, problem, message.clone()));
-        ReloadOutcome::Missing { message }
+    async fn apply(&self, verdict: Verdict) -> ReloadOutcome {
+        match verdict {
+            Verdict::Applies { config, left_out } => self.run(*config, left_out).await,
+            Verdict::Refused {
+                reason,
+                diagnostics,
+            } => self.refuse(&reason, diagnostics),
+            Verdict::Unread { problem, message } => {
+                tracing::warn!("{message}");
+                let now = unix_millis(SystemTime::now());
+                self.inner
+                    .state
+                    .send_modify(|state| state.unread(now, problem, message.clone()));
+                ReloadOutcome::Missing { message }
+            }
+        }
     }
 
-    /// Makes `config`, which has no errors, what runs.
-    async fn run(&self, config: Config) -> ReloadOutcome {
+    /// Makes `config` what runs, without `left_out`.
+    async fn run(&self, config: Config, left_out: Vec<LeftOut>) -> ReloadOutcome {
         let path = &self.inner.path;
         let mut notes = self.endpoint_notes(&config.endpoint);
         notes.extend(self.apply_token(&config.endpoint));
@@ -300,36 +397,41 @@ impl Reloader {
             .pins()
             .set_approve_new(config.security.approve_new_tools);
         tracing::info!(config = %path.display(), "config reloaded: {report}");
+        for diagnostic in &config.diagnostics {
+            tracing::warn!("{diagnostic}");
+        }
         for note in &notes {
             tracing::warn!("{note}");
         }
-        let mut state = ConfigState::loaded(&config);
+        let mut state = ConfigState::applied(&config, left_out.clone());
         state.notes = notes.clone();
         self.inner.state.send_replace(state);
-        ReloadOutcome::Applied { report, notes }
+        ReloadOutcome::Applied {
+            report,
+            notes,
+            left_out,
+        }
     }
 
-    /// Keeps what runs and reports the file's errors.
-    fn refuse(&self, diagnostics: Vec<Diagnostic>, now: u64) -> ReloadOutcome {
-        tracing::warn!(
-            config = %self.inner.path.display(),
-            "the config file has errors; nothing was changed"
-        );
+    /// Keeps what runs and reports why the file was refused.
+    fn refuse(&self, reason: &str, diagnostics: Vec<Diagnostic>) -> ReloadOutcome {
+        let problem = Verdict::refused_problem(reason);
+        tracing::warn!(config = %self.inner.path.display(), "{problem}; nothing was changed");
         for diagnostic in &diagnostics {
             tracing::warn!("{diagnostic}");
         }
-        let problem = format!(
-            "The config file has {}; the last valid config keeps running",
-            errors_said(error_count(&diagnostics))
-        );
+        let now = unix_millis(SystemTime::now());
         self.inner.state.send_modify(|state| {
             state.checked_at_ms = now;
             state.status = ConfigStatus::Refused;
-            state.problem = Some(problem);
+            state.problem = Some(problem.clone());
             state.diagnostics = diagnostics.clone();
             state.notes = Vec::new();
         });
-        ReloadOutcome::Invalid { diagnostics }
+        ReloadOutcome::Refused {
+            problem,
+            diagnostics,
+        }
     }
 
     /// What changed in `[endpoint]` that only a restart of Switchboard applies.

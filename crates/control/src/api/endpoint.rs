@@ -1,8 +1,9 @@
 //! `POST /api/endpoint/require-token`: the one action that closes `/mcp` to other programs for a
 //! config from before its token. It gives every editor entry that reaches `/mcp` the token
 //! Switchboard generates (each file backed up first), then writes `require_token = true` into
-//! the config and reloads it, which makes `/mcp` require the token at once. Editors come first:
-//! an entry that carries a token `/mcp` does not ask for yet still works.
+//! the config and applies it, which makes `/mcp` require the token at once; when the config as
+//! changed would not apply, it changes nothing at all. Editors come first: an entry that carries
+//! a token `/mcp` does not ask for yet still works.
 
 use axum::extract::State;
 use axum::response::Response;
@@ -48,11 +49,8 @@ pub(super) async fn require_token(State(api): State<ApiState>) -> Result<Respons
             config.display()
         )));
     }
-    let text = std::fs::read_to_string(&config).map_err(|error| {
-        ApiError::Conflict(format!("cannot read {}: {error}", config.display()))
-    })?;
-    let edited =
-        edit::require_token(&text).map_err(|error| ApiError::Conflict(error.to_string()))?;
+    // The editors are given the token only if the config as changed would apply.
+    reloader.check(edit::require_token)?;
     let endpoint = EndpointConfig {
         require_token: Some(true),
         ..EndpointConfig::default()
@@ -86,14 +84,13 @@ pub(super) async fn require_token(State(api): State<ApiState>) -> Result<Respons
             }),
         }
     }
-    platform::atomic::write_keeping_permissions(&config, edited.as_bytes())
-        .map_err(|error| ApiError::Write(format!("cannot write {}: {error}", config.display())))?;
+    let reload = reloader.write(edit::require_token).await?;
     tracing::info!(
         editors = updated.len(),
         "/mcp's token turned on from the dashboard"
     );
     Ok(json_ok(&TokenRollout {
-        reload: reloader.reload().await,
+        reload,
         updated,
         failed,
     }))

@@ -87,7 +87,7 @@ use self::backends::{backend_detail, call_tool, control_backend, list_backends};
 use self::clients::{clients, install_client, move_client, moves, undo_client};
 use self::events::events;
 use self::profiles::{profiles, switch};
-use crate::reload::{ConfigState, Reloader};
+use crate::reload::{ConfigState, Reloader, WriteError};
 use auth::{Auth, CALLBACK_ROUTE, is_callback_path};
 use editors::Destination;
 use hub::Hub;
@@ -335,6 +335,18 @@ pub(crate) enum ApiError {
     Write(String),
 }
 
+/// A write the reloader refused: the file stays as it was.
+impl From<WriteError> for ApiError {
+    fn from(error: WriteError) -> ApiError {
+        match error {
+            WriteError::Write { .. } => ApiError::Write(error.to_string()),
+            WriteError::Read { .. } | WriteError::Edit(_) | WriteError::WouldNotApply { .. } => {
+                ApiError::Conflict(error.to_string())
+            }
+        }
+    }
+}
+
 impl ApiError {
     /// The stable error code of the body.
     pub(crate) fn code(&self) -> &'static str {
@@ -423,8 +435,8 @@ async fn config_state(State(api): State<ApiState>) -> Response {
     json_ok(&config)
 }
 
-/// Reads the config file now and applies it if valid. An invalid or missing file is not an
-/// error of the request: the outcome says what happened, and nothing changed.
+/// Reads the config file now and applies what of it can apply. A file refused or missing is
+/// not an error of the request: the outcome says what happened.
 async fn reload_config(State(api): State<ApiState>) -> Response {
     tracing::info!("config reload asked for through the control API");
     json_ok(&api.inner.reloader.reload().await)

@@ -1,6 +1,7 @@
 //! `/api/profiles`: each profile with what its tool list costs a client, and the dashboard's
 //! switches, which turn a server or a tool on or off for a profile by editing the config file
-//! (see [`config::edit`]) and reloading it.
+//! (see [`config::edit`]) through [`Reloader::write`](crate::reload::Reloader::write), which
+//! writes only a file that applies.
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -9,8 +10,9 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::{ApiError, ApiState, bad_path, json_ok};
+use crate::reload::LeftOutKind;
 use config::Format;
-use config::edit::{self, EditError, Target};
+use config::edit::{self, Target};
 
 pub(super) async fn profiles(State(api): State<ApiState>) -> Response {
     json_ok(&api.hub().budgets())
@@ -25,8 +27,10 @@ pub(super) struct SwitchRequest {
     on: bool,
 }
 
-/// Turns a server or a tool on or off for a profile: writes the config file, then reloads it
-/// and answers with the reload's outcome.
+/// Turns a server or a tool on or off for a profile: writes the config file and applies it,
+/// provided the file as changed would apply, and answers with the reload's outcome and a
+/// `message` that says it in words (what changed, what is still left out and why). A change
+/// that would not apply is refused (409) and leaves the file as it was.
 pub(super) async fn switch(
     State(api): State<ApiState>,
     path: Result<Path<String>, PathRejection>,
@@ -80,24 +84,26 @@ pub(super) async fn switch(
             ));
         }
     };
-    let reloader = &api.inner.reloader;
-    let config = reloader.path().to_owned();
-    let text = std::fs::read_to_string(&config).map_err(|error| {
-        ApiError::Conflict(format!("cannot read {}: {error}", config.display()))
-    })?;
-    let edited = edit::switch(
-        &text,
-        Format::of(&config),
-        &profile,
-        &servers,
-        target,
-        request.on,
-    )
-    .map_err(|error| match error {
-        EditError::Shape(_) | EditError::Pattern(_) => ApiError::Conflict(error.to_string()),
-    })?;
-    platform::atomic::write_keeping_permissions(&config, edited.as_bytes()).map_err(|error| {
-        ApiError::Conflict(format!("cannot write {}: {error}", config.display()))
-    })?;
-    Ok(json_ok(&reloader.reload().await))
+    // A server the file describes but that is left out for its errors stays in a list the
+    // switch writes, so that it is offered again once it is fixed.
+    let left_out = api.inner.config.borrow().left_out.clone();
+    let all_servers: Vec<&str> = servers
+        .iter()
+        .copied()
+        .chain(
+            left_out
+                .iter()
+                .filter(|part| part.kind == LeftOutKind::Server)
+                .map(|part| part.name.as_str()),
+        )
+        .collect();
+    let format = Format::of(api.inner.reloader.path());
+    let outcome = api
+        .inner
+        .reloader
+        .write(|text| edit::switch(text, format, &profile, &all_servers, target, request.on))
+        .await?;
+    let mut answer = serde_json::to_value(&outcome).expect("a reload's outcome serializes");
+    answer["message"] = outcome.to_string().into();
+    Ok(json_ok(&answer))
 }

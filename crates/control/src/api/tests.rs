@@ -688,9 +688,30 @@ async fn the_event_stream_starts_with_the_state_and_follows_every_change() {
     )
     .expect("the config file is written");
     let reload = body_json(send(&fixture, api(Method::POST, "/api/config/reload", "")).await).await;
-    assert_eq!(reload["outcome"], "invalid");
-    assert_eq!(reload["diagnostics"][0]["field"], "servers.broken");
+    assert_eq!(reload["outcome"], "applied", "{reload:#}");
+    assert_eq!(reload["backends"]["mis"], "removed");
+    assert_eq!(reload["left_out"][0]["name"], "broken");
+    let config = events.until(|name, _| name == "config").await;
+    assert_eq!(config["status"], "applied_in_part");
+    assert_eq!(config["diagnostics"][0]["field"], "servers.broken");
+    assert_eq!(config["diagnostics"][0]["line"], 1);
+
+    std::fs::write(
+        fixture.folder.path().join("config.toml"),
+        "[servers.broken
+",
+    )
+    .expect("the config file is written");
+    let reload = body_json(send(&fixture, api(Method::POST, "/api/config/reload", "")).await).await;
+    assert_eq!(reload["outcome"], "refused", "{reload:#}");
+    assert_eq!(
+        reload["problem"],
+        "The config file has 1 error; the last valid config keeps running"
+    );
     let config = events.until(|name, _| name == "config").await;
     assert_eq!(config["status"], "refused");
-    assert_eq!(config["diagnostics"][0]["line"], 1);
+    assert_eq!(
+        config["left_out"][0]["name"], "broken",
+        "what runs is unchanged"
+    );
 }
