@@ -12,6 +12,7 @@ import { authorization, refused } from "./session.js";
 /** @typedef {import('./types.js').ClientSnippet} ClientSnippet */
 /** @typedef {import('./types.js').InstallResult} InstallResult */
 /** @typedef {import('./types.js').ReloadOutcome} ReloadOutcome */
+/** @typedef {import('./types.js').SwitchOutcome} SwitchOutcome */
 /** @typedef {import('./types.js').SignInStarted} SignInStarted */
 /** @typedef {import('./types.js').SecretsList} SecretsList */
 /** @typedef {import('./types.js').ActivityPage} ActivityPage */
@@ -214,13 +215,14 @@ export async function listProfiles() {
 }
 
 /**
- * Turns a server or a tool on or off for a profile: the API edits the config file and reloads it.
+ * Turns a server or a tool on or off for a profile: the API edits the config file and applies
+ * it, or refuses (409) a change the config would not apply with, leaving the file as it was.
  * @param {string} profile
  * @param {{server: string, on: boolean} | {tool: string, on: boolean}} change
- * @returns {Promise<ReloadOutcome>}
+ * @returns {Promise<SwitchOutcome>}
  */
 export async function switchInProfile(profile, change) {
-  return /** @type {ReloadOutcome} */ (await request(`profiles/${seg(profile)}/switch`, { method: "POST", body: JSON.stringify(change) }));
+  return /** @type {SwitchOutcome} */ (await request(`profiles/${seg(profile)}/switch`, { method: "POST", body: JSON.stringify(change) }));
 }
 
 /** @returns {Promise<SecretsList>} */

@@ -4,6 +4,7 @@
 /** @typedef {import('./types.js').StopReason} StopReason */
 /** @typedef {import('./types.js').ExitDescription} ExitDescription */
 /** @typedef {import('./types.js').ReloadOutcome} ReloadOutcome */
+/** @typedef {import('./types.js').LeftOut} LeftOut */
 
 /** @type {Record<BackendState, string>} */
 export const STATE_LABELS = {
@@ -181,9 +182,9 @@ export function commandLine(command, args) {
 
 /**
  * What a config reload did, in a few words ("notes: added, demo: restarted", "Nothing
- * changed."), or why it was not applied.
+ * changed."), with what is left out and why, or why it was not applied.
  * @param {ReloadOutcome} outcome
- * @returns {{applied: boolean, text: string}}
+ * @returns {{applied: boolean, leftOut: boolean, text: string}}
  */
 export function reloadSummary(outcome) {
   if (outcome.outcome === "applied") {
@@ -191,11 +192,18 @@ export function reloadSummary(outcome) {
     const summary = changed.length === 0
       ? "Nothing changed."
       : changed.map(([name, applied]) => `${name}: ${applied}`).join(", ");
-    return { applied: true, text: [summary, ...outcome.notes].join(" ") };
+    const leftOut = outcome.left_out.map((part) => `${leftOutName(part)} is left out: ${part.reasons.join("; ")}.`);
+    return { applied: true, leftOut: leftOut.length > 0, text: [summary, ...leftOut, ...outcome.notes].join(" ") };
   }
-  if (outcome.outcome === "invalid") {
-    const errors = outcome.diagnostics.filter((diagnostic) => diagnostic.severity === "error").length;
-    return { applied: false, text: `The file has ${plural(errors, "error")}; what runs is unchanged.` };
-  }
-  return { applied: false, text: outcome.message };
+  if (outcome.outcome === "refused") return { applied: false, leftOut: false, text: `${outcome.problem}.` };
+  return { applied: false, leftOut: false, text: outcome.message };
+}
+
+/**
+ * `` `time` `` for a server, `` the profile `work` `` for a profile, as the core says them.
+ * @param {LeftOut} part
+ * @returns {string}
+ */
+function leftOutName(part) {
+  return part.kind === "server" ? `\`${part.name}\`` : `the profile \`${part.name}\``;
 }

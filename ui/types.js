@@ -280,11 +280,15 @@
  * @property {number} loaded_at_ms when the running config was read and applied
  * @property {number} checked_at_ms when the file was last read, applied or not
  * @property {"applied" | "applied_in_part" | "refused" | "unread"} status how what runs relates
- *   to the file as last read: it runs; it runs without its servers in error (at startup); a
- *   reload was refused for its errors; or it is gone, empty or unreadable (the last config runs)
+ *   to the file as last read: it runs; it runs without its servers and profiles in error
+ *   (`left_out`); a reload was refused (a syntax error, or an error in a settings table or the
+ *   default profile: the last valid config runs); or it is gone, empty or unreadable (the last
+ *   config runs)
  * @property {string | null} problem what is wrong, in the one sentence the tray and the
  *   attention list show too, while the status is not "applied"
  * @property {Diagnostic[]} diagnostics
+ * @property {LeftOut[]} left_out the servers and profiles of the running config left out for
+ *   their errors
  * @property {boolean} endpoint_open whether /mcp takes requests without a token because the
  *   config predates it (Needs attention offers to require one)
  * @property {string[]} notes what the last reload could not apply, in plain words
@@ -297,10 +301,24 @@
  */
 
 /**
- * `POST /api/config/reload`.
- * @typedef {{outcome: "applied", backends: Record<string, Applied>, notes: string[]}
- *   | {outcome: "invalid", diagnostics: Diagnostic[]}
+ * A server or a profile the config file describes that does not run for its errors.
+ * @typedef {object} LeftOut
+ * @property {"server" | "profile"} kind
+ * @property {string} name
+ * @property {string[]} reasons the messages of its errors, in file order
+ */
+
+/**
+ * `POST /api/config/reload`: applied (without what `left_out` names), refused (the last valid
+ * config runs, `problem` says why) or missing (gone, empty or unreadable).
+ * @typedef {{outcome: "applied", backends: Record<string, Applied>, notes: string[], left_out: LeftOut[]}
+ *   | {outcome: "refused", problem: string, diagnostics: Diagnostic[]}
  *   | {outcome: "missing", message: string}} ReloadOutcome
+ */
+
+/**
+ * `POST /api/profiles/{profile}/switch`: the reload's outcome, and what it did in words.
+ * @typedef {ReloadOutcome & {message: string}} SwitchOutcome
  */
 
 /**

@@ -197,21 +197,20 @@ async fn fifty_rapid_edits_end_in_the_final_state_and_start_no_backend_twice() {
 }
 
 #[tokio::test]
-async fn an_invalid_save_changes_nothing_and_reports_the_line_then_a_valid_save_applies() {
+async fn a_syntax_error_changes_nothing_and_reports_the_line_then_a_valid_save_applies() {
     let valid = demo_table("steady", "");
     let serve = ServeProcess::with_config(&valid, &["steady"]);
     let steady_pid = pid(&backends(&serve).await, "steady");
 
-    // Line 5 has an unknown field; the new server after it must not start either.
-    let invalid = format!("{valid}colour = \"blue\"\n{}", demo_table("newcomer", ""));
+    // Line 5 opens a table it never closes; the new server after it must not start either.
+    let invalid = format!("{valid}[servers.half\n{}", demo_table("newcomer", ""));
     std::fs::write(serve.config_path(), &invalid).expect("saved");
-    let config = until_config(&serve, "the invalid file reported", |config| {
+    let config = until_config(&serve, "the unreadable file reported", |config| {
         config["status"] == "refused"
     })
     .await;
     let diagnostic = &config["diagnostics"][0];
     assert_eq!(diagnostic["line"], 5, "{config:#}");
-    assert_eq!(diagnostic["field"], "servers.steady.colour");
     assert_eq!(diagnostic["severity"], "error");
     assert_eq!(
         config["problem"], "The config file has 1 error; the last valid config keeps running",
@@ -220,11 +219,7 @@ async fn an_invalid_save_changes_nothing_and_reports_the_line_then_a_valid_save_
     let list = backends(&serve).await;
     assert_eq!(list.keys().collect::<Vec<_>>(), ["steady"]);
     assert_eq!(pid(&list, "steady"), steady_pid);
-    assert!(
-        serve
-            .log()
-            .contains("config.toml:5:1: error: servers.steady.colour")
-    );
+    assert!(serve.log().contains("config.toml:5:"), "{}", serve.log());
 
     let forced = std::process::Command::new(switchboard_exe())
         .arg("reload")
@@ -233,11 +228,11 @@ async fn an_invalid_save_changes_nothing_and_reports_the_line_then_a_valid_save_
         .expect("switchboard reload runs");
     let printed = String::from_utf8_lossy(&forced.stderr);
     assert_eq!(forced.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("config.toml:5:"), "{printed}");
     assert!(
-        printed.contains(":5:1: error: servers.steady.colour"),
+        printed.contains("the last valid config keeps running"),
         "{printed}"
     );
-    assert!(printed.contains("nothing was changed"), "{printed}");
 
     let fixed = [valid.clone(), demo_table("newcomer", "")].concat();
     std::fs::write(serve.config_path(), &fixed).expect("saved");
@@ -250,7 +245,270 @@ async fn an_invalid_save_changes_nothing_and_reports_the_line_then_a_valid_save_
     assert_eq!(config["status"], "applied");
     assert_eq!(config["problem"], serde_json::Value::Null);
     assert_eq!(config["diagnostics"], serde_json::json!([]));
+    assert_eq!(config["left_out"], serde_json::json!([]));
     assert_eq!(config["notes"], serde_json::json!([]));
+}
+
+/// One server of each kind of fault (a command not installed, an unknown field, a URL that is
+/// not http), and a profile naming a server the file does not describe.
+fn faults() -> String {
+    [
+        "[servers.missing]\ncommand = \"switchboard-test-no-such-command\"\n\n".to_owned(),
+        demo_table("unknown_field", "colour = \"blue\""),
+        "[servers.bad_url]\nurl = \"ftp://127.0.0.1/mcp\"\n\n".to_owned(),
+        "[profiles.work]\nservers = [\"good\", \"nowhere\"]\n\n".to_owned(),
+    ]
+    .concat()
+}
+
+/// `left_out` of `/api/config` or of a reload's outcome, as `kind name: first reason`.
+fn left_out(value: &Value) -> Vec<String> {
+    value["left_out"]
+        .as_array()
+        .expect("a list of what is left out")
+        .iter()
+        .map(|part| format!("{} {}: {}", part["kind"], part["name"], part["reasons"][0]))
+        .map(|line| line.replace('"', ""))
+        .collect()
+}
+
+fn profile_names(budgets: &Value) -> Vec<String> {
+    budgets
+        .as_array()
+        .expect("a list of profiles")
+        .iter()
+        .map(|budget| budget["profile"].as_str().expect("a name").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_fault_leaves_out_only_its_server_or_profile_at_start_and_at_each_reload() {
+    let start = [demo_table("good", ""), faults()].concat();
+    let serve = ServeProcess::with_config(&start, &["good"]);
+    let expected = [
+        "server missing: `switchboard-test-no-such-command` was not found on PATH",
+        "server unknown_field: unknown field `colour`",
+        "server bad_url: expected an http:// or https:// URL",
+        "profile work: unknown server `nowhere`: no [servers.nowhere] is configured",
+    ];
+    let said = |value: &Value| {
+        let listed = left_out(value);
+        listed.len() == expected.len()
+            && listed
+                .iter()
+                .zip(expected)
+                .all(|(line, start)| line.starts_with(start))
+    };
+    let config = serve.api_get("/api/config").await;
+    assert_eq!(config["status"], "applied_in_part");
+    assert!(said(&config), "{config:#}");
+    assert_eq!(
+        config["problem"],
+        "The config file has 4 errors; `missing`, `unknown_field`, `bad_url` and the profile \
+         `work` are left out"
+    );
+    assert_eq!(backends(&serve).await.keys().collect::<Vec<_>>(), ["good"]);
+    let good_pid = pid(&backends(&serve).await, "good");
+
+    // A save with every fault still in it, and a new server: the new one starts.
+    std::fs::write(
+        serve.config_path(),
+        [start.clone(), demo_table("added", "")].concat(),
+    )
+    .expect("saved");
+    let list = until_backends(&serve, "the new server started", |list| {
+        is_ready(list, "added")
+    })
+    .await;
+    assert_eq!(list.keys().collect::<Vec<_>>(), ["added", "good"]);
+    assert_eq!(
+        pid(&list, "good"),
+        good_pid,
+        "the good server kept its process"
+    );
+    let config = serve.api_get("/api/config").await;
+    assert_eq!(config["status"], "applied_in_part");
+    assert!(said(&config), "{config:#}");
+    assert_eq!(
+        profile_names(&serve.api_get("/api/profiles").await),
+        ["default"],
+        "the profile in error is not served"
+    );
+
+    // A forced reload says the same, in its outcome.
+    let outcome = serve.api_post("/api/config/reload").await;
+    assert_eq!(outcome["outcome"], "applied", "{outcome:#}");
+    assert!(said(&outcome), "{outcome:#}");
+    let printed = std::process::Command::new(switchboard_exe())
+        .arg("reload")
+        .envs(serve.env())
+        .output()
+        .expect("switchboard reload runs");
+    let printed_text = String::from_utf8_lossy(&printed.stderr);
+    assert!(printed.status.success(), "{printed_text}");
+    assert!(
+        printed_text.contains(
+            "note: `missing` is left out: `switchboard-test-no-such-command` was not found on PATH"
+        ),
+        "{printed_text}"
+    );
+}
+
+#[tokio::test]
+async fn with_a_server_whose_command_is_missing_adding_a_server_starts_it() {
+    let start = [
+        demo_table("good", ""),
+        "[servers.time]\ncommand = \"switchboard-test-no-such-command\"\n\n".to_owned(),
+    ]
+    .concat();
+    let serve = ServeProcess::with_config(&start, &["good"]);
+    std::fs::write(
+        serve.config_path(),
+        [start, demo_table("arrival", "")].concat(),
+    )
+    .expect("saved");
+    until_backends(&serve, "the added server started", |list| {
+        is_ready(list, "arrival")
+    })
+    .await;
+    let config = serve.api_get("/api/config").await;
+    assert_eq!(config["status"], "applied_in_part");
+    assert_eq!(config["left_out"][0]["name"], "time");
+}
+
+#[tokio::test]
+async fn an_error_in_a_settings_table_keeps_the_last_valid_config_whole() {
+    let valid = format!(
+        "[security]\napprove_new_tools = true\n\n{}",
+        demo_table("steady", "")
+    );
+    let serve = ServeProcess::with_config(&valid, &["steady"]);
+    // In error, the setting would take its default, `false`: new tools trusted on sight.
+    let weakened = format!(
+        "[security]\napprove_new_tools = \"yes\"\n\n{}{}",
+        demo_table("steady", ""),
+        demo_table("newcomer", "")
+    );
+    std::fs::write(serve.config_path(), &weakened).expect("saved");
+    let config = until_config(&serve, "the settings error reported", |config| {
+        config["status"] == "refused"
+    })
+    .await;
+    assert_eq!(
+        config["problem"],
+        "The config file has 1 error in [security]; the last valid config keeps running"
+    );
+    assert_eq!(
+        config["diagnostics"][0]["field"],
+        "security.approve_new_tools"
+    );
+    let outcome = serve.api_post("/api/config/reload").await;
+    assert_eq!(outcome["outcome"], "refused", "{outcome:#}");
+    assert_eq!(
+        backends(&serve).await.keys().collect::<Vec<_>>(),
+        ["steady"],
+        "the new server waits until the file applies"
+    );
+}
+
+#[tokio::test]
+async fn a_profile_switch_with_a_faulty_server_applies_and_writes_the_file_once() {
+    let start = [
+        demo_table("demo", ""),
+        demo_table("other", ""),
+        "[servers.time]\ncommand = \"switchboard-test-no-such-command\"\n\n".to_owned(),
+    ]
+    .concat();
+    let serve = ServeProcess::with_config(&start, &["demo", "other"]);
+    let reloads_before = serve.log().matches("config reloaded:").count();
+
+    let (status, answer) = serve
+        .api_post_body(
+            "/api/profiles/default/switch",
+            r#"{"server": "other", "on": false}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{answer:#}");
+    assert_eq!(answer["outcome"], "applied");
+    assert_eq!(
+        answer["message"],
+        "Applied: nothing changed. `time` is left out: `switchboard-test-no-such-command` was \
+         not found on PATH."
+    );
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).expect("read"),
+        format!("{start}[profiles.default]\nservers = [\"demo\", \"time\"]\n\n"),
+        "the file gains the list, which keeps the server left out"
+    );
+    eventually(
+        "the profile no longer offers other",
+        EVENT_LIMIT,
+        || async {
+            let budgets = serve.api_get("/api/profiles").await;
+            let switches: Vec<(String, bool)> = budgets[0]["server_switches"]
+                .as_array()
+                .expect("switches")
+                .iter()
+                .map(|switch| {
+                    let name = switch["name"].as_str().expect("a name").to_owned();
+                    (name, switch["on"] == true)
+                })
+                .collect();
+            match switches == [("demo".to_owned(), true), ("other".to_owned(), false)] {
+                true => Ok(()),
+                false => Err(format!("{budgets:#}")),
+            }
+        },
+    )
+    .await;
+
+    // A save by hand after it: the watcher applies that one, and never the switch's write
+    // again, so exactly two reloads happened.
+    let by_hand = [
+        std::fs::read_to_string(serve.config_path()).expect("read"),
+        demo_table("later", ""),
+    ]
+    .concat();
+    std::fs::write(serve.config_path(), by_hand).expect("saved");
+    until_backends(&serve, "the save by hand applied", |list| {
+        is_ready(list, "later")
+    })
+    .await;
+    let reloads = serve.log().matches("config reloaded:").count() - reloads_before;
+    assert_eq!(reloads, 2, "{}", serve.log());
+}
+
+#[tokio::test]
+async fn a_switch_that_would_not_apply_leaves_the_file_and_what_runs_as_they_were() {
+    let valid = demo_table("demo", "");
+    let serve = ServeProcess::with_config(&valid, &["demo"]);
+    let saved = format!("[activity]\nmax_age = \"forever\"\n\n{valid}");
+    std::fs::write(serve.config_path(), &saved).expect("saved");
+    until_config(&serve, "the settings error reported", |config| {
+        config["status"] == "refused"
+    })
+    .await;
+    let (status, answer) = serve
+        .api_post_body(
+            "/api/profiles/default/switch",
+            r#"{"server": "demo", "on": false}"#,
+        )
+        .await;
+    assert_eq!(status, 409, "{answer:#}");
+    let message = answer["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with(
+            "the change was not written: with it, the config file has 1 error in [activity]: "
+        ),
+        "{message}"
+    );
+    assert!(message.contains("activity.max_age"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(serve.config_path()).expect("read"),
+        saved
+    );
+    let budgets = serve.api_get("/api/profiles").await;
+    assert_eq!(budgets[0]["server_switches"][0]["on"], true);
 }
 
 #[tokio::test]

@@ -118,7 +118,7 @@ test("the config banner shows the invalid entry with file, line, column and fiel
   const banner = page.getByTestId("config-banner");
   await banner.waitFor();
   const text = await banner.textContent();
-  assert.match(text, /The config file has 1 error; servers with errors are left out/);
+  assert.match(text, /The config file has 1 error; `broken` is left out/);
   assert.match(text, /config\.toml:\d+:\d+/);
   assert.match(text, /servers\.broken\.command/);
   // The reader can fold the list away and back, from the keyboard.

@@ -7,6 +7,7 @@ import { h, replace } from "../dom.js";
 import * as api from "../api.js";
 import { asApiError } from "../store.js";
 import { loading, empty, failure, toast } from "./common.js";
+import { reloadSummary } from "../format.js";
 
 /** @typedef {import('../types.js').ProfileBudget} ProfileBudget */
 
@@ -111,8 +112,11 @@ export class ProfilesView {
       const wanted = box.checked;
       try {
         const outcome = await api.switchInProfile(profile, { ...target, on: wanted });
-        if (outcome.outcome !== "applied") throw new Error(`the config was not applied (${outcome.outcome})`);
+        const summary = reloadSummary(outcome);
+        if (!summary.applied) throw new Error(`The change was not applied: ${summary.text}`);
         await this.settle(profile, target, wanted);
+        // Applied; what the file still leaves out is worth a word, as the API says it.
+        if (summary.leftOut) toast(`${profile} changed`, outcome.message);
       } catch (error) {
         box.checked = !wanted;
         box.disabled = false;

@@ -174,10 +174,8 @@ pub(super) fn read_profiles(
             config_dir: std::path::Path::new(""),
         };
         if let Some(entries) = reader.table(&entry.value, "profiles") {
-            let servers: HashSet<&str> = described
-                .iter()
-                .map(|server| server.key.as_str())
-                .collect();
+            let servers: HashSet<&str> =
+                described.iter().map(|server| server.key.as_str()).collect();
             for profile in reader.unique_entries(entries, "profiles") {
                 let errors_before = reader.reporter.n_errors();
                 let Some(profile) = reader.profile(profile, &servers) else {

@@ -422,7 +422,7 @@ mod tests {
             texts(&menu_model(&statuses, &partly, &[], false).entries),
             [
                 "1 ready",
-                "The config file has 1 error; servers with errors are left out"
+                "The config file has 1 error; `files` is left out"
             ]
         );
         let long = ConfigState {
