@@ -3,7 +3,8 @@
 //! `platform` names a target system, and no code an architecture; no source file is over 900
 //! lines; `src/` holds only the program's entry; a method's name is written in
 //! `crates/wire/src/method.rs` alone; and the map itself stays short. Cycles between crates
-//! Cargo refuses on its own.
+//! Cargo refuses on its own. Then the pages: the README starts in one screen, and every link
+//! between the README, the map and `docs/` leads to a page and a heading that exist.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -396,5 +397,143 @@ fn the_check_sees_a_method_name_but_not_a_sentence_or_a_comment() {
     assert_eq!(
         method_names(text),
         vec![(1, "\"tools/call\"".to_owned()), (4, "\"ping\"".to_owned())]
+    );
+}
+
+/// The longest the README grows, in lines: what Switchboard is and how to start, in one screen,
+/// and a table of contents into `docs/` for the rest.
+const README_LINES: usize = 300;
+
+/// The project's Markdown pages: the README, the map, and `docs/`.
+fn pages() -> Vec<PathBuf> {
+    let mut pages = vec![root().join("README.md"), root().join("ARCHITECTURE.md")];
+    for entry in std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_some_and(|extension| extension == "md") {
+            pages.push(path);
+        }
+    }
+    pages.sort();
+    pages
+}
+
+/// A page's text without its fenced code blocks and code spans, where a `](` is not a link.
+fn prose(text: &str) -> String {
+    let mut outside_fences = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            outside_fences.push_str(line);
+            outside_fences.push('\n');
+        }
+    }
+    // Code spans may run over a line break; what lies between two backticks is code.
+    outside_fences
+        .split('`')
+        .step_by(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The targets of a page's inline links, as written: `[text](target)`.
+fn link_targets(text: &str) -> Vec<String> {
+    let prose = prose(text);
+    let mut targets = Vec::new();
+    let mut rest = prose.as_str();
+    while let Some(start) = rest.find("](") {
+        rest = &rest[start + 2..];
+        if let Some(end) = rest.find(')') {
+            targets.push(rest[..end].to_owned());
+            rest = &rest[end..];
+        }
+    }
+    targets
+}
+
+/// The anchors GitHub gives a page's headings: lowercased, punctuation dropped, spaces made
+/// `-`, and a repeated one numbered.
+fn anchors(text: &str) -> Vec<String> {
+    let mut anchors: Vec<String> = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        let Some(heading) = line.strip_prefix('#').filter(|_| !fenced) else {
+            continue;
+        };
+        let slug: String = heading
+            .trim_start_matches('#')
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let repeats = anchors.iter().filter(|known| **known == slug).count();
+        anchors.push(if repeats == 0 {
+            slug.clone()
+        } else {
+            format!("{slug}-{repeats}")
+        });
+    }
+    anchors
+}
+
+#[test]
+fn the_readme_starts_in_one_screen() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_LINES,
+        "README.md is {lines} lines, over {README_LINES}: move reference text into docs/"
+    );
+}
+
+#[test]
+fn every_relative_link_of_the_pages_points_at_what_exists() {
+    let mut broken = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).expect("a page");
+        for target in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let file = if path.is_empty() {
+                page.clone()
+            } else {
+                page.parent().expect("a folder").join(path)
+            };
+            let found = if !file.exists() {
+                false
+            } else if anchor.is_empty() {
+                true
+            } else {
+                let linked = std::fs::read_to_string(&file).expect("a linked page");
+                anchors(&linked).iter().any(|known| known == anchor)
+            };
+            if !found {
+                broken.push(format!("{}: {target}", relative(&page)));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to nothing: {broken:#?}");
+}
+
+#[test]
+fn the_link_check_reads_links_and_anchors_as_github_does() {
+    let page = "# Chaos and load: `tests/it/soak/`\n## Names\n## Names\n\
+                A [link](a.md#b) and `[code](x)`, over\n`a [span](y)` break.\n\
+                ```\n[fenced](z)\n# not a heading\n```\n";
+    assert_eq!(link_targets(page), ["a.md#b"]);
+    assert_eq!(
+        anchors(page),
+        ["chaos-and-load-testsitsoak", "names", "names-1"]
     );
 }
