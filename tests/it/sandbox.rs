@@ -511,9 +511,9 @@ async fn server_filesystem_works_in_its_folder_and_is_refused_beyond_it() {
     assert_eq!(read, "# Plan", "still answering");
 }
 
-/// What the README tells a person to write for an `npx` server: its cache to write. npx installs
-/// a package (a tarball, offline) into `~/.npm` of the fake home and starts it, sandboxed; the
-/// server it starts is refused `~/.ssh` as any other would be.
+/// What docs/security.md tells a person to write for an `npx` server: its cache to write. npx
+/// installs a package (a tarball, offline) into `~/.npm` of the fake home and starts it,
+/// sandboxed; the server it starts is refused `~/.ssh` as any other would be.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_npx_server_installs_and_runs_in_a_sandbox_that_gives_it_its_cache() {
     let home = FakeHome::new();

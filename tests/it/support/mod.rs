@@ -241,7 +241,7 @@ pub fn run_node_suite(
         .process_group(0);
     let child = match node.spawn() {
         Ok(child) => child,
-        Err(error) => panic!("cannot run node ({error}); install Node.js (see README.md)"),
+        Err(error) => panic!("cannot run node ({error}); scripts/test installs Node.js"),
     };
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let (done_tx, done) = std::sync::mpsc::channel();

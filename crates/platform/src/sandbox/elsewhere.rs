@@ -1,4 +1,4 @@
-//! macOS and Windows: no sandbox is built for them yet. What each offers is in the README
+//! macOS and Windows: no sandbox is built for them yet. What each offers is in docs/platforms.md
 //! (sandbox-exec profiles on macOS, deprecated but working; AppContainer and Job Object limits on
 //! Windows); until one is built, a server that requires its sandbox does not start, and one that
 //! does not runs as if it had none.
