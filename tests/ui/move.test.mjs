@@ -3,8 +3,8 @@
 // only the built-in demo server (a first run), with its home in a temporary folder that holds
 // Claude Desktop's file (SWITCHBOARD_EDITOR_FILE), a copy of
 // tests/fixtures/editors/claude_desktop_config.json (SWITCHBOARD_FIXTURE): filesystem and
-// "My Notes" move, files-again runs what filesystem runs, demo stays (Switchboard has a server of
-// that name), and its "switchboard" entry points at another binary.
+// "My Notes" move, files-again runs what filesystem runs, demo stays (a WebSocket server, a
+// transport Switchboard does not speak), and its "switchboard" entry points at another binary.
 //
 // The tests share the page and run in order. Screenshots, in the light and the dark theme, go to
 // SWITCHBOARD_SCREENSHOTS (artifacts/ui/).
@@ -68,7 +68,7 @@ test("on a first run the dashboard offers to bring Claude Desktop's servers over
   assert.match(await claude.textContent(), /Claude Desktop/);
   assert.match(await claude.textContent(), /claude_desktop_config\.json/);
   assert.deepEqual(await fates(claude), { filesystem: "moved", "My Notes": "moved", "files-again": "duplicate", demo: "stays" });
-  assert.equal(await claude.locator('[data-kind="stays"]').getAttribute("title"), "Stays: a server named `demo` exists already");
+  assert.equal(await claude.locator('[data-kind="stays"]').getAttribute("title"), "Stays: its type \"websocket\" is a transport Switchboard does not speak (Switchboard speaks stdio, Streamable HTTP and HTTP+SSE)");
   assert.ok(await panel.getByRole("link", { name: "Connect an editor" }).isVisible());
   // The backends are still listed below it.
   await page.locator('.backends-table tr[data-backend="demo"]').waitFor();
@@ -131,7 +131,7 @@ test("each entry is said in words, with the duplicates and both diffs", async ()
   assert.equal(await entry("filesystem").textContent(), "filesystem becomes Switchboard server filesystem, taken out of the editor");
   assert.equal(await entry("My Notes").textContent(), "My Notes becomes Switchboard server My_Notes, taken out of the editor");
   assert.equal(await entry("files-again").textContent(), "files-again runs what filesystem runs, which moves over, taken out of the editor");
-  assert.equal(await entry("demo").textContent(), "demo stays in the editor: a server named demo exists already");
+  assert.equal(await entry("demo").textContent(), "demo stays in the editor: its type \"websocket\" is a transport Switchboard does not speak (Switchboard speaks stdio, Streamable HTTP and HTTP+SSE)");
   assert.match(await claude.locator('[data-testid="switchboard-entry"]').textContent(), /entry switchboard is changed to point at this Switchboard/);
   assert.match(await claude.locator('[data-testid="duplicates"]').textContent(), /1 entry runs what Switchboard runs already, or gets in this move: files-again \(same as filesystem\)/);
 

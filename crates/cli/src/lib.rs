@@ -17,6 +17,7 @@ use std::process::ExitCode;
 pub mod app;
 mod check;
 pub(crate) mod demo;
+mod editors_out;
 mod instance;
 mod output;
 mod registry;
@@ -77,9 +78,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Copy the local MCP servers of an editor's config into Switchboard's config.
+    /// Copy the MCP servers of an editor's config into Switchboard's config: local ones (a
+    /// command) and remote ones (a URL). One that runs exactly what a server of Switchboard's
+    /// runs is left out as a duplicate; one that differs is added under a free name.
     Import {
         /// The editor whose config is read.
+        #[arg(value_parser = editors_out::editor_to_read())]
         editor: Editor,
         /// Read this file instead of the editor's usual one.
         #[arg(long)]
@@ -98,10 +102,15 @@ enum Command {
         /// Switchboard's config file, which gets the servers.
         #[arg(long, env = platform::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
+        /// Print the result as one JSON document: each entry with its `kind` (added, duplicate
+        /// or skipped) and its server or reason.
+        #[arg(long)]
+        json: bool,
     },
     /// Point an editor at Switchboard: add its entry to the editor's config, after a backup.
     Install {
         /// The editor to point at Switchboard.
+        #[arg(value_parser = editors_out::editor_to_install())]
         editor: Editor,
         /// Write into this file instead of the editor's usual one.
         #[arg(long)]
@@ -115,11 +124,16 @@ enum Command {
         /// Give the editor this profile ([profiles.NAME]): `/mcp/NAME`, or `connect --profile`.
         #[arg(long)]
         profile: Option<String>,
+        /// Print the result as one JSON document (the outcome, the file, its backup, the diff).
+        #[arg(long)]
+        json: bool,
     },
-    /// Move an editor over: import its local servers, point it at Switchboard, and take the
-    /// moved entries out of its file (one backup, one atomic replacement).
+    /// Move an editor over: import its servers, point it at Switchboard, and take the moved
+    /// entries, and those that run exactly what a server of Switchboard's runs, out of its file
+    /// (one backup, one atomic replacement). An entry that cannot be moved stays, with the reason.
     Move {
         /// The editor to move over.
+        #[arg(value_parser = editors_out::editor_to_read())]
         editor: Editor,
         /// The editor's file, instead of its usual one.
         #[arg(long)]
@@ -153,6 +167,10 @@ enum Command {
         /// Switchboard's config file.
         #[arg(long, env = platform::dirs::CONFIG_ENV)]
         config: Option<PathBuf>,
+        /// Print the result as one JSON document: each entry with its `kind` (moved, duplicate,
+        /// stays or switchboard), its server or reason, and whether it is taken out.
+        #[arg(long)]
+        json: bool,
     },
     /// Attach an editor's stdio to the running Switchboard (starting one if none runs).
     Connect {
@@ -305,14 +323,16 @@ pub fn main() -> ExitCode {
             move_secrets,
             sandbox,
             config,
-        } => import(editor, from, dry_run, move_secrets, sandbox, config),
+            json,
+        } => import(editor, from, dry_run, move_secrets, sandbox, config, json),
         Command::Install {
             editor,
             to,
             dry_run,
             config,
             profile,
-        } => install(editor, to, dry_run, config, profile),
+            json,
+        } => install(editor, to, dry_run, config, profile, json),
         Command::Move {
             editor,
             from,
@@ -325,10 +345,11 @@ pub fn main() -> ExitCode {
             undo,
             force,
             config,
+            json,
         } => {
             let config = config.unwrap_or_else(platform::dirs::default_config_path);
             match undo {
-                true => undo_move(editor, &config, force),
+                true => undo_move(editor, &config, force, json),
                 false => move_editor(MoveOptions {
                     editor,
                     from,
@@ -339,6 +360,7 @@ pub fn main() -> ExitCode {
                     sandbox,
                     profile,
                     config,
+                    json,
                 }),
             }
         }
@@ -552,6 +574,7 @@ fn import(
     move_secrets: bool,
     sandbox: bool,
     config_path: Option<PathBuf>,
+    json: bool,
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(platform::dirs::default_config_path);
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
@@ -567,7 +590,7 @@ fn import(
         move_secrets,
         sandbox,
     })?;
-    eprint!("{report}");
+    editors_out::print_result(&report, json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -582,6 +605,7 @@ struct MoveOptions {
     sandbox: bool,
     profile: Option<String>,
     config: PathBuf,
+    json: bool,
 }
 
 fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
@@ -612,7 +636,7 @@ fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
         records: &platform::dirs::data_dir().join("moves"),
         expect: options.expect.as_deref(),
     })?;
-    eprint!("{report}");
+    editors_out::print_result(&report, options.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -624,14 +648,14 @@ fn missing_token(dry_run: bool) -> Missing {
     }
 }
 
-fn undo_move(editor: Editor, config: &Path, force: bool) -> anyhow::Result<ExitCode> {
+fn undo_move(editor: Editor, config: &Path, force: bool, json: bool) -> anyhow::Result<ExitCode> {
     let report = editors::undo_move(editors::UndoRequest {
         editor,
         config_path: config,
         records: &platform::dirs::data_dir().join("moves"),
         force,
     })?;
-    eprint!("{report}");
+    editors_out::print_result(&report, json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -641,6 +665,7 @@ fn install(
     dry_run: bool,
     config_path: Option<PathBuf>,
     profile: Option<String>,
+    json: bool,
 ) -> anyhow::Result<ExitCode> {
     let config_path = config_path.unwrap_or_else(platform::dirs::default_config_path);
     let exe = std::env::current_exe().context("cannot find the switchboard binary")?;
@@ -662,7 +687,7 @@ fn install(
         destination: &destination,
         dry_run,
     })?;
-    eprint!("{report}");
+    editors_out::print_result(&editors_out::InstallResult::new(&report), json)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -39,6 +39,7 @@ pub use profile::{
     MAX_NAME_BUDGET, MIN_NAME_BUDGET, Pattern, Profile, Tier,
 };
 pub use sandbox::{Sandbox, SandboxDraft};
+pub use values::filled_in;
 
 #[cfg(test)]
 mod tests;

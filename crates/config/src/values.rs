@@ -188,6 +188,17 @@ pub(super) fn expand_references(
     Ok(expanded)
 }
 
+/// A server's value as the config writes it (`${env:NAME}`, `${secret:NAME}`, `$${`), filled in
+/// as a start of the server fills it: what the server would be given. `None` when it cannot be
+/// (a variable not set, a secret the keychain does not hold or cannot give).
+pub fn filled_in(written: &str) -> Option<String> {
+    let lookups = Lookups {
+        env: &|name| std::env::var_os(name),
+        secret: Some(&|name| platform::secrets::Keychain::secrets().get(name)),
+    };
+    expand_references(written, &lookups, Other::Kept).ok()
+}
+
 /// Expands a leading `~` (alone or followed by `/`) to `home`.
 pub(super) fn expand_home(path: &str, home: Option<&Path>) -> Result<PathBuf, ValueError> {
     let rest = match path.strip_prefix('~') {

@@ -251,7 +251,7 @@ impl TomlFile {
 }
 
 /// A TOML item as plain JSON: tables become objects (in file order), dates and times strings.
-fn item_json(item: &Item) -> Value {
+pub(crate) fn item_json(item: &Item) -> Value {
     match item {
         Item::None => Value::Null,
         Item::Value(value) => value_json(value),
@@ -289,7 +289,7 @@ fn value_json(value: &toml_edit::Value) -> Value {
 
 /// Plain JSON as a TOML value: objects become inline tables. JSON's `null` has no TOML form and
 /// entries Switchboard writes hold none.
-fn toml_value(value: &Value) -> toml_edit::Value {
+pub(crate) fn toml_value(value: &Value) -> toml_edit::Value {
     match value {
         Value::Null => unreachable!("entries Switchboard writes hold no null"),
         Value::Bool(flag) => (*flag).into(),

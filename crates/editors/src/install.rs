@@ -24,7 +24,7 @@ pub struct InstallRequest<'a> {
 /// What an install did (or, in a dry run, would do).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InstallReport {
-    #[serde(serialize_with = "serialize_client_id")]
+    #[serde(serialize_with = "crate::serialize_client_id")]
     pub(crate) editor: Editor,
     /// The editor's file.
     pub path: PathBuf,
@@ -33,9 +33,9 @@ pub struct InstallReport {
     pub(crate) created: bool,
     /// The copy of the file as it was before, when it was changed.
     pub(crate) backup: Option<PathBuf>,
-    #[serde(skip)]
     pub(crate) dry_run: bool,
-    /// The change as a unified diff; empty when nothing changes.
+    /// The change as a unified diff; empty when nothing changes. Not serialized: the editor's
+    /// other entries show in it, secrets and all (see [`InstallReport::diff`]).
     #[serde(skip)]
     pub(crate) diff: String,
     /// Whether the file, which now holds `/mcp`'s token, was readable by others and was
@@ -54,11 +54,12 @@ pub enum InstallOutcome {
     AlreadyInstalled { name: String },
 }
 
-fn serialize_client_id<S: serde::Serializer>(
-    editor: &Editor,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(editor.client_id())
+impl InstallReport {
+    /// The change as a unified diff, for the person who asked for it; empty when nothing
+    /// changes. It shows the editor's file as it is, so it may hold secrets.
+    pub fn diff(&self) -> &str {
+        &self.diff
+    }
 }
 
 impl fmt::Display for InstallReport {
@@ -182,7 +183,7 @@ fn narrow_holding_token(path: &Path, backup: Option<&Path>) -> std::io::Result<b
 /// What [`update_entries`] changed in one editor's config.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EntriesUpdate {
-    #[serde(serialize_with = "serialize_client_id")]
+    #[serde(serialize_with = "crate::serialize_client_id")]
     pub(crate) editor: Editor,
     pub(crate) path: PathBuf,
     /// The entries given the new endpoint, by their names in the file.
@@ -414,6 +415,7 @@ mod tests {
                 "outcome": { "kind": "already_installed", "name": "switchboard" },
                 "created": false,
                 "backup": null,
+                "dry_run": false,
                 "narrowed": false,
             })
         );

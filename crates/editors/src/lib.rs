@@ -411,6 +411,14 @@ fn is_home(dir: &Path) -> bool {
     directories::BaseDirs::new().is_some_and(|dirs| dirs.home_dir() == dir)
 }
 
+/// An editor as the id `/api/clients` gives it, in what is serialized.
+pub(crate) fn serialize_client_id<S: serde::Serializer>(
+    editor: &Editor,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(editor.client_id())
+}
+
 fn at_position(position: Option<(usize, usize)>) -> String {
     match position {
         Some((line, column)) => format!(":{line}:{column}"),

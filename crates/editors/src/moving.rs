@@ -1,7 +1,9 @@
-//! `switchboard move` and the dashboard's "Move" buttons: an editor's local servers imported
-//! into our config, the editor pointed at Switchboard, and the moved entries (and those that run
-//! a command Switchboard runs already) taken out of the editor's file, in one atomic replacement
-//! after one backup. A record of each move lets [`undo_move`] put the editor's file back and
+//! `switchboard move` and the dashboard's "Move" buttons: an editor's servers imported into our
+//! config, the editor pointed at Switchboard, and the moved entries (and those that run exactly
+//! what a server of Switchboard runs) taken out of the editor's file, in one atomic replacement
+//! after one backup. An entry that differs from every server Switchboard has in anything it runs
+//! (its environment, say) is moved as a server of its own; one that cannot be moved stays in the
+//! editor's file, with the reason: nothing is left only in the backup. A record of each move lets [`undo_move`] put the editor's file back and
 //! take out of our config the servers the move added, if nobody changed them since.
 //!
 //! Moves hold a lock file beside their records, so two at once (two editors, or the dashboard
@@ -56,8 +58,15 @@ pub struct MoveRequest<'a> {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Fate {
     /// Imported as `server`, and taken out of the editor's file unless asked to keep it.
-    Moved { server: String, notes: Vec<String> },
-    /// Switchboard runs the same command already, as `server`: a duplicate, taken out likewise.
+    Moved {
+        server: String,
+        /// The name it would have had, when a server that runs something else has it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        taken: Option<String>,
+        notes: Vec<String>,
+    },
+    /// Switchboard runs exactly the same already (command, arguments, environment and folder, or
+    /// URL and headers), as `server`: a duplicate, taken out likewise.
     Duplicate { server: String },
     /// Stays in the editor's file, for this reason.
     Stays { reason: String },
@@ -89,7 +98,7 @@ pub enum EntryChange {
 /// What a move did (or, in a dry run, would do).
 #[derive(Debug, Clone, Serialize)]
 pub struct MoveReport {
-    #[serde(serialize_with = "client_id")]
+    #[serde(serialize_with = "crate::serialize_client_id")]
     pub(crate) editor: Editor,
     /// The editor's file.
     pub path: PathBuf,
@@ -127,7 +136,7 @@ pub struct UndoRequest<'a> {
 /// What an undo did.
 #[derive(Debug, Clone, Serialize)]
 pub struct UndoReport {
-    #[serde(serialize_with = "client_id")]
+    #[serde(serialize_with = "crate::serialize_client_id")]
     pub(crate) editor: Editor,
     pub(crate) path: PathBuf,
     pub(crate) config_path: PathBuf,
@@ -276,17 +285,24 @@ pub fn move_editor(request: MoveRequest<'_>) -> Result<MoveReport, EditorError> 
     let mut entries = Vec::with_capacity(plan.report.servers.len());
     for server in &plan.report.servers {
         let fate = match &server.action {
-            ImportAction::Added { name, notes } => Fate::Moved {
+            ImportAction::Added {
+                server: name,
+                taken,
+                notes,
+            } => Fate::Moved {
                 server: name.clone(),
+                taken: taken.clone(),
                 notes: notes.clone(),
             },
-            ImportAction::Skipped(SkipReason::SameCommand(name)) => Fate::Duplicate {
+            // With only duplicates taken out, a copy of an entry of this file that is not moved
+            // leaves too: its twin stays in the file.
+            ImportAction::Duplicate { server: name } => Fate::Duplicate {
                 server: name.clone(),
             },
-            ImportAction::Skipped(SkipReason::PointsAtSwitchboard) if server.name == ENTRY_NAME => {
-                Fate::Switchboard
-            }
-            ImportAction::Skipped(reason) => Fate::Stays {
+            ImportAction::Skipped {
+                reason: SkipReason::PointsAtSwitchboard,
+            } if server.name == ENTRY_NAME => Fate::Switchboard,
+            ImportAction::Skipped { reason } => Fate::Stays {
                 reason: reason.to_string(),
             },
         };
@@ -569,10 +585,6 @@ fn digest(bytes: &[u8]) -> String {
     platform::hex::encode(&Sha256::digest(bytes))
 }
 
-fn client_id<S: serde::Serializer>(editor: &Editor, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(editor.client_id())
-}
-
 impl fmt::Display for MoveReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let title = self.editor.title();
@@ -598,10 +610,14 @@ impl fmt::Display for MoveReport {
                 Fate::Moved { .. } if self.only_duplicates => {
                     writeln!(f, "  {}: stays (only duplicates are taken out)", entry.name)?;
                 }
-                Fate::Moved { server, notes } => {
+                Fate::Moved {
+                    server,
+                    taken,
+                    notes,
+                } => {
                     write!(f, "  {}: moved", entry.name)?;
-                    if *server != entry.name {
-                        write!(f, " as `{server}`")?;
+                    if let Some(why) = import::renamed(&entry.name, server, taken.as_deref()) {
+                        write!(f, " as `{server}` ({why})")?;
                     }
                     f.write_str(out)?;
                     for note in notes {
@@ -611,7 +627,7 @@ impl fmt::Display for MoveReport {
                 }
                 Fate::Duplicate { server } => writeln!(
                     f,
-                    "  {}: Switchboard runs it already as `{server}`{out}",
+                    "  {}: Switchboard runs exactly the same already as `{server}`{out}",
                     entry.name
                 )?,
                 Fate::Stays { reason } => writeln!(f, "  {}: stays: {reason}", entry.name)?,

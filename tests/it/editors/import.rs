@@ -29,8 +29,9 @@ fn claude_desktop_servers_are_appended_after_every_byte_of_our_config() {
             "Imported servers of Claude Desktop ({source}) into {config}:\n  \
              filesystem: added\n  \
              My Notes: added as `My_Notes` (server names use only letters, digits, `_` and `-`)\n  \
-             files-again: skipped: `filesystem` runs the same command already\n  \
-             demo: skipped: a server named `demo` exists already\n  \
+             files-again: skipped: `filesystem` runs exactly the same already\n  \
+             demo: skipped: its type \"websocket\" is a transport Switchboard does not speak \
+             (Switchboard speaks stdio, Streamable HTTP and HTTP+SSE)\n  \
              switchboard: skipped: it points at Switchboard itself (imported, Switchboard would \
              start itself)\n\
              2 server(s) added; a running Switchboard starts them when it sees the change.\n",
@@ -61,8 +62,8 @@ fn claude_desktop_servers_are_appended_after_every_byte_of_our_config() {
     // Importing again adds nothing.
     let merged = read(&config_path);
     let again = home.succeed(&["import", "claude", "--config", arg(&config_path)], &[]);
-    assert!(again.contains("  filesystem: skipped: `filesystem` runs the same command already\n"));
-    assert!(again.contains("  My Notes: skipped: `My_Notes` runs the same command already\n"));
+    assert!(again.contains("  filesystem: skipped: `filesystem` runs exactly the same already\n"));
+    assert!(again.contains("  My Notes: skipped: `My_Notes` runs exactly the same already\n"));
     assert!(again.ends_with(&format!(
         "Nothing to add; {} is unchanged.\n",
         config_path.display()
@@ -83,14 +84,16 @@ fn a_dry_run_writes_nothing_and_the_import_creates_the_default_config_first() {
     let addition = format!(
         "\n{origin}\n[servers.memory]\ncommand = \"npx\"\n\
          args = [\"-y\", \"@modelcontextprotocol/server-memory\"]\n\
-         env = {{ MEMORY_FILE_PATH = \"${{env:HOME}}/.cursor/memory.json\" }}\n"
+         env = {{ MEMORY_FILE_PATH = \"${{env:HOME}}/.cursor/memory.json\" }}\n\n\
+         {origin}\n[servers.remote-docs]\nurl = \"https://docs.example.com/mcp\"\n\
+         headers = {{ Authorization = \"Bearer abc\" }}\n"
     );
     let lines = |verb: &str, skipped: &str| {
         format!(
             "servers of Cursor ({}) into {}:\n  \
              memory: {verb}; left out `autoApprove`\n  \
-             remote-docs: {skipped}: a remote server (http); Switchboard supervises local stdio \
-             servers only\n  \
+             remote-docs: {verb}; `Authorization` looks like a secret written out: \
+             `--move-secrets` keeps it in the keychain instead of the config\n  \
              workspace-files: {skipped}: `${{workspaceFolder}}` in its args is filled in by \
              Cursor, which Switchboard cannot do; add this server by hand with the value written \
              out\n  \
@@ -131,7 +134,7 @@ fn a_dry_run_writes_nothing_and_the_import_creates_the_default_config_first() {
         report,
         format!(
             "Imported {}{} did not exist; it was created from the default config.\n\
-             1 server(s) added; a running Switchboard starts them when it sees the change.\n",
+             2 server(s) added; a running Switchboard starts them when it sees the change.\n",
             lines("added", "skipped"),
             config_path.display()
         )
@@ -140,7 +143,7 @@ fn a_dry_run_writes_nothing_and_the_import_creates_the_default_config_first() {
     assert_eq!(names_in(&config_dir), ["config.toml"]);
     let config = config::load(&config_path).expect("loads");
     assert_eq!(problems(&config), Vec::<String>::new());
-    assert_eq!(backend_names(&config), ["demo", "memory"]);
+    assert_eq!(backend_names(&config), ["demo", "memory", "remote-docs"]);
     assert_eq!(std::fs::read(&cursor_file).expect("read"), cursor_bytes);
 }
 
@@ -173,15 +176,13 @@ fn vscode_servers_in_utf16_join_a_json_config_in_place() {
              value written out\n  \
              not-installed: added; error: `mcp-server-not-installed-anywhere` was not found on \
              PATH\n  \
-             github: skipped: a remote server (http); Switchboard supervises local stdio servers \
-             only\n  \
-             events: skipped: a remote server (sse); Switchboard supervises local stdio servers \
-             only\n  \
+             github: added\n  \
+             events: added\n  \
              dotenv: skipped: it loads variables from envFile \"${{workspaceFolder}}/.env\", which \
              Switchboard cannot; add it by hand with those variables in `env`\n  \
              switchboard: skipped: it points at Switchboard itself (imported, Switchboard would \
              start itself)\n\
-             2 server(s) added; a running Switchboard starts them when it sees the change.\n",
+             4 server(s) added; a running Switchboard starts them when it sees the change.\n",
             source.display(),
             config_path.display()
         )
@@ -192,7 +193,10 @@ fn vscode_servers_in_utf16_join_a_json_config_in_place() {
          \"args\": [\"-m\", \"mcp_server_time\"]\n    },\n    \"fetch\": {\n      \
          \"command\": \"python3\",\n      \"args\": [\"-m\", \"mcp_server_fetch\"],\n      \
          \"cwd\": \"/tmp\"\n    },\n    \"not-installed\": {\n      \
-         \"command\": \"mcp-server-not-installed-anywhere\"\n    }\n  },\n  \
+         \"command\": \"mcp-server-not-installed-anywhere\"\n    },\n    \"github\": {\n      \
+         \"url\": \"https://api.githubcopilot.com/mcp/\",\n      \
+         \"transport\": \"streamable-http\"\n    },\n    \"events\": {\n      \
+         \"url\": \"http://localhost:3001/sse\",\n      \"transport\": \"sse\"\n    }\n  },\n  \
          \"globalShortcut\": \"\"\n}\n"
     );
     let after = config::load(&config_path).expect("loads");
@@ -207,7 +211,7 @@ fn vscode_servers_in_utf16_join_a_json_config_in_place() {
             "mcpServers.not-installed.command: `mcp-server-not-installed-anywhere` was not found on PATH"
         ]
     );
-    assert_eq!(backend_names(&after), ["time", "fetch"]);
+    assert_eq!(backend_names(&after), ["time", "fetch", "github", "events"]);
 }
 
 #[test]

@@ -21,8 +21,8 @@ fn install_points_claude_desktop_at_this_binary_with_a_backup_keeping_bom_and_cr
         dry_run,
         format!(
             "Dry run: nothing is written.\nClaude Desktop: would update the \"switchboard\" entry \
-             in {path}:\n--- {path}\n+++ {path}\n@@ -17,5 +17,5 @@\n     \"demo\": {{ \"command\": \
-             \"node\", \"args\": [\"demo.js\"] }},\n     \"switchboard\": {{\n-      \"command\": \
+             in {path}:\n--- {path}\n+++ {path}\n@@ -17,5 +17,5 @@\n     \"demo\": {{ \"type\": \
+             \"websocket\", \"url\": \"ws://127.0.0.1:9000/demo\" }},\n     \"switchboard\": {{\n-      \"command\": \
              \"/usr/local/bin/switchboard\",\n+      \"command\": \"{exe}\",\n       \"args\": \
              [\"connect\"]\n     }}\n",
             path = claude_file.display(),
@@ -239,14 +239,17 @@ fn claude_code_zed_windsurf_gemini_and_codex_are_imported_from_and_installed_int
             report.contains(&format!("{stdio}: added")),
             "{editor}: {report}"
         );
+        // A remote server is imported too, with its URL.
         assert!(
-            report.contains(&format!("{remote}: skipped")),
+            report.contains(&format!("{remote}: added")),
             "{editor}: {report}"
         );
-        assert!(
-            read(&config_path).contains(&format!("[servers.{stdio}]")),
-            "{editor}"
-        );
+        for server in [stdio, remote] {
+            assert!(
+                read(&config_path).contains(&format!("[servers.{server}]")),
+                "{editor}: {server}"
+            );
+        }
 
         let mut args = vec!["install", editor, "--config", arg(&config_path)];
         if editor == "claude-code" {

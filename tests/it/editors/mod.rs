@@ -54,13 +54,21 @@ impl Home {
             .expect("switchboard runs")
     }
 
-    /// Runs `switchboard ARGS`, asserts that it succeeded, and returns what it printed.
+    /// Runs `switchboard ARGS`, asserts that it succeeded, and returns its result: what it
+    /// printed on stdout (notes go to stderr).
     fn succeed(&self, args: &[&str], extra_env: &[(&str, &str)]) -> String {
         let output = self.run(args, extra_env);
         let stderr = String::from_utf8(output.stderr).expect("UTF-8");
         assert!(output.status.success(), "{args:?} failed:\n{stderr}");
-        assert!(output.stdout.is_empty(), "stdout is empty");
-        stderr
+        String::from_utf8(output.stdout).expect("UTF-8")
+    }
+
+    /// Runs `switchboard ARGS --json`, asserts that it succeeded, and returns the one JSON
+    /// document it printed on stdout.
+    fn succeed_json(&self, args: &[&str], extra_env: &[(&str, &str)]) -> serde_json::Value {
+        let args = [args, &["--json"]].concat();
+        let stdout = self.succeed(&args, extra_env);
+        serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"))
     }
 
     /// Runs `switchboard ARGS`, asserts that it failed, and returns what it printed.

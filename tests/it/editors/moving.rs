@@ -17,28 +17,28 @@ const MOVES: [(&str, &str, &[&str], &[&str]); 8] = [
         &["filesystem", "My Notes", "files-again"],
         &["demo"],
     ),
-    ("claude-code", "claude.json", &["git"], &["docs"]),
+    ("claude-code", "claude.json", &["git", "docs"], &[]),
     (
         "cursor",
         "cursor-mcp.json",
-        &["memory"],
-        &["remote-docs", "workspace-files"],
+        &["memory", "remote-docs"],
+        &["workspace-files"],
     ),
     (
         "vscode",
         "vscode-mcp.utf16.json",
-        &["fetch", "not-installed"],
-        &["perplexity", "github", "events", "dotenv"],
+        &["fetch", "not-installed", "github", "events"],
+        &["perplexity", "dotenv"],
     ),
-    ("zed", "zed-settings.json", &["fetch"], &["linear"]),
+    ("zed", "zed-settings.json", &["fetch", "linear"], &[]),
     (
         "windsurf",
         "windsurf-mcp_config.json",
-        &["memory"],
-        &["remote"],
+        &["memory", "remote"],
+        &[],
     ),
-    ("gemini", "gemini-settings.json", &["time"], &["search"]),
-    ("codex", "codex-config.toml", &["context7"], &["figma"]),
+    ("gemini", "gemini-settings.json", &["time", "search"], &[]),
+    ("codex", "codex-config.toml", &["context7", "figma"], &[]),
 ];
 
 /// Whether the editor's file (JSON or TOML) has an entry named `name`.
@@ -80,7 +80,7 @@ fn every_editor_is_moved_over_in_one_step_and_undone_byte_for_byte() {
             "{editor}: no backup"
         );
 
-        let said = home.succeed(&args(&[]), &env);
+        let said = home.succeed_json(&args(&[]), &env);
         let after = files_text(&path);
         for name in moved {
             assert!(
@@ -91,15 +91,13 @@ fn every_editor_is_moved_over_in_one_step_and_undone_byte_for_byte() {
         for name in stay {
             assert!(has_entry(&after, name), "{editor}: {name} stays:\n{after}");
             assert!(
-                said.contains(&format!("  {name}: stays: ")),
-                "{editor}: {said}"
+                preview.contains(&format!("  {name}: stays: ")),
+                "{editor}: {preview}"
             );
         }
+        assert_every_entry_is_live(&said, &after, &read(&config_path));
         assert!(has_entry(&after, "switchboard"), "{editor}: {after}");
-        assert!(
-            said.contains("The file as it was is in "),
-            "{editor}: {said}"
-        );
+        assert!(said["backup"].is_string(), "{editor}: {said}");
         let config = config::load(&config_path).expect("our config stays valid");
         assert!(config.has_errors() || !config.backends.is_empty());
         let backup_dir = names_in(&home.home().join("editor"));
@@ -128,6 +126,30 @@ fn every_editor_is_moved_over_in_one_step_and_undone_byte_for_byte() {
             &env,
         );
         assert!(again.contains("has no move to undo"), "{again}");
+    }
+}
+
+/// That every entry a move's JSON report lists is live somewhere: still in the editor's file
+/// (`after`), or run by a server of our config (`config`, as TOML) exactly as the entry ran.
+fn assert_every_entry_is_live(report: &serde_json::Value, after: &str, config: &str) {
+    let entries = report["entries"].as_array().expect("a list of entries");
+    for entry in entries {
+        let name = entry["name"].as_str().expect("a name");
+        let taken_out = entry["taken_out"].as_bool().expect("taken_out");
+        match entry["kind"].as_str().expect("a kind") {
+            "moved" | "duplicate" if taken_out => {
+                let server = entry["server"].as_str().expect("its server");
+                assert!(
+                    config.contains(&format!("[servers.{server}]")),
+                    "{name} lives on as {server}:\n{config}"
+                );
+                assert!(!has_entry(after, name), "{name} is taken out:\n{after}");
+            }
+            kind => assert!(
+                has_entry(after, name),
+                "{name} ({kind}) stays in the editor's file:\n{after}"
+            ),
+        }
     }
 }
 
@@ -526,4 +548,126 @@ fn a_move_of_what_a_dry_run_showed_is_refused_once_the_file_changed() {
         moved.contains("  memory: moved, taken out of the editor's file"),
         "{moved}"
     );
+}
+
+/// The issue's Cursor: entries that run almost what a server of Switchboard runs (the same
+/// command with a token in `env`, or other arguments; the same URL with other headers). Only the
+/// exact one is a duplicate; the others are moved as servers of their own, one under a name that
+/// does not clash; the one that cannot be moved stays; and the undo puts both files back.
+#[test]
+fn near_duplicates_are_moved_as_servers_of_their_own_and_nothing_is_lost() {
+    let home = Home::new();
+    let config_path = home.path("config.toml");
+    let ours = "[endpoint]\nlisten = \"127.0.0.1:18768\"\n\n[servers.git]\ncommand = \"uvx\"\n\
+                args = [\"mcp-server-git\"]\n\n[servers.docs]\n\
+                url = \"https://docs.example.com/mcp\"\n";
+    std::fs::write(&config_path, ours).expect("write");
+    let path = home.home().join("editor/mcp.json");
+    std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+    let original = r#"{
+  "mcpServers": {
+    "git": { "command": "uvx", "args": ["mcp-server-git"] },
+    "gitcursor": { "command": "uvx", "args": ["mcp-server-git"], "env": { "GITHUB_TOKEN": "ghp_near1" } },
+    "git-repo": { "command": "uvx", "args": ["mcp-server-git", "--repository", "/src"] },
+    "docs": { "url": "https://docs.example.com/mcp", "headers": { "Authorization": "Bearer near2" } },
+    "workspace": { "command": "npx", "args": ["${workspaceFolder}"] }
+  }
+}
+"#;
+    std::fs::write(&path, original).expect("write");
+    let data = home.path("data");
+    let env = [("SWITCHBOARD_DATA_DIR", arg(&data))];
+    let from = ["--from", arg(&path), "--config", arg(&config_path)];
+    let fates = |report: &serde_json::Value| -> Vec<(String, String, String)> {
+        let entries = report["entries"].as_array().expect("entries");
+        entries
+            .iter()
+            .map(|entry| {
+                let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
+                (text("name"), text("kind"), text("server"))
+            })
+            .collect()
+    };
+    let fate = |name: &str, kind: &str, server: &str| {
+        (name.to_owned(), kind.to_owned(), server.to_owned())
+    };
+
+    // `import --json`, `install --dry-run --json` and `move --dry-run --json` each print one
+    // JSON document on stdout (their notes go to stderr, which `succeed_json` leaves out).
+    let imported = home.succeed_json(
+        &[&["import", "cursor", "--dry-run"], &from[..]].concat(),
+        &[],
+    );
+    assert_eq!(
+        fates(&imported),
+        [
+            fate("git", "duplicate", "git"),
+            fate("gitcursor", "added", "gitcursor"),
+            fate("git-repo", "added", "git-repo"),
+            fate("docs", "added", "docs-cursor"),
+            fate("workspace", "skipped", ""),
+        ]
+    );
+    assert_eq!(imported["entries"][3]["taken"], "docs");
+    let reason = imported["entries"][4]["reason"].as_str().expect("a reason");
+    assert!(reason.contains("${workspaceFolder}"), "{reason}");
+    let install = home.succeed_json(
+        &[
+            "install",
+            "cursor",
+            "--to",
+            arg(&path),
+            "--dry-run",
+            "--config",
+            arg(&config_path),
+        ],
+        &env,
+    );
+    assert_eq!(install["outcome"]["kind"], "added");
+    assert!(
+        install["diff"]
+            .as_str()
+            .is_some_and(|diff| diff.contains("+    \"switchboard\""))
+    );
+    let preview = home.succeed_json(
+        &[&["move", "cursor", "--dry-run"], &from[..]].concat(),
+        &env,
+    );
+    assert_eq!(
+        fates(&preview),
+        [
+            fate("git", "duplicate", "git"),
+            fate("gitcursor", "moved", "gitcursor"),
+            fate("git-repo", "moved", "git-repo"),
+            fate("docs", "moved", "docs-cursor"),
+            fate("workspace", "stays", ""),
+        ]
+    );
+    assert_eq!(preview["switchboard"], "added");
+    assert_eq!(read(&path), original, "a dry run writes nothing");
+    assert_eq!(read(&config_path), ours);
+
+    let moved = home.succeed_json(&[&["move", "cursor"], &from[..]].concat(), &env);
+    let after = read(&path);
+    let config = read(&config_path);
+    assert_every_entry_is_live(&moved, &after, &config);
+    assert!(
+        config.contains("[servers.gitcursor]\ncommand = \"uvx\"\nargs = [\"mcp-server-git\"]\nenv = { GITHUB_TOKEN = \"ghp_near1\" }\n"),
+        "the token lives on in Switchboard's config:\n{config}"
+    );
+    assert!(
+        config.contains("[servers.docs-cursor]\nurl = \"https://docs.example.com/mcp\"\nheaders = { Authorization = \"Bearer near2\" }\n"),
+        "{config}"
+    );
+    assert!(after.contains("\"workspace\""), "{after}");
+    for gone in ["\"git\"", "\"gitcursor\"", "\"git-repo\"", "\"docs\""] {
+        assert!(!after.contains(gone), "{gone} is taken out:\n{after}");
+    }
+
+    home.succeed(
+        &["move", "cursor", "--undo", "--config", arg(&config_path)],
+        &env,
+    );
+    assert_eq!(read(&path), original, "the editor's file byte for byte");
+    assert_eq!(read(&config_path), ours, "our config byte for byte");
 }

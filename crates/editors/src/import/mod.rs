@@ -1,4 +1,6 @@
-//! `switchboard import`: the local (stdio) servers of an editor's config, added to ours.
+//! `switchboard import`: the servers of an editor's config, added to ours: local ones (a
+//! command line) and remote ones (a URL with its headers; Switchboard signs in with OAuth when
+//! the server asks).
 //!
 //! Our TOML config only grows at its end: the new `[servers.NAME]` tables are rendered with
 //! `toml_edit` and appended, so every byte before them (comments, blank lines, CRLF line ends)
@@ -6,21 +8,26 @@
 //! between existing ones and turn CRLF into LF.) A JSON config (Claude Desktop's shape) gets its
 //! new entries added to `mcpServers` in place, comments and formatting kept.
 //!
-//! Nothing is ever imported twice or over something that exists: a name our config has already
-//! (compared ignoring case, as the config does) or a command line one of its servers runs already
-//! is skipped, and so is an entry that runs Switchboard itself, which would make it start itself.
+//! Nothing is ever imported twice or over something that exists. An entry is a duplicate only
+//! when it runs exactly what a server of our config runs (see [`run`]): the same command,
+//! arguments, environment and folder, or the same URL and headers, values compared as they would
+//! be given. One that differs in anything is added as a server of its own, under a name our
+//! config does not have yet (compared ignoring case, as the config does). An entry that runs
+//! Switchboard itself is left out, since Switchboard would start itself.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-use toml_edit::{Array, DocumentMut, InlineTable, Item, Table};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use toml_edit::{DocumentMut, Item, Table};
 
-use super::editor_file::EditorFile;
+use super::editor_file::{self, EditorFile};
 use super::files::{self, JsonFile};
 use super::{Editor, EditorError};
-use config::{Diagnostic, Format, MAX_SERVER_NAME_LEN, SandboxDraft};
+use config::{Diagnostic, Format, MAX_SERVER_NAME_LEN};
+use entry::{EntryReader, Server};
+use run::Run;
 
 /// What to import, from where, into which config.
 #[derive(Debug, Clone, Copy)]
@@ -43,17 +50,21 @@ pub struct ImportRequest<'a> {
     pub sandbox: bool,
 }
 
-/// What an import did (or, in a dry run, would do), server by server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an import did (or, in a dry run, would do), server by server. Serialized, it is what
+/// `switchboard import --json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ImportReport {
+    #[serde(serialize_with = "crate::serialize_client_id")]
     pub(crate) editor: Editor,
     /// The editor's file that was read.
     pub(crate) source: PathBuf,
+    #[serde(rename = "config")]
     pub(crate) config_path: PathBuf,
     pub(crate) dry_run: bool,
     /// Whether our config is (or would be) created from the default config.
     pub(crate) config_created: bool,
     /// One per server of the editor's file, in file order.
+    #[serde(rename = "entries")]
     pub(crate) servers: Vec<ServerImport>,
     /// The change to our config as a unified diff; empty when nothing is added.
     pub(crate) diff: String,
@@ -70,35 +81,42 @@ impl ImportReport {
 }
 
 /// One server of the editor's file and what became of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerImport {
     /// Its name in the editor's file.
     pub(crate) name: String,
+    #[serde(flatten)]
     pub(crate) action: ImportAction,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub enum ImportAction {
     Added {
-        /// Its name in our config: the editor's, made a valid server name if it was not one.
-        name: String,
+        /// Its name in our config: the editor's, made a valid server name if it was not one, or
+        /// another when that name is taken.
+        server: String,
+        /// The name it would have had, when a server of our config that runs something else
+        /// has it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        taken: Option<String>,
         /// What else to know: fields left out, problems `switchboard check` will report.
         notes: Vec<String>,
     },
-    Skipped(SkipReason),
+    /// A server of our config (named here) runs exactly what the entry runs.
+    Duplicate {
+        server: String,
+    },
+    Skipped {
+        reason: SkipReason,
+    },
 }
 
 /// Why a server of the editor's file is not imported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkipReason {
-    /// Our config has a server of that name (the name as our config writes it).
-    NameTaken(String),
-    /// A server of our config (named here) runs the same command with the same arguments.
-    SameCommand(String),
     /// It runs `switchboard connect` or points at our `/mcp`: Switchboard would start itself.
     PointsAtSwitchboard,
-    /// It is reached over the network (the transport is named here).
-    Remote(String),
     /// Our config cannot say what the entry says (why is the text).
     Unsupported(String),
 }
@@ -106,19 +124,18 @@ pub enum SkipReason {
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SkipReason::NameTaken(name) => write!(f, "a server named `{name}` exists already"),
-            SkipReason::SameCommand(name) => {
-                write!(f, "`{name}` runs the same command already")
-            }
             SkipReason::PointsAtSwitchboard => f.write_str(
                 "it points at Switchboard itself (imported, Switchboard would start itself)",
             ),
-            SkipReason::Remote(transport) => write!(
-                f,
-                "a remote server ({transport}); Switchboard supervises local stdio servers only"
-            ),
             SkipReason::Unsupported(why) => f.write_str(why),
         }
+    }
+}
+
+/// A reason is written as its sentence.
+impl Serialize for SkipReason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 
@@ -149,20 +166,26 @@ impl fmt::Display for ImportReport {
         }
         for server in &self.servers {
             match &server.action {
-                ImportAction::Added { name, notes } => {
+                ImportAction::Added {
+                    server: name,
+                    taken,
+                    notes,
+                } => {
                     write!(f, "  {}: {added}", server.name)?;
-                    if *name != server.name {
-                        write!(
-                            f,
-                            " as `{name}` (server names use only letters, digits, `_` and `-`)"
-                        )?;
+                    if let Some(why) = renamed(&server.name, name, taken.as_deref()) {
+                        write!(f, " as `{name}` ({why})")?;
                     }
                     for note in notes {
                         write!(f, "; {note}")?;
                     }
                     writeln!(f)?;
                 }
-                ImportAction::Skipped(reason) => {
+                ImportAction::Duplicate { server: name } => writeln!(
+                    f,
+                    "  {}: {skipped}: `{name}` runs exactly the same already",
+                    server.name
+                )?,
+                ImportAction::Skipped { reason } => {
                     writeln!(f, "  {}: {skipped}: {reason}", server.name)?;
                 }
             }
@@ -195,7 +218,21 @@ impl fmt::Display for ImportReport {
     }
 }
 
-/// Reads the editor's file and adds each of its local servers that our config lacks.
+/// Why an entry named `entry` in the editor's file is `server` in our config, if it is named
+/// otherwise; `taken` is the name a server that runs something else has already.
+pub(crate) fn renamed(entry: &str, server: &str, taken: Option<&str>) -> Option<String> {
+    match taken {
+        Some(taken) => Some(format!(
+            "`{taken}` is the name of a server that runs something else"
+        )),
+        None if entry != server => {
+            Some("server names use only letters, digits, `_` and `-`".to_owned())
+        }
+        None => None,
+    }
+}
+
+/// Reads the editor's file and adds each of its servers that our config lacks.
 pub fn import(request: ImportRequest<'_>) -> Result<ImportReport, EditorError> {
     let plan = plan(request)?;
     if !request.dry_run {
@@ -258,7 +295,7 @@ pub(super) fn plan(request: ImportRequest<'_>) -> Result<ImportPlan, EditorError
         port: target.port,
         sandbox: request.sandbox,
     };
-    let (servers, mut added) = reader.sort_out(entries, target.servers.clone());
+    let (servers, mut added) = sort_out(&reader, entries, target.servers.clone());
     let mut report = ImportReport {
         editor,
         source,
@@ -341,7 +378,12 @@ fn note_new_problems(
         })
         .collect();
     for server in servers {
-        if let ImportAction::Added { name, notes } = &mut server.action {
+        if let ImportAction::Added {
+            server: name,
+            notes,
+            ..
+        } = &mut server.action
+        {
             let field = format!("{servers_key}.{name}");
             notes.extend(
                 new_problems
@@ -377,300 +419,117 @@ fn server_name(name: &str) -> String {
     }
 }
 
+/// What becomes of each entry, in order, given the servers our config has (`taken`); and the
+/// servers to add, with their names in our config.
+fn sort_out(
+    reader: &EntryReader<'_>,
+    entries: Vec<(String, Value)>,
+    mut taken: Vec<Existing>,
+) -> (Vec<ServerImport>, Vec<(String, Server)>) {
+    let mut added = Vec::new();
+    let mut outcomes = Vec::with_capacity(entries.len());
+    for (name, value) in entries {
+        let server = match reader.read(&value) {
+            // The entry Switchboard writes, pointing at an endpoint it had before (another
+            // port, say): never a server of its own.
+            Ok(Server {
+                run: Run::Remote { .. },
+                ..
+            }) if name == crate::ENTRY_NAME => {
+                outcomes.push(ServerImport {
+                    name,
+                    action: ImportAction::Skipped {
+                        reason: SkipReason::PointsAtSwitchboard,
+                    },
+                });
+                continue;
+            }
+            Ok(server) => server,
+            Err(reason) => {
+                outcomes.push(ServerImport {
+                    name,
+                    action: ImportAction::Skipped { reason },
+                });
+                continue;
+            }
+        };
+        let same = taken.iter().find(|existing| {
+            existing
+                .run
+                .as_ref()
+                .is_some_and(|run| run.same_as(&server.run))
+        });
+        if let Some(same) = same {
+            outcomes.push(ServerImport {
+                name,
+                action: ImportAction::Duplicate {
+                    server: same.name.clone(),
+                },
+            });
+            continue;
+        }
+        let wanted = server_name(&name);
+        let our_name = free_name(&wanted, reader.editor, &taken);
+        taken.push(Existing {
+            name: our_name.clone(),
+            run: Some(server.run.clone()),
+        });
+        let notes = server.notes.clone();
+        added.push((our_name.clone(), server));
+        outcomes.push(ServerImport {
+            name,
+            action: ImportAction::Added {
+                taken: (our_name != wanted).then_some(wanted),
+                server: our_name,
+                notes,
+            },
+        });
+    }
+    (outcomes, added)
+}
+
+/// `wanted`, or when a server has that name (ignoring case, as the config does), the first of
+/// `wanted-EDITOR`, `wanted-EDITOR-2`… that none has.
+fn free_name(wanted: &str, editor: Editor, taken: &[Existing]) -> String {
+    let is_free = |name: &str| {
+        !taken
+            .iter()
+            .any(|existing| existing.name.eq_ignore_ascii_case(name))
+    };
+    if is_free(wanted) {
+        return wanted.to_owned();
+    }
+    (1u32..)
+        .map(|n| {
+            let suffix = match n {
+                1 => format!("-{}", editor.cli_name()),
+                n => format!("-{}-{n}", editor.cli_name()),
+            };
+            let stem: String = wanted
+                .chars()
+                .take(MAX_SERVER_NAME_LEN.saturating_sub(suffix.len()))
+                .collect();
+            format!("{stem}{suffix}")
+        })
+        .find(|name| is_free(name))
+        .expect("some number is free")
+}
+
 /// A server of our config, as far as duplicates go.
 #[derive(Debug, Clone)]
 struct Existing {
     name: String,
-    command: Option<String>,
-    args: Vec<String>,
+    /// `None` for an entry that is neither a local nor a remote server.
+    run: Option<Run>,
 }
 
-/// One local server of the editor's file, in our config's terms.
-#[derive(Debug, Clone)]
-struct Server {
-    command: String,
-    args: Vec<String>,
-    /// Values in our config's syntax (`${env:NAME}` references, `$${` for a literal `${`).
-    env: BTreeMap<String, String>,
-    cwd: Option<String>,
-    sandbox: Option<SandboxDraft>,
-    notes: Vec<String>,
-}
-
-/// The fields of an editor's stdio entry that are imported.
-const IMPORTED_FIELDS: &[&str] = &["type", "command", "args", "env", "cwd"];
-
-/// `type` values of servers reached over the network.
-const REMOTE_TYPES: &[&str] = &["http", "sse", "streamable-http", "streamableHttp"];
-
-/// Turns the entries of one editor's file into servers.
-struct EntryReader<'a> {
-    editor: Editor,
-    exe: &'a Path,
-    /// The port of our own endpoint, to recognise entries that point at it.
-    port: u16,
-    /// Whether each server gets a first sandbox.
-    sandbox: bool,
-}
-
-impl EntryReader<'_> {
-    /// What becomes of each entry, in order, given the servers our config has (`taken`); and
-    /// the servers to add, with their names in our config.
-    fn sort_out(
-        &self,
-        entries: Vec<(String, Value)>,
-        mut taken: Vec<Existing>,
-    ) -> (Vec<ServerImport>, Vec<(String, Server)>) {
-        let mut added = Vec::new();
-        let mut outcomes = Vec::with_capacity(entries.len());
-        for (name, value) in entries {
-            let server = match self.read(&value) {
-                Ok(server) => server,
-                Err(reason) => {
-                    outcomes.push(ServerImport {
-                        name,
-                        action: ImportAction::Skipped(reason),
-                    });
-                    continue;
-                }
-            };
-            let our_name = server_name(&name);
-            let same_name = taken
-                .iter()
-                .find(|existing| existing.name.eq_ignore_ascii_case(&our_name));
-            let same_command = taken.iter().find(|existing| {
-                existing.command.as_deref() == Some(server.command.as_str())
-                    && existing.args == server.args
-            });
-            let action = match (same_name, same_command) {
-                // The same server under the same name: Switchboard runs it already.
-                (Some(named), Some(running)) if named.name == running.name => {
-                    ImportAction::Skipped(SkipReason::SameCommand(running.name.clone()))
-                }
-                (Some(existing), _) => {
-                    ImportAction::Skipped(SkipReason::NameTaken(existing.name.clone()))
-                }
-                (None, Some(existing)) => {
-                    ImportAction::Skipped(SkipReason::SameCommand(existing.name.clone()))
-                }
-                (None, None) => {
-                    taken.push(Existing {
-                        name: our_name.clone(),
-                        command: Some(server.command.clone()),
-                        args: server.args.clone(),
-                    });
-                    let notes = server.notes.clone();
-                    added.push((our_name.clone(), server));
-                    ImportAction::Added {
-                        name: our_name,
-                        notes,
-                    }
-                }
-            };
-            outcomes.push(ServerImport { name, action });
-        }
-        (outcomes, added)
-    }
-
-    fn read(&self, entry: &Value) -> Result<Server, SkipReason> {
-        let unsupported = |why: String| Err(SkipReason::Unsupported(why));
-        let Value::Object(fields) = entry else {
-            return unsupported("its entry is not an object".to_owned());
-        };
-        let kind = match fields.get("type") {
-            None => None,
-            Some(Value::String(kind)) => Some(kind.as_str()),
-            Some(_) => return unsupported("its `type` is not a string".to_owned()),
-        };
-        // Windsurf names a remote server's URL `serverUrl`, Gemini CLI a Streamable HTTP one's
-        // `httpUrl`.
-        let url = ["url", "serverUrl", "httpUrl"]
-            .iter()
-            .find_map(|key| fields.get(*key));
-        if let Some(url) = url {
-            if url.as_str().is_some_and(|url| self.is_own_url(url)) {
-                return Err(SkipReason::PointsAtSwitchboard);
-            }
-            return Err(SkipReason::Remote(kind.unwrap_or("http").to_owned()));
-        }
-        match kind {
-            None | Some("stdio") => {}
-            Some(kind) if REMOTE_TYPES.contains(&kind) => {
-                return Err(SkipReason::Remote(kind.to_owned()));
-            }
-            Some(kind) => return unsupported(format!("its type {kind:?} is unknown")),
-        }
-        let command = match fields.get("command") {
-            Some(Value::String(command)) if !command.is_empty() => command.clone(),
-            Some(_) => return unsupported("its `command` is not a program name".to_owned()),
-            None => return unsupported("it has no `command`".to_owned()),
-        };
-        let args = match fields.get("args") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => {
-                let strings: Option<Vec<String>> = items
-                    .iter()
-                    .map(|item| item.as_str().map(str::to_owned))
-                    .collect();
-                match strings {
-                    Some(strings) => strings,
-                    None => return unsupported("its `args` are not all strings".to_owned()),
-                }
-            }
-            Some(_) => return unsupported("its `args` are not a list".to_owned()),
-        };
-        if self.runs_switchboard(&command, &args) {
-            return Err(SkipReason::PointsAtSwitchboard);
-        }
-        if let Some(env_file) = fields.get("envFile") {
-            return unsupported(format!(
-                "it loads variables from envFile {env_file}, which Switchboard cannot; add it by \
-                 hand with those variables in `env`"
-            ));
-        }
-        let cwd = match fields.get("cwd") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(cwd)) => Some(cwd.clone()),
-            Some(_) => return unsupported("its `cwd` is not a string".to_owned()),
-        };
-        let mut env = BTreeMap::new();
-        match fields.get("env") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(variables)) => {
-                for (name, value) in variables {
-                    let value = match value {
-                        Value::String(text) => text.clone(),
-                        Value::Number(number) => number.to_string(),
-                        Value::Bool(flag) => flag.to_string(),
-                        _ => return unsupported(format!("its env {name} is not a string")),
-                    };
-                    env.insert(name.clone(), self.env_value(name, value)?);
-                }
-            }
-            Some(_) => return unsupported("its `env` is not an object".to_owned()),
-        }
-        if self.editor.expands_references() {
-            let places = std::iter::once(("command", &command))
-                .chain(args.iter().map(|arg| ("args", arg)))
-                .chain(cwd.iter().map(|cwd| ("cwd", cwd)));
-            for (place, text) in places {
-                // Our config expands `${env:…}` in arguments as the editor does, not elsewhere.
-                if let Some(reference) = reference(text, place == "args") {
-                    return Err(self.unexpressible(place, reference));
-                }
-            }
-        }
-
-        let mut left_out: Vec<String> = fields
-            .keys()
-            .filter(|key| !IMPORTED_FIELDS.contains(&key.as_str()))
-            .map(|key| format!("`{key}`"))
-            .collect();
-        left_out.sort();
-        let mut notes = if left_out.is_empty() {
-            Vec::new()
-        } else {
-            vec![format!("left out {}", left_out.join(", "))]
-        };
-        let sandbox = self
-            .sandbox
-            .then(|| SandboxDraft::for_command(&command, &args));
-        notes.extend(sandbox.as_ref().map(SandboxDraft::describe));
-        // Our config reads `${env:…}` and `${secret:…}` in arguments; this editor passes them on
-        // as written, so they are written as literal text.
-        let args = match self.editor.expands_references() {
-            true => args,
-            false => args.iter().map(|arg| arg.replace("${", "$${")).collect(),
-        };
-        Ok(Server {
-            command,
-            args,
-            env,
-            cwd,
-            sandbox,
-            notes,
-        })
-    }
-
-    /// `value` in our config's syntax, where `${env:NAME}` is expanded and `$${` is a literal
-    /// `${`.
-    fn env_value(&self, name: &str, value: String) -> Result<String, SkipReason> {
-        if !self.editor.expands_references() {
-            return Ok(value.replace("${", "$${"));
-        }
-        match reference(&value, true) {
-            Some(reference) => Err(self.unexpressible(&format!("env {name}"), reference)),
-            None => Ok(value),
+impl Existing {
+    fn of(name: String, entry: &Value) -> Existing {
+        Existing {
+            run: Run::of_ours(entry),
+            name,
         }
     }
-
-    fn unexpressible(&self, place: &str, reference: &str) -> SkipReason {
-        SkipReason::Unsupported(format!(
-            "`{reference}` in its {place} is filled in by {}, which Switchboard cannot do; add \
-             this server by hand with the value written out",
-            self.editor.title()
-        ))
-    }
-
-    /// Whether `command args` runs `switchboard connect`.
-    /// Whether `command args` runs `switchboard connect` (the command written as a path of any
-    /// platform, since editors' files travel between machines).
-    fn runs_switchboard(&self, command: &str, args: &[String]) -> bool {
-        let file_name = command.rsplit(['/', '\\']).next().unwrap_or(command);
-        let file_name = file_name.to_ascii_lowercase();
-        let stem = file_name.strip_suffix(".exe").unwrap_or(&file_name);
-        let own_stem = self
-            .exe
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().to_ascii_lowercase());
-        let is_switchboard = Path::new(command) == self.exe
-            || stem == "switchboard"
-            || own_stem.as_deref() == Some(stem);
-        is_switchboard && args.first().is_some_and(|arg| arg == "connect")
-    }
-
-    /// Whether `url` is our `/mcp` on this machine.
-    fn is_own_url(&self, url: &str) -> bool {
-        let Some(rest) = url
-            .get(.."http://".len())
-            .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
-            .map(|_| &url["http://".len()..])
-        else {
-            return false;
-        };
-        let (authority, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
-        let Some((host, port)) = authority.rsplit_once(':') else {
-            return false;
-        };
-        let loopback = ["127.0.0.1", "localhost", "[::1]"]
-            .iter()
-            .any(|name| host.eq_ignore_ascii_case(name));
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        loopback
-            && port.parse::<u16>().ok() == Some(self.port)
-            && path.trim_end_matches('/') == transport::http::MCP_PATH
-    }
-}
-
-/// The first `${…}` reference in `text` (an unterminated `${` runs to the end), leaving out
-/// `${env:NAME}` when `env_allowed`.
-fn reference(text: &str, env_allowed: bool) -> Option<&str> {
-    let mut from = 0;
-    while let Some(start) = text[from..].find("${").map(|start| from + start) {
-        let Some(length) = text[start..].find('}') else {
-            return Some(&text[start..]);
-        };
-        let end = start + length + 1;
-        let inner = &text[start + 2..end - 1];
-        let is_env = inner
-            .strip_prefix("env:")
-            .is_some_and(|name| !name.is_empty());
-        if !(env_allowed && is_env) {
-            return Some(&text[start..end]);
-        }
-        from = end;
-    }
-    None
 }
 
 /// The text a JSON config starts from when there is none.
@@ -740,22 +599,7 @@ impl Target {
         };
         Ok(servers
             .iter()
-            .map(|(name, server)| Existing {
-                name: name.to_owned(),
-                command: server
-                    .get("command")
-                    .and_then(Item::as_str)
-                    .map(str::to_owned),
-                args: server
-                    .get("args")
-                    .and_then(Item::as_array)
-                    .map(|args| {
-                        args.iter()
-                            .filter_map(|arg| arg.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            })
+            .map(|(name, server)| Existing::of(name.to_owned(), &editor_file::item_json(server)))
             .collect())
     }
 
@@ -778,18 +622,7 @@ impl Target {
         };
         let existing = servers
             .into_iter()
-            .map(|(name, server)| Existing {
-                command: server["command"].as_str().map(str::to_owned),
-                args: server["args"]
-                    .as_array()
-                    .map(|args| {
-                        args.iter()
-                            .filter_map(|arg| arg.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                name,
-            })
+            .map(|(name, server)| Existing::of(name, &server))
             .collect();
         Ok((file, existing))
     }
@@ -806,16 +639,7 @@ impl Target {
                 let (file, _) = self.json_file()?;
                 let object = file.servers_or_create(self.format.servers_key())?;
                 for (name, server) in servers {
-                    let mut entry = json!({ "command": server.command });
-                    if !server.args.is_empty() {
-                        entry["args"] = json!(server.args);
-                    }
-                    if !server.env.is_empty() {
-                        entry["env"] = json!(server.env);
-                    }
-                    if let Some(cwd) = &server.cwd {
-                        entry["cwd"] = json!(cwd);
-                    }
+                    let mut entry = server.our_entry();
                     if let Some(sandbox) = &server.sandbox {
                         entry["sandbox"] = sandbox.to_json();
                     }
@@ -839,23 +663,11 @@ impl Target {
         for (name, server) in servers {
             let mut table = Table::new();
             table.decor_mut().set_prefix(format!("\n{origin}"));
-            table.insert("command", toml_edit::value(&server.command));
-            if !server.args.is_empty() {
-                table.insert(
-                    "args",
-                    toml_edit::value(server.args.iter().collect::<Array>()),
-                );
-            }
-            if !server.env.is_empty() {
-                let env: InlineTable = server
-                    .env
-                    .iter()
-                    .map(|(name, value)| (name.as_str(), toml_edit::Value::from(value)))
-                    .collect();
-                table.insert("env", toml_edit::value(env));
-            }
-            if let Some(cwd) = &server.cwd {
-                table.insert("cwd", toml_edit::value(cwd));
+            let Value::Object(fields) = server.our_entry() else {
+                unreachable!("an entry is an object")
+            };
+            for (key, value) in &fields {
+                table.insert(key, toml_edit::value(editor_file::toml_value(value)));
             }
             if let Some(sandbox) = &server.sandbox {
                 table.insert("sandbox", Item::Table(sandbox.to_table()));
@@ -889,6 +701,8 @@ impl Target {
     }
 }
 
+mod entry;
+mod run;
 mod secrets;
 #[cfg(test)]
 mod tests;

@@ -51,7 +51,7 @@ pub(super) fn find(
     let mut moves: Vec<Move> = Vec::new();
     for (server_name, server) in added.iter_mut() {
         let mut notes = Vec::new();
-        for (variable, value) in server.env.iter_mut() {
+        for (variable, value) in server.run.values_mut().iter_mut() {
             if !looks_secret(variable, value) {
                 continue;
             }
@@ -70,7 +70,7 @@ pub(super) fn find(
             });
         }
         let outcome = outcomes.iter_mut().find(|outcome| {
-            matches!(&outcome.action, ImportAction::Added { name, .. } if name == server_name)
+            matches!(&outcome.action, ImportAction::Added { server, .. } if server == server_name)
         });
         if let Some(ServerImport {
             action: ImportAction::Added { notes: shown, .. },
@@ -148,6 +148,7 @@ fn free_name(
 mod tests {
     use std::collections::BTreeMap;
 
+    use super::super::run::Run;
     use super::*;
 
     #[test]
@@ -164,23 +165,30 @@ mod tests {
 
     fn server(env: &[(&str, &str)]) -> Server {
         Server {
-            command: "npx".to_owned(),
-            args: Vec::new(),
-            env: env
-                .iter()
-                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-                .collect::<BTreeMap<_, _>>(),
-            cwd: None,
+            run: Run::Local {
+                command: "npx".to_owned(),
+                args: Vec::new(),
+                env: env
+                    .iter()
+                    .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+                    .collect::<BTreeMap<_, _>>(),
+                cwd: None,
+            },
             sandbox: None,
             notes: Vec::new(),
         }
+    }
+
+    fn env(server: &mut Server) -> &BTreeMap<String, String> {
+        server.run.values_mut()
     }
 
     fn outcome(name: &str) -> ServerImport {
         ServerImport {
             name: name.to_owned(),
             action: ImportAction::Added {
-                name: name.to_owned(),
+                server: name.to_owned(),
+                taken: None,
                 notes: Vec::new(),
             },
         }
@@ -213,10 +221,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            added[0].1.env["GITHUB_TOKEN"],
+            env(&mut added[0].1)["GITHUB_TOKEN"],
             "${secret:github_github_token_2}"
         );
-        assert_eq!(added[0].1.env["ORG"], "acme");
+        assert_eq!(env(&mut added[0].1)["ORG"], "acme");
         let ImportAction::Added { notes, .. } = &outcomes[1].action else {
             unreachable!("added above")
         };
@@ -233,7 +241,7 @@ mod tests {
                 .expect("found")
                 .is_empty()
         );
-        assert_eq!(added[0].1.env["TOKEN"], "glpat-2", "left as it was");
+        assert_eq!(env(&mut added[0].1)["TOKEN"], "glpat-2", "left as it was");
         let ImportAction::Added { notes, .. } = &outcomes[0].action else {
             unreachable!("added above")
         };

@@ -1,3 +1,8 @@
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::entry::reference;
 use super::*;
 
 fn reader(editor: Editor) -> EntryReader<'static> {
@@ -36,41 +41,100 @@ fn stdio_entries_keep_command_args_env_and_cwd() {
                 "cwd": "~/work", "autoApprove": ["x"], "disabled": false }),
     )
     .expect("imported");
-    assert_eq!(server.command, "npx");
-    assert_eq!(server.args, ["-y", "pkg"]);
     assert_eq!(
-        server.env,
-        BTreeMap::from([
-            ("DEBUG".to_owned(), "true".to_owned()),
-            ("KEY".to_owned(), "${env:KEY}".to_owned()),
-            ("PORT".to_owned(), "8080".to_owned()),
-        ])
+        server.run,
+        Run::Local {
+            command: "npx".to_owned(),
+            args: vec!["-y".to_owned(), "pkg".to_owned()],
+            env: BTreeMap::from([
+                ("DEBUG".to_owned(), "true".to_owned()),
+                ("KEY".to_owned(), "${env:KEY}".to_owned()),
+                ("PORT".to_owned(), "8080".to_owned()),
+            ]),
+            cwd: Some("~/work".to_owned()),
+        }
     );
-    assert_eq!(server.cwd.as_deref(), Some("~/work"));
     assert_eq!(server.notes, ["left out `autoApprove`, `disabled`"]);
 }
 
+fn remote(run: Run) -> (String, BTreeMap<String, String>, Option<&'static str>) {
+    match run {
+        Run::Remote {
+            url,
+            headers,
+            transport,
+        } => (url, headers, transport),
+        Run::Local { .. } => panic!("read as a local server"),
+    }
+}
+
 #[test]
-fn remote_entries_and_entries_that_run_switchboard_are_skipped() {
+fn remote_entries_keep_their_url_headers_and_transport() {
+    let read_remote = |editor, entry| remote(read(editor, entry).expect("imported").run);
+    let (url, headers, transport) = read_remote(
+        Editor::VsCode,
+        json!({ "type": "http", "url": "https://x.dev/mcp",
+                "headers": { "Authorization": "Bearer ${env:X_TOKEN}" } }),
+    );
+    assert_eq!(url, "https://x.dev/mcp");
+    assert_eq!(headers["Authorization"], "Bearer ${env:X_TOKEN}");
+    assert_eq!(transport, Some("streamable-http"));
     assert_eq!(
-        skip_reason(
-            Editor::VsCode,
-            json!({ "type": "http", "url": "https://x.dev/mcp" })
-        ),
-        "a remote server (http); Switchboard supervises local stdio servers only"
+        read_remote(Editor::Cursor, json!({ "url": "https://x.dev/sse" })).2,
+        None,
+        "Cursor finds out the transport itself, as Switchboard does"
     );
     assert_eq!(
-        skip_reason(Editor::Cursor, json!({ "url": "https://x.dev/sse" })),
-        "a remote server (http); Switchboard supervises local stdio servers only"
+        read_remote(
+            Editor::Windsurf,
+            json!({ "serverUrl": "https://x.dev/mcp" })
+        )
+        .0,
+        "https://x.dev/mcp"
     );
     assert_eq!(
-        read(Editor::VsCode, json!({ "type": "sse", "command": "x" })).err(),
-        Some(SkipReason::Remote("sse".to_owned()))
+        read_remote(Editor::Gemini, json!({ "url": "https://x.dev/sse" })).2,
+        Some("sse")
+    );
+    assert_eq!(
+        read_remote(Editor::Gemini, json!({ "httpUrl": "https://x.dev/mcp" })).2,
+        Some("streamable-http")
+    );
+    let (_, headers, _) = read_remote(
+        Editor::Codex,
+        json!({ "url": "https://x.dev/mcp", "bearer_token_env_var": "X_TOKEN",
+                "http_headers": { "X-Org": "acme" }, "env_http_headers": { "X-Key": "X_KEY" } }),
+    );
+    assert_eq!(
+        headers,
+        BTreeMap::from([
+            (
+                "Authorization".to_owned(),
+                "Bearer ${env:X_TOKEN}".to_owned()
+            ),
+            ("X-Key".to_owned(), "${env:X_KEY}".to_owned()),
+            ("X-Org".to_owned(), "acme".to_owned()),
+        ])
+    );
+}
+
+#[test]
+fn transports_switchboard_does_not_speak_and_entries_that_run_switchboard_are_skipped() {
+    assert_eq!(
+        skip_reason(Editor::Cursor, json!({ "url": "ws://x.dev/mcp" })),
+        "its URL ws://x.dev/mcp is not http:// or https://, so it is not a transport \
+         Switchboard speaks (Switchboard speaks stdio, Streamable HTTP and HTTP+SSE)"
+    );
+    assert_eq!(
+        skip_reason(Editor::VsCode, json!({ "type": "sse", "command": "x" })),
+        "its type is \"sse\" but it has no `url`"
     );
     for loop_entry in [
         json!({ "url": "http://127.0.0.1:8765/mcp" }),
         json!({ "url": "HTTP://localhost:8765/mcp/" }),
         json!({ "type": "http", "url": "http://[::1]:8765/mcp?x=1" }),
+        json!({ "url": "http://127.0.0.1:8765/mcp/review" }),
+        json!({ "url": "http://127.0.0.1:8765/sse" }),
         json!({ "command": "/opt/switchboard/bin/switchboard", "args": ["connect"] }),
         json!({ "command": "switchboard", "args": ["connect", "--config", "x"] }),
         json!({ "command": "C:\\Tools\\Switchboard.exe", "args": ["connect"] }),
@@ -83,13 +147,15 @@ fn remote_entries_and_entries_that_run_switchboard_are_skipped() {
     }
     for other in [
         json!({ "url": "http://127.0.0.1:9999/mcp" }),
-        json!({ "url": "http://127.0.0.1:8765/other" }),
         json!({ "url": "https://127.0.0.1:8765/mcp" }),
     ] {
-        assert!(matches!(
-            read(Editor::Cursor, other.clone()),
-            Err(SkipReason::Remote(_))
-        ));
+        assert!(
+            matches!(
+                read(Editor::Cursor, other.clone()).map(|server| server.run),
+                Ok(Run::Remote { .. })
+            ),
+            "{other}"
+        );
     }
     assert!(
         read(
@@ -107,7 +173,7 @@ fn references_are_kept_where_our_config_can_say_them() {
         json!({ "type": "stdio", "command": "x", "env": { "A": "${env:A}-${env:B}" } }),
     )
     .expect("imported");
-    assert_eq!(server.env["A"], "${env:A}-${env:B}");
+    assert_eq!(local(server).2["A"], "${env:A}-${env:B}");
 
     assert_eq!(
         skip_reason(
@@ -130,7 +196,7 @@ fn references_are_kept_where_our_config_can_say_them() {
         json!({ "command": "x", "args": ["--key=${env:KEY}"] }),
     )
     .expect("imported");
-    assert_eq!(server.args, ["--key=${env:KEY}"]);
+    assert_eq!(local(server).1, ["--key=${env:KEY}"]);
     assert!(
         skip_reason(
             Editor::VsCode,
@@ -145,8 +211,9 @@ fn references_are_kept_where_our_config_can_say_them() {
         json!({ "command": "x", "args": ["${HOME}"], "env": { "A": "${HOME}" } }),
     )
     .expect("imported");
-    assert_eq!(server.args, ["$${HOME}"]);
-    assert_eq!(server.env["A"], "$${HOME}");
+    let (_, args, env) = local(server);
+    assert_eq!(args, ["$${HOME}"]);
+    assert_eq!(env["A"], "$${HOME}");
 }
 
 #[test]
@@ -167,12 +234,13 @@ fn malformed_entries_say_what_is_wrong() {
         reasons,
         [
             "its entry is not an object",
-            "it has no `command`",
+            "it has no `command` or `url`",
             "its `command` is not a program name",
             "its `args` are not all strings",
             "its `args` are not a list",
             "its env A is not a string",
-            "its type \"websocket\" is unknown",
+            "its type \"websocket\" is a transport Switchboard does not speak (Switchboard \
+             speaks stdio, Streamable HTTP and HTTP+SSE)",
         ]
     );
 }
@@ -216,12 +284,24 @@ fn report() -> ImportReport {
 
 fn server(command: &str, args: &[&str]) -> Server {
     Server {
-        command: command.to_owned(),
-        args: args.iter().map(|arg| arg.to_string()).collect(),
-        env: BTreeMap::new(),
-        cwd: None,
+        run: Run::Local {
+            command: command.to_owned(),
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        },
         sandbox: None,
         notes: Vec::new(),
+    }
+}
+
+/// A local server's command, arguments and environment.
+fn local(server: Server) -> (String, Vec<String>, BTreeMap<String, String>) {
+    match server.run {
+        Run::Local {
+            command, args, env, ..
+        } => (command, args, env),
+        Run::Remote { .. } => panic!("read as a remote server"),
     }
 }
 
@@ -229,10 +309,10 @@ fn server(command: &str, args: &[&str]) -> Server {
 fn tables_are_appended_after_every_byte_of_the_file() {
     let original = "# mine\r\n[servers.a] # keep\r\ncommand = \"a\"\r\n# trailing note";
     let mut with_env = server("npx", &["-y", "say \"hi\""]);
-    with_env
-        .env
-        .insert("API KEY".to_owned(), "${env:K}".to_owned());
-    with_env.cwd = Some("~/x".to_owned());
+    if let Run::Local { env, cwd, .. } = &mut with_env.run {
+        env.insert("API KEY".to_owned(), "${env:K}".to_owned());
+        *cwd = Some("~/x".to_owned());
+    }
     let text = target(original).toml_with(
         &[
             ("b".to_owned(), with_env),
@@ -298,21 +378,64 @@ fn an_inline_servers_table_is_refused_with_what_to_do() {
         target("[servers]\na.command = \"x\"\n[servers.b]\ncommand = \"y\"\nargs = [\"1\"]\n")
             .toml_servers()
             .expect("read");
-    let found: Vec<(&str, Option<&str>, &[String])> = existing
+    let found: Vec<(&str, Option<Run>)> = existing
         .iter()
-        .map(|server| {
-            (
-                server.name.as_str(),
-                server.command.as_deref(),
-                server.args.as_slice(),
-            )
-        })
+        .map(|server| (server.name.as_str(), server.run.clone()))
         .collect();
     assert_eq!(
         found,
         [
-            ("a", Some("x"), &[][..]),
-            ("b", Some("y"), &["1".to_owned()][..])
+            ("a", Some(server("x", &[]).run)),
+            ("b", Some(server("y", &["1"]).run)),
         ]
     );
+}
+
+#[test]
+fn only_an_entry_that_runs_exactly_the_same_is_a_duplicate_and_others_get_free_names() {
+    let git = json!({ "command": "uvx", "args": ["mcp-server-git"] });
+    let taken = vec![Existing::of("git".to_owned(), &git)];
+    let entries = vec![
+        ("git".to_owned(), git.clone()),
+        (
+            "gitcursor".to_owned(),
+            json!({ "command": "uvx", "args": ["mcp-server-git"],
+                    "env": { "GITHUB_TOKEN": "ghp_1" } }),
+        ),
+        (
+            "GIT".to_owned(),
+            json!({ "command": "uvx", "args": ["mcp-server-git", "--repository", "."] }),
+        ),
+        ("same".to_owned(), git),
+    ];
+    let (outcomes, added) = sort_out(&reader(Editor::Cursor), entries, taken);
+    let actions: Vec<(&str, &ImportAction)> = outcomes
+        .iter()
+        .map(|outcome| (outcome.name.as_str(), &outcome.action))
+        .collect();
+    let added_as = |server: &str, taken: Option<&str>| ImportAction::Added {
+        server: server.to_owned(),
+        taken: taken.map(str::to_owned),
+        notes: Vec::new(),
+    };
+    let duplicate = ImportAction::Duplicate {
+        server: "git".to_owned(),
+    };
+    assert_eq!(
+        actions,
+        [
+            ("git", &duplicate),
+            ("gitcursor", &added_as("gitcursor", None)),
+            ("GIT", &added_as("GIT-cursor", Some("GIT"))),
+            ("same", &duplicate),
+        ]
+    );
+    assert_eq!(added.len(), 2);
+    assert_eq!(
+        free_name(&"x".repeat(48), Editor::Cursor, &[]),
+        "x".repeat(48)
+    );
+    let long = Existing::of("x".repeat(48), &json!({}));
+    let free = free_name(&"x".repeat(48), Editor::Cursor, &[long]);
+    assert_eq!(free, format!("{}-cursor", "x".repeat(41)));
 }
