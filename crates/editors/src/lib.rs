@@ -1,6 +1,6 @@
 //! The MCP configs of the editors Switchboard knows: where Claude Desktop, Claude Code, Cursor,
-//! VS Code, Zed, Windsurf, Gemini CLI and Codex CLI keep them, [`import`] of their servers into
-//! our config, and [`install`] of the entry that points an editor at Switchboard.
+//! VS Code, Zed, Windsurf, Gemini CLI and Codex CLI keep them, [`import`] of their servers (local
+//! and remote) into our config, and [`install`] of the entry that points an editor at Switchboard.
 //!
 //! Editors' files are JSON with comments and trailing commas (JSONC), sometimes with a byte order
 //! mark, in UTF-16, or with CRLF line ends; Codex CLI's is TOML. They are read and edited as a
@@ -49,7 +49,8 @@ pub(crate) const ENTRY_NAME: &str = "switchboard";
 /// An editor whose MCP config Switchboard can read and write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Editor {
-    /// Claude Desktop: `claude_desktop_config.json`, stdio servers only.
+    /// Claude Desktop: `claude_desktop_config.json`, which holds its local servers (connectors
+    /// added in the app are kept elsewhere).
     #[value(name = "claude")]
     Claude,
     /// Cursor: `~/.cursor/mcp.json`.
