@@ -4,32 +4,20 @@
 //! (`editors::ImportReport`, `InstallReport`, `MoveReport`, `UndoReport`), so their field names
 //! are the API's.
 
-use std::fmt::Display;
-use std::io::Write;
-
-use anyhow::Context;
 use clap::ValueEnum;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde::Serialize;
+use std::fmt::Display;
 
 use editors::Editor;
 
-/// Writes a command's result on stdout: `report` as text, or as JSON with `json`. The one place
-/// these commands write to stdout.
-pub(crate) fn print_result<T: Serialize + Display>(report: &T, json: bool) -> anyhow::Result<()> {
-    let text = match json {
-        true => {
-            let mut text = serde_json::to_string_pretty(report).context("cannot write JSON")?;
-            text.push('\n');
-            text
-        }
-        false => report.to_string(),
-    };
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .context("cannot write the result to stdout")
+/// Writes a command's result on stdout (`crate::output`): `report` as text, or as JSON with
+/// `json`.
+pub(crate) fn print_result<T: Serialize + Display>(report: &T, json: bool) {
+    match json {
+        true => crate::output::json(report),
+        false => crate::output::text(&report.to_string()),
+    }
 }
 
 /// An install's report with its diff, which the dashboard's API leaves out and the person at the

@@ -590,7 +590,7 @@ fn import(
         move_secrets,
         sandbox,
     })?;
-    editors_out::print_result(&report, json)?;
+    editors_out::print_result(&report, json);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -636,7 +636,7 @@ fn move_editor(options: MoveOptions) -> anyhow::Result<ExitCode> {
         records: &platform::dirs::data_dir().join("moves"),
         expect: options.expect.as_deref(),
     })?;
-    editors_out::print_result(&report, options.json)?;
+    editors_out::print_result(&report, options.json);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -655,7 +655,7 @@ fn undo_move(editor: Editor, config: &Path, force: bool, json: bool) -> anyhow::
         records: &platform::dirs::data_dir().join("moves"),
         force,
     })?;
-    editors_out::print_result(&report, json)?;
+    editors_out::print_result(&report, json);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -687,7 +687,7 @@ fn install(
         destination: &destination,
         dry_run,
     })?;
-    editors_out::print_result(&editors_out::InstallResult::new(&report), json)?;
+    editors_out::print_result(&editors_out::InstallResult::new(&report), json);
     Ok(ExitCode::SUCCESS)
 }
 

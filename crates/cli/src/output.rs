@@ -13,6 +13,11 @@ pub(crate) fn line(text: impl std::fmt::Display) {
     write_all(format!("{text}\n").as_bytes());
 }
 
+/// Writes `text` on stdout as it is: a result that ends its own lines.
+pub(crate) fn text(text: &str) {
+    write_all(text.as_bytes());
+}
+
 /// Writes `value` as one JSON document (indented, then a line break) on stdout.
 pub(crate) fn json(value: &impl serde::Serialize) {
     let mut text = serde_json::to_vec_pretty(value).expect("a command's result serializes");
