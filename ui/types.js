@@ -438,7 +438,8 @@ export {};
  * @property {number} tokens estimated, one per 4 bytes
  * @property {{server: string, tools: number, bytes: number, tokens: number}[]} servers
  * @property {{name: string, server: string, original: string, bytes: number, tokens: number}[]} tool_costs costliest first
- * @property {string[]} warnings limits of known clients the profile passes
+ * @property {string[]} warnings names that clash or cannot be told apart
+ * @property {{client: string, older_versions: boolean, message: string}[]} client_warnings limits of known clients the profile passes, whichever editors use it
  * @property {{glob: string, line: number, column: number}[]} unmatched patterns matching no tool
  * @property {ProfileSwitch[]} server_switches every configured server
  * @property {ProfileSwitch[]} filtered_out tools of its servers the profile leaves out

@@ -180,3 +180,48 @@ async fn a_name_two_servers_would_have_is_told_apart_and_reported() {
         "{logged}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_name_limit_is_told_only_once_that_editors_file_points_at_switchboard() {
+    // Names of 53 characters and more pass Claude Code's room (46) and Cursor's (49).
+    let config = format!(
+        "{}\n[profiles.default]\nmax_name_length = 64\n\n[endpoint]\nrequire_token = false\n",
+        demo_entry("demo", &format!("prefix = \"{}\"", "p".repeat(48)))
+    );
+    let home = tempfile::tempdir().expect("a home");
+    let serve = ServeOptions::new(&config)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .ready(&["demo"])
+        .start();
+    let said = |attention: &Value| -> Vec<String> {
+        attention
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|item| item["message"].as_str().expect("a message").to_owned())
+            .collect()
+    };
+    let attention = serve.api_get("/api/attention").await;
+    assert_eq!(said(&attention), Vec::<String>::new(), "no editor uses it");
+
+    // Cursor's file points at another Switchboard, which reads it on its first list.
+    let again = ServeOptions::new(&config)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .ready(&["demo"])
+        .start();
+    let cursor = home.path().join(".cursor");
+    std::fs::create_dir_all(&cursor).expect("Cursor's folder");
+    std::fs::write(
+        cursor.join("mcp.json"),
+        json!({"mcpServers": {"switchboard": {"url": again.url()}}}).to_string(),
+    )
+    .expect("Cursor's file");
+    let told = said(&again.api_get("/api/attention").await);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].starts_with("profile default: ") && told[0].contains("characters Cursor leaves"),
+        "Cursor's limit, not Claude Code's: {told:?}"
+    );
+}

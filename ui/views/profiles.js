@@ -77,7 +77,8 @@ export class ProfilesView {
       h("p", { class: "profile-total", data: { testid: "total" } },
         h("strong", { text: `${budget.tools} tools` }),
         ` · ${fmt.format(budget.bytes)} bytes · about ${fmt.format(budget.tokens)} tokens on every turn`),
-      budget.warnings.map((warning) => h("p", { class: "profile-warning", attrs: { role: "note" }, text: warning })),
+      [...budget.warnings, ...budget.client_warnings.map((warning) => warning.message)]
+        .map((warning) => h("p", { class: "profile-warning", attrs: { role: "note" }, text: warning })),
       budget.unmatched.map((pattern) => h("p", { class: "profile-warning", text: `\`${pattern.glob}\` (line ${pattern.line}, column ${pattern.column}) matches no tool` })),
       h("h3", { class: "profile-sub", text: "Servers" }),
       h("ul", { class: "profile-servers" }, servers),

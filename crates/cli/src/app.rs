@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use activity::ActivityLog;
 use auth::Auth;
 use config::{Config, EndpointConfig};
-use control::attention::{self, Attention};
+use control::attention::{self, Attention, EditorsInUse};
 use control::instance::{Instance, Running, RunningBackend};
 use control::reload::{ConfigState, ReloadOutcome, Reloader};
 use control::{api, ui};
@@ -63,6 +63,8 @@ pub struct App {
     socket_path: PathBuf,
     instance_file: PathBuf,
     statuses: watch::Receiver<Vec<BackendStatus>>,
+    /// The editors whose files point at this Switchboard, shared with the dashboard's API.
+    in_use: EditorsInUse,
 }
 
 impl App {
@@ -156,6 +158,7 @@ impl App {
         )
         .with_ui(ui::router(options.ui_dir));
         let dashboard_url = api_state.dashboard_url();
+        let in_use = api_state.in_use().clone();
         let stop_asked = CancellationToken::new();
         let control = Control {
             reloader: reloader.clone(),
@@ -191,6 +194,7 @@ impl App {
             socket_path: served.socket_path,
             instance_file,
             statuses,
+            in_use,
         })
     }
 
@@ -243,7 +247,8 @@ impl App {
     /// which asks whenever something it follows changes.
     pub fn attention(&self) -> impl Fn() -> Vec<Attention> + Send + 'static {
         let (hub, engine, config) = (self.hub.clone(), self.engine.clone(), self.config_state());
-        move || attention::now(&hub, &engine, &config.borrow())
+        let in_use = self.in_use.clone();
+        move || attention::now(&hub, &engine, &config.borrow(), &in_use)
     }
 
     /// What the tool pins hold back, republished on every change.

@@ -257,7 +257,18 @@ fn budgets(config: &Config) -> (Vec<ProfileCost>, Vec<String>) {
             bytes: budget.bytes,
             tokens: budget.tokens,
             servers: budget.servers,
-            warnings: budget.warnings,
+            // Every known client's limits, whichever editors use this Switchboard: `check`
+            // describes the profile.
+            warnings: budget
+                .warnings
+                .into_iter()
+                .chain(
+                    budget
+                        .client_warnings
+                        .into_iter()
+                        .map(|warning| warning.message),
+                )
+                .collect(),
             unmatched: budget.unmatched,
         })
         .collect();

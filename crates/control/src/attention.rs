@@ -1,12 +1,23 @@
 //! What needs a person: one list computed from what runs (servers in a crash loop or waiting
 //! for a sign-in, tools held back, the config's errors, `/mcp` open to every local program,
-//! profiles past a client's limits, activity records lost), each entry with the action that resolves it. The dashboard shows it, and the
-//! tray's first line sums it up.
+//! profiles past the limits of a client that uses them, activity records lost), each entry with
+//! the action that resolves it. The dashboard shows it, and the tray's first line sums it up.
+//!
+//! A client's limit counts only for the editors whose files point at this Switchboard (the
+//! entries `install` and `move` write, or a person's), through the profile they reach: a limit of
+//! an editor nobody uses here needs nobody. Those files are read at most every [`IN_USE_FRESH`],
+//! since the list is asked for on every change of state.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::reload::ConfigState;
 use activity::{ActivityLog, LogHealth};
+use editors::InUse;
 use hub::Hub;
 use hub::budget::Budget;
 use hub::pins::{Held, HeldReason, PinReport, PinnedKind};
@@ -55,7 +66,50 @@ pub struct Inputs<'a> {
     pub config: &'a ConfigState,
     pub pins: &'a PinReport,
     pub budgets: &'a [Budget],
+    /// The editors that use this Switchboard, and through which profile.
+    pub in_use: &'a [InUse],
     pub activity: Option<&'a LogHealth>,
+}
+
+/// How long what the editors' files say is taken as true.
+const IN_USE_FRESH: Duration = Duration::from_secs(30);
+
+/// The editors that use the Switchboard that `exe` runs at `address`, read from their files at
+/// most every [`IN_USE_FRESH`]. Cheap to clone; clones share what was read.
+#[derive(Clone)]
+pub struct EditorsInUse {
+    exe: PathBuf,
+    port: u16,
+    read: Arc<Mutex<Option<ReadAt>>>,
+}
+
+/// What the editors' files said, and when they were read.
+type ReadAt = (Instant, Arc<Vec<InUse>>);
+
+impl EditorsInUse {
+    pub fn new(exe: PathBuf, address: SocketAddr) -> EditorsInUse {
+        EditorsInUse {
+            exe,
+            port: address.port(),
+            read: Arc::default(),
+        }
+    }
+
+    /// What the editors' files say, read again when older than [`IN_USE_FRESH`].
+    pub fn now(&self) -> Arc<Vec<InUse>> {
+        let mut read = self
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*read {
+            Some((at, list)) if at.elapsed() < IN_USE_FRESH => list.clone(),
+            _ => {
+                let list = Arc::new(editors::in_use(&self.exe, self.port));
+                *read = Some((Instant::now(), list.clone()));
+                list
+            }
+        }
+    }
 }
 
 /// The list, most pressing first: servers that do not run, then what is held back, then the
@@ -182,7 +236,18 @@ pub fn list(inputs: &Inputs<'_>) -> Vec<Attention> {
         });
     }
     for budget in inputs.budgets {
-        for warning in &budget.warnings {
+        // An older version's limit is not said: an editor's file does not tell its version.
+        let used = budget.client_warnings.iter().filter(|warning| {
+            !warning.older_versions
+                && inputs.in_use.iter().any(|in_use| {
+                    in_use.editor.client_id() == warning.client && in_use.profile == budget.profile
+                })
+        });
+        let warnings = budget
+            .warnings
+            .iter()
+            .chain(used.map(|warning| &warning.message));
+        for warning in warnings {
             list.push(Attention {
                 kind: Kind::Profile,
                 subject: Some(budget.profile.clone()),
@@ -222,8 +287,14 @@ pub fn list(inputs: &Inputs<'_>) -> Vec<Attention> {
     list
 }
 
-/// The list as it stands now for this hub, its engine's backends and this config.
-pub fn now(hub: &Hub, engine: &Engine, config: &ConfigState) -> Vec<Attention> {
+/// The list as it stands now for this hub, its engine's backends, this config and the editors
+/// that use them.
+pub fn now(
+    hub: &Hub,
+    engine: &Engine,
+    config: &ConfigState,
+    in_use: &EditorsInUse,
+) -> Vec<Attention> {
     let statuses: Vec<BackendStatus> = engine
         .backends()
         .iter()
@@ -234,6 +305,7 @@ pub fn now(hub: &Hub, engine: &Engine, config: &ConfigState) -> Vec<Attention> {
         config,
         pins: &hub.pins().report(),
         budgets: &hub.budgets(),
+        in_use: &in_use.now(),
         activity: hub.activity().map(ActivityLog::health).as_ref(),
     })
 }
@@ -327,6 +399,7 @@ mod tests {
             config: &config(),
             pins: &pins,
             budgets: &[],
+            in_use: &[],
             activity: Some(&health),
         });
         let kinds: Vec<Kind> = list.iter().map(|entry| entry.kind).collect();
@@ -365,12 +438,71 @@ mod tests {
     }
 
     #[test]
+    fn a_clients_limit_is_told_only_for_an_editor_that_uses_that_profile() {
+        use hub::budget::ClientWarning;
+        let warning = |client, older_versions, message: &str| ClientWarning {
+            client,
+            older_versions,
+            message: message.to_owned(),
+        };
+        let budget = |profile: &str| Budget {
+            profile: profile.to_owned(),
+            tools: 90,
+            bytes: 0,
+            tokens: 0,
+            servers: Vec::new(),
+            tool_costs: Vec::new(),
+            warnings: vec!["names alike".to_owned()],
+            client_warnings: vec![
+                warning("cursor", true, "over old Cursor"),
+                warning("windsurf", false, "over Windsurf"),
+                warning("cursor", false, "over Cursor"),
+            ],
+            unmatched: Vec::new(),
+            server_switches: Vec::new(),
+            filtered_out: Vec::new(),
+        };
+        let told = |in_use: &[InUse]| -> Vec<String> {
+            list(&Inputs {
+                statuses: &[],
+                config: &config(),
+                pins: &PinReport::default(),
+                budgets: &[budget("default"), budget("work")],
+                in_use,
+                activity: None,
+            })
+            .into_iter()
+            .map(|attention| attention.message)
+            .collect()
+        };
+        assert_eq!(
+            told(&[]),
+            ["profile default: names alike", "profile work: names alike"],
+            "no editor uses Switchboard: no client's limit"
+        );
+        let cursor_on_work = InUse {
+            editor: editors::Editor::Cursor,
+            profile: "work".to_owned(),
+        };
+        assert_eq!(
+            told(&[cursor_on_work]),
+            [
+                "profile default: names alike",
+                "profile work: names alike",
+                "profile work: over Cursor",
+            ],
+            "Cursor's own limit on the profile it reaches; not an older version's, nor Windsurf's"
+        );
+    }
+
+    #[test]
     fn nothing_to_say_is_an_empty_list() {
         let list = list(&Inputs {
             statuses: &[status("ok", BackendState::Ready)],
             config: &config(),
             pins: &PinReport::default(),
             budgets: &[],
+            in_use: &[],
             activity: Some(&LogHealth::default()),
         });
         assert!(list.is_empty());
@@ -384,6 +516,7 @@ mod tests {
             config: &config_of(""),
             pins: &PinReport::default(),
             budgets: &[],
+            in_use: &[],
             activity: None,
         });
         assert_eq!(told.len(), 1);
@@ -405,6 +538,7 @@ mod tests {
                 config: &config_of(chosen),
                 pins: &PinReport::default(),
                 budgets: &[],
+                in_use: &[],
                 activity: None,
             });
             assert!(quiet.is_empty(), "a choice is not told again: {chosen}");

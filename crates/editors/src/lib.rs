@@ -33,7 +33,9 @@ use transport::token::Missing;
 
 pub use clients::{ClientSetup, client_setups};
 pub(crate) use editor_file::FileFormat;
-pub use import::{ImportAction, ImportReport, ImportRequest, ServerImport, SkipReason, import};
+pub use import::{
+    ImportAction, ImportReport, ImportRequest, InUse, ServerImport, SkipReason, import, in_use,
+};
 pub use install::{
     EntriesUpdate, InstallOutcome, InstallReport, InstallRequest, install, update_entries,
 };

@@ -21,6 +21,10 @@ const BYTES_PER_TOKEN: usize = 4;
 /// A client's limit on the tools it takes from all its servers together.
 pub(crate) struct ClientLimit {
     pub(crate) client: &'static str,
+    /// The editor's id, as `/api/clients` gives it.
+    pub(crate) id: &'static str,
+    /// Whether the limit is only an older version's, which an editor's file does not tell.
+    pub(crate) older_versions: bool,
     pub(crate) max_tools: usize,
 }
 
@@ -29,18 +33,26 @@ pub(crate) struct ClientLimit {
 pub(crate) const CLIENT_LIMITS: &[ClientLimit] = &[
     ClientLimit {
         client: "Cursor (before 1.6)",
+        id: "cursor",
+        older_versions: true,
         max_tools: 40,
     },
     ClientLimit {
         client: "Windsurf",
+        id: "windsurf",
+        older_versions: false,
         max_tools: 50,
     },
     ClientLimit {
         client: "Cursor",
+        id: "cursor",
+        older_versions: false,
         max_tools: 80,
     },
     ClientLimit {
         client: "VS Code",
+        id: "vscode",
+        older_versions: false,
         max_tools: 128,
     },
 ];
@@ -48,6 +60,8 @@ pub(crate) const CLIENT_LIMITS: &[ClientLimit] = &[
 /// A client's limit on one tool's name as it shows it, and what it puts before ours.
 pub(crate) struct NameLimit {
     pub(crate) client: &'static str,
+    /// The editor's id, as `/api/clients` gives it.
+    pub(crate) id: &'static str,
     /// The longest name the client takes, counting what it adds.
     pub(crate) max: usize,
     /// What the client adds to our name when the editor's entry is `switchboard`.
@@ -59,11 +73,13 @@ pub(crate) struct NameLimit {
 pub(crate) const NAME_LIMITS: &[NameLimit] = &[
     NameLimit {
         client: "Claude Code",
+        id: "claude-code",
         max: 64,
         added: "mcp__switchboard__",
     },
     NameLimit {
         client: "Cursor",
+        id: "cursor",
         max: 60,
         added: "switchboard",
     },
@@ -80,14 +96,27 @@ pub struct Budget {
     pub servers: Vec<Cost>,
     /// By tool, costliest first.
     pub tool_costs: Vec<ToolCost>,
-    /// Limits of known clients this profile passes, and names that clash, in words.
+    /// Names that clash or cannot be told apart, in words.
     pub warnings: Vec<String>,
+    /// Limits of known clients this profile passes.
+    pub client_warnings: Vec<ClientWarning>,
     /// The profile's tool patterns that match no tool of the servers known now.
     pub unmatched: Vec<Unmatched>,
     /// Every configured server, and whether the profile offers it.
     pub server_switches: Vec<Switch>,
     /// Tools of the profile's servers that its filters leave out.
     pub filtered_out: Vec<Switch>,
+}
+
+/// A known client's limit that a profile passes.
+#[derive(Debug, Serialize)]
+pub struct ClientWarning {
+    /// The editor's id, as `/api/clients` gives it.
+    pub client: &'static str,
+    /// Whether only older versions of the client have the limit.
+    pub older_versions: bool,
+    /// What passes the limit and what to do, in words.
+    pub message: String,
 }
 
 /// Something a profile offers or not, as the dashboard's switches show it.
@@ -196,8 +225,9 @@ pub(crate) fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&st
         })
         .collect();
     let bytes = tool_costs.iter().map(|tool| tool.bytes).sum();
-    let mut warnings = warnings(profile, &tool_costs);
+    let mut warnings = alike_warnings(profile, &tool_costs);
     warnings.extend(catalog.clash_warnings());
+    let client_warnings = client_warnings(profile, &tool_costs);
     tool_costs.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
     Budget {
         profile: profile.name.clone(),
@@ -207,6 +237,7 @@ pub(crate) fn measure(profile: &Profile, catalog: &MergedCatalog, servers: &[&st
         servers: costs,
         tool_costs,
         warnings,
+        client_warnings,
         unmatched: catalog.unmatched.iter().map(Unmatched::from).collect(),
         server_switches: servers
             .iter()
@@ -260,31 +291,43 @@ pub fn cached(config: &Config, cache: &CatalogCache) -> Vec<Budget> {
         .collect()
 }
 
-fn warnings(profile: &Profile, tools: &[ToolCost]) -> Vec<String> {
-    let mut warnings = Vec::new();
-    let over: Vec<String> = CLIENT_LIMITS
+/// The limits of known clients that `profile`, offering `tools`, passes: one warning per client.
+fn client_warnings(profile: &Profile, tools: &[ToolCost]) -> Vec<ClientWarning> {
+    let mut warnings: Vec<ClientWarning> = CLIENT_LIMITS
         .iter()
         .filter(|limit| tools.len() > limit.max_tools)
-        .map(|limit| format!("{}'s {}", limit.client, limit.max_tools))
+        .map(|limit| ClientWarning {
+            client: limit.id,
+            older_versions: limit.older_versions,
+            message: format!(
+                "{} tools: over {}'s {}; narrow the profile or use fewer servers",
+                tools.len(),
+                limit.client,
+                limit.max_tools
+            ),
+        })
         .collect();
-    if !over.is_empty() {
-        warnings.push(format!(
-            "{} tools: over {}; narrow the profile or use fewer servers",
-            tools.len(),
-            over.join(", ")
-        ));
-    }
     for limit in NAME_LIMITS {
         let room = limit.max.saturating_sub(limit.added.len());
         let long = tools.iter().filter(|tool| tool.name.len() > room).count();
         if long > 0 {
-            warnings.push(format!(
-                "{long} tool name(s) longer than the {room} characters {} leaves; lower \
-                 max_name_length (now {}) to {room}",
-                limit.client, profile.max_name_length
-            ));
+            warnings.push(ClientWarning {
+                client: limit.id,
+                older_versions: false,
+                message: format!(
+                    "{long} tool name(s) longer than the {room} characters {} leaves; lower \
+                     max_name_length (now {}) to {room}",
+                    limit.client, profile.max_name_length
+                ),
+            });
         }
     }
+    warnings
+}
+
+/// Names that `profile` cuts to the same first characters.
+fn alike_warnings(profile: &Profile, tools: &[ToolCost]) -> Vec<String> {
+    let mut warnings = Vec::new();
     let mut stems: BTreeMap<&str, usize> = BTreeMap::new();
     for tool in tools {
         if let Some(stem) = super::names::cut_stem(&tool.name, &tool.original) {
@@ -333,7 +376,7 @@ mod tests {
         }
         let profile = Profile::everything("default");
         let fitting = "a".repeat(DEFAULT_NAME_BUDGET);
-        assert!(warnings(&profile, &costs(&[&fitting])).is_empty());
+        assert!(client_warnings(&profile, &costs(&[&fitting])).is_empty());
     }
 
     #[test]
@@ -341,25 +384,43 @@ mod tests {
         let names: Vec<String> = (0..51).map(|n| format!("s__tool{n}")).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let profile = Profile::everything("wide");
-        let warned = warnings(&profile, &costs(&names));
+        let messages = |warned: Vec<ClientWarning>| -> Vec<(&'static str, bool, String)> {
+            warned
+                .into_iter()
+                .map(|warning| (warning.client, warning.older_versions, warning.message))
+                .collect()
+        };
         assert_eq!(
-            warned,
+            messages(client_warnings(&profile, &costs(&names))),
             [
-                "51 tools: over Cursor (before 1.6)'s 40, Windsurf's 50; narrow the profile or use \
-              fewer servers"
+                (
+                    "cursor",
+                    true,
+                    "51 tools: over Cursor (before 1.6)'s 40; narrow the profile or use fewer \
+                     servers"
+                        .to_owned()
+                ),
+                (
+                    "windsurf",
+                    false,
+                    "51 tools: over Windsurf's 50; narrow the profile or use fewer servers"
+                        .to_owned()
+                ),
             ]
         );
         let mut long = profile.clone();
         long.max_name_length = 64;
         let name = "s__".to_owned() + &"x".repeat(50);
-        let warned = warnings(&long, &costs(&[&name]));
+        let warned = messages(client_warnings(&long, &costs(&[&name])));
         assert_eq!(warned.len(), 2, "{warned:?}");
+        assert_eq!(warned[0].0, "claude-code");
         assert!(
-            warned[0].contains("46 characters Claude Code leaves"),
+            warned[0].2.contains("46 characters Claude Code leaves"),
             "{warned:?}"
         );
+        assert_eq!(warned[1].0, "cursor");
         assert!(
-            warned[1].contains("49 characters Cursor leaves"),
+            warned[1].2.contains("49 characters Cursor leaves"),
             "{warned:?}"
         );
         assert_eq!(tokens(101), 26);
@@ -396,7 +457,7 @@ mod tests {
         };
         let mut narrow = Profile::everything("narrow");
         narrow.max_name_length = 24;
-        let warned = warnings(&narrow, &tools_within(24));
+        let warned = alike_warnings(&narrow, &tools_within(24));
         assert_eq!(
             warned,
             [
@@ -407,7 +468,7 @@ mod tests {
         );
         let wide = Profile::everything("wide");
         assert_eq!(
-            warnings(&wide, &tools_within(DEFAULT_NAME_BUDGET)),
+            alike_warnings(&wide, &tools_within(DEFAULT_NAME_BUDGET)),
             Vec::<String>::new()
         );
     }

@@ -528,6 +528,7 @@ mod tests {
             config: &config(),
             pins: &pins,
             budgets: &[],
+            in_use: &[],
             activity: None,
         });
         let model = menu_model(&statuses, &config(), &needs, false);

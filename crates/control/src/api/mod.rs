@@ -87,6 +87,7 @@ use self::backends::{backend_detail, call_tool, control_backend, list_backends};
 use self::clients::{clients, install_client, move_client, moves, undo_client};
 use self::events::events;
 use self::profiles::{profiles, switch};
+use crate::attention::EditorsInUse;
 use crate::reload::{ConfigState, Reloader, WriteError};
 use auth::{Auth, CALLBACK_ROUTE, is_callback_path};
 use editors::Destination;
@@ -141,6 +142,8 @@ struct ApiInner {
     /// What editors are given to reach `/mcp` (with the token as it is when they ask; see
     /// [`ApiState::destination`]).
     destination: Destination,
+    /// The editors whose files point at this Switchboard.
+    in_use: EditorsInUse,
     mcp_token: EndpointToken,
     base_url: String,
     auth: Arc<Auth>,
@@ -171,6 +174,7 @@ impl ApiState {
                 guard,
                 token: options.token,
                 dashboard_key: Token::generate(),
+                in_use: EditorsInUse::new(options.exe.clone(), options.address),
                 destination: Destination {
                     exe: options.exe,
                     url: format!("{}{MCP_PATH}", local_base_url(options.address)),
@@ -212,6 +216,12 @@ impl ApiState {
             token: self.inner.mcp_token.get().map(|token| token.to_string()),
             ..self.inner.destination.clone()
         }
+    }
+
+    /// The editors whose files point at this Switchboard, as the list of what needs attention
+    /// reads them (shared with the tray's).
+    pub fn in_use(&self) -> &EditorsInUse {
+        &self.inner.in_use
     }
 
     fn hub(&self) -> &Hub {

@@ -65,5 +65,10 @@ pub(super) async fn approve(
 /// `GET /api/attention`: what needs a person, most pressing first, each with its action.
 pub(super) async fn attention(State(api): State<ApiState>) -> Response {
     let config = api.inner.config.borrow().clone();
-    json_ok(&attention::now(api.hub(), api.engine(), &config))
+    json_ok(&attention::now(
+        api.hub(),
+        api.engine(),
+        &config,
+        api.in_use(),
+    ))
 }

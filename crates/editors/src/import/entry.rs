@@ -309,7 +309,7 @@ impl EntryReader<'_> {
 
     /// Whether `command args` runs `switchboard connect` (the command written as a path of any
     /// platform, since editors' files travel between machines).
-    fn runs_switchboard(&self, command: &str, args: &[String]) -> bool {
+    pub(super) fn runs_switchboard(&self, command: &str, args: &[String]) -> bool {
         let file_name = command.rsplit(['/', '\\']).next().unwrap_or(command);
         let file_name = file_name.to_ascii_lowercase();
         let stem = file_name.strip_suffix(".exe").unwrap_or(&file_name);
@@ -325,7 +325,7 @@ impl EntryReader<'_> {
 
     /// Whether `url` is Switchboard's own endpoint on this machine: a loopback address at our
     /// port (`/mcp`, a profile's `/mcp/NAME`, `/sse`: any path there is ours).
-    fn is_own_url(&self, url: &str) -> bool {
+    pub(super) fn is_own_url(&self, url: &str) -> bool {
         let Some(rest) = url
             .get(.."http://".len())
             .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))

@@ -15,6 +15,8 @@
 //! config does not have yet (compared ignoring case, as the config does). An entry that runs
 //! Switchboard itself is left out, since Switchboard would start itself.
 
+pub use in_use::{InUse, in_use};
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -702,6 +704,7 @@ impl Target {
 }
 
 mod entry;
+mod in_use;
 mod run;
 mod secrets;
 #[cfg(test)]

@@ -51,15 +51,7 @@ impl Run {
             });
         }
         let command = entry.get("command")?.as_str()?.to_owned();
-        let args = entry
-            .get("args")
-            .and_then(Value::as_array)
-            .map(|args| {
-                args.iter()
-                    .filter_map(|arg| arg.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let args = string_list(entry.get("args"));
         Some(Run::Local {
             command,
             args,
@@ -130,6 +122,18 @@ fn same_values(one: &BTreeMap<String, String>, other: &BTreeMap<String, String>)
 /// filled in (a secret not kept, a variable not set) is compared as written.
 fn same_value(one: &str, other: &str) -> bool {
     one == other || config::filled_in(one).is_some_and(|one| config::filled_in(other) == Some(one))
+}
+
+/// The strings of a list such as an entry's `args`; none when it is not a list.
+pub(super) fn string_list(list: Option<&Value>) -> Vec<String> {
+    list.and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
