@@ -2,9 +2,10 @@
 //! it: the crates under `crates/` stand on floors and depend only on lower ones; only
 //! `platform` names a target system, and no code an architecture; no source file is over 900
 //! lines; `src/` holds only the program's entry; a method's name is written in
-//! `crates/wire/src/method.rs` alone; and the map itself stays short. Cycles between crates
-//! Cargo refuses on its own. Then the pages: the README starts in one screen, and every link
-//! between the README, the map and `docs/` leads to a page and a heading that exist.
+//! `crates/wire/src/method.rs` alone; logs write no value in its `Debug` form; and the map
+//! itself stays short. Cycles between crates Cargo refuses on its own. Then the pages: the
+//! README starts in one screen, and every link between the README, the map and `docs/` leads
+//! to a page and a heading that exist.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -255,20 +256,46 @@ fn code(text: &str) -> String {
 
 /// The text of a file without comments, string and character literals; each string literal
 /// (raw and byte strings too) goes to `literal` with where it starts, quotes and all.
-fn scan(text: &str, mut literal: impl FnMut(usize, &str)) -> String {
+fn scan(text: &str, literal: impl FnMut(usize, &str)) -> String {
+    scan_into(text, Blank::Shrink, literal)
+}
+
+/// How [`scan_into`] leaves out a comment or a literal.
+#[derive(Clone, Copy, PartialEq)]
+enum Blank {
+    /// A literal becomes one space, a comment nothing.
+    Shrink,
+    /// Each becomes as many spaces as it has bytes, its line breaks kept: every byte of the
+    /// code stays where it was in the file.
+    InPlace,
+}
+
+fn scan_into(text: &str, blank: Blank, mut literal: impl FnMut(usize, &str)) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
+    let leave_out = |out: &mut String, left_out: &str, shrunk: &str| match blank {
+        Blank::Shrink => out.push_str(shrunk),
+        Blank::InPlace => out.extend(
+            left_out
+                .bytes()
+                .map(|byte| if byte == b'\n' { '\n' } else { ' ' }),
+        ),
+    };
     while at < bytes.len() {
         let rest = &text[at..];
         if rest.starts_with("//") {
-            at += rest.find('\n').unwrap_or(rest.len());
+            let end = rest.find('\n').unwrap_or(rest.len());
+            leave_out(&mut out, &rest[..end], "");
+            at += end;
         } else if rest.starts_with("/*") {
-            at += rest.find("*/").map_or(rest.len(), |end| end + 2);
+            let end = rest.find("*/").map_or(rest.len(), |end| end + 2);
+            leave_out(&mut out, &rest[..end], "");
+            at += end;
         } else if let Some(raw) = raw_string_end(rest) {
             literal(at, &rest[..raw]);
+            leave_out(&mut out, &rest[..raw], " ");
             at += raw;
-            out.push(' ');
         } else if rest.starts_with('"') {
             let mut end = 1;
             while end < rest.len() {
@@ -278,12 +305,13 @@ fn scan(text: &str, mut literal: impl FnMut(usize, &str)) -> String {
                     _ => end += 1,
                 }
             }
-            literal(at, &rest[..(end + 1).min(rest.len())]);
-            at += end + 1;
-            out.push(' ');
+            let end = (end + 1).min(rest.len());
+            literal(at, &rest[..end]);
+            leave_out(&mut out, &rest[..end], " ");
+            at += end;
         } else if let Some(length) = char_literal(rest) {
+            leave_out(&mut out, &rest[..length], " ");
             at += length;
-            out.push(' ');
         } else {
             let character = rest.chars().next().unwrap();
             out.push(character);
@@ -536,4 +564,139 @@ fn the_link_check_reads_links_and_anchors_as_github_does() {
         anchors(page),
         ["chaos-and-load-testsitsoak", "names", "names-1"]
     );
+}
+
+/// The macros of `tracing` that write an event or open a span.
+const TRACING_MACROS: [&str; 12] = [
+    "trace",
+    "debug",
+    "info",
+    "warn",
+    "error",
+    "event",
+    "span",
+    "trace_span",
+    "debug_span",
+    "info_span",
+    "warn_span",
+    "error_span",
+];
+
+/// Each call of a `tracing` macro in `text` that writes a value in its `Debug` form, with its
+/// line: a field with the `?` sigil or `field::debug`, or a format string with `{:?}` (or
+/// `{name:?}`, `{:#?}`). A bare `info!` counts in a file that imports from `tracing`.
+fn debug_forms(text: &str) -> Vec<(usize, String)> {
+    let mut literals = Vec::new();
+    let code = scan_into(text, Blank::InPlace, |at, literal| {
+        literals.push((at, literal.to_owned()));
+    });
+    let imports_tracing = code.contains("use tracing");
+    let mut found = Vec::new();
+    for (bang, _) in code.match_indices('!') {
+        let before = &code[..bang];
+        let start = before
+            .trim_end_matches(|character: char| {
+                character.is_ascii_alphanumeric() || character == '_'
+            })
+            .len();
+        let path = &before[..start];
+        let of_tracing = path.ends_with("tracing::")
+            || (imports_tracing && !path.ends_with("::") && !path.ends_with('.'));
+        if !of_tracing || !TRACING_MACROS.contains(&&before[start..]) {
+            continue;
+        }
+        let open = bang + 1 + (code[bang + 1..].len() - code[bang + 1..].trim_start().len());
+        if !code[open..].starts_with(['(', '{']) {
+            continue;
+        }
+        let mut depth = 0;
+        let close = code[open..]
+            .char_indices()
+            .find_map(|(offset, character)| {
+                match character {
+                    '(' | '{' | '[' => depth += 1,
+                    ')' | '}' | ']' => depth -= 1,
+                    _ => {}
+                }
+                (depth == 0).then_some(open + offset)
+            })
+            .unwrap_or(code.len());
+        let arguments = &code[open + 1..close];
+        let sigil = arguments.match_indices('?').any(|(at, _)| {
+            arguments[..at]
+                .trim_end()
+                .chars()
+                .next_back()
+                .is_none_or(|previous| matches!(previous, '(' | ',' | '='))
+        });
+        let debug_field = arguments.contains("field::debug(");
+        let debug_format = literals
+            .iter()
+            .any(|(at, literal)| (open..close).contains(at) && formats_debug(literal));
+        if sigil || debug_field || debug_format {
+            let line = text[..start].matches('\n').count() + 1;
+            let call = text[start..=close.min(text.len() - 1)].split_whitespace();
+            found.push((line, call.collect::<Vec<_>>().join(" ")));
+        }
+    }
+    found
+}
+
+/// Whether a format string has a placeholder in the `Debug` form (`{:?}`, `{x:?}`, `{:#x?}`).
+fn formats_debug(literal: &str) -> bool {
+    let mut rest = literal;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        if let Some(escaped) = rest.strip_prefix('{') {
+            rest = escaped;
+            continue;
+        }
+        let Some(close) = rest.find('}') else {
+            break;
+        };
+        if rest[..close]
+            .split_once(':')
+            .is_some_and(|(_, spec)| spec.ends_with('?'))
+        {
+            return true;
+        }
+        rest = &rest[close + 1..];
+    }
+    false
+}
+
+/// Logs are read by people: a value goes in its `Display` form (`%value`, `{value}`), never in
+/// Rust's `Debug` form (`pid=Some(32405)`, `Allow { for_session: false, … }`).
+#[test]
+fn logs_write_no_debug_forms() {
+    let mut written = Vec::new();
+    for file in sources(&["crates", "src", "src-tauri/src"]) {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        for (line, call) in debug_forms(&text) {
+            written.push(format!("{}:{line}: {call}", relative(&file)));
+        }
+    }
+    assert!(
+        written.is_empty(),
+        "tracing calls that log a Debug form: write `%value` or `{{value}}` with a Display \
+         form instead (implement Display where there is none):\n{}",
+        written.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_debug_forms_but_not_the_try_operator_or_a_comment() {
+    let text = "use tracing::warn;\n\
+                tracing::info!(?pid, \"ready\");\n\
+                warn!(\n    id,\n    reason = ?held.reason,\n    \"held\"\n);\n\
+                tracing::debug!(\"took {elapsed:?}\");\n\
+                tracing::error!(error = %read()?, \"at {{not:?}} {0}\", \"a?\");\n\
+                // tracing::info!(?commented);\n\
+                tracing::trace!(%name, value = field::debug(&value));\n\
+                other::info!(?theirs);";
+    let lines: Vec<usize> = debug_forms(text)
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect();
+    assert_eq!(lines, [2, 3, 8, 11]);
 }

@@ -72,8 +72,9 @@ async fn perform(app: &AppHandle, id: &MenuId) -> anyhow::Result<()> {
         MenuId::CopyEndpoint => app.clipboard().write_text(shell.mcp_url.clone())?,
         MenuId::ReloadConfig => {
             if let Some(core) = shell.core.read().await.as_ref() {
-                let outcome = core.reload().await;
-                tracing::info!(?outcome, "config reloaded from the tray");
+                // The reload logs what it did.
+                core.reload().await;
+                tracing::info!("config reloaded from the tray");
             }
         }
         MenuId::StartAtLogin => {

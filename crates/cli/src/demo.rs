@@ -19,7 +19,7 @@ use rmcp::{
         ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, ServerConfig,
     },
     prompt, prompt_handler, prompt_router,
-    service::{RequestContext, ServerInitializeError},
+    service::{QuitReason, RequestContext, ServerInitializeError},
     tool, tool_handler, tool_router,
     transport::stdio_pipes,
 };
@@ -41,7 +41,13 @@ pub(crate) async fn run() -> anyhow::Result<()> {
         .waiting()
         .await
         .context("demo server task panicked")?;
-    tracing::info!(?quit_reason, "demo server stopped");
+    match quit_reason {
+        QuitReason::Closed => tracing::info!("demo server stopped: the client closed its end"),
+        QuitReason::JoinError(error) => {
+            tracing::info!(%error, "demo server stopped: its task failed")
+        }
+        _ => tracing::info!("demo server stopped"),
+    }
     Ok(())
 }
 

@@ -62,6 +62,17 @@ impl InstallReport {
     }
 }
 
+impl InstallOutcome {
+    /// What happened, in a word or two: `added`, `updated`, `already installed`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            InstallOutcome::Added => "added",
+            InstallOutcome::Updated => "updated",
+            InstallOutcome::AlreadyInstalled { .. } => "already installed",
+        }
+    }
+}
+
 impl fmt::Display for InstallReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let title = self.editor.title();

@@ -53,6 +53,23 @@ pub enum Decision {
     Deny { by: String },
 }
 
+impl std::fmt::Display for Decision {
+    /// `allowed by the dashboard`, `allowed for the session by …`, `denied by …`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Decision::Allow {
+                for_session: false,
+                by,
+            } => write!(f, "allowed by {by}"),
+            Decision::Allow {
+                for_session: true,
+                by,
+            } => write!(f, "allowed for the session by {by}"),
+            Decision::Deny { by } => write!(f, "denied by {by}"),
+        }
+    }
+}
+
 /// How a call's wait for a person's yes was resolved: allowed, or denied (by a person, by time
 /// running out, or by Switchboard stopping).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +122,7 @@ impl Approvals {
 
     /// Answers call `id`.
     pub fn decide(&self, id: u64, decision: Decision) -> Result<(), NotWaiting> {
-        tracing::info!(id, ?decision, "a person answered a call that waited");
+        tracing::info!(id, %decision, "a person answered a call that waited");
         self.0
             .answer(id, |_| Ok::<_, std::convert::Infallible>(decision))
             .map_err(|_| NotWaiting)

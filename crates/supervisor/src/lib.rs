@@ -156,6 +156,27 @@ pub enum Applied {
     Unchanged,
 }
 
+impl Applied {
+    /// What was done, as a verb in the past: `added`, `restarted`…, or `unchanged`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applied::Added => "added",
+            Applied::Removed => "removed",
+            Applied::Restarted => "restarted",
+            Applied::Started => "started",
+            Applied::Stopped => "stopped",
+            Applied::Updated => "updated",
+            Applied::Unchanged => "unchanged",
+        }
+    }
+}
+
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Per backend, in name order, what a reload did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ApplyReport {
@@ -167,16 +188,9 @@ impl std::fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut groups: BTreeMap<&'static str, Vec<&str>> = BTreeMap::new();
         for (name, applied) in &self.backends {
-            let verb = match applied {
-                Applied::Added => "added",
-                Applied::Removed => "removed",
-                Applied::Restarted => "restarted",
-                Applied::Started => "started",
-                Applied::Stopped => "stopped",
-                Applied::Updated => "updated",
-                Applied::Unchanged => continue,
-            };
-            groups.entry(verb).or_default().push(name);
+            if *applied != Applied::Unchanged {
+                groups.entry(applied.as_str()).or_default().push(name);
+            }
         }
         if groups.is_empty() {
             return f.write_str("nothing changed");

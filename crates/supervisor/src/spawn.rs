@@ -290,7 +290,7 @@ fn confine(
         }
         Enforcement::Partial | Enforcement::Unenforced => tracing::warn!(
             backend = spec.backend,
-            shortfalls = ?assessment.shortfalls,
+            shortfalls = %assessment.shortfalls.join("; "),
             "starting without all of its sandbox, as its config allows"
         ),
     }
@@ -403,8 +403,9 @@ impl ProcessGroups {
         platform::files::restrict_to_owner(runtime_dir)?;
         let reaped = os::reap_stale(&records, RUN_ID_ENV);
         if !reaped.is_empty() {
+            let pids: Vec<String> = reaped.iter().map(u32::to_string).collect();
             tracing::warn!(
-                ?reaped,
+                pids = %pids.join(", "),
                 "killed backend processes left behind by an earlier run"
             );
         }

@@ -357,7 +357,7 @@ impl BackendTask {
         self.config = config;
         self.shared_config
             .send_replace(Arc::new(self.config.clone()));
-        tracing::info!(?applied, "config changed");
+        tracing::info!(%applied, "config changed");
         match applied {
             Applied::Stopped => {
                 self.stop_process(StopReason::ConfigChanged).await;

@@ -21,6 +21,16 @@ pub enum Era {
     Stateless,
 }
 
+impl std::fmt::Display for Era {
+    /// `session` or `stateless`, as the status's JSON names it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Era::Session => "session",
+            Era::Stateless => "stateless",
+        })
+    }
+}
+
 /// The stateless revision Switchboard speaks, on both sides.
 pub const STATELESS_PROTOCOL_VERSION: &str = "2026-07-28";
 

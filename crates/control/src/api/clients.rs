@@ -50,7 +50,7 @@ pub(super) async fn install_client(
             tracing::info!(
                 editor = editor.client_id(),
                 path = %report.path.display(),
-                outcome = ?report.outcome,
+                outcome = report.outcome.as_str(),
                 "installed through the control API"
             );
             let mut body =

@@ -11,6 +11,9 @@
 //! serves fresh on every read.
 
 mod canonical;
+mod held;
+
+pub use held::{ApproveError, Held, HeldReason, PinReport, PinnedKind};
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -41,33 +44,6 @@ const PROMPT_FIELDS: &[&str] = &["name", "title", "description", "arguments"];
 /// What a skill's entry is pinned by: its frontmatter, and every file with its digest. An entry
 /// that does not list every file it has with a digest cannot be checked, and is held.
 const SKILL_FIELDS: &[&str] = &["uri", "frontmatter", "resources"];
-
-/// What a pin is of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PinnedKind {
-    Tool,
-    Prompt,
-    /// The server's instructions (one per server).
-    Instructions,
-    /// A skill's entry (the Skills extension), with every file's digest: known by its URI.
-    Skill,
-}
-
-/// Why something is held back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HeldReason {
-    /// Its definition differs from the one pinned.
-    Changed,
-    /// It was never seen before: from a server that already has pins, or from any server with
-    /// `approve_new_tools` on.
-    New,
-    /// The server's pin file cannot be read, so nothing of it can be checked.
-    Unreadable,
-    /// Its definition cannot be checked (see `detail`).
-    Unchecked,
-}
 
 /// A definition as pinned: its canonical JSON text (see [`canonical`]), kept as text so that
 /// vetting, which makes one for every tool each time a server's list changes, need not check
@@ -102,47 +78,6 @@ impl<'de> Deserialize<'de> for Definition {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Definition, D::Error> {
         Box::<RawValue>::deserialize(deserializer).map(Definition::new)
     }
-}
-
-/// Something held back from editors until it is approved.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Held {
-    pub server: String,
-    pub kind: PinnedKind,
-    /// The server's own name for it (`instructions` for the instructions).
-    pub name: String,
-    /// What an approval names it by: a tool's name, `prompt:NAME`, `instructions`, or
-    /// `skill:URI`.
-    pub key: String,
-    pub reason: HeldReason,
-    /// Why it cannot be checked, for [`HeldReason::Unchecked`].
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    /// The definition pinned before, for a changed one.
-    pub pinned: Option<Definition>,
-    /// The definition the server offers now: its pinned part, or for one that cannot be
-    /// checked, what the server sent.
-    pub current: Definition,
-    /// SHA-256 of `current`, for an approval of exactly what was reviewed.
-    pub sha256: String,
-}
-
-/// Why an approval was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApproveError {
-    #[error("{0}")]
-    NotHeld(String),
-    /// Something changed (or joined the held ones) after the reviewer saw it.
-    #[error("{0}")]
-    ChangedSince(String),
-}
-
-/// What is held, and what went wrong with the pin files, at one moment.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct PinReport {
-    pub held: Vec<Held>,
-    /// Per server: why its pins cannot be read or saved.
-    pub problems: BTreeMap<String, String>,
 }
 
 /// The pins of every server; cheap to clone.
@@ -465,9 +400,9 @@ impl Pins {
         for one in &held {
             tracing::warn!(
                 server,
-                kind = ?one.kind,
+                kind = one.kind.as_str(),
                 name = %one.name,
-                reason = ?one.reason,
+                reason = one.reason.as_str(),
                 "held back until it is approved on the dashboard"
             );
         }
@@ -517,7 +452,11 @@ impl Pins {
         let offered = match verdict {
             Verdict::Offered => true,
             Verdict::Held(held) => {
-                tracing::warn!(server, reason = ?held.reason, "instructions held back until approved");
+                tracing::warn!(
+                    server,
+                    reason = held.reason.as_str(),
+                    "instructions held back until approved"
+                );
                 pins.held.push(held);
                 false
             }

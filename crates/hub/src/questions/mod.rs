@@ -69,6 +69,17 @@ pub enum Action {
     Cancel,
 }
 
+impl Action {
+    /// Its name, as the spec writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Accept => "accept",
+            Action::Decline => "decline",
+            Action::Cancel => "cancel",
+        }
+    }
+}
+
 /// A person's answer, and who gave it.
 #[derive(Debug)]
 struct Answer {
@@ -177,7 +188,7 @@ impl Questions {
                 }
                 _ => {}
             }
-            tracing::info!(id, ?action, by, server = %question.server, "a person answered a server's question");
+            tracing::info!(id, action = action.as_str(), by, server = %question.server, "a person answered a server's question");
             Ok(Answer {
                 action,
                 content: content.clone(),

@@ -91,7 +91,13 @@ impl Listener {
             if peer_uid.as_ref().ok() == Some(&self.own_uid) {
                 return Ok(stream);
             }
-            tracing::warn!(?peer_uid, "refused a socket connection from another user");
+            match peer_uid {
+                Ok(uid) => tracing::warn!(uid, "refused a socket connection from another user"),
+                Err(error) => tracing::warn!(
+                    %error,
+                    "refused a socket connection whose user cannot be told"
+                ),
+            }
         }
     }
 

@@ -94,7 +94,11 @@ impl Listener {
             let connected = std::mem::replace(&mut self.next, fresh);
             match peer_is_current_user(&connected, GetNamedPipeClientProcessId) {
                 Ok(true) => return Ok(connected),
-                outcome => tracing::warn!(?outcome, "refused a pipe connection from another user"),
+                Ok(false) => tracing::warn!("refused a pipe connection from another user"),
+                Err(error) => tracing::warn!(
+                    %error,
+                    "refused a pipe connection whose user cannot be told"
+                ),
             }
         }
     }

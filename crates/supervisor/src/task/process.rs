@@ -436,7 +436,11 @@ impl BackendTask {
         };
         self.connection.send_replace(Some(spawned.connection));
         self.transition(State::Ready(Box::new(running)));
-        tracing::info!(?pid, ?era, tools = self.catalog.tools.len(), "ready");
+        let tools = self.catalog.tools.len();
+        match pid {
+            Some(pid) => tracing::info!(pid, %era, tools, "ready"),
+            None => tracing::info!(%era, tools, "ready"),
+        }
         self.answer_start_waiters(Ok(()));
         for message in early_messages {
             self.on_incoming(message).await;

@@ -224,7 +224,8 @@ pub async fn serve(
         () = connections.shutdown() => {}
         () = tokio::time::sleep(SHUTDOWN_GRACE) => {
             tracing::warn!(
-                "HTTP connections still answering {SHUTDOWN_GRACE:?} after shutdown; leaving them"
+                "HTTP connections still answering {} s after shutdown; leaving them",
+                SHUTDOWN_GRACE.as_secs()
             );
         }
     }
