@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::support::*;
+use config::BackendConfig;
 use supervisor::rpc::{CloseReason, RpcError};
 use supervisor::status::{BackendState, StopReason};
 use supervisor::{Applied, BackendHandle, CallError, ControlError};
@@ -384,6 +385,41 @@ async fn a_spent_restart_budget_ends_in_a_crash_loop_until_started_by_hand() {
         .await
         .expect_err("still exits during the handshake");
     assert!(error.to_string().contains("exit code 4"), "{error}");
+    engine.shutdown().await;
+}
+
+/// A crash loop's history shows under each run what that run printed, and nothing of the runs
+/// before it: a real child that says which run it is on stderr, then exits.
+#[tokio::test]
+async fn each_run_in_a_crash_loops_history_shows_only_its_own_output() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let count = dir.path().join("runs");
+    let script = format!(
+        "n=$(( $(cat '{count}' 2>/dev/null || echo 0) + 1 )); echo $n > '{count}'; \
+         echo \"run $n starts\" >&2; echo \"run $n fails\" >&2; exit 5",
+        count = count.display()
+    );
+    let mut config = BackendConfig::new("looping", "sh", vec!["-c".to_owned(), script]);
+    config.restart = fast_restarts();
+    config.restart.max_restarts = 3;
+    let engine = engine(vec![config]);
+    let backend = engine.backend("looping").expect("configured");
+    let status = wait_state(&backend, BackendState::CrashLoop).await;
+    let outputs: Vec<Vec<String>> = status
+        .history
+        .iter()
+        .map(|entry| {
+            entry
+                .output_tail
+                .iter()
+                .map(|line| line.text.clone())
+                .collect()
+        })
+        .collect();
+    let own: Vec<Vec<String>> = (1..=4)
+        .map(|run| vec![format!("run {run} starts"), format!("run {run} fails")])
+        .collect();
+    assert_eq!(outputs, own, "the first start and three restarts");
     engine.shutdown().await;
 }
 

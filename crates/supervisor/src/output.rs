@@ -1,8 +1,11 @@
 //! A backend's captured output: stderr lines and stdout noise, in a ring bounded in lines and
-//! bytes so that a flood cannot grow memory, with a live feed for followers.
+//! bytes so that a flood cannot grow memory, with a live feed for followers. Each line is of
+//! one run (one start of the process, or of the link to a remote server), written through that
+//! run's [`RunOutput`], so that what a run printed is told apart from what earlier runs did,
+//! even a line that arrives after the next run began.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
@@ -43,10 +46,19 @@ impl OutputLog {
         }
     }
 
-    /// Records one line (cut to [`MAX_LINE_BYTES`]) and sends it to followers.
-    pub(crate) fn push(&self, stream: OutputStream, text: &str) {
+    /// Where run `run` (the task's count of starts) writes its lines.
+    pub(crate) fn run(self: &Arc<Self>, run: u64) -> RunOutput {
+        RunOutput {
+            log: self.clone(),
+            run,
+        }
+    }
+
+    /// Records one line of `run` (cut to [`MAX_LINE_BYTES`]) and sends it to followers.
+    fn push(&self, run: u64, stream: OutputStream, text: &str) {
         let line = OutputLine {
             at_ms: unix_millis(std::time::SystemTime::now()),
+            run,
             stream,
             text: cut(text),
         };
@@ -83,6 +95,24 @@ impl OutputLog {
             .collect()
     }
 
+    /// The last `n` lines of run `run` still held, oldest first.
+    pub(crate) fn tail_of_run(&self, run: u64, n: usize) -> Vec<OutputLine> {
+        let ring = self
+            .ring
+            .lock()
+            .expect("output ring lock is never poisoned");
+        let mut lines: Vec<OutputLine> = ring
+            .lines
+            .iter()
+            .rev()
+            .filter(|line| line.run == run)
+            .take(n)
+            .cloned()
+            .collect();
+        lines.reverse();
+        lines
+    }
+
     /// Lines as they arrive.
     pub fn follow(&self) -> broadcast::Receiver<OutputLine> {
         self.ring
@@ -99,6 +129,20 @@ impl OutputLog {
             .lock()
             .expect("output ring lock is never poisoned")
             .bytes
+    }
+}
+
+/// Where one run of a backend writes what it prints. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct RunOutput {
+    log: Arc<OutputLog>,
+    run: u64,
+}
+
+impl RunOutput {
+    /// Records one line of this run (cut to [`MAX_LINE_BYTES`]) and sends it to followers.
+    pub(crate) fn push(&self, stream: OutputStream, text: &str) {
+        self.log.push(self.run, stream, text);
     }
 }
 
@@ -122,14 +166,14 @@ mod tests {
     fn ring_is_bounded_in_lines_and_bytes() {
         let log = OutputLog::new(3, 1_000_000);
         for i in 0..10 {
-            log.push(OutputStream::Stderr, &format!("line {i}"));
+            log.push(1, OutputStream::Stderr, &format!("line {i}"));
         }
         let texts: Vec<String> = log.tail(10).into_iter().map(|line| line.text).collect();
         assert_eq!(texts, ["line 7", "line 8", "line 9"]);
 
         let log = OutputLog::new(1000, 10_000);
         for _ in 0..100 {
-            log.push(OutputStream::Stderr, &"x".repeat(3000));
+            log.push(1, OutputStream::Stderr, &"x".repeat(3000));
         }
         assert!(log.held_bytes() <= 10_000);
         assert_eq!(log.tail(1000).len(), 3);
@@ -138,10 +182,32 @@ mod tests {
     #[test]
     fn long_lines_are_cut_on_a_char_boundary() {
         let log = OutputLog::new(10, 1_000_000);
-        log.push(OutputStream::StdoutNoise, &"é".repeat(5000));
+        log.push(1, OutputStream::StdoutNoise, &"é".repeat(5000));
         let line = &log.tail(1)[0];
         assert!(line.text.len() < MAX_LINE_BYTES + 40);
         assert!(line.text.ends_with("bytes cut]"));
         assert_eq!(line.stream, OutputStream::StdoutNoise);
+    }
+
+    #[test]
+    fn a_runs_tail_holds_its_own_lines_even_those_that_come_late() {
+        let log = Arc::new(OutputLog::new(100, 1_000_000));
+        let (first, second) = (log.run(1), log.run(2));
+        first.push(OutputStream::Stderr, "first starts");
+        first.push(OutputStream::Stderr, "first fails");
+        second.push(OutputStream::Stderr, "second starts");
+        first.push(OutputStream::Stderr, "first, late");
+        second.push(OutputStream::StdoutNoise, "second's noise");
+        let texts = |run, n| -> Vec<String> {
+            log.tail_of_run(run, n)
+                .into_iter()
+                .map(|line| line.text)
+                .collect()
+        };
+        assert_eq!(texts(1, 10), ["first starts", "first fails", "first, late"]);
+        assert_eq!(texts(1, 2), ["first fails", "first, late"]);
+        assert_eq!(texts(2, 10), ["second starts", "second's noise"]);
+        assert!(texts(3, 10).is_empty(), "a run that printed nothing");
+        assert_eq!(log.tail(10).len(), 5, "the output page sees every run");
     }
 }

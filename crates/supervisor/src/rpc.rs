@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::output::{OutputLog, OutputStream};
+use crate::output::{OutputStream, RunOutput};
 use crate::status::ExitDescription;
 use stdin::Stdin;
 use wire::era;
@@ -142,7 +142,7 @@ pub(crate) struct ConnectionOptions {
     /// Largest message accepted from the backend, in bytes.
     pub(crate) max_message_size: usize,
     /// Where lines on stdout that are not JSON-RPC are recorded.
-    pub(crate) log: Arc<OutputLog>,
+    pub(crate) log: RunOutput,
 }
 
 /// The parts of a started connection that its owner keeps.
@@ -623,7 +623,7 @@ async fn handle_line(
     inner: &Inner,
     line: &[u8],
     incoming: &mpsc::Sender<Incoming>,
-    log: &OutputLog,
+    log: &RunOutput,
 ) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;

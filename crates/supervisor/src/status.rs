@@ -144,7 +144,8 @@ pub struct HistoryEntry {
     pub uptime_ms: u64,
     /// A description of what went wrong, when there is more to say than the reason.
     pub detail: Option<String>,
-    /// The last lines the backend printed before it ended.
+    /// The last lines this run of the backend printed before it ended, none of an earlier
+    /// run's.
     pub output_tail: Vec<OutputLine>,
 }
 
@@ -164,6 +165,9 @@ pub enum OutputStream {
 pub struct OutputLine {
     /// Milliseconds since the Unix epoch.
     pub(crate) at_ms: u64,
+    /// The run (start of the backend) that printed it: the backend's own count of starts.
+    #[serde(skip)]
+    pub(crate) run: u64,
     pub stream: OutputStream,
     pub text: String,
 }

@@ -532,7 +532,9 @@ impl BackendTask {
             exit,
             uptime_ms: uptime.as_millis() as u64,
             detail,
-            output_tail: self.output.tail(HISTORY_OUTPUT_LINES),
+            output_tail: self
+                .output
+                .tail_of_run(self.generation, HISTORY_OUTPUT_LINES),
         });
     }
 

@@ -34,7 +34,7 @@ use tokio::sync::{OnceCell, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::output::OutputLog;
+use crate::output::RunOutput;
 use crate::status::OutputStream;
 use auth::{Auth, Credential};
 use config::{RemoteServer, RemoteTransport};
@@ -96,7 +96,7 @@ pub(crate) struct LinkOptions {
     /// Longest message taken from the server (and sent to it), in bytes.
     pub(crate) max_message_size: usize,
     /// Where the link notes what went wrong, beside a local server's stderr.
-    pub(crate) output: Arc<OutputLog>,
+    pub(crate) output: RunOutput,
     /// Tokens for servers that ask for sign-in.
     pub(crate) auth: Option<Arc<Auth>>,
 }
@@ -115,7 +115,7 @@ struct Shared {
     client: reqwest::Client,
     auth: Option<Arc<Auth>>,
     max_message_size: usize,
-    output: Arc<OutputLog>,
+    output: RunOutput,
     /// Messages for the connection, one per line.
     incoming: mpsc::Sender<Vec<u8>>,
     end: watch::Sender<Option<LinkEnd>>,

@@ -3,6 +3,7 @@
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, DuplexStream, Lines};
 
 use super::*;
+use crate::output::OutputLog;
 
 const SECOND: Duration = Duration::from_secs(1);
 /// The size of the in-memory pipes: a pipe's buffer on Linux.
@@ -45,7 +46,7 @@ fn connect(max_message_size: usize) -> (Started, FakeBackend, Arc<OutputLog>) {
     let log = Arc::new(OutputLog::new(100, 100_000));
     let options = ConnectionOptions {
         max_message_size,
-        log: log.clone(),
+        log: log.run(1),
     };
     let started = Connection::start("fake", our_stdin, our_stdout, options);
     let backend = FakeBackend {

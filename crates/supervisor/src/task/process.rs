@@ -14,7 +14,7 @@ use super::{BackendTask, Flow, Running, State};
 use crate::ControlError;
 use crate::handle::Command;
 use crate::handshake::{Handshake, OpeningClock, handshake, keep_listening};
-use crate::output::{OutputLog, OutputStream};
+use crate::output::{OutputStream, RunOutput};
 use crate::policy::Decision;
 use crate::remote::{LinkEnd, LinkOptions, RemoteLink};
 use crate::rpc::{CloseReason, Connection, ConnectionOptions, Incoming, RpcError, Started};
@@ -35,19 +35,28 @@ const STDERR_BUFFER: usize = 1024;
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
 /// How often a package runner that is installing is looked at, to see when it starts the server.
 const INSTALL_POLL: Duration = Duration::from_millis(200);
+/// How long a stopped process's last stderr lines are waited for, so that its history holds
+/// them: its group is gone by then, so only a process that left it still holds the pipe.
+const STDERR_DRAIN: Duration = Duration::from_millis(250);
 
 /// What a backend's connection runs over: the pipes of a process Switchboard started, or HTTP to
 /// a remote server. Everything above it (the connection, the handshake, the states) is the same.
 pub(super) enum Link {
-    Process(Box<BackendProcess>),
+    Process(Box<ProcessLink>),
     Remote(RemoteLink),
+}
+
+/// A process Switchboard started, and the task reading its stderr.
+pub(super) struct ProcessLink {
+    process: BackendProcess,
+    stderr: tokio::task::JoinHandle<()>,
 }
 
 impl Link {
     /// The process's id; a remote server has none.
     pub(super) fn pid(&self) -> Option<u32> {
         match self {
-            Link::Process(process) => Some(process.pid()),
+            Link::Process(link) => Some(link.process.pid()),
             Link::Remote(_) => None,
         }
     }
@@ -80,10 +89,15 @@ impl Link {
         }
     }
 
-    /// Stops the process (close stdin, then signals, within `grace`) or closes the link.
+    /// Stops the process (close stdin, then signals, within `grace`), and reads what it wrote
+    /// on stderr to the end; or closes the link.
     async fn shut_down(self, grace: Duration) -> ExitDescription {
         match self {
-            Link::Process(process) => process.shut_down(grace).await,
+            Link::Process(link) => {
+                let exit = link.process.shut_down(grace).await;
+                let _ = tokio::time::timeout(STDERR_DRAIN, link.stderr).await;
+                exit
+            }
             Link::Remote(link) => disconnected(&link.close().await),
         }
     }
@@ -170,22 +184,26 @@ impl BackendTask {
     /// Spawns the process with a reader of its stderr and a connection over its stdio, or opens
     /// the link to a remote server. When it cannot, records why and returns `None`.
     async fn spawn_process(&mut self) -> Option<Spawned> {
+        // What this start prints is its own, apart from earlier starts' (the history shows it).
+        let output = self.output.run(self.generation);
         let options = ConnectionOptions {
             max_message_size: self.config.max_message_size,
-            log: self.output.clone(),
+            log: output.clone(),
         };
         let launch = self.config.launch.clone();
         let opened = match &launch {
             Launch::Process(process) => {
-                self.spawn(process).await.map(|(process, stdin, stdout)| {
-                    let started = Connection::start(&self.config.name, stdin, stdout, options);
-                    (Link::Process(Box::new(process)), started)
-                })
+                self.spawn(process, &output)
+                    .await
+                    .map(|(process, stdin, stdout)| {
+                        let started = Connection::start(&self.config.name, stdin, stdout, options);
+                        (Link::Process(Box::new(process)), started)
+                    })
             }
             Launch::Remote(server) => {
                 let link_options = LinkOptions {
                     max_message_size: self.config.max_message_size,
-                    output: self.output.clone(),
+                    output,
                     auth: self.auth.clone(),
                 };
                 match RemoteLink::open(&self.config.name, server, link_options) {
@@ -270,12 +288,14 @@ impl BackendTask {
         install
     }
 
-    /// Spawns `process` and the reader of its stderr; `None` (recorded) if it cannot start.
+    /// Spawns `process` and the reader of its stderr into `output`; `None` (recorded) if it
+    /// cannot start.
     async fn spawn(
         &mut self,
         process: &ProcessLaunch,
+        output: &RunOutput,
     ) -> Option<(
-        BackendProcess,
+        ProcessLink,
         tokio::process::ChildStdin,
         tokio::process::ChildStdout,
     )> {
@@ -316,8 +336,9 @@ impl BackendTask {
             stdout,
             stderr,
         } = pipes;
-        tokio::spawn(read_stderr(stderr, self.output.clone()).instrument(tracing::Span::current()));
-        Some((process, stdin, stdout))
+        let stderr =
+            tokio::spawn(read_stderr(stderr, output.clone()).instrument(tracing::Span::current()));
+        Some((ProcessLink { process, stderr }, stdin, stdout))
     }
 
     /// Runs the handshake until it completes, the process ends, or a command other than `start`
@@ -626,7 +647,7 @@ fn listen(connection: Connection, subscriptions: Arc<Subscriptions>) -> DropGuar
 /// a remote server ended.
 pub(super) async fn wait_for_end(link: &mut Link, stdout_closed: &CancellationToken) -> ProcessEnd {
     let process = match link {
-        Link::Process(process) => process,
+        Link::Process(link) => &mut link.process,
         Link::Remote(link) => {
             let end = link.ended().await;
             return ProcessEnd {
@@ -647,7 +668,7 @@ pub(super) async fn wait_for_end(link: &mut Link, stdout_closed: &CancellationTo
     }
 }
 
-async fn read_stderr(stderr: tokio::process::ChildStderr, output: Arc<OutputLog>) {
+async fn read_stderr(stderr: tokio::process::ChildStderr, output: RunOutput) {
     let mut lines = LineReader::new(
         tokio::io::BufReader::with_capacity(STDERR_BUFFER, stderr),
         STDERR_MAX_LINE,
