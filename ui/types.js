@@ -598,8 +598,9 @@ export {};
  * @typedef {object} Question
  * @property {number} id
  * @property {string} server
- * @property {string | null} editor whose call the server asks during, when known
- * @property {string | null} profile
+ * @property {string[]} editors whose call the server asks during: one when known; each editor
+ *   with a call in flight at the server when that cannot be told; none without a call
+ * @property {string | null} profile of those calls, when they share one
  * @property {string} message
  * @property {"form" | "url"} mode
  * @property {unknown} [schema] the form's JSON schema (form)

@@ -137,7 +137,7 @@ mod tests {
         let question = Question {
             id: 2,
             server: "shop".to_owned(),
-            editor: None,
+            editors: Vec::new(),
             profile: None,
             message: "Pay for the pro plan\nwith your card".to_owned(),
             asks: Asks::Url {

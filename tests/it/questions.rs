@@ -100,7 +100,11 @@ async fn a_form_and_a_url_question_are_answered_through_switchboard_in_both_eras
             // A form.
             let asked = waiting(&serve, 1).await[0].clone();
             assert_eq!(asked["server"], server, "{case}: {asked}");
-            assert_eq!(asked["editor"], "switchboard-test-py-client", "{case}");
+            assert_eq!(
+                asked["editors"],
+                json!(["switchboard-test-py-client"]),
+                "{case}"
+            );
             assert_eq!(asked["profile"], "default", "{case}");
             assert_eq!(asked["message"], "Do deploy?", "{case}");
             assert_eq!(asked["mode"], "form", "{case}");
@@ -221,7 +225,7 @@ async fn a_question_leaves_the_list_when_its_editor_gives_up_the_call() {
             })
         };
         let asked = waiting(&serve, 1).await[0].clone();
-        assert_eq!(asked["editor"], "impatient editor");
+        assert_eq!(asked["editors"], json!(["impatient editor"]));
         let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
         mcp.post(Some(&session), cancel.to_string())
             .await
@@ -235,6 +239,75 @@ async fn a_question_leaves_the_list_when_its_editor_gives_up_the_call() {
         .await;
         assert_eq!(status, 404, "{tool}: answered after its call ended");
         call.abort();
+    }
+}
+
+/// Two editors call at once and one of their calls asks (server-everything, a local server,
+/// whose request names no call): the question names that editor when the other's call is at
+/// another server; when both calls are at the asking server, nothing tells which one asks, and
+/// the question names both editors rather than none or a guess.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_names_the_editor_whose_call_asks_while_another_editor_calls() {
+    let serve = ServeProcess::start(&[ServedBackend::Everything, ServedBackend::Misbehave]);
+    let mcp = McpHttp::new(&serve.url());
+    let busy = mcp.open_session("busy editor").await.expect("a session");
+    let asking = mcp.open_session("asking editor").await.expect("a session");
+    let rounds = [
+        (
+            "mis",
+            "mis__slow",
+            json!({"ms": 30_000}),
+            json!(["asking editor"]),
+        ),
+        (
+            "everything",
+            "everything__trigger-long-running-operation",
+            json!({"duration": 30, "steps": 2}),
+            json!(["asking editor", "busy editor"]),
+        ),
+    ];
+    for (id, (server, tool, arguments, named)) in (10..).zip(rounds) {
+        let busy_call = {
+            let (mcp, busy) = (mcp.clone(), busy.clone());
+            tokio::spawn(async move { mcp.call_tool(&busy, id, tool, arguments).await })
+        };
+        eventually("the busy editor's call in flight", EVENT_LIMIT, || async {
+            let backends = serve.api_get("/api/backends").await;
+            let pending = backends
+                .as_array()
+                .and_then(|list| list.iter().find(|backend| backend["name"] == server))
+                .map(|backend| backend["pending"].clone());
+            match pending.as_ref().and_then(Value::as_u64) {
+                Some(1..) => Ok(()),
+                _ => Err(backends),
+            }
+        })
+        .await;
+        let asking_call = {
+            let (mcp, asking) = (mcp.clone(), asking.clone());
+            tokio::spawn(async move {
+                mcp.call_tool(
+                    &asking,
+                    id,
+                    "everything__trigger-elicitation-request",
+                    json!({}),
+                )
+                .await
+            })
+        };
+        let asked = waiting(&serve, 1).await[0].clone();
+        assert_eq!(asked["server"], "everything", "{tool}: {asked}");
+        assert_eq!(asked["editors"], named, "{tool}: {asked}");
+        assert_eq!(asked["profile"], "default", "{tool}");
+        let (status, _) = answer(&serve, &asked["id"], json!({"action": "decline"})).await;
+        assert_eq!(status, 200, "{tool}");
+        let result = asking_call.await.expect("the asking call");
+        assert!(result.to_string().contains("decline"), "{tool}: {result}");
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
+        mcp.post(Some(&busy), cancel.to_string())
+            .await
+            .expect("the cancellation is taken");
+        busy_call.abort();
     }
 }
 
@@ -281,7 +354,7 @@ async fn a_page_a_call_requires_first_is_opened_through_switchboard_and_the_call
         .await;
         assert_eq!(asked["mode"], "url", "{round}: {asked}");
         assert_eq!(asked["url"], url, "{round}");
-        assert_eq!(asked["editor"], "desktop editor", "{round}");
+        assert_eq!(asked["editors"], json!(["desktop editor"]), "{round}");
         let (status, _) = answer(&serve, &asked["id"], json!({"action": "accept"})).await;
         assert_eq!(status, 200, "{round}");
         answered = asked["id"].clone();

@@ -35,7 +35,7 @@ export function renderQuestions(root, waiting) {
  * @returns {HTMLElement}
  */
 function card(question) {
-  const who = question.editor ? `${question.server}, during a call of ${question.editor},` : question.server;
+  const who = question.editors.length ? `${question.server}, during a call of ${orList(question.editors)},` : question.server;
   const head = h("div", { class: "approval-head" },
     icon("alert"),
     h("strong", {}, `${who} asks`),
@@ -44,6 +44,15 @@ function card(question) {
   const body = question.mode === "url" ? urlBody(question) : formBody(question);
   return h("section", { class: "approval question", attrs: { role: "alert", "aria-label": `${question.server} asks: ${question.message}` }, data: { testid: "question", question: String(question.id) } },
     head, message, body);
+}
+
+/**
+ * "Cursor", "Cursor or Zed", "Cursor, Claude Code or Zed".
+ * @param {string[]} names
+ * @returns {string}
+ */
+function orList(names) {
+  return names.length > 1 ? `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}` : names.join("");
 }
 
 /**

@@ -361,6 +361,18 @@ pub(super) async fn route_server_requests(
     }
 }
 
+/// The sessions that may have caused a backend's request.
+enum Callers {
+    /// The one: the session whose call the request was sent during, or with none in flight, the
+    /// session best placed to answer it.
+    One(Caller),
+    /// Sessions with calls in flight at the backend, when nothing tells which one the request
+    /// is for.
+    Several(Vec<Caller>),
+    /// No session can answer it.
+    Nobody,
+}
+
 /// A session to ask: during one of its calls at the backend that asks, when there is one.
 struct Caller {
     session: Session,
@@ -370,7 +382,8 @@ struct Caller {
     call: Option<(mpsc::UnboundedSender<Reply>, CancellationToken)>,
 }
 
-/// Picks the session that should answer a backend's request.
+/// Finds the session that should answer a backend's request, or the sessions that may have
+/// caused it.
 ///
 /// When the transport tells during which of our requests the backend asked (a remote server
 /// sends it on the stream of that request's POST), the session whose call that request is part
@@ -379,10 +392,11 @@ struct Caller {
 /// backend: it waits for its editor to come back with the answer to the question it has. If
 /// exactly one caller is left, its call caused the request. If several are, the hub cannot tell
 /// which, and guessing could show one editor's prompt to another: the backend gets an error
-/// instead. With none left, the parked calls are the callers: one of them may ask again, and is
+/// instead (see [`Callers::chosen`]); a question the person answers names each of their editors.
+/// With none left, the parked calls are the callers: one of them may ask again, and is
 /// asked once its editor is back. With no call in flight at all (roots/list after a start, say),
 /// any session that declared the capability answers, the most recently active first.
-fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<Caller, ErrorObject> {
+fn find_callers(hub: &HubInner, request: &ServerRequest) -> Callers {
     let lacks = |capabilities: ClientCapabilities| {
         capabilities.lacks(&request.method, request.params.as_deref())
     };
@@ -414,7 +428,7 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<Caller, Err
         };
         drop(state);
         if let Some(call) = caused {
-            return Ok(Caller {
+            return Callers::One(Caller {
                 session,
                 missing,
                 call: Some(call),
@@ -444,33 +458,58 @@ fn choose_session(hub: &HubInner, request: &ServerRequest) -> Result<Caller, Err
     }
     let mut callers = if running.is_empty() { parked } else { running };
     match callers.len() {
-        0 => idle
-            .map(|(_, session)| Caller {
+        0 => match idle {
+            Some((_, session)) => Callers::One(Caller {
                 session,
                 missing: None,
                 call: None,
-            })
-            .ok_or_else(|| {
-                ErrorObject::new(
-                    jsonrpc::METHOD_NOT_FOUND,
-                    format!(
-                        "no connected editor supports {} (asked by backend {})",
-                        request.method, request.backend
-                    ),
-                )
             }),
-        1 => Ok(callers.pop().expect("one caller")),
-        n => {
-            tracing::warn!(backend = %request.backend, method = %request.method, editors = n,
-                "cannot tell which editor's call caused this request; refusing it");
-            Err(ErrorObject::new(
-                jsonrpc::INTERNAL_ERROR,
+            None => Callers::Nobody,
+        },
+        1 => Callers::One(callers.pop().expect("one caller")),
+        _ => Callers::Several(callers),
+    }
+}
+
+impl Callers {
+    /// The session to send `request` to: the one caller. Several are refused, since guessing
+    /// could show one editor's prompt to another.
+    fn chosen(self, request: &ServerRequest) -> Result<Caller, ErrorObject> {
+        match self {
+            Callers::One(caller) => Ok(caller),
+            Callers::Nobody => Err(ErrorObject::new(
+                jsonrpc::METHOD_NOT_FOUND,
                 format!(
-                    "{n} editors have calls in flight at backend {}, and nothing tells which one {} is for",
-                    request.backend, request.method
+                    "no connected editor supports {} (asked by backend {})",
+                    request.method, request.backend
                 ),
-            ))
+            )),
+            Callers::Several(callers) => {
+                let n = callers.len();
+                tracing::warn!(backend = %request.backend, method = %request.method, editors = n,
+                    "cannot tell which editor's call caused this request; refusing it");
+                Err(ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    format!(
+                        "{n} editors have calls in flight at backend {}, and nothing tells which one {} is for",
+                        request.backend, request.method
+                    ),
+                ))
+            }
         }
+    }
+
+    /// The callers whose call may be the one the request came during.
+    fn calling(&self) -> Vec<&Caller> {
+        let callers = match self {
+            Callers::One(caller) => std::slice::from_ref(caller),
+            Callers::Several(callers) => callers.as_slice(),
+            Callers::Nobody => &[],
+        };
+        callers
+            .iter()
+            .filter(|caller| caller.call.is_some())
+            .collect()
     }
 }
 
@@ -496,15 +535,18 @@ fn route_server_request(hub: &Arc<HubInner>, request: ServerRequest) {
         answer_task_request(hub, request);
         return;
     }
-    let chosen = choose_session(hub, &request);
+    let callers = find_callers(hub, &request);
     if request.method == Method::ElicitationCreate
         && let Some(backend) = hub.engine.backend(&request.backend)
     {
         let server = backend.config();
-        let editor_can = chosen.as_ref().is_ok_and(|caller| {
-            let capabilities = caller.session.lock_state().capabilities;
-            caller.missing.is_none() && lacks_nothing(capabilities, &request)
-        });
+        let editor_can = match &callers {
+            Callers::One(caller) => {
+                let capabilities = caller.session.lock_state().capabilities;
+                caller.missing.is_none() && lacks_nothing(capabilities, &request)
+            }
+            Callers::Several(_) | Callers::Nobody => false,
+        };
         match questions::asker(server.ask, editor_can) {
             questions::Asker::Editor => {}
             questions::Asker::Nobody => {
@@ -512,11 +554,12 @@ fn route_server_request(hub: &Arc<HubInner>, request: ServerRequest) {
                 return;
             }
             questions::Asker::Switchboard => {
-                ask_person(hub, request, server, chosen.ok());
+                ask_person(hub, request, server, &callers);
                 return;
             }
         }
     }
+    let chosen = callers.chosen(&request);
     let (session, related) = match chosen.and_then(|caller| answerable(caller, &request)) {
         Ok(chosen) => chosen,
         Err(error) => {
@@ -560,22 +603,32 @@ fn lacks_nothing(capabilities: ClientCapabilities, request: &ServerRequest) -> b
 
 /// Puts a backend's question to the person instead of an editor (see [`questions`]), and
 /// answers the backend with what they say; a question the backend wants run as a task is held
-/// as one. The question leaves the list when the call it came during ends.
+/// as one. The question names the editor whose call it came during, or when that cannot be
+/// told, each editor with a call in flight at the backend; it leaves the list when the call it
+/// came during ends (when it cannot be told, when all of theirs have).
 fn ask_person(
     hub: &Arc<HubInner>,
     request: ServerRequest,
     server: Arc<BackendConfig>,
-    caller: Option<Caller>,
+    callers: &Callers,
 ) {
-    let (editor, profile, ended) = match caller {
-        Some(caller) => (
-            caller.session.client_name().map(|name| name.to_string()),
-            Some(caller.session.profile().to_owned()),
-            caller.call.map(|(_, cancel)| cancel),
-        ),
-        None => (None, None, None),
-    };
-    let ended = ended.unwrap_or_default();
+    let calling = callers.calling();
+    let mut editors: Vec<String> = calling
+        .iter()
+        .filter_map(|caller| caller.session.client_name())
+        .map(|name| name.to_string())
+        .collect();
+    editors.sort();
+    editors.dedup();
+    let mut profiles = calling.iter().map(|caller| caller.session.profile());
+    let profile = profiles
+        .next()
+        .filter(|first| profiles.all(|other| other == *first))
+        .map(str::to_owned);
+    let ended: Vec<CancellationToken> = calling
+        .iter()
+        .filter_map(|caller| caller.call.as_ref().map(|(_, cancel)| cancel.clone()))
+        .collect();
     let (task, params) = match task_of(&request.method, request.params.as_deref()) {
         Some((ttl, params)) => match hub.client_tasks.create(&request.backend, ttl) {
             Ok((id, handle)) => {
@@ -599,10 +652,18 @@ fn ask_person(
     tokio::spawn(async move {
         let asked = hub
             .questions
-            .ask(&server, editor, profile, params.as_deref());
+            .ask(&server, editors, profile, params.as_deref());
+        let all_ended = async {
+            if ended.is_empty() {
+                std::future::pending::<()>().await;
+            }
+            for call in &ended {
+                call.cancelled().await;
+            }
+        };
         let outcome = tokio::select! {
             outcome = asked => outcome,
-            () = ended.cancelled() => Ok(serde_json::value::to_raw_value(&serde_json::json!({
+            () = all_ended => Ok(serde_json::value::to_raw_value(&serde_json::json!({
                 "action": "cancel",
                 "_meta": { "switchboard/reason": "the editor ended the call the question was for" },
             })).expect("JSON")),

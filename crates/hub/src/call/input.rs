@@ -131,11 +131,10 @@ impl Call {
             let Ok(params) = serde_json::value::to_raw_value(page) else {
                 return false;
             };
-            let editor = session.client_name().map(|name| name.to_string());
             let profile = Some(session.profile().to_owned());
             let answer = hub
                 .questions
-                .ask(&server, editor, profile, Some(&params))
+                .ask(&server, editors_of(session), profile, Some(&params))
                 .await;
             let accepted = answer.is_ok_and(|answer| {
                 ObjectEntries::parse(answer.get())
@@ -166,9 +165,9 @@ impl Call {
                 Asker::Editor => {}
                 Asker::Nobody => return Err(questions::turned_off(&server.name)),
                 Asker::Switchboard => {
-                    let editor = session.client_name().map(|name| name.to_string());
                     let profile = Some(session.profile().to_owned());
-                    return hub.questions.ask(&server, editor, profile, params).await;
+                    let editors = editors_of(session);
+                    return hub.questions.ask(&server, editors, profile, params).await;
                 }
             }
         }
@@ -183,4 +182,13 @@ impl Call {
         }
         hub.ask_session(session, reply, method, params).await
     }
+}
+
+/// The editor of `session`'s call, for a question put to the person during it.
+fn editors_of(session: &Session) -> Vec<String> {
+    session
+        .client_name()
+        .map(|name| name.to_string())
+        .into_iter()
+        .collect()
 }

@@ -33,8 +33,12 @@ const REASON: &str = "switchboard/reason";
 pub struct Question {
     pub id: u64,
     pub server: String,
-    /// The editor whose call the server asks during, as its `clientInfo` names it, if known.
-    pub editor: Option<String>,
+    /// The editor whose call the server asks during, as its `clientInfo` names it: one when it
+    /// is known; each editor with a call in flight at the server when calls of several were
+    /// and nothing told which one it asks during (a local server's request names no call);
+    /// none when no call was in flight.
+    pub editors: Vec<String>,
+    /// The profile of those calls, when they share one.
     pub profile: Option<String>,
     pub message: String,
     #[serde(flatten)]
@@ -202,12 +206,12 @@ impl Questions {
         self.0.subscribe()
     }
 
-    /// Puts `params` of an `elicitation/create` from `server` to a person, for `editor` in
+    /// Puts `params` of an `elicitation/create` from `server` to a person, for `editors` in
     /// `profile`; the `ElicitResult` the server gets.
     pub(super) async fn ask(
         &self,
         server: &BackendConfig,
-        editor: Option<String>,
+        editors: Vec<String>,
         profile: Option<String>,
         params: Option<&RawValue>,
     ) -> Result<Box<RawValue>, ErrorObject> {
@@ -251,7 +255,7 @@ impl Questions {
         let question = |id| Question {
             id,
             server: server.name.clone(),
-            editor,
+            editors,
             profile,
             message,
             asks,
@@ -382,7 +386,7 @@ mod tests {
         )
         .expect("JSON");
         let mut changes = questions.subscribe();
-        let ask = questions.ask(&server, Some("editor".into()), None, Some(&params));
+        let ask = questions.ask(&server, vec!["editor".into()], None, Some(&params));
         let answer = async {
             changes.changed().await.expect("told");
             let id = questions.waiting()[0].id;
@@ -416,7 +420,7 @@ mod tests {
         server.request_timeout = Duration::from_secs(5);
         let params = RawValue::from_string(r#"{"message":"Sure?"}"#.into()).expect("JSON");
         let result = questions
-            .ask(&server, None, None, Some(&params))
+            .ask(&server, Vec::new(), None, Some(&params))
             .await
             .expect("an answer");
         let result: Value = serde_json::from_str(result.get()).expect("JSON");
@@ -437,7 +441,7 @@ mod tests {
         )
         .expect("JSON");
         let result = questions
-            .ask(&server, None, None, Some(&params))
+            .ask(&server, Vec::new(), None, Some(&params))
             .await
             .expect("an answer");
         let result: Value = serde_json::from_str(result.get()).expect("JSON");
