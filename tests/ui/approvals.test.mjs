@@ -131,6 +131,9 @@ async function assertCard(card, a) {
   const shown = (await card.textContent()) ?? "";
   assert.match(shown, /careful editor wants to run demo__add/);
   assert.match(shown, /add of demo · profile default/);
+  // What will happen, not what happened: the card waits.
+  assert.match(shown, /asked at \d\d:\d\d:\d\d · denied at \d\d:\d\d:\d\d if nobody answers/);
+  assert.doesNotMatch(shown, /without an answer/);
   const args = JSON.parse((await card.locator("pre").textContent()) ?? "{}");
   assert.deepEqual(args, { a, b: 3 });
 }

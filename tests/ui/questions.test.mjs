@@ -47,6 +47,7 @@ test("a server's form is rendered from its schema and the answer reaches the ser
   await card.waitFor();
   const shown = (await card.textContent()) ?? "";
   assert.match(shown, /everything, during a call of desktop editor, asks/);
+  assert.match(shown, /asked at \d\d:\d\d:\d\d · cancelled at \d\d:\d\d:\d\d if nobody answers/);
   assert.match(shown, /Please provide inputs for the following fields:/);
   // Defaults, choices and formats, as the schema gives them.
   assert.equal(await card.getByLabel("String with default", { exact: true }).inputValue(), "It was a dark and stormy night.");

@@ -81,7 +81,7 @@ function card(approval) {
     h("div", { class: "approval-head" },
       icon("alert"),
       h("strong", {}, `${who} wants to run `, h("code", { text: approval.tool })),
-      h("span", { class: "approval-where" }, `${approval.own} of ${approval.server} · profile ${approval.profile} · asked ${clockTime(approval.asked_at)}, denied at ${clockTime(approval.deadline)} without an answer`)),
+      h("span", { class: "approval-where" }, `${approval.own} of ${approval.server} · profile ${approval.profile} · asked at ${clockTime(approval.asked_at)} · denied at ${clockTime(approval.deadline)} if nobody answers`)),
     args,
     long ? h("div", { class: "approval-cut" }, showAll, cutNote) : null,
     h("div", { class: "approval-actions" }, allow, allowForSession, deny));

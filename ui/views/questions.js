@@ -39,7 +39,7 @@ function card(question) {
   const head = h("div", { class: "approval-head" },
     icon("alert"),
     h("strong", {}, `${who} asks`),
-    h("span", { class: "approval-where" }, `${question.profile ? `profile ${question.profile} · ` : ""}asked ${clockTime(question.asked_at)}, cancelled at ${clockTime(question.deadline)} without an answer`));
+    h("span", { class: "approval-where" }, `${question.profile ? `profile ${question.profile} · ` : ""}asked at ${clockTime(question.asked_at)} · cancelled at ${clockTime(question.deadline)} if nobody answers`));
   const message = h("p", { class: "question-message", text: question.message });
   const body = question.mode === "url" ? urlBody(question) : formBody(question);
   return h("section", { class: "approval question", attrs: { role: "alert", "aria-label": `${question.server} asks: ${question.message}` }, data: { testid: "question", question: String(question.id) } },
