@@ -314,16 +314,23 @@ async fn new_tools_wait_for_approval_and_a_broken_pin_file_holds_only_its_server
 
 /// The Review page, the "needs attention" panel and the notice of a held tool in a real browser
 /// (`tests/ui/review.test.mjs`, playwright-core driving Debian's Chromium): a description changed
-/// on restart is shown, compared and approved there, and editors are offered the tool again.
+/// on restart is shown, compared and approved there, and editors are offered the tool again;
+/// changed instructions are shown as their text, old and new.
 #[test]
 fn the_review_page_approves_a_changed_tool_in_a_real_browser() {
     let dir = tempfile::tempdir().expect("temp dir");
     let description = dir.path().join("echo.txt");
     std::fs::write(&description, "Echo the text back").unwrap();
+    let instructions = dir.path().join("instructions.txt");
+    std::fs::write(&instructions, "Call echo to repeat a text.").unwrap();
     // `/mcp` open on purpose, so that Needs attention has only what pinning puts there.
     let config = format!(
-        "{}[endpoint]\nrequire_token = false\n",
-        server("files", &description)
+        "[servers.files]\ncommand = \"python3\"\nargs = [{script:?}, \"--describe-from\", \
+         {description:?}, \"--instructions-from\", {instructions:?}]\n\n\
+         [endpoint]\nrequire_token = false\n",
+        script = misbehave_script().to_string_lossy(),
+        description = description.to_string_lossy(),
+        instructions = instructions.to_string_lossy(),
     );
     let serve = ServeOptions::new(&config)
         .ready(&["files"])
@@ -333,6 +340,7 @@ fn the_review_page_approves_a_changed_tool_in_a_real_browser() {
     let mut node = crate::ui::browser_suite("review.test.mjs", &serve);
     node.env("SWITCHBOARD_MCP_URL", serve.url())
         .env("SWITCHBOARD_DESCRIPTION_FILE", &description)
+        .env("SWITCHBOARD_INSTRUCTIONS_FILE", &instructions)
         .env("SWITCHBOARD_CONFIG", serve.config_path());
     run_node_suite(node, crate::ui::NODE_LIMIT, &|| serve.log());
 

@@ -2,7 +2,8 @@
 // server's instructions whose definition changed since it was approved (or that is new from a
 // server that has pins or with `approve_new_tools` on, cannot be checked, or whose server's pin
 // file cannot be read), grouped by server, with what changed: the old and the new
-// description in plain text, then a line diff of the two definitions as pretty JSON. "Approve"
+// description in plain text, then a line diff of the two definitions as pretty JSON; for
+// instructions, which are text alone, the old and the new text with the words that changed. "Approve"
 // pins a tool as it is now and offers it to editors again; the `pins` event confirms it.
 
 import { h, icon, replace, setText, announce } from "../dom.js";
@@ -43,6 +44,57 @@ const KINDS = {
   instructions: "instructions",
   skill: "skill",
 };
+
+/**
+ * What a model reads of a held thing, and the words its card uses for it: a server's
+ * instructions are their text alone; a tool, a prompt or a skill has a description.
+ * @typedef {{field: string, title: string, approved: string, now: string, none: string, same: string, neither: string}} Prose
+ */
+
+/** @type {Prose} */
+const DESCRIPTION = {
+  field: "description",
+  title: "Description",
+  approved: "Approved description",
+  now: "Description now",
+  none: "No description",
+  same: "The description is unchanged.",
+  neither: "Neither definition has a description.",
+};
+
+/** @type {Prose} */
+const INSTRUCTIONS = {
+  field: "instructions",
+  title: "Instructions",
+  approved: "Approved instructions",
+  now: "Instructions now",
+  none: "No instructions",
+  same: "The instructions are unchanged.",
+  neither: "Neither has instructions.",
+};
+
+/**
+ * @param {HeldTool} tool
+ * @returns {Prose}
+ */
+function proseOf(tool) {
+  return tool.kind === "instructions" ? INSTRUCTIONS : DESCRIPTION;
+}
+
+/**
+ * What is held, by kind: "2 tools", "1 prompt and instructions", "instructions".
+ * @param {HeldTool[]} held
+ * @returns {string}
+ */
+function heldWords(held) {
+  const count = (/** @type {string} */ kind) => held.filter((item) => item.kind === kind).length;
+  const instructions = count("instructions");
+  const parts = [
+    ...["tool", "prompt", "skill"].filter((kind) => count(kind) > 0).map((kind) => plural(count(kind), kind)),
+    ...(instructions === 0 ? [] : [instructions === 1 ? "instructions" : `${instructions} sets of instructions`]),
+  ];
+  return parts.length > 1 ? `${parts.slice(0, -1).join(", ")} and ${parts[parts.length - 1]}` : parts.join("");
+}
 
 /**
  * The edits that turn `a` into `b`, keeping their longest common subsequence; deletions come
@@ -188,12 +240,14 @@ function changedFields(pinned, current) {
 }
 
 /**
+ * The text a model reads of a definition (its `prose.field`), if it has one.
  * @param {Record<string, unknown> | null} definition
+ * @param {Prose} prose
  * @returns {string | null}
  */
-function descriptionOf(definition) {
-  const description = definition?.description;
-  return typeof description === "string" ? description : null;
+function textOf(definition, prose) {
+  const text = definition?.[prose.field];
+  return typeof text === "string" ? text : null;
 }
 
 /**
@@ -298,8 +352,8 @@ export class ReviewView {
       return;
     }
     const servers = this.pending(report);
-    const count = [...servers.values()].reduce((sum, tools) => sum + tools.length, 0);
-    setText(this.counts, count === 0 ? "" : `${plural(count, "tool")} of ${plural(servers.size, "server")} held back from editors`);
+    const held = [...servers.values()].flat();
+    setText(this.counts, held.length === 0 ? "" : `${heldWords(held)} of ${plural(servers.size, "server")} held back from editors`);
     // A pin file's problem with nothing held (its pins could not be written) is said on its own.
     const problems = Object.entries(report.problems).filter(([server]) => !servers.has(server));
     const problemList = problems.length === 0 ? null : h("div", { class: "notice notice-error review-problems", attrs: { role: "alert" }, data: { testid: "pin-problems" } },
@@ -336,7 +390,7 @@ export class ReviewView {
         h("h2", { class: "review-server-title", attrs: { id: titleId } },
           icon("server"),
           h("a", { class: "review-server-link", attrs: { href: `#/backend/${encodeURIComponent(server)}` }, text: server }),
-          h("span", { class: "muted review-server-count", text: `${plural(tools.length, "tool")} held` })),
+          h("span", { class: "muted review-server-count", text: `${heldWords(tools)} held` })),
         this.approveButton({
           label: `Approve all of ${server}`,
           focus: allKey,
@@ -358,7 +412,8 @@ export class ReviewView {
     const reason = REASONS[tool.reason];
     const approveKey = `approve:${tool.server}:${tool.key}`;
     const titleId = `review-tool-${encodeURIComponent(tool.server)}-${encodeURIComponent(tool.key)}`;
-    const fields = tool.pinned ? changedFields(tool.pinned, tool.current) : [];
+    // Instructions have one field, their text.
+    const fields = tool.pinned && tool.kind !== "instructions" ? changedFields(tool.pinned, tool.current) : [];
     return h("article", { class: "review-tool", data: { tool: tool.key, kind: tool.kind, reason: tool.reason }, attrs: { "aria-labelledby": titleId } },
       h("div", { class: "review-tool-head" },
         h("h3", { class: "review-tool-title", attrs: { id: titleId } }, icon("tool"), h("code", { text: tool.name })),
@@ -378,29 +433,31 @@ export class ReviewView {
 
   /**
    * What changed in a tool that was approved before: the descriptions, then the definitions.
+   * Instructions are their text alone: the two texts are all there is to compare.
    * @param {HeldTool} tool
    * @param {Record<string, unknown>} pinned
    * @param {string} key
    * @returns {HTMLElement[]}
    */
   changes(tool, pinned, key) {
-    const old = descriptionOf(pinned);
-    const now = descriptionOf(tool.current);
+    const prose = proseOf(tool);
+    const old = textOf(pinned, prose);
+    const now = textOf(tool.current, prose);
     /** @type {HTMLElement} */
-    let descriptions;
+    let texts;
     if (old === now) {
-      descriptions = h("p", { class: "review-same muted", text: old === null ? "Neither definition has a description." : "The description is unchanged." });
+      texts = h("p", { class: "review-same muted", text: old === null ? prose.neither : prose.same });
     } else {
       const marked = wordDiff(old ?? "", now ?? "");
-      descriptions = h("div", { class: "review-descriptions", data: { testid: "descriptions" } },
+      texts = h("div", { class: "review-descriptions", data: { testid: "descriptions" } },
         h("figure", { class: "review-text review-text-old", data: { side: "old" } },
-          h("figcaption", { class: "section-title", text: "Approved description" }),
-          old === null ? h("p", { class: "muted review-none", text: "No description" }) : h("p", { class: "review-prose" }, marked.old)),
+          h("figcaption", { class: "section-title", text: prose.approved }),
+          old === null ? h("p", { class: "muted review-none", text: prose.none }) : h("p", { class: "review-prose" }, marked.old)),
         h("figure", { class: "review-text review-text-new", data: { side: "new" } },
-          h("figcaption", { class: "section-title", text: "Description now" }),
-          now === null ? h("p", { class: "muted review-none", text: "No description" }) : h("p", { class: "review-prose" }, marked.now)));
+          h("figcaption", { class: "section-title", text: prose.now }),
+          now === null ? h("p", { class: "muted review-none", text: prose.none }) : h("p", { class: "review-prose" }, marked.now)));
     }
-    return [descriptions, this.diffBlock(tool, pinned, key)];
+    return tool.kind === "instructions" ? [texts] : [texts, this.diffBlock(tool, pinned, key)];
   }
 
   /**
@@ -445,18 +502,22 @@ export class ReviewView {
   }
 
   /**
-   * A tool approved for the first time: its description and definition as they are.
+   * A tool approved for the first time: its description and definition as they are;
+   * instructions, their text.
    * @param {HeldTool} tool
    * @returns {HTMLElement[]}
    */
   definition(tool) {
-    const description = descriptionOf(tool.current);
+    const prose = proseOf(tool);
+    const text = textOf(tool.current, prose);
+    const shown = h("figure", { class: "review-text review-text-plain", data: { testid: "review-text" } },
+      h("figcaption", { class: "section-title", text: prose.title }),
+      text === null ? h("p", { class: "muted review-none", text: prose.none }) : h("p", { class: "review-prose", text }));
+    if (tool.kind === "instructions") return [shown];
     const lines = jsonLines(tool.current);
     const key = keyOf(tool);
     return [
-      h("figure", { class: "review-text review-text-plain" },
-        h("figcaption", { class: "section-title", text: "Description" }),
-        description === null ? h("p", { class: "muted review-none", text: "No description" }) : h("p", { class: "review-prose", text: description })),
+      shown,
       // The description is what a model reads first; the schemas are a click away.
       h("details", { class: "raw review-definition", attrs: { open: this.opened.has(key) }, on: { toggle: (event) => {
         if (/** @type {HTMLDetailsElement} */ (event.currentTarget).open) this.opened.add(key);
