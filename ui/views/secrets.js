@@ -98,9 +98,8 @@ export class SecretsView {
     this.unavailable.hidden = unavailable === null;
     if (unavailable !== null) {
       replace(this.unavailable,
-        h("strong", {}, icon("alert"), " No keychain: secrets cannot be stored."),
-        h("p", { class: "keychain-reason", text: unavailable }),
-        h("p", { text: "Switchboard never keeps a secret in a file instead. Once the keychain can be reached, reload this page." }));
+        h("strong", {}, icon("alert"), ` ${unavailable}`),
+        h("p", { text: "Until then secrets can be neither stored nor read: Switchboard never keeps one in a file instead. Once the keychain can be reached, reload this page." }));
     }
     this.fields.disabled = unavailable !== null;
     replace(this.knownNames, secrets.secrets.map((secret) => h("option", { attrs: { value: secret.name } })));

@@ -35,7 +35,9 @@ pub(super) enum ValueError {
          dashboard's Secrets page"
     )]
     SecretMissing(String),
-    #[error("cannot read secret `{0}`: {1}")]
+    /// What to do about a keychain that cannot be reached is said once, where the secrets are
+    /// (the Secrets page, `switchboard secret`); the config's error says what went wrong.
+    #[error("cannot read secret `{0}`: {summary}", summary = .1.summary())]
     SecretUnreadable(String, SecretError),
     #[error("cannot expand `~`: the home directory is unknown")]
     NoHome,
@@ -217,6 +219,7 @@ pub(super) fn expand_home(path: &str, home: Option<&Path>) -> Result<PathBuf, Va
 #[cfg(test)]
 mod tests {
     use super::*;
+    use platform::secrets::Unreachable;
 
     #[test]
     fn durations_in_every_unit() {
@@ -303,9 +306,10 @@ mod tests {
     fn keychain(name: &str) -> Result<Option<String>, SecretError> {
         match name {
             "token" => Ok(Some("t0k3n".to_owned())),
-            "locked" => Err(SecretError::Unavailable(
-                "the collection is locked".to_owned(),
-            )),
+            "locked" => Err(SecretError::Unavailable(Unreachable {
+                locked: true,
+                cause: "the collection is locked".to_owned(),
+            })),
             _ => Ok(None),
         }
     }
@@ -366,11 +370,7 @@ mod tests {
         );
         assert_eq!(
             expand("${secret:locked}").map_err(|error| error.to_string()),
-            Err(
-                "cannot read secret `locked`: no keychain is available (the collection is \
-                 locked); Switchboard keeps secrets only in the OS keychain, never in a file"
-                    .to_owned()
-            )
+            Err("cannot read secret `locked`: the keychain is locked".to_owned())
         );
         assert_eq!(
             ValueError::UnsupportedReference("HOME".to_owned()).to_string(),

@@ -109,6 +109,19 @@ unsafe fn unaligned_wide(text: *const u16) -> String {
     }
 }
 
+/// What Switchboard needs of this system to keep secrets, said when it cannot reach it.
+#[cfg(target_os = "linux")]
+pub(crate) const NEEDED: &str =
+    "a Secret Service such as GNOME Keyring or KWallet running in your session";
+
+/// What Switchboard needs of this system to keep secrets, said when it cannot reach it.
+#[cfg(target_os = "macos")]
+pub(crate) const NEEDED: &str = "your login keychain (Keychain Access shows it)";
+
+/// What Switchboard needs of this system to keep secrets, said when it cannot reach it.
+#[cfg(windows)]
+pub(crate) const NEEDED: &str = "Windows Credential Manager, which this session cannot reach";
+
 /// How many times a read is tried before its failure counts: Credential Manager shows an entry
 /// that another process is replacing as missing or torn for a moment.
 pub(crate) const READ_ATTEMPTS: usize = if cfg!(windows) { 3 } else { 1 };

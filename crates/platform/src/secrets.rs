@@ -3,8 +3,9 @@
 //! Windows, each through its `keyring-core` store (`platform::keychain`).
 //!
 //! Nothing here ever falls back to a file: with no keychain to reach (no Secret Service running,
-//! say), every call fails with [`SecretError::Unavailable`] saying so. Values never appear in an
-//! error, a log line or a `Debug` output.
+//! say), every call fails with [`SecretError::Unavailable`] saying so in plain words, what this
+//! system needs; the platform's own words for the failure go to the log.
+//! Values never appear in an error, a log line or a `Debug` output.
 //!
 //! Calls block (the Secret Service is a D-Bus round trip): async code runs them with
 //! `tokio::task::spawn_blocking`.
@@ -26,17 +27,72 @@ const SERVICE_ENV: &str = "SWITCHBOARD_KEYCHAIN_SERVICE";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretError {
     /// There is no keychain to use, or it refused access (locked, no Secret Service running).
-    #[error(
-        "no keychain is available ({0}); Switchboard keeps secrets only in the OS keychain, \
-         never in a file"
-    )]
-    Unavailable(String),
+    #[error("{0}; secrets are kept nowhere else, never in a file")]
+    Unavailable(Unreachable),
     /// The name cannot name a secret.
     #[error("{0:?} cannot name a secret: use 1 to 64 ASCII letters, digits, `_`, `-` or `.`")]
     BadName(String),
     /// The keychain holds something under that name that is not text.
     #[error("the keychain's entry for {0} is not text")]
     NotText(String),
+}
+
+/// Why the keychain cannot be reached: in plain words what this system needs (its `Display`),
+/// and the platform's own words, which are for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreachable {
+    /// Whether a keychain is there but refused access: locked, or its prompt dismissed.
+    pub locked: bool,
+    /// The platform's failure, as it said it.
+    pub cause: String,
+}
+
+impl Unreachable {
+    /// What went wrong in a few words, for where what to do is said apart (the Secrets page).
+    pub fn summary(&self) -> &'static str {
+        match self.locked {
+            true => "the keychain is locked",
+            false => "no keychain is available",
+        }
+    }
+
+    /// Logs the platform's words, as a warning, the first time they come: for a log a person
+    /// reads beside a page that says the failure plainly, once, not at every call that meets it.
+    pub fn log_cause(&self) {
+        static LOGGED: Mutex<Option<String>> = Mutex::new(None);
+        let mut logged = LOGGED.lock().expect("the log's lock is never poisoned");
+        if logged.as_deref() != Some(self.cause.as_str()) {
+            tracing::warn!(error = %self.cause, "the keychain cannot be used");
+            *logged = Some(self.cause.clone());
+        }
+    }
+}
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.locked {
+            true => f.write_str(
+                "the keychain is locked, or its prompt to unlock it was dismissed: unlock it and \
+                 try again",
+            ),
+            false => write!(
+                f,
+                "no keychain is available: Switchboard needs {}",
+                keychain::NEEDED
+            ),
+        }
+    }
+}
+
+impl SecretError {
+    /// The error in a few words: for a keychain that cannot be reached, what went wrong alone,
+    /// where what to do is said apart (the Secrets page).
+    pub fn summary(&self) -> String {
+        match self {
+            SecretError::Unavailable(unreachable) => unreachable.summary().to_owned(),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// One part of the keychain: the entries of one service.
@@ -174,9 +230,15 @@ fn base_service() -> String {
 }
 
 /// A failure of the keychain, in words that never carry a secret (keyring-core's errors name
-/// the platform's failure, not values).
+/// the platform's failure, not values); the platform's words are logged at debug, for a
+/// command's stderr (see [`Unreachable::log_cause`]).
 fn unavailable(error: &keyring_core::Error) -> SecretError {
-    SecretError::Unavailable(error.to_string())
+    let cause = error.to_string();
+    tracing::debug!(error = %cause, "the keychain failed");
+    SecretError::Unavailable(Unreachable {
+        locked: matches!(error, keyring_core::Error::NoStorageAccess(_)),
+        cause,
+    })
 }
 
 #[cfg(test)]

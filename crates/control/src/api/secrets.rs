@@ -16,7 +16,8 @@ use platform::secrets::{Keychain, SecretError};
 /// What `GET /api/secrets` answers.
 #[derive(Serialize)]
 struct SecretsView {
-    /// Why the keychain cannot be used, if it cannot.
+    /// Why the keychain cannot be used, if it cannot: one plain sentence, what this system
+    /// needs (the platform's own words are in the log).
     unavailable: Option<String>,
     /// Every secret the keychain holds for Switchboard, and every one the config names.
     secrets: Vec<SecretView>,
@@ -40,7 +41,11 @@ pub(super) async fn list(State(api): State<ApiState>) -> Response {
         .expect("the keychain call does not panic");
     let (kept, unavailable) = match kept {
         Ok(kept) => (kept, None),
-        Err(error) => (BTreeSet::new(), Some(error.to_string())),
+        Err(SecretError::Unavailable(unreachable)) => {
+            unreachable.log_cause();
+            (BTreeSet::new(), Some(sentence(&unreachable.to_string())))
+        }
+        Err(error) => (BTreeSet::new(), Some(sentence(&error.to_string()))),
     };
     let secrets = kept
         .union(&used)
@@ -95,6 +100,15 @@ pub(super) async fn delete(
     }
     tracing::info!(secret = %name, "secret deleted through the control API");
     Ok(json_ok(&api.inner.reloader.reload().await))
+}
+
+/// `text` as a sentence on its own: its first letter a capital, a full stop at its end.
+fn sentence(text: &str) -> String {
+    let mut characters = text.chars();
+    let first = characters
+        .next()
+        .map(|first| first.to_uppercase().collect::<String>());
+    format!("{}{}.", first.unwrap_or_default(), characters.as_str())
 }
 
 /// Runs a keychain call off the async threads; its errors as the API's.
