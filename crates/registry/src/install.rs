@@ -559,7 +559,7 @@ pub struct Removed {
     /// Secrets it was asked to delete that the keychain could not: they may still be there.
     pub undeleted_secrets: Vec<String>,
     /// Why the keychain could not be used, when it was needed and could not be (its secrets
-    /// or a remote server's sign-in tokens not deleted), in a sentence.
+    /// or a remote server's sign-in tokens not deleted), in a few words.
     pub keychain_problem: Option<String>,
 }
 
@@ -648,19 +648,9 @@ pub async fn remove(
             .collect(),
         deleted_secrets: deleted,
         undeleted_secrets: undeleted,
-        keychain_problem: problem.map(|error| keychain_problem(&error)),
+        // In a few words: the platform logs what the system said.
+        keychain_problem: problem.map(|error| error.summary()),
     })
-}
-
-/// A keychain's failure in a sentence; what the system said is only logged (at debug).
-fn keychain_problem(error: &platform::secrets::SecretError) -> String {
-    tracing::debug!(%error, "the keychain failed");
-    match error {
-        platform::secrets::SecretError::Unavailable(_) => {
-            "no keychain is available (none runs, or it is locked)".to_owned()
-        }
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -229,9 +229,9 @@ fn remove_without_a_keychain_succeeds_unless_a_secret_cannot_be_deleted() {
     assert_eq!(removed.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(
-            "its secrets held_token are not deleted: no keychain is available (none runs, or it \
-             is locked); delete them later, once the keychain can be used, with `switchboard \
-             secret delete NAME` for each"
+            "its secrets held_token are not deleted: no keychain is available; delete them \
+             later, once the keychain can be used, with `switchboard secret delete NAME` for \
+             each"
         ),
         "{stderr}"
     );
