@@ -223,13 +223,14 @@ async fn a_missing_uvx_names_uv_and_where_to_install_it() {
         .arg(&config)
         .output()
         .expect("runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // `check`'s report is its result: on stdout.
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{report}");
     assert!(
-        stderr.contains(&format!(
+        report.contains(&format!(
             "error: servers.time.command: `uvx` was not found in the PATH set in `env`; {UV_INSTALL}"
         )),
-        "{stderr}"
+        "{report}"
     );
 
     // A backend started all the same (by the engine, which serve runs) fails the same way.

@@ -640,11 +640,11 @@ async fn a_sandbox_the_kernel_cannot_enforce_refuses_its_server_unless_allowed_t
         .env("SWITCHBOARD_LANDLOCK_ABI", "3")
         .output()
         .expect("check runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let warning = stderr
+    let report = String::from_utf8_lossy(&output.stdout);
+    let warning = report
         .lines()
         .find(|line| line.contains("warning: servers.strict.sandbox: "))
-        .unwrap_or_else(|| panic!("no warning about strict's sandbox in:\n{stderr}"));
+        .unwrap_or_else(|| panic!("no warning about strict's sandbox in:\n{report}"));
     let strict_line = line_of(&config_path, "[servers.strict.sandbox]");
     assert!(
         warning.starts_with(&format!("{}:{strict_line}:", config_path.display())),
@@ -680,8 +680,8 @@ fn check_points_at_each_mistake_in_a_sandbox() {
         .arg(&config)
         .output()
         .expect("check runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{report}");
     let path = config.display();
     for expected in [
         format!("{path}:6:1: error: servers.offline.sandbox.connect: `connect` names ports"),
@@ -697,11 +697,11 @@ fn check_points_at_each_mistake_in_a_sandbox() {
         ),
     ] {
         assert!(
-            stderr.contains(&expected),
-            "missing {expected:?} in:\n{stderr}"
+            report.contains(&expected),
+            "missing {expected:?} in:\n{report}"
         );
     }
-    assert!(stderr.contains("1 valid backend(s): missing"), "{stderr}");
+    assert!(report.contains("1 valid backend(s): missing"), "{report}");
 }
 
 #[test]
