@@ -1,7 +1,7 @@
 //! `search`, `add` and `remove` as programs other programs run, with no `serve` and no keychain:
 //! results on stdout and `--json` that parses, an add refused before anything is written when
-//! `serve` would not run what it writes, and a remove that needs no keychain when no secret is
-//! involved.
+//! `serve` would not run what it writes, and an add and a remove that need no keychain when no
+//! secret is involved.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -241,4 +241,48 @@ fn remove_without_a_keychain_succeeds_unless_a_secret_cannot_be_deleted() {
         "{}",
         place.text()
     );
+}
+
+#[test]
+fn add_without_a_keychain_adds_what_needs_no_secret_and_refuses_what_does() {
+    let source = source(&[]);
+    let url = source.field("url");
+    let place = Place::new(&url, "");
+
+    // server-time needs no secret: added, with no keychain to ask.
+    let added = place.run(&["add", TIME, "--yes"], &path_with_uv());
+    assert_eq!(added.status.code(), Some(0), "{}", text(&added.stderr));
+    assert!(
+        place.text().contains("[servers.server-time]"),
+        "{}",
+        place.text()
+    );
+
+    // remote-echo's API key is a secret, kept only in a keychain: refused, nothing written,
+    // in plain words.
+    let before = place.text();
+    let refused = place.run(
+        &[
+            "add",
+            "io.github.switchboard-tests/remote-echo",
+            "--input",
+            "port=1234",
+            "--input",
+            "X-Api-Key=k-7f3",
+            "--yes",
+        ],
+        &path_with_uv(),
+    );
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no keychain is available") && stderr.contains("nothing was added"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("zbus"), "{stderr}");
+    assert!(
+        !stderr.contains("k-7f3"),
+        "the secret is never echoed: {stderr}"
+    );
+    assert_eq!(place.text(), before, "the file is unchanged");
 }
