@@ -26,6 +26,7 @@ Flags:
   --label TEXT              ignored: an argument for tests of how arguments are shown
   --refuse METHOD=CODE      answer every METHOD request with error CODE (repeatable), whatever
                             the capabilities say (-32601: a list the server declares and lacks)
+  --raw-args                also list raw_args (below)
 
 Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   echo {text}        -> text (result also has top-level "x-extra": 1)
@@ -48,6 +49,8 @@ Tools (tools/call, each in its own thread; tools/list is paginated, 2 per page):
   update {uri}       -> sends notifications/resources/updated for uri
   log {text}         -> sends notifications/message with text
   log_level          -> the level of the last logging/setLevel
+  raw_args {...}     -> (with --raw-args) its arguments as received, every number written as
+                        its own text (`1.50`, `1e400`, `12345678901234567890` as they came)
 Also answers logging/setLevel and completion/complete (values: "<ref name or uri>:<value>").
 Any ui:// URI reads as text/plain (a view an MCP App must not be given).
 A cancelled tools/call never gets a response. stdin EOF -> exit 0; a broken
@@ -80,6 +83,21 @@ log_level = None     # the level of the last logging/setLevel
 
 def key(req_id):
     return json.dumps(req_id, sort_keys=True)
+
+
+class Number(str):
+    """A number as its text in the message."""
+
+
+def number_text(value):
+    """`value` as JSON, each Number written as its own text."""
+    if isinstance(value, Number):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join("%s: %s" % (json.dumps(k), number_text(v)) for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(number_text(v) for v in value) + "]"
+    return json.dumps(value)
 
 
 def tool(name, description, properties=None):
@@ -202,6 +220,8 @@ def run_tool(req_id, params, cancel):
         name = "echo"
     if name == "echo":
         return text_result(str(a.get("text", "")), **{"x-extra": 1})
+    if name == "raw_args":
+        return text_result(a["text"])
     if name == "slow":
         ms = float(a.get("ms", 0))
         start = time.monotonic()
@@ -454,7 +474,10 @@ def main():
     p.add_argument("--prompt-from", metavar="PATH", help="the prompt hello's description")
     p.add_argument("--label", metavar="TEXT", help="ignored")
     p.add_argument("--refuse", action="append", default=[], metavar="METHOD=CODE")
+    p.add_argument("--raw-args", action="store_true")
     args = p.parse_args()
+    if args.raw_args:
+        TOOLS.append(tool("raw_args", "Answer the arguments as received"))
 
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -489,6 +512,10 @@ def main():
         except ValueError as e:  # includes invalid UTF-8
             reply_error(None, -32700, "Parse error: %s" % e)
             continue
+        if isinstance(msg, dict) and (msg.get("params") or {}).get("name") == "raw_args":
+            # Read again with every number kept as its text, which the tool answers.
+            raw = json.loads(line, parse_float=Number, parse_int=Number)
+            msg["params"]["arguments"] = {"text": number_text(raw["params"].get("arguments"))}
         for m in (msg if isinstance(msg, list) and msg else [msg]):
             handle(m)
     with out_lock:  # EOF: exit at once, without waiting for in-flight calls
