@@ -91,7 +91,7 @@ async fn secrets_live_in_credential_manager_and_reach_only_their_server() {
             .arg("secret")
             .args(args)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = command.spawn().expect("wine runs");
         if let Some(input) = input {
@@ -111,7 +111,8 @@ async fn secrets_live_in_credential_manager_and_reach_only_their_server() {
             "{args:?}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        String::from_utf8_lossy(&output.stderr).into_owned()
+        // A result (the names `list` gives) on stdout, what was done on stderr.
+        String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into_owned()
     };
     secret(&["set", &name], Some("s3cr3t value"));
     let listed = secret(&["list"], None);
@@ -171,7 +172,8 @@ fn claude_desktop_in_both_windows_places_is_named_for_what_the_app_reads() {
             .output()
             .expect("wine runs");
         assert!(output.status.success(), "{output:?}");
-        String::from_utf8_lossy(&output.stderr).into_owned()
+        // The change on stdout, the notes about it on stderr.
+        String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into_owned()
     };
     let said = install();
     assert!(
