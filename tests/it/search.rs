@@ -36,17 +36,7 @@ fn npm_server(name: &str, bin: &str, args: Vec<String>) -> BackendConfig {
 
 async fn request(session: &Session, id: u64, method: &str, params: Value) -> Value {
     let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let Inbound::Request(mut reply) = session.receive(message.to_string().as_bytes()) else {
-        panic!("{method} is a request");
-    };
-    let mut last = Value::Null;
-    while let Some(message) = tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
-        .await
-        .expect("an answer in time")
-    {
-        last = serde_json::from_slice(&message.to_json()).expect("JSON");
-    }
-    last
+    raw_request(session, &message.to_string()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,5 +213,61 @@ async fn search_mode_finds_the_right_tool_among_real_servers_and_calls_it() {
     .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     hub.shutdown();
+    engine.shutdown().await;
+}
+
+/// Sends `body` as it is, and gives the last message of its answer.
+async fn raw_request(session: &Session, body: &str) -> Value {
+    let Inbound::Request(mut reply) = session.receive(body.as_bytes()) else {
+        panic!("a request: {body}");
+    };
+    let mut last = Value::Null;
+    while let Some(message) = tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
+        .await
+        .expect("an answer in time")
+    {
+        last = serde_json::from_slice(&message.to_json()).expect("JSON");
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_no_double_holds_reach_the_tool_as_written_directly_and_through_call_tool() {
+    let mut search = Profile::everything("search");
+    search.discovery = Discovery::Search;
+    let (engine, hub) = hub::start(
+        vec![misbehave("mis", &["--raw-args"])],
+        ProcessGroups::in_memory(),
+        HubOptions {
+            profiles: vec![search],
+            ..HubOptions::default()
+        },
+    );
+    wait_state(
+        &engine.backend("mis").expect("configured"),
+        BackendState::Ready,
+    )
+    .await;
+    let (session, _events) = hub.open_session_in("search").expect("a served profile");
+    // `1.50` read as a number is `1.5`; no double holds `1e400`, nor `12345678901234567890`
+    // exactly.
+    let arguments = r#"{"price": 1.50, "huge": 1e400, "id": 12345678901234567890}"#;
+    let as_received = r#"{"price": 1.50, "huge": 1e400, "id": 12345678901234567890}"#;
+    let direct = raw_request(
+        &session,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"mis__raw_args","arguments":{arguments}}}}}"#
+        ),
+    )
+    .await;
+    assert_eq!(first_text(&direct["result"]), as_received, "{direct}");
+    let through = raw_request(
+        &session,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"call_tool","arguments":{{"name":"mis__raw_args","arguments":{arguments}}}}}}}"#
+        ),
+    )
+    .await;
+    assert_eq!(first_text(&through["result"]), as_received, "{through}");
     engine.shutdown().await;
 }

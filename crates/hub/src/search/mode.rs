@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::tools::{CALL_TOOL, DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOL};
 use crate::catalog::MergedCatalog;
 use crate::reply::invalid_params;
-use crate::rewrite::ObjectEntries;
+use crate::rewrite::{ObjectEntries, json_string};
 use wire::jsonrpc::ErrorObject;
 
 /// What a `tools/call` of one of the two tools becomes.
@@ -30,39 +30,42 @@ pub(crate) fn intercept(catalog: &MergedCatalog, params: &RawValue) -> Option<In
     if name != SEARCH_TOOL && name != CALL_TOOL {
         return None;
     }
-    let arguments: serde_json::Map<String, Value> = match entries.get("arguments") {
-        None => serde_json::Map::new(),
-        Some(arguments) => match serde_json::from_str(arguments.get()) {
-            Ok(arguments) => arguments,
-            Err(_) => {
-                return Some(Intercepted::Answer(Err(invalid_params(
-                    "arguments must be an object",
-                ))));
-            }
-        },
+    // Read as raw entries: `call_tool`'s inner arguments go to the tool as the model wrote them
+    // (`1.50` stays `1.50`, and no number is rounded through a double).
+    let arguments_text = entries
+        .get("arguments")
+        .map_or_else(|| "{}".to_owned(), |arguments| arguments.get().to_owned());
+    let Ok(arguments) = ObjectEntries::parse(&arguments_text) else {
+        return Some(Intercepted::Answer(Err(invalid_params(
+            "arguments must be an object",
+        ))));
     };
     if name == CALL_TOOL {
-        let Some(target) = arguments.get("name").and_then(Value::as_str) else {
+        let Some(target) = arguments.get_str("name") else {
             return Some(Intercepted::Answer(Err(invalid_params(format!(
                 "{CALL_TOOL} needs the name of a tool, as {SEARCH_TOOL} gave it"
             )))));
         };
-        if catalog.app_only.contains(target) {
+        if catalog.app_only.contains(target.as_ref()) {
             return Some(Intercepted::Answer(Err(invalid_params(format!(
                 "{target} is for its MCP App's view to call, not the model"
             )))));
         }
-        let inner = arguments.get("arguments").cloned().unwrap_or(json!({}));
-        entries.set(
-            "name",
-            serde_json::value::to_raw_value(target).expect("JSON"),
+        let inner = arguments.get("arguments").map_or_else(
+            || RawValue::from_string("{}".to_owned()).expect("JSON"),
+            ToOwned::to_owned,
         );
-        entries.set(
-            "arguments",
-            serde_json::value::to_raw_value(&inner).expect("JSON"),
-        );
+        entries.set("name", json_string(&target));
+        entries.set("arguments", inner);
         return Some(Intercepted::Call(entries.into_raw()));
     }
+    // `search_tools`' own arguments are Switchboard's to read.
+    let Ok(arguments) = serde_json::from_str::<serde_json::Map<String, Value>>(&arguments_text)
+    else {
+        return Some(Intercepted::Answer(Err(invalid_params(
+            "arguments must be an object",
+        ))));
+    };
     let Some(query) = arguments.get("query").and_then(Value::as_str) else {
         return Some(Intercepted::Answer(Err(invalid_params(format!(
             "{SEARCH_TOOL} needs a query"
