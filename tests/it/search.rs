@@ -232,7 +232,8 @@ async fn raw_request(session: &Session, body: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn numbers_no_double_holds_reach_the_tool_as_written_directly_and_through_call_tool() {
+async fn numbers_no_double_holds_reach_the_tool_as_written_directly_rewritten_and_through_call_tool()
+ {
     let mut search = Profile::everything("search");
     search.discovery = Discovery::Search;
     let (engine, hub) = hub::start(
@@ -269,5 +270,14 @@ async fn numbers_no_double_holds_reach_the_tool_as_written_directly_and_through_
     )
     .await;
     assert_eq!(first_text(&through["result"]), as_received, "{through}");
+    // A progress token makes the hub rewrite the params' `_meta`: the rest stays as written.
+    let rewritten = raw_request(
+        &session,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"mis__raw_args","arguments":{arguments},"_meta":{{"progressToken":"p-1"}}}}}}"#
+        ),
+    )
+    .await;
+    assert_eq!(first_text(&rewritten["result"]), as_received, "{rewritten}");
     engine.shutdown().await;
 }
