@@ -790,7 +790,7 @@ fn candidate(kind: PinnedKind, item: &RawValue, fields: &[&str]) -> Candidate {
         return unchecked(format!("its {name_field} is not a string"));
     };
     if kind == PinnedKind::Skill {
-        let vouched = serde_json::from_str(item.get())
+        let vouched = skills::Entry::read(item.get())
             .map_err(|_| Unvouched::NotASkill)
             .and_then(|entry| skills::vouches_for_its_files(&entry));
         if let Err(why) = vouched {
