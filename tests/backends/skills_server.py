@@ -17,6 +17,9 @@ Flags:
   --extra NAME       NAME's tree also has scripts/run.sh, not listed, with other bytes on every
                      read; and both.md, listed with the digest of its text, read with that text
                      and a blob of other bytes
+  --numbers NAME     NAME's entry also holds numbers a double cannot hold, and a 1.50, in its
+                     frontmatter and its _meta, written by hand so that they go out as written
+                     (json.dumps would write 1.5, and cannot write 1e400)
 """
 import argparse
 import base64
@@ -58,6 +61,29 @@ def entry_of(name, server, undigested, extra):
     }
 
 
+# What --numbers adds to a frontmatter, and the _meta it adds to the entry, as JSON text.
+NUMBERS = '"version": 1.50, "big": 12345678901234567890, "huge": 1e400'
+NUMBERS_META = '{"n": -12345678901234567890, "tiny": 1e-400}'
+
+
+class Raw:
+    """A result's JSON text, sent exactly as it is."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+def text_of(entry, numbers):
+    """The entry's JSON text; with `numbers`, its frontmatter and _meta hold NUMBERS."""
+    if not numbers:
+        return json.dumps(entry)
+    frontmatter = json.dumps(entry["frontmatter"])[:-1] + ", " + NUMBERS + "}"
+    return (
+        f'{{"uri": {json.dumps(entry["uri"])}, "frontmatter": {frontmatter}, '
+        f'"resources": {json.dumps(entry["resources"])}, "_meta": {NUMBERS_META}}}'
+    )
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--skill", action="append", default=[])
@@ -66,12 +92,14 @@ def main():
     parser.add_argument("--list-resources", action="store_true")
     parser.add_argument("--undigested", action="append", default=[])
     parser.add_argument("--extra", action="append", default=[])
+    parser.add_argument("--numbers", action="append", default=[])
     options = parser.parse_args()
 
     entries = [
         entry_of(name, options.server, name in options.undigested, name in options.extra)
         for name in options.skill
     ]
+    texts = [text_of(entry, entry["frontmatter"]["name"] in options.numbers) for entry in entries]
     # URI -> what it reads as at the nth read, for the files whose bytes change on every read.
     changing = {}
     for name in options.undigested:
@@ -96,11 +124,11 @@ def main():
         if method == "ping":
             return {}
         if method == "skills/list":
-            return {"skills": entries}
+            return Raw('{"skills": [' + ", ".join(texts) + "]}")
         if method == "skills/get":
-            for entry in entries:
+            for entry, text in zip(entries, texts):
                 if entry["uri"] == params.get("uri"):
-                    return {"skill": entry}
+                    return Raw('{"skill": ' + text + "}")
             raise LookupError((-32602, f"no skill {params.get('uri')}"))
         if method == "resources/list":
             listed = [
@@ -131,12 +159,15 @@ def main():
         if "id" not in request:
             continue
         try:
-            reply = {"jsonrpc": "2.0", "id": request["id"], "result": answer(request)}
+            result = answer(request)
+            result = result.text if isinstance(result, Raw) else json.dumps(result)
+            line = f'{{"jsonrpc": "2.0", "id": {json.dumps(request["id"])}, "result": {result}}}'
         except LookupError as error:
             code, message = error.args[0]
             reply = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": code, "message": message}}
+            line = json.dumps(reply)
         try:
-            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.write(line + "\n")
             sys.stdout.flush()
         except BrokenPipeError:
             return

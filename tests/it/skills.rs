@@ -7,25 +7,27 @@
 //! refused while the rest of that skill reads as ever. A server that lists a file without a
 //! digest has that skill held as unchecked, and its files, listed as plain resources or not, are
 //! not read; a file its skill does not list, and a read with a text and a blob, are refused; in
-//! both eras.
+//! both eras. An entry reaches the editor as its server wrote it, numbers no double holds too.
 
 use serde_json::{Value, json};
 
-use crate::stateless::{post, request};
+use crate::stateless::{post, request, send_to};
 use crate::support::{
     EVENT_LIMIT, McpHttp, ServeProcess, backend_script, eventually, run_node_suite,
 };
 use crate::ui::{NODE_LIMIT, browser_suite};
 
-fn config() -> String {
+/// The config's entry of a server `name` running `skills_server.py` with `args`.
+fn entry(name: &str, args: &[&str]) -> String {
     let script = backend_script("skills_server.py")
         .to_string_lossy()
         .into_owned();
-    let entry = |name: &str, args: &[&str]| {
-        let mut all = vec![script.as_str(), "--server", name];
-        all.extend(args);
-        format!("[servers.{name}]\ncommand = \"python3\"\nargs = {all:?}\n\n")
-    };
+    let mut all = vec![script.as_str(), "--server", name];
+    all.extend(args);
+    format!("[servers.{name}]\ncommand = \"python3\"\nargs = {all:?}\n\n")
+}
+
+fn config() -> String {
     [
         entry(
             "alpha",
@@ -358,6 +360,82 @@ async fn files_a_skill_does_not_vouch_for_are_never_passed_on_in_either_era() {
             .is_some_and(|text| text.contains("name: tools")),
         "the skill it vouches for reads as ever: {read}"
     );
+}
+
+/// `numbers` is alpha's alone, `shared-notes` both servers', so renamed; each entry's frontmatter
+/// and `_meta` hold `1.50`, `1e400` and integers past 2^64 as `skills_server.py --numbers`
+/// writes them. The bodies are read as text: parsing them would change those numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_reach_the_editor_as_their_servers_wrote_them_in_both_eras() {
+    let numbers = ["--numbers", "numbers", "--numbers", "shared-notes"];
+    let alpha = [
+        &["--skill", "numbers", "--skill", "shared-notes"][..],
+        &numbers[..],
+    ]
+    .concat();
+    let beta = [&["--skill", "shared-notes"][..], &numbers[..]].concat();
+    let config = [entry("alpha", &alpha), entry("beta", &beta)].concat();
+    let serve = ServeProcess::with_config(&config, &["alpha", "beta"]);
+    let numbers = r#""version": 1.50, "big": 12345678901234567890, "huge": 1e400}"#;
+    let meta = r#"{"n": -12345678901234567890, "tiny": 1e-400}"#;
+    // Every byte as written, spaces too.
+    let alone = format!(
+        r#"{{"uri": "skill://numbers/SKILL.md", "frontmatter": {{"name": "numbers", "description": "The numbers skill of alpha", {numbers}, "resources": ["#
+    );
+    // Only the URIs rewritten; the values beside them as written.
+    let renamed = format!(
+        r#"{{"uri":"skill://beta/shared-notes/SKILL.md","frontmatter":{{"name": "shared-notes", "description": "The shared-notes skill of beta", {numbers},"resources":[{{"uri":"skill://beta/shared-notes/SKILL.md","#
+    );
+    let asked = [
+        (
+            1,
+            "skills/list",
+            json!({}),
+            vec![alone.as_str(), renamed.as_str()],
+        ),
+        (
+            2,
+            "skills/get",
+            json!({"uri": "skill://numbers/SKILL.md"}),
+            vec![alone.as_str()],
+        ),
+        (
+            3,
+            "skills/get",
+            json!({"uri": "skill://beta/shared-notes/SKILL.md"}),
+            vec![renamed.as_str()],
+        ),
+    ];
+
+    let mcp = McpHttp::new(&serve.url());
+    let session = mcp.open_session("skills editor").await.expect("a session");
+    for (id, method, params, expected) in &asked {
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let reply = mcp
+            .post(Some(&session), body.to_string())
+            .await
+            .expect("an answer");
+        for part in expected.iter().chain([&meta]) {
+            assert!(
+                reply.body.contains(part),
+                "{method}: {part} in {}",
+                reply.body
+            );
+        }
+    }
+    for (id, method, params, expected) in asked {
+        let reply = send_to(&serve, "/mcp", &request(id, method, params, json!({})), &[])
+            .await
+            .text()
+            .await
+            .expect("a body");
+        for part in expected.iter().chain([&meta]) {
+            assert!(
+                reply.contains(part),
+                "{method} (2026-07-28): {part} in {reply}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -51,6 +51,36 @@ pub(crate) async fn post_to(
     body: &Value,
     extra: &[(&str, &str)],
 ) -> Answer {
+    let response = send_to(serve, path, body, extra).await;
+    let status = response.status().as_u16();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|value| value.to_str().expect("ASCII").to_owned());
+    let streamed = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+    let text = response.text().await.expect("a body");
+    let messages = if streamed {
+        sse_messages(&text)
+    } else {
+        vec![serde_json::from_str(&text).expect("a JSON body")]
+    };
+    Answer {
+        status,
+        session,
+        messages,
+    }
+}
+
+/// [`post_to`]'s request, answered with the HTTP response, for tests that read its body as text.
+pub(crate) async fn send_to(
+    serve: &ServeProcess,
+    path: &str,
+    body: &Value,
+    extra: &[(&str, &str)],
+) -> reqwest::Response {
     let mut headers = vec![("mcp-protocol-version".to_owned(), VERSION.to_owned())];
     if let Some(method) = body["method"].as_str() {
         headers.push(("mcp-method".to_owned(), method.to_owned()));
@@ -76,31 +106,11 @@ pub(crate) async fn post_to(
     for (name, value) in &headers {
         builder = builder.header(name, value);
     }
-    let response = builder
+    builder
         .body(body.to_string())
         .send()
         .await
-        .expect("POST /mcp");
-    let status = response.status().as_u16();
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .map(|value| value.to_str().expect("ASCII").to_owned());
-    let streamed = response
-        .headers()
-        .get("content-type")
-        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
-    let text = response.text().await.expect("a body");
-    let messages = if streamed {
-        sse_messages(&text)
-    } else {
-        vec![serde_json::from_str(&text).expect("a JSON body")]
-    };
-    Answer {
-        status,
-        session,
-        messages,
-    }
+        .expect("POST /mcp")
 }
 
 /// The status of an error answer, its code and the id it answers.
