@@ -216,28 +216,44 @@ async fn search_mode_finds_the_right_tool_among_real_servers_and_calls_it() {
     engine.shutdown().await;
 }
 
-/// Sends `body` as it is, and gives the last message of its answer.
-async fn raw_request(session: &Session, body: &str) -> Value {
+/// Sends `body` as it is, and gives the last message of its answer as its text.
+async fn raw_answer(session: &Session, body: &str) -> String {
     let Inbound::Request(mut reply) = session.receive(body.as_bytes()) else {
         panic!("a request: {body}");
     };
-    let mut last = Value::Null;
+    let mut last = Vec::new();
     while let Some(message) = tokio::time::timeout(EVENT_LIMIT, reply.messages.recv())
         .await
         .expect("an answer in time")
     {
-        last = serde_json::from_slice(&message.to_json()).expect("JSON");
+        last = message.to_json().to_vec();
     }
-    last
+    String::from_utf8(last).expect("UTF-8")
+}
+
+/// Sends `body` as it is, and gives the last message of its answer.
+async fn raw_request(session: &Session, body: &str) -> Value {
+    let answer = raw_answer(session, body).await;
+    serde_json::from_str(&answer).unwrap_or_else(|error| panic!("{error}: {answer}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn numbers_no_double_holds_reach_the_tool_as_written_directly_rewritten_and_through_call_tool()
- {
+async fn numbers_no_double_holds_pass_as_written_through_calls_and_search_mode() {
+    // raw_args's definition holds numbers no double holds too.
+    let dir = tempfile::tempdir().expect("a folder");
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"name":"raw_args","description":"Answer the arguments as received","inputSchema":{"type":"object","properties":{"n":{"type":"number","multipleOf":1.50,"maximum":1e400}}}}]"#,
+    )
+    .expect("the tools");
     let mut search = Profile::everything("search");
     search.discovery = Discovery::Search;
     let (engine, hub) = hub::start(
-        vec![misbehave("mis", &["--raw-args"])],
+        vec![misbehave(
+            "mis",
+            &["--tools-from", &tools.to_string_lossy()],
+        )],
         ProcessGroups::in_memory(),
         HubOptions {
             profiles: vec![search],
@@ -250,6 +266,18 @@ async fn numbers_no_double_holds_reach_the_tool_as_written_directly_rewritten_an
     )
     .await;
     let (session, _events) = hub.open_session_in("search").expect("a served profile");
+    // The catalogs are rebuilt just after the server becomes ready.
+    eventually("mis's tools are catalogued", EVENT_LIMIT, || async {
+        let budgets = hub.budgets();
+        match budgets.iter().all(|budget| budget.tools > 0) {
+            true => Ok(()),
+            false => Err(format!(
+                "{:?}",
+                budgets.iter().map(|b| b.tools).collect::<Vec<_>>()
+            )),
+        }
+    })
+    .await;
     // `1.50` read as a number is `1.5`; no double holds `1e400`, nor `12345678901234567890`
     // exactly.
     let arguments = r#"{"price": 1.50, "huge": 1e400, "id": 12345678901234567890}"#;
@@ -279,5 +307,16 @@ async fn numbers_no_double_holds_reach_the_tool_as_written_directly_rewritten_an
     )
     .await;
     assert_eq!(first_text(&rewritten["result"]), as_received, "{rewritten}");
+    // search_tools answers the definition as the server listed it.
+    let found = raw_answer(
+        &session,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"arguments as received"}}}"#,
+    )
+    .await;
+    assert!(
+        found.contains(r#""structuredContent":{"tools":[{"name":"mis__raw_args","#)
+            && found.contains(r#""multipleOf":1.50,"maximum":1e400"#),
+        "{found}"
+    );
     engine.shutdown().await;
 }

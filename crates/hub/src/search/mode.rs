@@ -4,8 +4,8 @@
 //! which calls one by name; and the tools the profile always lists. Every other tool can still be
 //! called by its name directly.
 
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use super::tools::{CALL_TOOL, DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOL};
 use crate::catalog::MergedCatalog;
@@ -75,20 +75,20 @@ pub(crate) fn intercept(catalog: &MergedCatalog, params: &RawValue) -> Option<In
         .get("limit")
         .and_then(Value::as_u64)
         .map_or(DEFAULT_LIMIT, |limit| (limit as usize).clamp(1, MAX_LIMIT));
-    let tools: Vec<Value> = search
-        .index()
-        .search(query, limit)
-        .into_iter()
-        .filter_map(|hit| serde_json::from_str(&search.definitions.get(&hit.name)?.json).ok())
+    // The definitions as `tools/list` would send them, put together without being read.
+    let hits = search.index().search(query, limit);
+    let definitions: Vec<&str> = hits
+        .iter()
+        .filter_map(|hit| Some(search.definitions.get(&hit.name)?.json.as_str()))
         .collect();
-    let text = if tools.is_empty() {
+    let tools = format!("[{}]", definitions.join(","));
+    let text = if definitions.is_empty() {
         format!("No tool matches {query:?}; search again with other words.")
     } else {
-        serde_json::to_string_pretty(&tools).expect("JSON")
+        tools.clone()
     };
-    let result = json!({
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": {"tools": tools},
-    });
-    Some(Intercepted::Answer(Ok(result.to_string())))
+    let text = serde_json::to_string(&text).expect("a string is JSON");
+    Some(Intercepted::Answer(Ok(format!(
+        r#"{{"content":[{{"type":"text","text":{text}}}],"structuredContent":{{"tools":{tools}}}}}"#
+    ))))
 }
